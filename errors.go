@@ -1,0 +1,431 @@
+package rail0
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors matched by status through errors.Is on *APIError, so that
+// callers can branch without a type assertion:
+//
+//	if errors.Is(err, rail0.ErrRateLimited) { ... }
+var (
+	// ErrRateLimited matches a 429 answer.
+	ErrRateLimited = errors.New("rail0: rate limited")
+	// ErrUnauthorized matches a 401 answer: the token is absent, malformed, expired or revoked.
+	ErrUnauthorized = errors.New("rail0: unauthorized")
+	// ErrForbidden matches a 403 answer: signed in, but not allowed to do this.
+	ErrForbidden = errors.New("rail0: forbidden")
+	// ErrNotFound matches a 404 answer.
+	ErrNotFound = errors.New("rail0: not found")
+	// ErrOutcomeUnknown matches an *OutcomeUnknownError: a write may or may not
+	// have been executed by the gateway.
+	ErrOutcomeUnknown = errors.New("rail0: outcome unknown")
+)
+
+// ErrorCode is the gateway's machine-readable error code. The gateway adds
+// codes over time, so unknown values decode and surface unchanged; base
+// program logic on the constants below and treat others generically.
+type ErrorCode string
+
+// Known error codes (README section 9 of the gateway contract).
+const (
+	CodeUnauthorized               ErrorCode = "unauthorized"
+	CodeForbidden                  ErrorCode = "forbidden"
+	CodePayerMustBeCaller          ErrorCode = "payer_must_be_caller"
+	CodeAccountRequired            ErrorCode = "account_required"
+	CodeNotThePayee                ErrorCode = "not_the_payee"
+	CodeNotThePayer                ErrorCode = "not_the_payer"
+	CodeNotAParticipant            ErrorCode = "not_a_participant"
+	CodeNotFound                   ErrorCode = "not_found"
+	CodeInvalidSIWE                ErrorCode = "invalid_siwe"
+	CodeInvalidNonce               ErrorCode = "invalid_nonce"
+	CodeNonceUsed                  ErrorCode = "nonce_used"
+	CodeSignerMismatch             ErrorCode = "signer_mismatch"
+	CodeSIWEPurposeMismatch        ErrorCode = "siwe_purpose_mismatch"
+	CodeMissingParam               ErrorCode = "missing_param"
+	CodeInvalidAmount              ErrorCode = "invalid_amount"
+	CodeUnknownChain               ErrorCode = "unknown_chain"
+	CodeUnknownToken               ErrorCode = "unknown_token"
+	CodeNoActiveContract           ErrorCode = "no_active_contract"
+	CodeUnsupportedPaymentMethod   ErrorCode = "unsupported_payment_method"
+	CodeForeignTransactionHash     ErrorCode = "foreign_transaction_hash"
+	CodeInvalidEventType           ErrorCode = "invalid_event_type"
+	CodeInvalidState               ErrorCode = "invalid_state"
+	CodeNotSignable                ErrorCode = "not_signable"
+	CodeAlreadySigned              ErrorCode = "already_signed"
+	CodeNoSignature                ErrorCode = "no_signature"
+	CodeWrongMode                  ErrorCode = "wrong_mode"
+	CodeNotCapturable              ErrorCode = "not_capturable"
+	CodeAmountExceedsCapturable    ErrorCode = "amount_exceeds_capturable"
+	CodeNotVoidable                ErrorCode = "not_voidable"
+	CodeNotReleasable              ErrorCode = "not_releasable"
+	CodeAuthorizationExpired       ErrorCode = "authorization_expired"
+	CodeAuthorizationNotExpired    ErrorCode = "authorization_not_expired"
+	CodeNotRefundable              ErrorCode = "not_refundable"
+	CodeAmountExceedsRefundable    ErrorCode = "amount_exceeds_refundable"
+	CodeRefundExpired              ErrorCode = "refund_expired"
+	CodeAlreadyDisputed            ErrorCode = "already_disputed"
+	CodeNotDisputed                ErrorCode = "not_disputed"
+	CodeNothingToDispute           ErrorCode = "nothing_to_dispute"
+	CodeTransactionNotOverwritable ErrorCode = "transaction_not_overwritable"
+	CodeConfigHashMismatch         ErrorCode = "config_hash_mismatch"
+	CodePaymentNotOnChain          ErrorCode = "payment_not_on_chain"
+	CodeUnsupportedContractVersion ErrorCode = "unsupported_contract_version"
+	CodeContractRevert             ErrorCode = "contract_revert"
+	CodeNotPayee                   ErrorCode = "not_payee"
+	CodeNotPayer                   ErrorCode = "not_payer"
+	CodeNotPayerOrPayee            ErrorCode = "not_payer_or_payee"
+	CodeAlreadyCaptured            ErrorCode = "already_captured"
+	CodeTokenNotAccepted           ErrorCode = "token_not_accepted"
+	CodePaymentAlreadyExists       ErrorCode = "payment_already_exists"
+	CodeRevert                     ErrorCode = "revert"
+	CodeInsufficientTokenBalance   ErrorCode = "insufficient_token_balance"
+	CodeInvalidTokenSignature      ErrorCode = "invalid_token_signature"
+	CodeAuthorizationAlreadyUsed   ErrorCode = "authorization_already_used"
+	CodeAuthorizationNotYetValid   ErrorCode = "authorization_not_yet_valid"
+	CodeTokenAccountBlocked        ErrorCode = "token_account_blocked"
+	CodeTokenPaused                ErrorCode = "token_paused"
+	CodeInsufficientGasFunds       ErrorCode = "insufficient_gas_funds"
+	CodeNonceTooLow                ErrorCode = "nonce_too_low"
+	CodeReplacementUnderpriced     ErrorCode = "replacement_underpriced"
+	CodeGasPriceTooLow             ErrorCode = "gas_price_too_low"
+	CodeAlreadyKnown               ErrorCode = "already_known"
+	CodeRPCUnavailable             ErrorCode = "rpc_unavailable"
+	CodeRateLimited                ErrorCode = "rate_limited"
+)
+
+// hints holds an actionable next step for the codes where one exists.
+var hints = map[ErrorCode]string{
+	CodeRateLimited:                "wait RetryAfter before sending again; background jobs can enable WithRetryOn429",
+	CodeUnauthorized:               "sign in again (nonce, SIWE, POST /auth): the token is missing, expired or revoked",
+	CodeForbidden:                  "use a session of the party or account that owns this resource",
+	CodePayerMustBeCaller:          "set payer to the address of the signed-in session",
+	CodeAccountRequired:            "sign in with an address that belongs to a merchant account",
+	CodeNotThePayee:                "call this with the payee's session",
+	CodeNotThePayer:                "call this with the payer's session",
+	CodeNotAParticipant:            "call this with the payer's or the payee's session",
+	CodeNotFound:                   "check the id; payment routes take the UUID or the rail0_id",
+	CodeInvalidSIWE:                "build the sign-in message in the exact EIP-4361 layout, blank lines included",
+	CodeInvalidNonce:               "request a fresh nonce (POST /auth/nonces) and sign again",
+	CodeNonceUsed:                  "request a fresh nonce: each nonce signs in once",
+	CodeSignerMismatch:             "sign with the key of the address the gateway expects",
+	CodeSIWEPurposeMismatch:        "use the login statement for POST /auth and the wallet statement for wallet registration",
+	CodeMissingParam:               "send the parameter named in the error detail",
+	CodeInvalidAmount:              "send a positive human decimal with no more digits than the token's decimals",
+	CodeUnknownChain:               "pick a chain id listed by GET /blockchains",
+	CodeUnknownToken:               "pick a token listed by GET /tokens for that chain",
+	CodeNoActiveContract:           "choose a chain with a live RAIL0 deployment",
+	CodeUnsupportedPaymentMethod:   "the payee must accept this token on this chain (see GET /payment_methods)",
+	CodeForeignTransactionHash:     "report the hash of the transaction prepared for this payment",
+	CodeNotSignable:                "only an unsigned payment takes the payer signature",
+	CodeAlreadySigned:              "the payer signature is on file; go on with authorize or charge",
+	CodeNoSignature:                "have the payer sign the signing_payload first (PUT /payments/{id}/sign)",
+	CodeWrongMode:                  "use authorize for escrow payments and charge for one-step payments",
+	CodeNotCapturable:              "capture needs an authorized or partially captured payment",
+	CodeAmountExceedsCapturable:    "lower the amount to at most capturable_amount",
+	CodeNotVoidable:                "void only works before any capture; refund instead",
+	CodeNotReleasable:              "release works after authorization_expiry while escrow remains",
+	CodeAuthorizationExpired:       "the capture window closed; release the escrow instead",
+	CodeAuthorizationNotExpired:    "wait until authorization_expiry, or void as the payee",
+	CodeNotRefundable:              "nothing is refundable, or the refund window is over",
+	CodeAmountExceedsRefundable:    "lower the amount to at most refundable_amount",
+	CodeRefundExpired:              "refund_expiry has passed; refunds and disputes are closed",
+	CodeAlreadyDisputed:            "a dispute is already open on this payment",
+	CodeNotDisputed:                "no dispute is open, so there is nothing to close",
+	CodeNothingToDispute:           "disputes need a refundable balance held by the payee",
+	CodeTransactionNotOverwritable: "wait for the step under way to confirm or fail",
+	CodeInsufficientGasFunds:       "fund the sending wallet with the chain's native coin for gas",
+	CodeNonceTooLow:                "prepare the step again to get a fresh account nonce",
+	CodeGasPriceTooLow:             "prepare the step again to get current fees",
+	CodeReplacementUnderpriced:     "wait for the pending transaction or prepare again",
+	CodeRPCUnavailable:             "nothing was sent; retry later",
+}
+
+// APIError is a non-2xx answer from the gateway. Every such answer becomes an
+// *APIError through one path, even when retries ran out and even at zero
+// retries, so the status, code, request id and RetryAfter are always there.
+type APIError struct {
+	// StatusCode is the HTTP status of the final response.
+	StatusCode int
+	// Code is the precise condition: the first non-empty of the body's code,
+	// error and status fields. Empty when the body carried none.
+	Code ErrorCode
+	// Category is the older broad category (the body's status field), such
+	// as invalid_state or contract_revert.
+	Category string
+	// Title is a brief heading.
+	Title string
+	// Detail is the human text (detail, then message, then "HTTP <status>").
+	Detail string
+	// RetryAfter is the server's Retry-After instruction on this response,
+	// uncapped. Zero when absent, zero, negative or unparseable.
+	RetryAfter time.Duration
+	// RequestID is the X-Request-Id of the response, for support requests.
+	RequestID string
+	// Attempts is how many requests the call sent, retries included.
+	Attempts int
+	// Method and Path identify the call (Path is relative to the base URL,
+	// without the query).
+	Method string
+	Path   string
+	// RetryRefused is true when the SDK would have retried this 429 but the
+	// wait did not fit the call's allowance or its context deadline, so it
+	// returned at once instead.
+	RetryRefused bool
+	// Header holds the response headers.
+	Header http.Header
+	// Body is the raw response body, at most 1 MiB, kept for diagnosis
+	// (for example the HTML page of a proxy).
+	Body []byte
+
+	cause error // the context error when the call was cut short
+}
+
+// Error returns one readable line.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString("rail0: ")
+	b.WriteString(e.Method)
+	b.WriteByte(' ')
+	b.WriteString(e.Path)
+	b.WriteString(": ")
+	b.WriteString(strconv.Itoa(e.StatusCode))
+	if e.Code != "" {
+		b.WriteByte(' ')
+		b.WriteString(string(e.Code))
+	}
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(oneLine(e.Detail))
+	}
+	if e.RetryAfter > 0 {
+		b.WriteString(" (retry after ")
+		b.WriteString(e.RetryAfter.String())
+		b.WriteByte(')')
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.RequestID != "" {
+		b.WriteString(" [request_id ")
+		b.WriteString(oneLine(e.RequestID))
+		b.WriteByte(']')
+	}
+	if e.cause != nil {
+		b.WriteString(": ")
+		b.WriteString(e.cause.Error())
+	}
+	return b.String()
+}
+
+// Is reports whether target is the sentinel for e's status, so that
+// errors.Is(err, ErrRateLimited) holds for any 429.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrRateLimited:
+		return e.StatusCode == http.StatusTooManyRequests
+	case ErrUnauthorized:
+		return e.StatusCode == http.StatusUnauthorized
+	case ErrForbidden:
+		return e.StatusCode == http.StatusForbidden
+	case ErrNotFound:
+		return e.StatusCode == http.StatusNotFound
+	}
+	return false
+}
+
+// Unwrap returns the context error when the call was cut short while waiting
+// to retry, so errors.Is(err, context.Canceled) holds next to
+// errors.As(err, &apiErr). It returns nil otherwise.
+func (e *APIError) Unwrap() error { return e.cause }
+
+// Hint returns an actionable next step for known codes, or "" when there is
+// none.
+func (e *APIError) Hint() string {
+	if e.StatusCode == http.StatusTooManyRequests {
+		return hints[CodeRateLimited]
+	}
+	return hints[e.Code]
+}
+
+// Temporary reports whether sending the same request later may succeed: a
+// 429, or a 5xx.
+func (e *APIError) Temporary() bool {
+	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+}
+
+// OutcomeUnknownError is returned when a write (POST or PATCH) may or may not
+// have been executed: the connection failed after the request was written, or
+// the gateway or a proxy answered 5xx. The SDK does not retry such a request
+// on its own unless it carries an Idempotency-Key, because a second capture
+// or refund could move money twice. Read the resource (or replay with the same
+// IdempotencyKey) to learn what happened.
+type OutcomeUnknownError struct {
+	Method   string
+	Path     string
+	Attempts int
+	// IdempotencyKey is the key the request carried, if any: replaying the
+	// call with it is safe.
+	IdempotencyKey string
+	// Err is the last failure: an *APIError for a 5xx, or the transport error.
+	Err error
+}
+
+// Error returns one readable line.
+func (e *OutcomeUnknownError) Error() string {
+	s := fmt.Sprintf("rail0: %s %s: outcome unknown after %d attempt(s)", e.Method, e.Path, e.Attempts)
+	if e.Err != nil {
+		s += ": " + errorText(e.Err)
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrOutcomeUnknown) hold.
+func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcomeUnknown }
+
+// Unwrap returns the last failure, so errors.As can reach an *APIError.
+func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// TransportError is a failure that left no answer from the gateway on a call
+// whose outcome does not matter or is known: a read, or a request that was
+// provably never sent (the connection could not be opened).
+type TransportError struct {
+	Method   string
+	Path     string
+	Attempts int
+	// Sent is false when the request provably never left the client (dial or
+	// DNS failure), so nothing was executed.
+	Sent bool
+	Err  error
+}
+
+// Error returns one readable line.
+func (e *TransportError) Error() string {
+	state := "request failed"
+	if !e.Sent {
+		state = "request not sent"
+	}
+	return fmt.Sprintf("rail0: %s %s: %s after %d attempt(s): %s", e.Method, e.Path, state, e.Attempts, errorText(e.Err))
+}
+
+// Unwrap returns the underlying error (a *url.Error, a net error or a
+// context error).
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// DecodeError is a 2xx answer whose body is not the JSON the contract
+// promises (for example an HTML page from a proxy, or truncated JSON). The
+// request was executed: StatusCode says how.
+type DecodeError struct {
+	Method      string
+	Path        string
+	StatusCode  int
+	RequestID   string
+	ContentType string
+	// Body is the start of the body (at most 1 KiB), for diagnosis.
+	Body []byte
+	Err  error
+}
+
+// Error returns one readable line.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("rail0: %s %s: %d response with an undecodable %q body: %s",
+		e.Method, e.Path, e.StatusCode, e.ContentType, errorText(e.Err))
+}
+
+// Unwrap returns the decoding error.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// ValidationError is a request refused by the SDK before anything was sent,
+// because a required field is missing or malformed.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+// Error returns one readable line.
+func (e *ValidationError) Error() string {
+	return "rail0: invalid " + e.Field + ": " + e.Reason
+}
+
+// errorBody is the gateway's error envelope, with its older fields.
+type errorBody struct {
+	Code    string `json:"code"`
+	Title   string `json:"title"`
+	Detail  string `json:"detail"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	Error   string `json:"error"`
+}
+
+// newAPIError builds the error for a non-2xx response from its status,
+// headers and (possibly empty, non-JSON or truncated) body. It never fails.
+func newAPIError(st *callState, status int, header http.Header, body []byte, now time.Time) *APIError {
+	e := &APIError{
+		StatusCode: status,
+		RequestID:  header.Get("X-Request-Id"),
+		Method:     st.method,
+		Path:       st.path,
+		Attempts:   st.attempts,
+		Header:     header,
+		Body:       body,
+	}
+	if ra, ok := ParseRetryAfter(header.Get("Retry-After"), now); ok {
+		e.RetryAfter = ra
+	}
+	var eb errorBody
+	if len(body) > 0 && json.Unmarshal(body, &eb) == nil {
+		e.Code = ErrorCode(firstNonEmpty(eb.Code, eb.Error, eb.Status))
+		e.Category = eb.Status
+		e.Title = eb.Title
+		e.Detail = firstNonEmpty(eb.Detail, eb.Message)
+	}
+	if e.Detail == "" {
+		e.Detail = "HTTP " + strconv.Itoa(status)
+	}
+	return e
+}
+
+// withCause returns a copy of e that unwraps to the context error cause.
+func (e *APIError) withCause(cause error, attempts int) *APIError {
+	c := *e
+	c.cause = cause
+	c.Attempts = attempts
+	return &c
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// oneLine keeps Error() on one line whatever the server sent.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return oneLine(err.Error())
+}
+
+// isContextErr reports whether err is (or wraps) a context cancellation or
+// deadline.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,161 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Option configures a Client. Options are validated by NewClient, which
+// returns the first error.
+type Option func(*config) error
+
+// config collects the options before NewClient builds the Client.
+type config struct {
+	token         string
+	tokenSource   func(context.Context) (string, error)
+	httpClient    *http.Client
+	userAgent     string
+	logger        *slog.Logger
+	retryOn429    bool
+	retryAfterCap time.Duration
+	maxRetryWait  time.Duration
+	maxRetries    int
+	onRetry       func(RetryEvent)
+	now           func() time.Time
+	rand          func() float64
+}
+
+// WithToken sets a fixed bearer token (a session JWT from POST /auth). Use
+// WithTokenSource instead for a long-lived client that must survive token
+// expiry.
+func WithToken(token string) Option {
+	return func(c *config) error {
+		if strings.TrimSpace(token) == "" {
+			return errors.New("rail0: WithToken: empty token")
+		}
+		if strings.ContainsAny(token, "\r\n") {
+			return errors.New("rail0: WithToken: token contains a line break")
+		}
+		c.token = token
+		return nil
+	}
+}
+
+// WithTokenSource sets a function that returns the bearer token. It is called
+// once per call (not per retry), so one long-lived client follows a token
+// refresh; it must be safe for concurrent use. An empty token sends no
+// Authorization header. See LoginTokenSource for one that signs in again
+// before the session expires.
+func WithTokenSource(source func(context.Context) (string, error)) Option {
+	return func(c *config) error {
+		if source == nil {
+			return errors.New("rail0: WithTokenSource: nil source")
+		}
+		c.tokenSource = source
+		return nil
+	}
+}
+
+// WithHTTPClient sets the HTTP client used for every attempt (its Transport,
+// Timeout and redirect policy). The default has a 30 s timeout per attempt
+// and its own connection pool.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error {
+		if hc == nil {
+			return errors.New("rail0: WithHTTPClient: nil client")
+		}
+		c.httpClient = hc
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent header; it is sent as given, so include
+// your application's name and version.
+func WithUserAgent(ua string) Option {
+	return func(c *config) error {
+		if strings.TrimSpace(ua) == "" || strings.ContainsAny(ua, "\r\n") {
+			return fmt.Errorf("rail0: WithUserAgent: invalid user agent %q", ua)
+		}
+		c.userAgent = ua
+		return nil
+	}
+}
+
+// WithLogger sets a structured logger. The client logs nothing by default;
+// with a logger it logs every retry decision (attempt, status, wait,
+// will_retry). It never logs the bearer token or request bodies.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		c.logger = l
+		return nil
+	}
+}
+
+// WithRetryOn429 turns automatic retrying of 429 answers on or off (off by
+// default). It works on its own, without any other option. A 429 was never
+// executed, so it is retried on every method, POST included. The retry sleeps
+// the calling goroutine: turn it on in background jobs, and keep it off in
+// request/response handlers, which should pass APIError.RetryAfter on instead.
+func WithRetryOn429(on bool) Option {
+	return func(c *config) error {
+		c.retryOn429 = on
+		return nil
+	}
+}
+
+// WithRetryAfterCap bounds a server-given Retry-After before jitter is added
+// (default 60 s), so an over-long or hostile value cannot park a call. It
+// also caps guessed waits.
+func WithRetryAfterCap(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("rail0: WithRetryAfterCap: must be positive, got %v", d)
+		}
+		c.retryAfterCap = d
+		return nil
+	}
+}
+
+// WithMaxRetryWait sets the per-call allowance of rate-limit waiting, summed
+// over the call's attempts (default 3 min). When the next wait does not fit
+// in what is left, the call returns the 429 at once rather than holding the
+// caller. Zero means never wait.
+func WithMaxRetryWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("rail0: WithMaxRetryWait: must not be negative, got %v", d)
+		}
+		c.maxRetryWait = d
+		return nil
+	}
+}
+
+// WithMaxRetries bounds retries of failures other than 429: 5xx answers and
+// connection failures (default 2). It does not limit 429 retries, which
+// MaxRetryWait bounds.
+func WithMaxRetries(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("rail0: WithMaxRetries: must not be negative, got %d", n)
+		}
+		c.maxRetries = n
+		return nil
+	}
+}
+
+// WithOnRetry sets a function called on every retry decision, before the
+// wait, from the calling goroutine; it must not block.
+func WithOnRetry(fn func(RetryEvent)) Option {
+	return func(c *config) error {
+		if fn == nil {
+			return errors.New("rail0: WithOnRetry: nil function")
+		}
+		c.onRetry = fn
+		return nil
+	}
+}

@@ -1,0 +1,139 @@
+package rail0
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// SortKey names a field to sort a list by. The resource files define the
+// keys each list accepts; Desc reverses one.
+type SortKey string
+
+// Desc returns the key sorting in descending order ("-field").
+func (k SortKey) Desc() SortKey {
+	if strings.HasPrefix(string(k), "-") {
+		return k
+	}
+	return "-" + k
+}
+
+// ListOptions selects a page of a paginated list. Embed it in a list's
+// params; the zero value asks for the server's defaults.
+type ListOptions struct {
+	// Page is the 1-based page number; zero means the first page.
+	Page int64
+	// PerPage is the page size, at most 100; zero means the server default.
+	PerPage int64
+	// Sort orders the list: keys applied in turn.
+	Sort []SortKey
+}
+
+// encode adds the page, per_page and sort parameters that are set.
+func (o ListOptions) encode(q url.Values) {
+	if o.Page > 0 {
+		q.Set("page", strconv.FormatInt(o.Page, 10))
+	}
+	if o.PerPage > 0 {
+		q.Set("per_page", strconv.FormatInt(o.PerPage, 10))
+	}
+	if len(o.Sort) > 0 {
+		keys := make([]string, len(o.Sort))
+		for i, k := range o.Sort {
+			keys[i] = string(k)
+		}
+		q.Set("sort", strings.Join(keys, ","))
+	}
+}
+
+// Page is one page of a paginated list, with the gateway's pagination
+// headers. When a header is missing, TotalCount falls back to the number of
+// items, Page to the page asked for and PerPage to the page size asked for.
+type Page[T any] struct {
+	Items []T
+	// TotalCount is the number of items across all pages (x-total-count).
+	TotalCount int64
+	// Page is this page's number (x-page).
+	Page int64
+	// PerPage is the page size the server used (x-per-page).
+	PerPage int64
+	// Response is the response's metadata.
+	Response *Response
+}
+
+// HasNext reports whether pages follow this one.
+func (p *Page[T]) HasNext() bool {
+	return len(p.Items) > 0 && p.PerPage > 0 && p.Page*p.PerPage < p.TotalCount
+}
+
+// listPage fetches one page of path with query q (not modified).
+func listPage[T any](ctx context.Context, c *Client, path string, q url.Values) (*Page[T], error) {
+	var items []T
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: path, query: q}, &items)
+	if err != nil {
+		return nil, err
+	}
+	p := &Page[T]{Items: items, Response: resp}
+	p.TotalCount = headerInt(resp.Header, "X-Total-Count", int64(len(items)))
+	p.Page = headerInt(resp.Header, "X-Page", queryInt(q, "page", 1))
+	p.PerPage = headerInt(resp.Header, "X-Per-Page", queryInt(q, "per_page", int64(len(items))))
+	return p, nil
+}
+
+// listAll walks every page from the one q asks for (the first by default).
+// It stops on the first error, which it yields, and checks ctx before each
+// page; q is copied, never modified.
+func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		pq := url.Values{}
+		for k, v := range q {
+			pq[k] = append([]string(nil), v...)
+		}
+		page := queryInt(q, "page", 1)
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(zero, err)
+				return
+			}
+			pq.Set("page", strconv.FormatInt(page, 10))
+			p, err := listPage[T](ctx, c, path, pq)
+			if err != nil {
+				yield(zero, err)
+				return
+			}
+			for _, item := range p.Items {
+				if !yield(item, nil) {
+					return
+				}
+			}
+			if !p.HasNext() {
+				return
+			}
+			page = p.Page + 1
+		}
+	}
+}
+
+// headerInt parses an integer header, or returns def when it is missing or
+// malformed.
+func headerInt(h http.Header, name string, def int64) int64 {
+	if v := h.Get(name); v != "" {
+		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return def
+}
+
+func queryInt(q url.Values, name string, def int64) int64 {
+	if v := q.Get(name); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
