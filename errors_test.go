@@ -1,0 +1,524 @@
+package rail0
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Rule 1: RetryAfter is always surfaced, uncapped, at zero retries.
+func TestAPIErrorCarriesRetryAfterOn429(t *testing.T) {
+	srv := newScriptServer(t, throttled("60"))
+	c := newTestClient(t, srv.URL, WithToken("secret-token"))
+
+	_, err := c.Payments.Get(context.Background(), "p1")
+
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	assert.Equal(t, CodeRateLimited, apiErr.Code)
+	assert.Equal(t, 60*time.Second, apiErr.RetryAfter)
+	assert.Equal(t, "req-x", apiErr.RequestID)
+	assert.Equal(t, "Too many requests", apiErr.Title)
+	assert.Equal(t, http.MethodGet, apiErr.Method)
+	assert.Equal(t, "/payments/p1", apiErr.Path)
+	assert.Equal(t, 1, apiErr.Attempts)
+	assert.False(t, apiErr.RetryRefused)
+	assert.True(t, errors.Is(err, ErrRateLimited))
+	assert.False(t, errors.Is(err, ErrNotFound))
+	assert.NotEmpty(t, apiErr.Hint())
+	assert.NotContains(t, err.Error(), "\n")
+	assert.Contains(t, err.Error(), "retry after 1m0s")
+	assert.NotContains(t, err.Error(), "secret-token")
+	assert.Len(t, srv.requests(), 1, "no retry by default")
+}
+
+// Rule 1: RetryAfter is zero when absent or unusable, and on other statuses.
+func TestAPIErrorRetryAfterZeroWhenNoInstruction(t *testing.T) {
+	for _, ra := range []string{"", "0", "-5", "garbage", "Sun, 06 Nov 1994 08:49:37 GMT"} {
+		t.Run("retry-after "+ra, func(t *testing.T) {
+			srv := newScriptServer(t, throttled(ra))
+			c := newTestClient(t, srv.URL)
+			_, err := c.Health.Get(context.Background())
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, 429, apiErr.StatusCode)
+			assert.Zero(t, apiErr.RetryAfter)
+		})
+	}
+	srv := newScriptServer(t, step{status: 422, body: `{"code":"amount_exceeds_capturable","title":"Capture larger than escrow","detail":"Only 15.00 is still held.","status":"invalid_state","error":"amount_exceeds_capturable"}`})
+	c := newTestClient(t, srv.URL)
+	_, err := c.Payments.Get(context.Background(), "p1")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Zero(t, apiErr.RetryAfter)
+	assert.Equal(t, CodeAmountExceedsCapturable, apiErr.Code)
+	assert.Equal(t, "invalid_state", apiErr.Category)
+	assert.Equal(t, "Only 15.00 is still held.", apiErr.Detail)
+	assert.Equal(t, "lower the amount to at most capturable_amount", apiErr.Hint())
+}
+
+// The code falls back to error, then status; the text to message, then HTTP <status>.
+func TestAPIErrorFallbackChain(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		body       string
+		wantCode   ErrorCode
+		wantDetail string
+	}{
+		{"legacy error and message", 422, `{"error":"not_capturable","status":"invalid_state","message":"Not capturable."}`, CodeNotCapturable, "Not capturable."},
+		{"status only", 403, `{"status":"forbidden"}`, CodeForbidden, "HTTP 403"},
+		{"empty body", 404, ``, "", "HTTP 404"},
+		{"HTML page from a proxy", 502, `<html><body><h1>502 Bad Gateway</h1></body></html>`, "", "HTTP 502"},
+		{"JSON that is not an object", 400, `["a"]`, "", "HTTP 400"},
+		{"truncated JSON", 409, `{"code":"conf`, "", "HTTP 409"},
+		{"detail with line breaks stays one line", 422, `{"code":"invalid_amount","detail":"bad\namount"}`, CodeInvalidAmount, "bad\namount"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: tt.status, header: map[string]string{"Content-Type": "text/html"}, body: tt.body})
+			c := newTestClient(t, srv.URL, WithMaxRetries(0))
+			_, err := c.Payments.Get(context.Background(), "p1")
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, tt.status, apiErr.StatusCode)
+			assert.Equal(t, tt.wantCode, apiErr.Code)
+			assert.Equal(t, tt.wantDetail, apiErr.Detail)
+			assert.Equal(t, tt.body, string(apiErr.Body), "the raw body is kept")
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+// An error body is read up to 1 MiB and never fails the call.
+func TestAPIErrorHugeBodyIsCut(t *testing.T) {
+	huge := strings.Repeat("x", 5<<20)
+	srv := newScriptServer(t, step{status: 500, header: map[string]string{"Content-Type": "text/plain"}, body: huge})
+	c := newTestClient(t, srv.URL, WithMaxRetries(0))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 500, apiErr.StatusCode)
+	assert.Len(t, apiErr.Body, maxErrorBody)
+	assert.Equal(t, "HTTP 500", apiErr.Detail)
+}
+
+func TestSentinelsMatchByStatus(t *testing.T) {
+	for status, sentinel := range map[int]error{429: ErrRateLimited, 401: ErrUnauthorized, 403: ErrForbidden, 404: ErrNotFound} {
+		e := &APIError{StatusCode: status}
+		assert.ErrorIs(t, e, sentinel)
+		for other, s := range map[int]error{429: ErrRateLimited, 401: ErrUnauthorized, 403: ErrForbidden, 404: ErrNotFound} {
+			if other != status {
+				assert.NotErrorIs(t, e, s)
+			}
+		}
+	}
+}
+
+// Rule 2: one flag alone retries a 429, with a real one-second Retry-After.
+func TestRetryOn429AloneRetries(t *testing.T) {
+	srv := newScriptServer(t, throttled("1"), step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+
+	p, err := c.Payments.Get(context.Background(), "p1")
+
+	require.NoError(t, err)
+	assert.Equal(t, "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", p.ID)
+	reqs := srv.requests()
+	require.Len(t, reqs, 2)
+	gap := reqs[1].at.Sub(reqs[0].at)
+	assert.GreaterOrEqual(t, gap, time.Second, "the retry must not go out before Retry-After")
+}
+
+// Rule 2: off by default, even with MaxRetries set.
+func TestRetryOn429OffByDefault(t *testing.T) {
+	srv := newScriptServer(t, throttled("1"), step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL, WithMaxRetries(5))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.ErrorIs(t, err, ErrRateLimited)
+	assert.Len(t, srv.requests(), 1)
+}
+
+// Rule 2 and 8: a POST is retried on 429 like a GET, with the same body and
+// the same Idempotency-Key on every attempt.
+func TestPOSTRetriedOn429WithSameIdempotencyKey(t *testing.T) {
+	srv := newScriptServer(t, throttled("60"), throttled("60"), step{status: 201, body: paymentBody})
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithRetryAfterCap(20*time.Millisecond))
+
+	p, err := c.Payments.Create(context.Background(), &CreatePaymentParams{
+		ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+		Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2",
+	})
+
+	require.NoError(t, err)
+	assert.False(t, p.Replayed)
+	reqs := srv.requests()
+	require.Len(t, reqs, 3)
+	key := reqs[0].header.Get("Idempotency-Key")
+	assert.NotEmpty(t, key)
+	for _, r := range reqs {
+		assert.Equal(t, http.MethodPost, r.method)
+		assert.Equal(t, key, r.header.Get("Idempotency-Key"))
+		assert.Equal(t, reqs[0].body, r.body)
+		assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+	}
+	assert.JSONEq(t, `{"chain_id":84532,"mode":"authorize","amount":"25.00","token":"0x036CbD53842c5426634e7929541eC2318f3dCF7e","payer":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","payee":"0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}`, reqs[0].body)
+
+	// A second call gets a fresh key; a caller-supplied key is sent as given.
+	_, err = c.Payments.Create(context.Background(), &CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "order-1042"})
+	require.NoError(t, err)
+	reqs = srv.requests()
+	assert.Equal(t, "order-1042", reqs[len(reqs)-1].header.Get("Idempotency-Key"))
+}
+
+// A replay of an Idempotency-Key answers 200: Replayed tells the caller.
+func TestCreateReplayed(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL)
+	p, err := c.Payments.Create(context.Background(), &CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+	require.NoError(t, err)
+	assert.True(t, p.Replayed)
+}
+
+// Rule 8: a POST without an Idempotency-Key is not retried on 502: the
+// caller learns the outcome is unknown, and still sees the 502.
+func TestPOSTNotRetriedOn502(t *testing.T) {
+	srv := newScriptServer(t, step{status: 502, header: map[string]string{"Content-Type": "text/html"}, body: "<html>Bad Gateway</html>"}, step{status: 202, body: `{}`})
+	ev := &eventLog{}
+	c := newTestClient(t, srv.URL, WithOnRetry(ev.add))
+
+	_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{"signed_transaction": "0x02"}}, nil)
+
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrOutcomeUnknown)
+	var unknown *OutcomeUnknownError
+	require.ErrorAs(t, err, &unknown)
+	assert.Empty(t, unknown.IdempotencyKey)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 502, apiErr.StatusCode)
+	assert.Len(t, srv.requests(), 1, "a capture must never be sent twice blindly")
+	events := ev.all()
+	require.Len(t, events, 1)
+	assert.False(t, events[0].WillRetry)
+	assert.Equal(t, ReasonUnsafe, events[0].Reason)
+}
+
+// Rule 8: the same 502 is retried on GET, and on a POST that carries a key.
+func TestSafeRequestsRetriedOn502(t *testing.T) {
+	t.Run("GET", func(t *testing.T) {
+		srv := newScriptServer(t, step{status: 502, body: "bad gateway"}, step{status: 200, body: paymentBody})
+		c := newTestClient(t, srv.URL)
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		assert.Len(t, srv.requests(), 2)
+	})
+	t.Run("POST with Idempotency-Key", func(t *testing.T) {
+		srv := newScriptServer(t, step{status: 503}, step{status: 201, body: paymentBody})
+		c := newTestClient(t, srv.URL)
+		_, err := c.Payments.Create(context.Background(), &CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+		require.NoError(t, err)
+		reqs := srv.requests()
+		require.Len(t, reqs, 2)
+		assert.Equal(t, reqs[0].header.Get("Idempotency-Key"), reqs[1].header.Get("Idempotency-Key"))
+	})
+	t.Run("GET gives up after MaxRetries with the last answer", func(t *testing.T) {
+		srv := newScriptServer(t, step{status: 500, body: `{"code":"boom","detail":"d","title":"t","status":"boom"}`})
+		c := newTestClient(t, srv.URL, WithMaxRetries(2))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, 500, apiErr.StatusCode)
+		assert.Equal(t, 3, apiErr.Attempts)
+		assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+		assert.Len(t, srv.requests(), 3)
+	})
+	t.Run("keyed POST that keeps failing: outcome unknown, key reported", func(t *testing.T) {
+		srv := newScriptServer(t, step{status: 500})
+		c := newTestClient(t, srv.URL, WithMaxRetries(1))
+		_, err := c.Payments.Create(context.Background(), &CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "k1"})
+		var unknown *OutcomeUnknownError
+		require.ErrorAs(t, err, &unknown)
+		assert.Equal(t, "k1", unknown.IdempotencyKey)
+		assert.Equal(t, 2, unknown.Attempts)
+	})
+}
+
+// Rule 8: a connection closed after the request was written.
+func TestConnectionClosedAfterWrite(t *testing.T) {
+	t.Run("POST without key: outcome unknown, one attempt", func(t *testing.T) {
+		srv := newScriptServer(t, step{hangUp: true})
+		c := newTestClient(t, srv.URL)
+		_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{}}, nil)
+		assert.ErrorIs(t, err, ErrOutcomeUnknown)
+		var apiErr *APIError
+		assert.False(t, errors.As(err, &apiErr), "no answer came back")
+		assert.Len(t, srv.requests(), 1)
+	})
+	t.Run("GET retried", func(t *testing.T) {
+		srv := newScriptServer(t, step{hangUp: true}, step{status: 200, body: paymentBody})
+		ev := &eventLog{}
+		c := newTestClient(t, srv.URL, WithOnRetry(ev.add))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		assert.Len(t, srv.requests(), 2)
+		events := ev.all()
+		require.Len(t, events, 1)
+		assert.Equal(t, ReasonTransport, events[0].Reason)
+		assert.Error(t, events[0].Err)
+		assert.Less(t, events[0].Wait, defaultBackoffBase)
+	})
+	t.Run("GET gives up with a TransportError", func(t *testing.T) {
+		srv := newScriptServer(t, step{hangUp: true})
+		c := newTestClient(t, srv.URL, WithMaxRetries(1))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		var te *TransportError
+		require.ErrorAs(t, err, &te)
+		assert.True(t, te.Sent)
+		assert.Equal(t, 2, te.Attempts)
+		assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+	})
+}
+
+// Rule 8: a request that was provably never sent is retried on any method,
+// and its failure says nothing ran.
+func TestNeverSentRetriedOnAnyMethod(t *testing.T) {
+	mock := httpmock.NewMockTransport()
+	mock.RegisterResponder(http.MethodPost, "=~.*", httpmock.NewErrorResponder(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}))
+	c := newTestClient(t, "https://api.rail0.test", WithHTTPClient(&http.Client{Transport: mock}), WithMaxRetries(2), withRand(func() float64 { return 0 }))
+
+	_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{}}, nil)
+
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	assert.False(t, te.Sent)
+	assert.Equal(t, 3, te.Attempts)
+	assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+	assert.Equal(t, 3, mock.GetTotalCallCount())
+}
+
+// A real refused connection (nothing listens) is classified as never sent.
+func TestDialRefusedIsNotSent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	c := newTestClient(t, "http://"+addr, WithMaxRetries(1), withRand(func() float64 { return 0 }))
+	_, err = c.do(context.Background(), &request{method: http.MethodPost, path: "payments", body: map[string]string{}}, nil)
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	assert.False(t, te.Sent)
+	assert.Equal(t, 2, te.Attempts)
+}
+
+// Rule 5: the allowance bounds the summed waiting; when the next wait does
+// not fit, the last 429 comes back at once, with its uncapped RetryAfter.
+func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
+	srv := newScriptServer(t, throttled("60"))
+	ev := &eventLog{}
+	c := newTestClient(t, srv.URL,
+		WithRetryOn429(true),
+		WithRetryAfterCap(100*time.Millisecond),
+		WithMaxRetryWait(250*time.Millisecond),
+		WithOnRetry(ev.add))
+
+	_, err := c.Payments.Get(context.Background(), "p1")
+
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 60*time.Second, apiErr.RetryAfter, "RetryAfter is the server's value, uncapped")
+	assert.True(t, apiErr.RetryRefused)
+	assert.Equal(t, 3, apiErr.Attempts)
+	assert.Len(t, srv.requests(), 3)
+	events := ev.all()
+	require.Len(t, events, 3)
+	assert.True(t, events[0].WillRetry)
+	assert.True(t, events[1].WillRetry)
+	assert.False(t, events[2].WillRetry)
+	assert.Equal(t, ReasonAllowance, events[2].Reason)
+	for _, e := range events[:2] {
+		assert.GreaterOrEqual(t, e.Wait, 100*time.Millisecond)
+		assert.Less(t, e.Wait, 110*time.Millisecond)
+	}
+	assert.Equal(t, RetryStats{Retries: 2, Refusals: 1}, c.RetryStats())
+}
+
+// Rule 5: with no allowance at all, nothing waits.
+func TestZeroAllowanceRefusesAtOnce(t *testing.T) {
+	srv := newScriptServer(t, throttled("1"))
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(0))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.RetryRefused)
+	assert.Len(t, srv.requests(), 1)
+}
+
+// Rule 5: a wait that would end after the deadline is not started: the 429
+// comes back while the context is still alive.
+func TestDeadlineTooShortReturns429AtOnce(t *testing.T) {
+	srv := newScriptServer(t, throttled("60"))
+	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	_, err := c.Payments.Get(ctx, "p1")
+
+	require.NoError(t, ctx.Err(), "the call must not hold the caller until the deadline")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.RetryRefused)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 60*time.Second, apiErr.RetryAfter)
+	assert.Len(t, srv.requests(), 1)
+}
+
+// Rule 6: a context that ends during a wait returns an error that is both
+// the context error and the last 429.
+func TestContextCanceledDuringWait(t *testing.T) {
+	srv := newScriptServer(t, throttled("30"))
+	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+	ctx, cancel := context.WithCancel(context.Background())
+	c.onRetry = func(RetryEvent) { go func() { time.Sleep(50 * time.Millisecond); cancel() }() }
+
+	_, err := c.Payments.Get(ctx, "p1")
+
+	assert.ErrorIs(t, err, context.Canceled)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 30*time.Second, apiErr.RetryAfter)
+	assert.Equal(t, 429, apiErr.StatusCode)
+	assert.Contains(t, err.Error(), "context canceled")
+	assert.Len(t, srv.requests(), 1)
+}
+
+// Rule 6 with a deadline: the wait fits when it starts, but the deadline is
+// moved up by a parent context.
+func TestDeadlineDuringWait(t *testing.T) {
+	srv := newScriptServer(t, throttled("1"))
+	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	// A 1 s wait does not fit 300 ms: refused at once, no DeadlineExceeded.
+	_, err := c.Payments.Get(ctx, "p1")
+	assert.NotErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ErrRateLimited)
+}
+
+// Rule 7: per-call state. A 429's Retry-After paces only the attempt after
+// it: the next failure (a 503) waits a guess, not the server's 1 s.
+func TestOneResponseNeverPacesAnotherAttempt(t *testing.T) {
+	srv := newScriptServer(t, throttled("1"), step{status: 503}, step{status: 200, body: paymentBody})
+	ev := &eventLog{}
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithOnRetry(ev.add), withRand(func() float64 { return 0.99 }))
+
+	_, err := c.Payments.Get(context.Background(), "p1")
+
+	require.NoError(t, err)
+	events := ev.all()
+	require.Len(t, events, 2)
+	assert.Equal(t, ReasonRateLimited, events[0].Reason)
+	assert.GreaterOrEqual(t, events[0].Wait, time.Second)
+	assert.Equal(t, ReasonServerError, events[1].Reason)
+	assert.Less(t, events[1].Wait, defaultBackoffBase)
+	reqs := srv.requests()
+	require.Len(t, reqs, 3)
+	assert.GreaterOrEqual(t, reqs[1].at.Sub(reqs[0].at), time.Second)
+	assert.Less(t, reqs[2].at.Sub(reqs[1].at), time.Second, "the 503 must not be paced by the earlier Retry-After")
+}
+
+// Rule 7: concurrent calls on one client do not share waits.
+func TestConcurrentCallsKeepTheirOwnWaits(t *testing.T) {
+	var slowSeen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/payments/slow" && slowSeen.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, paymentBody)
+	}))
+	defer srv.Close()
+	ev := &eventLog{}
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithOnRetry(ev.add))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Payments.Get(context.Background(), "slow")
+		done <- err
+	}()
+	for slowSeen.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	_, err := c.Payments.Get(context.Background(), "fast")
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 900*time.Millisecond, "another call's Retry-After must not pace this one")
+	require.NoError(t, <-done)
+	require.Len(t, ev.all(), 1)
+	assert.Equal(t, "/payments/slow", ev.all()[0].Path)
+}
+
+// Rule 9: every retry decision is logged with attempt, status, wait and
+// will_retry, and the token never is.
+func TestRetriesAreLoggedWithoutTheToken(t *testing.T) {
+	srv := newScriptServer(t, throttled("60"), throttled("60"))
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newTestClient(t, srv.URL, WithToken("tok-SECRET-123"), WithLogger(logger), WithRetryOn429(true),
+		WithRetryAfterCap(10*time.Millisecond), WithMaxRetryWait(15*time.Millisecond))
+
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.ErrorIs(t, err, ErrRateLimited)
+
+	out := buf.String()
+	assert.NotContains(t, out, "tok-SECRET-123")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], `"attempt":1`)
+	assert.Contains(t, lines[0], `"status":429`)
+	assert.Contains(t, lines[0], `"will_retry":true`)
+	assert.Contains(t, lines[0], `"wait":`)
+	assert.Contains(t, lines[1], `"will_retry":false`)
+	assert.Contains(t, lines[1], `"reason":"allowance_exhausted"`)
+	assert.Equal(t, "Bearer tok-SECRET-123", srv.requests()[0].header.Get("Authorization"))
+}
+
+// The client is silent without a logger, even when retrying.
+func TestSilentByDefault(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	defer slog.SetDefault(prev)
+	srv := newScriptServer(t, throttled("60"), step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithRetryAfterCap(time.Millisecond))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.NoError(t, err)
+	assert.Empty(t, buf.String())
+}
+
+// A 2xx body that does not decode is a typed error that keeps the status.
+func TestUndecodableSuccessBody(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, header: map[string]string{"Content-Type": "text/html"}, body: "<html>maintenance</html>"})
+	c := newTestClient(t, srv.URL)
+	_, err := c.Payments.Get(context.Background(), "p1")
+	var de *DecodeError
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, 200, de.StatusCode)
+	assert.Equal(t, "text/html", de.ContentType)
+	assert.Equal(t, "<html>maintenance</html>", string(de.Body))
+}

@@ -1,0 +1,182 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewClientValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		url  string
+		opts []Option
+	}{
+		{"empty URL", "", nil},
+		{"no scheme", "api.rail0.xyz", nil},
+		{"ftp scheme", "ftp://api.rail0.xyz", nil},
+		{"no host", "https://", nil},
+		{"query", "https://api.rail0.xyz/?a=b", nil},
+		{"user info", "https://u:p@api.rail0.xyz", nil},
+		{"unparseable", "http://[::1", nil},
+		{"empty token", "https://api.rail0.xyz", []Option{WithToken(" ")}},
+		{"token with newline", "https://api.rail0.xyz", []Option{WithToken("a\nb")}},
+		{"nil token source", "https://api.rail0.xyz", []Option{WithTokenSource(nil)}},
+		{"token and source", "https://api.rail0.xyz", []Option{WithToken("t"), WithTokenSource(func(context.Context) (string, error) { return "", nil })}},
+		{"nil http client", "https://api.rail0.xyz", []Option{WithHTTPClient(nil)}},
+		{"empty user agent", "https://api.rail0.xyz", []Option{WithUserAgent("")}},
+		{"zero cap", "https://api.rail0.xyz", []Option{WithRetryAfterCap(0)}},
+		{"negative allowance", "https://api.rail0.xyz", []Option{WithMaxRetryWait(-time.Second)}},
+		{"negative retries", "https://api.rail0.xyz", []Option{WithMaxRetries(-1)}},
+		{"nil on retry", "https://api.rail0.xyz", []Option{WithOnRetry(nil)}},
+		{"nil option", "https://api.rail0.xyz", []Option{nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := NewClient(tt.url, tt.opts...)
+			assert.Error(t, err)
+			assert.Nil(t, c)
+		})
+	}
+}
+
+func TestNewClientDefaults(t *testing.T) {
+	c, err := NewClient("https://api.rail0.xyz")
+	require.NoError(t, err)
+	assert.Equal(t, "https://api.rail0.xyz/", c.BaseURL())
+	assert.Equal(t, policy{retryOn429: false, retryAfterCap: 60 * time.Second, maxRetryWait: 3 * time.Minute, maxRetries: 2, base: 500 * time.Millisecond}, c.policy)
+	assert.Nil(t, c.logger)
+	assert.NotSame(t, http.DefaultClient, c.rc.HTTPClient, "no shared global client")
+	assert.NotSame(t, http.DefaultTransport, c.rc.HTTPClient.Transport)
+}
+
+// Paths resolve under a base path, whatever its trailing slash.
+func TestBasePathIsKept(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, body: paymentBody})
+	for _, base := range []string{srv.URL + "/api/v1", srv.URL + "/api/v1/"} {
+		c := newTestClient(t, base)
+		_, err := c.Payments.Get(context.Background(), "a/b c")
+		require.NoError(t, err)
+	}
+	reqs := srv.requests()
+	require.Len(t, reqs, 2)
+	for _, r := range reqs {
+		assert.Equal(t, "/api/v1/payments/a/b c", r.path)
+	}
+}
+
+func TestHeadersSent(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL, WithUserAgent("shop/1.2"), WithToken("t1"))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.NoError(t, err)
+	h := srv.requests()[0].header
+	assert.Equal(t, "shop/1.2", h.Get("User-Agent"))
+	assert.Equal(t, "Bearer t1", h.Get("Authorization"))
+	assert.Equal(t, "application/json", h.Get("Accept"))
+	assert.Empty(t, h.Get("Content-Type"), "no body, no Content-Type")
+	assert.Empty(t, h.Get("Idempotency-Key"))
+
+	c2 := newTestClient(t, srv.URL)
+	_, err = c2.Health.Get(context.Background())
+	require.NoError(t, err)
+	h = srv.requests()[1].header
+	assert.Empty(t, h.Get("Authorization"), "no token, no header")
+	assert.Equal(t, "rail0-go/"+Version, h.Get("User-Agent"))
+}
+
+// The token source is resolved per call, so a long-lived client follows a
+// refresh; its error stops the call before anything is sent.
+func TestTokenSourcePerCall(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, body: paymentBody})
+	var n atomic.Int32
+	c := newTestClient(t, srv.URL, WithTokenSource(func(ctx context.Context) (string, error) {
+		switch n.Add(1) {
+		case 1:
+			return "first", nil
+		case 2:
+			return "second", nil
+		}
+		return "", errors.New("signer offline")
+	}))
+	for range 2 {
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+	}
+	_, err := c.Payments.Get(context.Background(), "p1")
+	assert.ErrorContains(t, err, "signer offline")
+	reqs := srv.requests()
+	require.Len(t, reqs, 2)
+	assert.Equal(t, "Bearer first", reqs[0].header.Get("Authorization"))
+	assert.Equal(t, "Bearer second", reqs[1].header.Get("Authorization"))
+}
+
+// The token source runs once per call, not once per retry.
+func TestTokenSourceOncePerCall(t *testing.T) {
+	srv := newScriptServer(t, step{status: 503}, step{status: 200, body: paymentBody})
+	var n atomic.Int32
+	c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }), WithTokenSource(func(context.Context) (string, error) {
+		n.Add(1)
+		return "t", nil
+	}))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), n.Load())
+	assert.Len(t, srv.requests(), 2)
+}
+
+func TestResponseHook(t *testing.T) {
+	srv := newScriptServer(t, step{status: 503}, step{status: 404, body: `{"code":"not_found","title":"t","detail":"d","status":"not_found"}`})
+	c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }))
+	var got *Response
+	ctx := WithResponseHook(context.Background(), func(r *Response) { got = r })
+	_, err := c.Payments.Get(ctx, "p1")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NotNil(t, got)
+	assert.Equal(t, 404, got.StatusCode)
+	assert.Equal(t, 2, got.Attempts)
+	assert.Equal(t, "req-xx", got.RequestID)
+}
+
+func TestCanceledContextSendsNothing(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Payments.Create(ctx, &CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+	assert.ErrorIs(t, err, context.Canceled)
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	assert.False(t, te.Sent)
+	assert.Empty(t, srv.requests())
+}
+
+func TestValidationBeforeAnyRequest(t *testing.T) {
+	srv := newScriptServer(t, step{status: 200, body: paymentBody})
+	c := newTestClient(t, srv.URL)
+	_, err := c.Payments.Get(context.Background(), "")
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "id", ve.Field)
+	_, err = c.Payments.Create(context.Background(), &CreatePaymentParams{Mode: ModeCharge})
+	require.ErrorAs(t, err, &ve)
+	_, err = c.Payments.Create(context.Background(), nil)
+	require.ErrorAs(t, err, &ve)
+	assert.Empty(t, srv.requests())
+}
+
+func TestHealth503IsAReport(t *testing.T) {
+	srv := newScriptServer(t, step{status: 503, body: `{"status":"error","db":"error","timestamp":"2026-09-14T10:00:00Z"}`})
+	c := newTestClient(t, srv.URL, WithMaxRetries(0))
+	h, err := c.Health.Get(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, HealthError, h.Status)
+	assert.Equal(t, "error", h.DB)
+	assert.Nil(t, h.ActiveChains)
+}

@@ -1,0 +1,129 @@
+package rail0
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// step is one scripted answer of a scriptServer.
+type step struct {
+	status int
+	header map[string]string
+	body   string
+	// hangUp closes the connection after reading the request, without an
+	// answer: the request reached the server, its outcome is unknown.
+	hangUp bool
+}
+
+// seenRequest is what a scriptServer recorded of one request.
+type seenRequest struct {
+	method string
+	path   string
+	query  string
+	header http.Header
+	body   string
+	at     time.Time
+}
+
+// scriptServer is a real HTTP server (httptest) that answers with scripted
+// steps in order, repeating the last one, and records every request. End-to-
+// end tests use it so that headers cross a real transport boundary.
+type scriptServer struct {
+	*httptest.Server
+	mu    sync.Mutex
+	steps []step
+	seen  []seenRequest
+}
+
+func newScriptServer(t *testing.T, steps ...step) *scriptServer {
+	t.Helper()
+	s := &scriptServer{steps: steps}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *scriptServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	n := len(s.seen)
+	s.seen = append(s.seen, seenRequest{
+		method: r.Method, path: r.URL.Path, query: r.URL.RawQuery,
+		header: r.Header.Clone(), body: string(body), at: time.Now(),
+	})
+	st := s.steps[min(n, len(s.steps)-1)]
+	s.mu.Unlock()
+	if st.hangUp {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
+	w.Header().Set("X-Request-Id", "req-"+strings.Repeat("x", n+1))
+	for k, v := range st.header {
+		w.Header().Set(k, v)
+	}
+	if st.body != "" && w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(st.status)
+	io.WriteString(w, st.body)
+}
+
+func (s *scriptServer) requests() []seenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seenRequest(nil), s.seen...)
+}
+
+// newTestClient builds a client for srv through NewClient, as a user would.
+func newTestClient(t *testing.T, url string, opts ...Option) *Client {
+	t.Helper()
+	c, err := NewClient(url, opts...)
+	require.NoError(t, err)
+	return c
+}
+
+// withRand injects the uniform draw used for jitter.
+func withRand(f func() float64) Option {
+	return func(c *config) error { c.rand = f; return nil }
+}
+
+// eventLog collects RetryEvents from WithOnRetry.
+type eventLog struct {
+	mu     sync.Mutex
+	events []RetryEvent
+}
+
+func (l *eventLog) add(ev RetryEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+}
+
+func (l *eventLog) all() []RetryEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]RetryEvent(nil), l.events...)
+}
+
+const (
+	rateLimitedBody = `{"code":"rate_limited","title":"Too many requests","detail":"Request limit reached for this period; retry after the Retry-After delay.","status":"rate_limited"}`
+	paymentBody     = `{"id":"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b","status":"unsigned","mode":"authorize","amount":"25000000","payer":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","payee":"0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2","token":"0x036CbD53842c5426634e7929541eC2318f3dCF7e","authorization_expiry":1789985700,"refund_expiry":1791972900,"disputed":false,"created_at":"2026-09-14T10:15:00Z","updated_at":"2026-09-14T10:15:00Z","chain_id":84532,"transactions":[],"signing_payload":{"primaryType":"TransferWithAuthorization"}}`
+)
+
+func throttled(retryAfter string) step {
+	h := map[string]string{}
+	if retryAfter != "" {
+		h["Retry-After"] = retryAfter
+	}
+	return step{status: http.StatusTooManyRequests, header: h, body: rateLimitedBody}
+}
