@@ -104,6 +104,10 @@ type Client struct {
 	now         func() time.Time
 	rand        func() float64
 	rc          *retryablehttp.Client
+	limiter     Limiter
+	pacing      Pacing
+	pacingOn    bool
+	cooldown    bool
 
 	retries  atomic.Uint64
 	refusals atomic.Uint64
@@ -150,6 +154,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		userAgent:     "rail0-go/" + Version,
 		now:           time.Now,
 		rand:          rand.Float64,
+		cooldown:      true,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -177,6 +182,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		userAgent:   cfg.userAgent,
 		logger:      cfg.logger,
 		onRetry:     cfg.onRetry,
+		limiter:     cfg.limiter,
+		pacing:      cfg.pacing,
+		pacingOn:    cfg.pacingOn,
+		cooldown:    cfg.cooldown,
 		now:         cfg.now,
 		rand:        cfg.rand,
 		policy: policy{
@@ -197,6 +206,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		CheckRetry:   c.checkRetry,
 		Backoff:      c.backoff,
 		ErrorHandler: passthroughErrorHandler,
+		PrepareRetry: c.prepareRetry,
+	}
+	if c.limiter == nil {
+		c.limiter = NewMemoryLimiter(c.now)
 	}
 	c.Auth = &AuthService{c}
 	c.Chains = &ChainsService{c}
@@ -260,6 +273,8 @@ type Response struct {
 	RequestID string
 	// Attempts is how many requests the call sent, retries included.
 	Attempts int
+	// RateLimit is the rate-limit state the response advertised, if any.
+	RateLimit *RateLimitInfo
 }
 
 type responseHookKey struct{}

@@ -179,6 +179,13 @@ type APIError struct {
 	// wait did not fit the call's allowance or its context deadline, so it
 	// returned at once instead.
 	RetryRefused bool
+	// NotSent is true when the SDK answered this 429 itself without sending
+	// the request, because the rate-limit partition is cooling down or its
+	// pacing budget is spent for longer than the call may wait. RetryAfter
+	// is then the wait that would have been needed.
+	NotSent bool
+	// RateLimit is the rate-limit state the response advertised, if any.
+	RateLimit *RateLimitInfo
 	// Header holds the response headers.
 	Header http.Header
 	// Body is the raw response body, at most 1 MiB, kept for diagnosis
@@ -378,6 +385,9 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 	}
 	if ra, ok := ParseRetryAfter(header.Get("Retry-After"), now); ok {
 		e.RetryAfter = ra
+	}
+	if rl, ok := ParseRateLimit(header, now); ok {
+		e.RateLimit = &rl
 	}
 	var eb errorBody
 	if len(body) > 0 && json.Unmarshal(body, &eb) == nil {

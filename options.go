@@ -28,6 +28,10 @@ type config struct {
 	onRetry       func(RetryEvent)
 	now           func() time.Time
 	rand          func() float64
+	pacing        Pacing
+	pacingOn      bool
+	limiter       Limiter
+	cooldown      bool
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). Use
@@ -156,6 +160,58 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 			return errors.New("rail0: WithOnRetry: nil function")
 		}
 		c.onRetry = fn
+		return nil
+	}
+}
+
+// WithPacing keeps each rate-limit partition under a budget, so that the
+// gateway's limit is never reached: at most Limit requests are sent in any
+// interval of Period (stretched by a small margin), on the public surface
+// and on each session. PublishedLimits returns the hosted gateway's
+// budgets. With pacing, calls take their turn first in, first out and wait
+// out cooldowns; a call whose turn does not come within its allowance
+// (WithMaxRetryWait) or its context deadline gets a 429 at once, without
+// sending (APIError.NotSent). Off by default.
+func WithPacing(p Pacing) Option {
+	return func(c *config) error {
+		if err := p.Public.validate("public"); err != nil {
+			return err
+		}
+		if err := p.Session.validate("session"); err != nil {
+			return err
+		}
+		if p.Margin < 0 {
+			return fmt.Errorf("rail0: WithPacing: negative margin %v", p.Margin)
+		}
+		c.pacing, c.pacingOn = p, p.Public.enabled() || p.Session.enabled()
+		return nil
+	}
+}
+
+// WithCooldown turns the client-wide cooldown on or off (on by default; it
+// only acts with WithRetryOn429 or WithPacing). When any call on a partition
+// gets a 429 with a usable Retry-After, the partition is closed until
+// min(Retry-After, RetryAfterCap) after that answer, and calls that would
+// retry 429s wait for it to reopen instead of sending a request the gateway
+// would refuse. Calls with RetryOn429 off and no pacing still go to the
+// server, as a request/response app expects.
+func WithCooldown(on bool) Option {
+	return func(c *config) error {
+		c.cooldown = on
+		return nil
+	}
+}
+
+// WithLimiter sets where the pacing and cooldown state lives. The default
+// is in memory, per Client; a shared Limiter (see package redislimit) makes
+// several processes behind one egress IP, or sharing one session, respect
+// one budget.
+func WithLimiter(l Limiter) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("rail0: WithLimiter: nil limiter")
+		}
+		c.limiter = l
 		return nil
 	}
 }

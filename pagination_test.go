@@ -136,6 +136,7 @@ func TestAllHonoursContext(t *testing.T) {
 	srv, calls := pagedServer(t, 57, 25, true, 0)
 	c := newTestClient(t, srv.URL+"/api/v1")
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var n int
 	var gotErr error
 	for _, err := range c.Payments.All(ctx, nil) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,6 +63,9 @@ type callState struct {
 	path           string
 	idempotencyKey string
 	write          bool // POST or PATCH
+	partition      string
+	gated          bool    // waits for the limiter before each attempt
+	jitter         float64 // the draw of the last 429 decision, reused for its admission
 
 	attempts     int
 	waited       time.Duration // rate-limit waiting spent
@@ -76,6 +80,7 @@ type callState struct {
 	maybeExecuted  bool // a write attempt may have run on the server
 	sent           bool // some attempt may have reached the server
 	status         int
+	rateLimit      *RateLimitInfo
 	header         http.Header
 	body           []byte
 	bodyErr        error
@@ -118,6 +123,17 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		}
 		token = t
 	}
+	st.partition = partitionFor(token)
+	st.gated = c.pacingOn || (c.policy.retryOn429 && c.cooldown)
+	if st.gated {
+		st.jitter = c.rand()
+		if err := c.admit(ctx, st); err != nil {
+			if isContextErr(err) {
+				return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
+			}
+			return nil, err
+		}
+	}
 	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, callStateKey{}, st), r.method, c.resolve(r.path, r.query), body)
 	if err != nil {
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
@@ -145,14 +161,18 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 func (c *Client) finish(ctx context.Context, st *callState, err error, out any) (*Response, error) {
 	var meta *Response
 	if st.status != 0 {
-		meta = &Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts}
+		meta = &Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts, RateLimit: st.rateLimit}
 		if hook, ok := ctx.Value(responseHookKey{}).(func(*Response)); ok && hook != nil {
 			hook(meta)
 		}
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, Err: err}
-		if isContextErr(err) && st.waiting && st.last429 != nil {
+		var local *APIError
+		if errors.As(err, &local) && local.NotSent {
+			// The limiter would not admit the retry in time: answered here.
+			failure = local
+		} else if isContextErr(err) && st.waiting && st.last429 != nil {
 			// Cut short while waiting out a 429: report that 429 too.
 			failure = st.last429.withCause(err, st.attempts)
 		}
@@ -211,6 +231,11 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		if ra, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
 			o.retryAfter, o.hasRetryAfter = ra, true
 		}
+		st.rateLimit = nil
+		if rl, ok := ParseRateLimit(resp.Header, now); ok {
+			st.rateLimit = &rl
+		}
+		c.closePartition(ctx, st, o)
 	}
 	if !o.notSent {
 		st.sent = true
@@ -220,13 +245,15 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	st.transportError = failure
 
+	u := c.rand()
+	st.jitter = u
 	d := decide(c.policy, o, budget{
 		attempts:     st.attempts,
 		waited:       st.waited,
 		otherRetries: st.otherRetries,
 		guesses429:   st.guesses429,
 		deadline:     timeLeft(ctx, now),
-	}, c.rand())
+	}, u)
 	st.last429 = nil
 	if o.status == http.StatusTooManyRequests {
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now)
@@ -288,6 +315,95 @@ func (c *Client) backoff(_, _ time.Duration, _ int, resp *http.Response) time.Du
 	w := st.next
 	st.next = 0
 	return w
+}
+
+// prepareRetry is the PrepareRetry hook: a retry is a new send, so a gated
+// call takes its turn with the limiter again (after a 429 the cooldown that
+// answer set is normally over by now, since the backoff waited it out with
+// the same jitter draw).
+func (c *Client) prepareRetry(req *http.Request) error {
+	st := stateFrom(req.Context())
+	if st == nil || !st.gated {
+		return nil
+	}
+	return c.admit(req.Context(), st)
+}
+
+// admit waits for the call's turn on its rate-limit partition: after a
+// cooldown, and within the pacing budget. The wait counts against the call's
+// allowance; when it does not fit the allowance or the deadline, the call
+// gets a 429 at once without sending. A failing limiter (say, an unreachable
+// shared store) does not stop payments: the call goes ahead, and the failure
+// is logged.
+func (c *Client) admit(ctx context.Context, st *callState) error {
+	now := c.now()
+	var b Budget
+	var period time.Duration
+	if c.pacingOn {
+		b = c.pacing.Session
+		if st.partition == "public" {
+			b = c.pacing.Public
+		}
+		if b.enabled() {
+			period = b.Period + c.pacing.margin(b)
+		}
+	}
+	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
+	adm, err := c.limiter.Reserve(ctx, Reservation{Partition: st.partition, Budget: b, Period: period, Jitter: st.jitter, MaxWait: room})
+	if err != nil {
+		if isContextErr(err) {
+			return err
+		}
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; sending without it",
+				slog.String("method", st.method), slog.String("path", st.path), slog.String("error", err.Error()))
+		}
+		return nil
+	}
+	if !adm.OK {
+		c.refusals.Add(1)
+		return &APIError{
+			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
+			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
+			RetryAfter: adm.Wait, Attempts: st.attempts, Method: st.method, Path: st.path,
+			RetryRefused: true, NotSent: true,
+		}
+	}
+	if adm.Wait > 0 {
+		st.waited += adm.Wait
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: waiting for the rate limit",
+				slog.String("method", st.method), slog.String("path", st.path),
+				slog.Duration("wait", adm.Wait), slog.Bool("cooldown", adm.Cooldown))
+		}
+		if !sleepCtx(ctx, adm.Wait) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// closePartition records what an answer says about its partition: a 429
+// with a usable Retry-After closes it for min(Retry-After, cap) (the
+// instruction wins over RateLimit fields); advertised exhaustion closes it
+// until the advertised reset.
+func (c *Client) closePartition(ctx context.Context, st *callState, o outcome) {
+	if !c.cooldown && !c.pacingOn {
+		return
+	}
+	var d time.Duration
+	switch {
+	case o.status == http.StatusTooManyRequests && o.hasRetryAfter:
+		d = min(o.retryAfter, c.policy.retryAfterCap)
+	case st.rateLimit.Exhausted():
+		d = min(st.rateLimit.Reset, c.policy.retryAfterCap)
+	default:
+		return
+	}
+	if err := c.limiter.Cooldown(ctx, st.partition, d); err != nil && c.logger != nil {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; cooldown not recorded",
+			slog.String("path", st.path), slog.String("error", err.Error()))
+	}
 }
 
 // passthroughErrorHandler keeps the final response and error: the default

@@ -1,0 +1,277 @@
+package rail0
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// arrivals is a server that records when each path's requests arrive and
+// answers with a per-request function.
+type arrivals struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen map[string][]time.Time
+	all  []time.Time
+}
+
+func newArrivals(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, n int)) *arrivals {
+	t.Helper()
+	a := &arrivals{seen: map[string][]time.Time{}}
+	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		now := time.Now()
+		a.seen[r.URL.Path] = append(a.seen[r.URL.Path], now)
+		a.all = append(a.all, now)
+		n := len(a.seen[r.URL.Path])
+		a.mu.Unlock()
+		answer(w, r, n)
+	}))
+	t.Cleanup(a.Close)
+	return a
+}
+
+func (a *arrivals) at(path string) []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Time(nil), a.seen[path]...)
+}
+
+func (a *arrivals) everything() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := append([]time.Time(nil), a.all...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	return out
+}
+
+// firstThrottled answers the first request to /payments/a with 429 and
+// Retry-After, everything else with a payment.
+func firstThrottled(retryAfter string) func(http.ResponseWriter, *http.Request, int) {
+	return func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Path == "/payments/a" && n == 1 {
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, rateLimitedBody)
+			return
+		}
+		io.WriteString(w, paymentBody)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "condition not met")
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Issue 6, rule 2: after a 429, other calls on the partition wait for it to
+// reopen instead of sending a request the gateway would refuse.
+func TestCooldownHoldsOtherCalls(t *testing.T) {
+	srv := newArrivals(t, firstThrottled("1"))
+	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Payments.Get(context.Background(), "a")
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(srv.at("/payments/a")) == 1 })
+
+	_, err := c.Payments.Get(context.Background(), "b")
+
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+	throttledAt := srv.at("/payments/a")[0]
+	b := srv.at("/payments/b")
+	require.Len(t, b, 1)
+	assert.GreaterOrEqual(t, b[0].Sub(throttledAt), time.Second, "b must not be sent into a closed partition")
+	assert.Len(t, srv.at("/payments/a"), 2)
+}
+
+// Calls with RetryOn429 off keep the request/response behaviour: they are
+// sent at once, cooldown or not.
+func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
+	srv := newArrivals(t, firstThrottled("30"))
+	c := newTestClient(t, srv.URL)
+	_, err := c.Payments.Get(context.Background(), "a")
+	require.ErrorIs(t, err, ErrRateLimited)
+	start := time.Now()
+	_, err = c.Payments.Get(context.Background(), "b")
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Len(t, srv.at("/payments/b"), 1)
+}
+
+// A wait for a closed partition that does not fit the allowance is refused
+// at once: a typed 429 marked as not sent, and nothing reaches the server.
+func TestCooldownRefusalIsNotSent(t *testing.T) {
+	srv := newArrivals(t, firstThrottled("60"))
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(500*time.Millisecond))
+	_, err := c.Payments.Get(context.Background(), "a")
+	var first *APIError
+	require.ErrorAs(t, err, &first)
+	assert.True(t, first.RetryRefused)
+	assert.False(t, first.NotSent, "that 429 came from the server")
+
+	_, err = c.Payments.Get(context.Background(), "b")
+
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.NotSent)
+	assert.True(t, apiErr.RetryRefused)
+	assert.Equal(t, 0, apiErr.Attempts)
+	assert.Equal(t, CodeRateLimited, apiErr.Code)
+	assert.ErrorIs(t, err, ErrRateLimited)
+	assert.GreaterOrEqual(t, apiErr.RetryAfter, 59*time.Second)
+	assert.Empty(t, srv.at("/payments/b"))
+	assert.Equal(t, uint64(2), c.RetryStats().Refusals)
+}
+
+// Public and session requests are throttled separately: a 429 on one does
+// not close the other.
+func TestCooldownPartitions(t *testing.T) {
+	srv := newArrivals(t, firstThrottled("30"))
+	var anonymous atomic.Bool
+	anonymous.Store(true)
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(100*time.Millisecond),
+		WithTokenSource(func(context.Context) (string, error) {
+			if anonymous.Load() {
+				return "", nil
+			}
+			return "session-token", nil
+		}))
+	_, err := c.Payments.Get(context.Background(), "a") // public partition closes
+	require.ErrorIs(t, err, ErrRateLimited)
+	anonymous.Store(false)
+	_, err = c.Payments.Get(context.Background(), "b") // session partition is open
+	require.NoError(t, err)
+	anonymous.Store(true)
+	_, err = c.Payments.Get(context.Background(), "c") // public still closed
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.NotSent)
+}
+
+// Issue 6, rule 3: with pacing, no interval of one period sees more than the
+// budget arrive, and a fresh client still sends its whole budget at once.
+func TestPacingKeepsEveryIntervalUnderBudget(t *testing.T) {
+	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
+	})
+	const limit, period = 3, 400 * time.Millisecond
+	c := newTestClient(t, srv.URL, WithPacing(Pacing{Public: Budget{Limit: limit, Period: period}, Margin: 100 * time.Millisecond}))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Health.Get(context.Background())
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	got := srv.everything()
+	require.Len(t, got, 8)
+	for i := limit; i < len(got); i++ {
+		assert.GreaterOrEqual(t, got[i].Sub(got[i-limit]), period, "arrivals %d..%d fall in one period", i-limit, i)
+	}
+	assert.Less(t, got[limit-1].Sub(got[0]), period, "the first budget goes at once")
+}
+
+// A pacing turn beyond the call's deadline is refused at once, not sent.
+func TestPacingRefusalWithinDeadline(t *testing.T) {
+	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) { io.WriteString(w, paymentBody) })
+	c := newTestClient(t, srv.URL, WithToken("t"), WithPacing(Pacing{Session: Budget{Limit: 1, Period: time.Minute}}))
+	_, err := c.Payments.Get(context.Background(), "a")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Payments.Get(ctx, "b")
+	require.NoError(t, ctx.Err())
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.NotSent)
+	assert.Empty(t, srv.at("/payments/b"))
+}
+
+// Issue 6, rule 4: advertised exhaustion closes the partition until the
+// advertised reset; the parsed fields reach the caller.
+func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
+	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Path == "/payments/a" {
+			w.Header().Set("RateLimit-Policy", `"default";q=2;w=1`)
+			w.Header().Set("RateLimit", `"default";r=0;t=1`)
+		}
+		io.WriteString(w, paymentBody)
+	})
+	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+	var meta *Response
+	_, err := c.Payments.Get(WithResponseHook(context.Background(), func(r *Response) { meta = r }), "a")
+	require.NoError(t, err)
+	require.NotNil(t, meta.RateLimit)
+	assert.Equal(t, RateLimitInfo{Policy: "default", Limit: 2, Window: time.Second, Remaining: 0, Reset: time.Second, HasRemaining: true}, *meta.RateLimit)
+
+	_, err = c.Payments.Get(context.Background(), "b")
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, srv.at("/payments/b")[0].Sub(srv.at("/payments/a")[0]), time.Second)
+}
+
+// Retry-After wins over RateLimit fields on a 429, and both reach the error.
+func TestRetryAfterWinsOverRateLimit(t *testing.T) {
+	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Retry-After", "60")
+		w.Header().Set("RateLimit", `"default";r=0;t=1`)
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(2*time.Second))
+	_, err := c.Payments.Get(context.Background(), "a")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 60*time.Second, apiErr.RetryAfter)
+	require.NotNil(t, apiErr.RateLimit)
+	assert.Equal(t, time.Second, apiErr.RateLimit.Reset)
+	// The partition is closed for the Retry-After (60 s), not the reset (1 s).
+	_, err = c.Payments.Get(context.Background(), "b")
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.NotSent)
+}
+
+type brokenLimiter struct{ calls atomic.Int32 }
+
+func (b *brokenLimiter) Reserve(context.Context, Reservation) (Admission, error) {
+	b.calls.Add(1)
+	return Admission{}, errors.New("redis: connection refused")
+}
+
+func (b *brokenLimiter) Cooldown(context.Context, string, time.Duration) error {
+	return errors.New("redis: connection refused")
+}
+
+// A failing shared limiter does not stop payments: the call goes ahead and
+// the failure is logged.
+func TestLimiterFailureFailsOpen(t *testing.T) {
+	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) { io.WriteString(w, paymentBody) })
+	var buf bytes.Buffer
+	l := &brokenLimiter{}
+	c := newTestClient(t, srv.URL, WithLimiter(l), WithPacing(PublishedLimits()),
+		WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	_, err := c.Payments.Get(context.Background(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), l.calls.Load())
+	assert.Contains(t, buf.String(), "rate limiter unavailable")
+}
