@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -221,7 +220,3 @@ func (m *MemoryLimiter) Cooldown(ctx context.Context, partition string, d time.D
 	}
 	return nil
 }
-
-// errNotAdmitted marks a request the SDK did not send because its rate-limit
-// wait did not fit the call's allowance or deadline.
-var errNotAdmitted = errors.New("rail0: rate-limit wait does not fit")

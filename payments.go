@@ -3,10 +3,13 @@ package rail0
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -174,6 +177,8 @@ type CreatePaymentParams struct {
 //
 // It always sends an Idempotency-Key, so a 5xx or a broken connection is
 // retried safely and a replay returns the original payment (Replayed true).
+// A missing field, a chain id below 1 or an amount that is not a positive
+// decimal such as "25.00" is a *ValidationError before any request.
 func (s *PaymentsService) Create(ctx context.Context, params *CreatePaymentParams) (*PaymentDetail, error) {
 	if params == nil {
 		return nil, &ValidationError{Field: "params", Reason: "must not be nil"}
@@ -185,6 +190,12 @@ func (s *PaymentsService) Create(ctx context.Context, params *CreatePaymentParam
 		if f.value == "" {
 			return nil, &ValidationError{Field: f.name, Reason: "is required"}
 		}
+	}
+	if params.ChainID <= 0 {
+		return nil, &ValidationError{Field: "chain_id", Reason: "is required"}
+	}
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
+		return nil, err
 	}
 	key := params.IdempotencyKey
 	if key == "" {
@@ -294,10 +305,552 @@ func (s *PaymentsService) All(ctx context.Context, params *ListPaymentsParams) i
 	return listAll[Payment](ctx, s.client, "payments", params.values())
 }
 
-// paymentPath validates a payment id and returns its escaped path.
-func paymentPath(id string) (string, error) {
+// paymentPath validates a payment id and returns its escaped path, followed
+// by the given literal segments (which are not escaped).
+func paymentPath(id string, segments ...string) (string, error) {
 	if id == "" {
 		return "", &ValidationError{Field: "id", Reason: "is required"}
 	}
-	return "payments/" + url.PathEscape(id), nil
+	p := "payments/" + url.PathEscape(id)
+	for _, seg := range segments {
+		p += "/" + seg
+	}
+	return p, nil
+}
+
+// Sign stores the payer's signature of the payment's signing_payload
+// (EIP-712, 65 bytes r‖s‖v as 0x hex), moving it from unsigned to signed.
+// PayerSign reads the payload, signs it with a Signer and calls Sign.
+//
+// PUT /payments/{id}/sign — the payer or the payee; the signature must
+// recover to the payer (else 422 signer_mismatch), and only an unsigned
+// payment takes it (422 not_signable).
+func (s *PaymentsService) Sign(ctx context.Context, id, signature string) (*PaymentDetail, error) {
+	if signature == "" {
+		return nil, &ValidationError{Field: "signature", Reason: "is required"}
+	}
+	path, err := paymentPath(id, "sign")
+	if err != nil {
+		return nil, err
+	}
+	var p PaymentDetail
+	body := map[string]string{"signature": signature}
+	if _, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, body: body}, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Sort keys for a payment's transactions, besides SortCreatedAt,
+// SortUpdatedAt, SortAmount and SortStatus.
+const (
+	SortOperation   SortKey = "operation"
+	SortBlockNumber SortKey = "block_number"
+)
+
+// ListTransactionsParams filters and pages GET /payments/{id}/transactions.
+// Zero values are not sent.
+type ListTransactionsParams struct {
+	ListOptions
+	// Operation keeps one step's transactions.
+	Operation Operation
+	// Status keeps transactions in one status.
+	Status TransactionStatus
+}
+
+func (p *ListTransactionsParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	p.ListOptions.encode(q)
+	if p.Operation != "" {
+		q.Set("operation", string(p.Operation))
+	}
+	if p.Status != "" {
+		q.Set("status", string(p.Status))
+	}
+	return q
+}
+
+// ListTransactions returns one page of a payment's transactions: every
+// attempt of every step, failed ones included.
+//
+// GET /payments/{id}/transactions — the payer or the payee.
+func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params *ListTransactionsParams) (*Page[Transaction], error) {
+	path, err := paymentPath(id, "transactions")
+	if err != nil {
+		return nil, err
+	}
+	return listPage[Transaction](ctx, s.client, path, params.values())
+}
+
+// AllTransactions iterates over every page of a payment's transactions,
+// from params.Page on. It stops at the first error, which it yields; params
+// is not modified.
+//
+// GET /payments/{id}/transactions — the payer or the payee.
+func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params *ListTransactionsParams) iter.Seq2[Transaction, error] {
+	path, err := paymentPath(id, "transactions")
+	if err != nil {
+		return errSeq[Transaction](err)
+	}
+	return listAll[Transaction](ctx, s.client, path, params.values())
+}
+
+// ListDisputes returns one page of a payment's dispute history, open and
+// closed.
+//
+// GET /payments/{id}/disputes — the payer or the payee.
+func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *ListDisputesParams) (*Page[Dispute], error) {
+	path, err := paymentPath(id, "disputes")
+	if err != nil {
+		return nil, err
+	}
+	return listPage[Dispute](ctx, s.client, path, params.values())
+}
+
+// AllDisputes iterates over every page of a payment's dispute history, from
+// params.Page on. It stops at the first error, which it yields; params is
+// not modified.
+//
+// GET /payments/{id}/disputes — the payer or the payee.
+func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params *ListDisputesParams) iter.Seq2[Dispute, error] {
+	path, err := paymentPath(id, "disputes")
+	if err != nil {
+		return errSeq[Dispute](err)
+	}
+	return listAll[Dispute](ctx, s.client, path, params.values())
+}
+
+// errSeq is an iterator that yields err once.
+func errSeq[T any](err error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		yield(zero, err)
+	}
+}
+
+// ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
+
+// PrepareParams is the body of a prepare call. Which fields a step needs
+// depends on the operation; the named Prepare methods fill them for you.
+type PrepareParams struct {
+	// Amount is a human decimal ("10.50"), required for capture and refund.
+	Amount string `json:"amount,omitempty"`
+	// Signature is the payee's signature of the refund phase-1
+	// signing_payload, required by the second refund phase.
+	Signature string `json:"signature,omitempty"`
+	// From is the address that will submit a release; the gateway defaults
+	// to the payer.
+	From string `json:"from,omitempty"`
+	// Reason is the bytes32 reason (0x + 64 hex) of a dispute or a dispute
+	// close; zero when empty.
+	Reason string `json:"reason,omitempty"`
+}
+
+// PreparedTransaction is the pending transaction returned by a prepare call.
+type PreparedTransaction struct {
+	Transaction
+	// Reused is true when the gateway answered 200 because a pending
+	// transaction for this step already existed and was returned again,
+	// false when it created a new one (201). Preparing twice is therefore
+	// harmless, and a reused transaction may carry an older nonce or fees.
+	// The close-dispute route answers 200 either way, so Reused is always
+	// false for it.
+	Reused bool `json:"-"`
+}
+
+// RefundAuthorization is the answer to the first refund phase: an EIP-3009
+// ReceiveWithAuthorization for the payee to sign. No transaction exists yet.
+type RefundAuthorization struct {
+	// SigningPayload is the EIP-712 typed data, kept exactly as received:
+	// sign it as is (signing.SignPayload) and pass the signature to
+	// PrepareRefundTransaction.
+	SigningPayload json.RawMessage `json:"signing_payload"`
+}
+
+// operationRoute maps an operation to its route segment under
+// /payments/{id}/. Disputes have their own routes.
+func operationRoute(op Operation) (string, error) {
+	switch op {
+	case OpAuthorize, OpCapture, OpCharge, OpVoid, OpRelease, OpRefund:
+		return string(op), nil
+	case OpDispute:
+		return "dispute", nil
+	case OpCloseDispute:
+		return "dispute/close", nil
+	case "":
+		return "", &ValidationError{Field: "operation", Reason: "is required"}
+	default:
+		return "", &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q has no prepare or submit route", string(op))}
+	}
+}
+
+// Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
+// records it as a pending Transaction. Sign its UnsignedTransaction with the
+// acting party's key and send it with Submit (or broadcast it yourself and
+// report it with SubmitByHash). Preparing again while one is pending returns
+// that same transaction with Reused set.
+//
+// op may be any Operation: the six generic steps use
+// POST /payments/{id}/{operation}/prepare, OpDispute uses
+// POST /payments/{id}/dispute/prepare and OpCloseDispute
+// POST /payments/{id}/dispute/close/prepare. The first refund phase does not
+// produce a transaction: use PrepareRefund for it; Prepare with
+// OpRefund requires params.Signature (the second phase).
+//
+// Caller: the payee for authorize, capture, charge, void and refund; either
+// participant for release; a participant for dispute and close_dispute
+// (signed by the payer). A missing required field (capture and refund
+// amount, refund signature) is a *ValidationError before any request.
+func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PrepareParams) (*PreparedTransaction, error) {
+	route, err := operationRoute(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := params.check(op); err != nil {
+		return nil, err
+	}
+	path, err := paymentPath(id, route, "prepare")
+	if err != nil {
+		return nil, err
+	}
+	var body any
+	if params != (PrepareParams{}) {
+		body = params
+	}
+	var out PreparedTransaction
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: body}, &out.Transaction)
+	if err != nil {
+		return nil, err
+	}
+	// The close-dispute route answers 200 for new transactions too.
+	out.Reused = resp.StatusCode == http.StatusOK && op != OpCloseDispute
+	return &out, nil
+}
+
+// check validates params for op before any request: required fields must be
+// present and well formed, and fields that op does not take must be empty
+// (the gateway would ignore them silently).
+func (p PrepareParams) check(op Operation) error {
+	for _, f := range []struct {
+		name, value string
+		applies     bool
+	}{
+		{"amount", p.Amount, op == OpCapture || op == OpRefund},
+		{"signature", p.Signature, op == OpRefund},
+		{"from", p.From, op == OpRelease},
+		{"reason", p.Reason, op == OpDispute || op == OpCloseDispute},
+	} {
+		if f.value != "" && !f.applies {
+			return &ValidationError{Field: f.name, Reason: fmt.Sprintf("does not apply to %s", op)}
+		}
+	}
+	if op == OpCapture || op == OpRefund {
+		if err := checkHumanAmount("amount", p.Amount); err != nil {
+			return err
+		}
+	}
+	if op == OpRefund && p.Signature == "" {
+		return &ValidationError{Field: "signature", Reason: "is required to prepare a refund transaction; sign the payload of PrepareRefund first"}
+	}
+	if p.From != "" {
+		if err := checkHex("from", p.From, 20); err != nil {
+			return err
+		}
+	}
+	if p.Reason != "" {
+		if err := checkHex("reason", p.Reason, 32); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Submit sends the signed transaction of a prepared step (0x02… hex, the
+// RLP of the signed EIP-1559 transaction) for broadcast. The gateway checks
+// the sender and answers at once with the Transaction as it stands (usually
+// submitting or submitted): nothing is final until it is confirmed, so wait
+// with WaitForTransaction before preparing the next step.
+//
+// POST /payments/{id}/{operation}, POST /payments/{id}/dispute or
+// POST /payments/{id}/dispute/close — the payee for authorize, capture,
+// charge, void and refund (sent from the payee); any session for release
+// (sent from the payer or the payee) and for dispute and close_dispute
+// (sent from the payer).
+func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, signedTransaction string) (*Transaction, error) {
+	route, err := operationRoute(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSignedTransaction(signedTransaction); err != nil {
+		return nil, err
+	}
+	path, err := paymentPath(id, route)
+	if err != nil {
+		return nil, err
+	}
+	return doTransaction(ctx, s.client, path, map[string]string{"signed_transaction": signedTransaction})
+}
+
+// SubmitByHash reports a prepared step that the caller signed and broadcast
+// itself (typically a browser wallet that never hands over the raw bytes).
+// The gateway checks that the hash calls this payment's contract for this
+// payment; a hash not yet visible on any node is still accepted. It can be
+// called again to replace a stuck or wrong hash until the transaction is
+// confirmed.
+//
+// POST /payments/{id}/{operation}/submitted,
+// POST /payments/{id}/dispute/submitted or
+// POST /payments/{id}/dispute/close/submitted — the payee for authorize,
+// capture, charge, void and refund; either participant for release; the
+// payer for dispute and close_dispute. A hash that is not 0x + 64 hex is a
+// *ValidationError before any request.
+func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, transactionHash string) (*Transaction, error) {
+	route, err := operationRoute(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHex("transaction_hash", transactionHash, 32); err != nil {
+		return nil, err
+	}
+	path, err := paymentPath(id, route, "submitted")
+	if err != nil {
+		return nil, err
+	}
+	return doTransaction(ctx, s.client, path, map[string]string{"transaction_hash": transactionHash})
+}
+
+func doTransaction(ctx context.Context, c *Client, path string, body any) (*Transaction, error) {
+	var tx Transaction
+	if _, err := c.do(ctx, &request{method: http.MethodPost, path: path, body: body}, &tx); err != nil {
+		return nil, err
+	}
+	return &tx, nil
+}
+
+// PrepareAuthorize prepares the authorize step: moving the payer's signed
+// funds into escrow. Legal when the payment is signed and its mode is
+// authorize.
+//
+// POST /payments/{id}/authorize/prepare — the payee.
+func (s *PaymentsService) PrepareAuthorize(ctx context.Context, id string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpAuthorize, PrepareParams{})
+}
+
+// SubmitAuthorize submits the signed authorize transaction.
+//
+// POST /payments/{id}/authorize — the payee (sent from the payee).
+func (s *PaymentsService) SubmitAuthorize(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpAuthorize, signedTransaction)
+}
+
+// PrepareCharge prepares the one-step charge: funds go straight to the
+// payee. Legal when the payment is signed and its mode is charge.
+//
+// POST /payments/{id}/charge/prepare — the payee.
+func (s *PaymentsService) PrepareCharge(ctx context.Context, id string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpCharge, PrepareParams{})
+}
+
+// SubmitCharge submits the signed charge transaction.
+//
+// POST /payments/{id}/charge — the payee (sent from the payee).
+func (s *PaymentsService) SubmitCharge(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpCharge, signedTransaction)
+}
+
+// PrepareCapture prepares a capture of amount (a human decimal such as
+// "10.00", 0 < amount <= capturable_amount) from escrow to the payee, before
+// authorization_expiry. amount is required: an empty or malformed one is a
+// *ValidationError before any request.
+//
+// POST /payments/{id}/capture/prepare — the payee.
+func (s *PaymentsService) PrepareCapture(ctx context.Context, id, amount string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpCapture, PrepareParams{Amount: amount})
+}
+
+// SubmitCapture submits the signed capture transaction.
+//
+// POST /payments/{id}/capture — the payee (sent from the payee).
+func (s *PaymentsService) SubmitCapture(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpCapture, signedTransaction)
+}
+
+// PrepareVoid prepares a void: the whole escrow back to the payer. Legal
+// only before anything was captured.
+//
+// POST /payments/{id}/void/prepare — the payee.
+func (s *PaymentsService) PrepareVoid(ctx context.Context, id string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpVoid, PrepareParams{})
+}
+
+// SubmitVoid submits the signed void transaction.
+//
+// POST /payments/{id}/void — the payee (sent from the payee).
+func (s *PaymentsService) SubmitVoid(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpVoid, signedTransaction)
+}
+
+// PrepareRelease prepares a release: the uncaptured escrow back to the
+// payer, after authorization_expiry. from is the address that will sign and
+// submit the transaction (the payer or the payee); empty lets the gateway
+// default to the payer.
+//
+// POST /payments/{id}/release/prepare — either participant.
+func (s *PaymentsService) PrepareRelease(ctx context.Context, id, from string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpRelease, PrepareParams{From: from})
+}
+
+// SubmitRelease submits the signed release transaction.
+//
+// POST /payments/{id}/release — any session; the transaction must be sent
+// from the payer or the payee.
+func (s *PaymentsService) SubmitRelease(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpRelease, signedTransaction)
+}
+
+// PrepareRefund runs the first refund phase for amount (a human decimal,
+// 0 < amount <= refundable_amount, before refund_expiry): the gateway
+// answers with an EIP-3009 ReceiveWithAuthorization for the payee to sign,
+// and creates no transaction yet. Pass the signature and the same amount to
+// PrepareRefundTransaction. amount is required: an empty or malformed one is
+// a *ValidationError before any request.
+//
+// POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
+func (s *PaymentsService) PrepareRefund(ctx context.Context, id, amount string) (*RefundAuthorization, error) {
+	if err := checkHumanAmount("amount", amount); err != nil {
+		return nil, err
+	}
+	path, err := paymentPath(id, "refund", "prepare")
+	if err != nil {
+		return nil, err
+	}
+	var out RefundAuthorization
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: PrepareParams{Amount: amount}}, &out); err != nil {
+		return nil, err
+	}
+	if len(out.SigningPayload) == 0 || string(out.SigningPayload) == "null" {
+		return nil, &DecodeError{Method: http.MethodPost, Path: path, StatusCode: http.StatusOK,
+			Err: errors.New("refund phase 1 answer carries no signing_payload")}
+	}
+	return &out, nil
+}
+
+// PrepareRefundTransaction runs the second refund phase: with the payee's
+// signature of the PrepareRefund payload and the same amount, the gateway
+// records the pending refund Transaction, whose UnsignedTransaction the payee
+// signs and sends with SubmitRefund. amount and signature are required.
+//
+// POST /payments/{id}/refund/prepare {"amount", "signature"} (201, or 200
+// when a pending one is reused) — the payee.
+func (s *PaymentsService) PrepareRefundTransaction(ctx context.Context, id, amount, signature string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpRefund, PrepareParams{Amount: amount, Signature: signature})
+}
+
+// SubmitRefund submits the signed refund transaction.
+//
+// POST /payments/{id}/refund — the payee (sent from the payee).
+func (s *PaymentsService) SubmitRefund(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpRefund, signedTransaction)
+}
+
+// PrepareDispute prepares opening a dispute, an on-chain signal that moves no
+// funds. reason is a bytes32 hex value (0x + 64 hex); empty sends none and the
+// contract records zero. Legal while refundable_amount > 0, before
+// refund_expiry, with no dispute open.
+//
+// POST /payments/{id}/dispute/prepare — a participant; the transaction must
+// be signed by the payer.
+func (s *PaymentsService) PrepareDispute(ctx context.Context, id, reason string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpDispute, PrepareParams{Reason: reason})
+}
+
+// SubmitDispute submits the signed dispute transaction.
+//
+// POST /payments/{id}/dispute — any session; the transaction must be sent
+// from the payer.
+func (s *PaymentsService) SubmitDispute(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpDispute, signedTransaction)
+}
+
+// SubmitDisputeByHash reports a dispute transaction the payer broadcast
+// itself.
+//
+// POST /payments/{id}/dispute/submitted — the payer.
+func (s *PaymentsService) SubmitDisputeByHash(ctx context.Context, id, transactionHash string) (*Transaction, error) {
+	return s.SubmitByHash(ctx, id, OpDispute, transactionHash)
+}
+
+// PrepareCloseDispute prepares closing the open dispute. reason is an
+// optional bytes32 hex value, as for PrepareDispute.
+//
+// POST /payments/{id}/dispute/close/prepare — a participant; the
+// transaction must be signed by the payer.
+func (s *PaymentsService) PrepareCloseDispute(ctx context.Context, id, reason string) (*PreparedTransaction, error) {
+	return s.Prepare(ctx, id, OpCloseDispute, PrepareParams{Reason: reason})
+}
+
+// SubmitCloseDispute submits the signed dispute-close transaction.
+//
+// POST /payments/{id}/dispute/close — any session; the transaction must be
+// sent from the payer.
+func (s *PaymentsService) SubmitCloseDispute(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
+	return s.Submit(ctx, id, OpCloseDispute, signedTransaction)
+}
+
+// SubmitCloseDisputeByHash reports a dispute-close transaction the payer
+// broadcast itself.
+//
+// POST /payments/{id}/dispute/close/submitted — the payer.
+func (s *PaymentsService) SubmitCloseDisputeByHash(ctx context.Context, id, transactionHash string) (*Transaction, error) {
+	return s.SubmitByHash(ctx, id, OpCloseDispute, transactionHash)
+}
+
+// ---- client-side checks ----
+
+// checkHumanAmount checks that a required human decimal amount is present,
+// well formed (see ToBaseUnits) and positive, so that a typo fails before any
+// request rather than as a 400 or 422.
+func checkHumanAmount(field, amount string) error {
+	if amount == "" {
+		return &ValidationError{Field: field, Reason: "is required"}
+	}
+	whole, frac, hasDot := strings.Cut(amount, ".")
+	if !isDigits(whole) || (hasDot && !isDigits(frac)) {
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a decimal such as \"10.50\"", amount)}
+	}
+	if strings.Trim(whole+frac, "0") == "" {
+		return &ValidationError{Field: field, Reason: "must be greater than zero"}
+	}
+	return nil
+}
+
+// checkHex checks that s is 0x followed by exactly 2*n hex digits.
+func checkHex(field, s string, n int) error {
+	if len(s) != 2+2*n || (s[:2] != "0x" && s[:2] != "0X") || !isHex(s[2:]) {
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("must be 0x followed by %d hex digits", 2*n)}
+	}
+	return nil
+}
+
+func checkSignedTransaction(s string) error {
+	if s == "" {
+		return &ValidationError{Field: "signed_transaction", Reason: "is required"}
+	}
+	if len(s) < 4 || (s[:2] != "0x" && s[:2] != "0X") || len(s)%2 != 0 || !isHex(s[2:]) {
+		return &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
+	}
+	return nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }

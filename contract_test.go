@@ -1,0 +1,729 @@
+package rail0
+
+// The contract test proves that the SDK covers the gateway's contract and
+// speaks it correctly, without a hand-written list of operation names:
+//
+//   - a recording server mounted under a non-empty base path routes every
+//     request with kin-openapi's router, validates it against the contract
+//     (method, path, query, headers, body, security) and answers with a
+//     response generated from the operation's response schema, which is
+//     itself validated before it is sent; the SDK method under test then
+//     decodes it into its types;
+//   - a table of closures calls every SDK method;
+//   - the operations of the contract that no closure reached fail the test.
+//
+// Left out on purpose, and asserted to stay unreached (so that adding a
+// method for one of them forces this list to be updated):
+//
+//   - /sync/*: the chain indexer's HMAC-signed routes, not a merchant's or a
+//     buyer's (README section 4.9; see the package documentation);
+//   - GET / and GET /openapi.json: discovery documents for humans and code
+//     generators. The SDK is the typed form of that contract, so a method
+//     returning an untyped descriptor or the contract itself would add
+//     surface without use.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/rail0/rail0-go/webhook"
+)
+
+const contractPath = "testdata/openapi.json"
+
+// contractExcluded lists the operations the SDK deliberately has no method
+// for (see the file comment). /sync/* is excluded by prefix.
+var contractExcluded = []string{"GET /", "GET /openapi.json"}
+
+func loadContract(t *testing.T) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(contractPath)
+	if err != nil {
+		t.Fatalf("loading %s: %v", contractPath, err)
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatalf("%s is not a valid OpenAPI document: %v", contractPath, err)
+	}
+	return doc
+}
+
+// TestContractCopyMatchesShared keeps testdata/openapi.json identical to the
+// gateway's published contract when the shared checkout is next to the repo.
+func TestContractCopyMatchesShared(t *testing.T) {
+	t.Parallel()
+	shared := filepath.Join("..", "shared", "gateway", "openapi.json")
+	want, err := os.ReadFile(shared)
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skipf("%s not present; the module's copy is authoritative", shared)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(contractPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from %s: copy the shared contract into testdata", contractPath, shared)
+	}
+}
+
+// contractServer answers every request from the contract and records which
+// operations were reached.
+type contractServer struct {
+	t      *testing.T
+	doc    *openapi3.T
+	router routers.Router
+
+	mu      sync.Mutex
+	reached map[string]bool // "METHOD /template"
+	current string          // name of the table row being run
+}
+
+func newContractServer(t *testing.T, doc *openapi3.T) (*contractServer, *Client) {
+	t.Helper()
+	// Route on paths alone: the contract's server is the hosted gateway,
+	// while the SDK talks to this server under muxBasePath.
+	routed := *doc
+	routed.Servers = nil
+	router, err := gorillamux.NewRouter(&routed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &contractServer{t: t, doc: &routed, router: router, reached: map[string]bool{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc(muxBasePath+"/", cs.serve)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("%s: request outside the base path: %s %s", cs.row(), r.Method, r.URL.Path)
+		http.NotFound(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(srv.URL+muxBasePath, WithToken("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, c
+}
+
+func (cs *contractServer) row() string {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.current
+}
+
+func (cs *contractServer) setRow(name string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.current = name
+}
+
+// contractAuth accepts the bearer scheme only with the client's token; the
+// SDK never uses the indexer's schemes.
+func contractAuth(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if in.SecuritySchemeName != "bearerAuth" {
+		return fmt.Errorf("security scheme %q is not for SDK callers", in.SecuritySchemeName)
+	}
+	if got := in.RequestValidationInput.Request.Header.Get("Authorization"); got != "Bearer t" {
+		return fmt.Errorf("Authorization = %q, want the bearer token", got)
+	}
+	return nil
+}
+
+func (cs *contractServer) serve(w http.ResponseWriter, r *http.Request) {
+	t, row := cs.t, cs.row()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Errorf("%s: reading the request: %v", row, err)
+		return
+	}
+	req := r.Clone(r.Context())
+	req.URL.Path = strings.TrimPrefix(r.URL.Path, muxBasePath)
+	req.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, muxBasePath)
+	req.RequestURI = ""
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	route, params, err := cs.router.FindRoute(req)
+	if err != nil {
+		t.Errorf("%s: %s %s is not an operation of the contract: %v", row, r.Method, req.URL.Path, err)
+		http.Error(w, "no such operation", http.StatusNotFound)
+		return
+	}
+	op := route.Method + " " + route.Path
+	cs.mu.Lock()
+	cs.reached[op] = true
+	cs.mu.Unlock()
+
+	in := &openapi3filter.RequestValidationInput{
+		Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{
+			AuthenticationFunc:                contractAuth,
+			RejectWhenRequestBodyNotSpecified: true,
+			MultiError:                        true,
+		},
+	}
+	if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+		t.Errorf("%s: request %s %s violates the contract (%s): %v", row, r.Method, req.URL, op, err)
+	}
+
+	status, header, respBody := cs.fixture(route, params, body)
+	rin := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in, Status: status, Header: header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	rin.SetBodyBytes(respBody)
+	if err := openapi3filter.ValidateResponse(r.Context(), rin); err != nil {
+		t.Errorf("%s: fixture %d for %s violates the contract: %v", row, status, op, err)
+	}
+	for k, v := range header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(status)
+	w.Write(respBody)
+}
+
+// fixture builds the response for a routed request: the operation's success
+// status (201 before 200 before 202 before 204) with a body generated from
+// its schema. The first refund phase is the one request whose answer depends
+// on the body: 200 with a signing_payload.
+func (cs *contractServer) fixture(route *routers.Route, params map[string]string, reqBody []byte) (int, http.Header, []byte) {
+	header := http.Header{}
+	if route.Operation.OperationID == "preparePaymentOperation" && params["operation"] == "refund" {
+		var b struct {
+			Signature string `json:"signature"`
+		}
+		json.Unmarshal(reqBody, &b)
+		if b.Signature == "" {
+			header.Set("Content-Type", "application/json")
+			return http.StatusOK, header, []byte(`{"signing_payload": ` + fixtureSigningPayloadJSON + `}`)
+		}
+	}
+	for _, status := range []int{201, 200, 202, 204} {
+		ref := route.Operation.Responses.Status(status)
+		if ref == nil || ref.Value == nil {
+			continue
+		}
+		resp := ref.Value
+		for name, h := range resp.Headers {
+			if h.Value != nil && h.Value.Schema != nil {
+				header.Set(name, fmt.Sprint(exampleValue(h.Value.Schema, name, 0)))
+			}
+		}
+		mt := resp.Content.Get("application/json")
+		if mt == nil || mt.Schema == nil {
+			return status, header, nil
+		}
+		b, err := json.Marshal(exampleValue(mt.Schema, "", 0))
+		if err != nil {
+			cs.t.Fatal(err)
+		}
+		header.Set("Content-Type", "application/json")
+		return status, header, b
+	}
+	cs.t.Fatalf("%s %s has no success response", route.Method, route.Path)
+	return 0, nil, nil
+}
+
+const exampleTime = "2026-09-14T10:15:00Z"
+
+// exampleValue generates a value valid for schema: every property present,
+// nullable fields filled (so that decoding of the non-null form is tested),
+// arrays with one item, enums at their first value. name is the property
+// name, used to give date-like strings without a format a timestamp.
+func exampleValue(ref *openapi3.SchemaRef, name string, depth int) any {
+	if ref == nil || ref.Value == nil || depth > 12 {
+		return nil
+	}
+	s := ref.Value
+	switch {
+	case s.Const != nil:
+		return s.Const
+	case len(s.Examples) > 0:
+		return s.Examples[0]
+	case len(s.Enum) > 0:
+		for _, e := range s.Enum {
+			if e != nil {
+				return e
+			}
+		}
+		return nil
+	case len(s.AllOf) > 0:
+		merged := map[string]any{}
+		for _, sub := range s.AllOf {
+			if m, ok := exampleValue(sub, name, depth+1).(map[string]any); ok {
+				for k, v := range m {
+					merged[k] = v
+				}
+			}
+		}
+		return merged
+	case len(s.AnyOf) > 0:
+		return exampleValue(s.AnyOf[0], name, depth+1)
+	case len(s.OneOf) > 0:
+		return exampleValue(s.OneOf[0], name, depth+1)
+	}
+	switch {
+	case s.Type == nil || s.Type.IsEmpty():
+		if len(s.Properties) == 0 {
+			// An unconstrained value, such as signing_payload.
+			return map[string]any{"primaryType": "TransferWithAuthorization"}
+		}
+		fallthrough
+	case s.Type.Includes("object"):
+		obj := map[string]any{}
+		for prop, sub := range s.Properties {
+			obj[prop] = exampleValue(sub, prop, depth+1)
+		}
+		if ap := s.AdditionalProperties.Schema; ap != nil && len(s.Properties) == 0 {
+			key := "key"
+			if s.PropertyNames != nil && s.PropertyNames.Value != nil && len(s.PropertyNames.Value.Enum) > 0 {
+				key = fmt.Sprint(s.PropertyNames.Value.Enum[0])
+			}
+			obj[key] = exampleValue(ap, key, depth+1)
+		}
+		return obj
+	case s.Type.Includes("array"):
+		return []any{exampleValue(s.Items, name, depth+1)}
+	case s.Type.Includes("integer"):
+		if s.Min != nil && *s.Min > 1 {
+			return int64(*s.Min)
+		}
+		return int64(1)
+	case s.Type.Includes("number"):
+		return 0.5
+	case s.Type.Includes("boolean"):
+		return true
+	case s.Type.Includes("string"):
+		return exampleString(s, name)
+	}
+	return nil
+}
+
+func exampleString(s *openapi3.Schema, name string) string {
+	switch {
+	case s.Format == "uuid":
+		return fixturePaymentID
+	case s.Format == "date-time", strings.HasSuffix(name, "_at"), slices.Contains([]string{"timestamp", "bucket", "since", "until"}, name):
+		return exampleTime
+	case s.Pattern == "^[0-9]+$":
+		return "1767225600"
+	case s.Pattern == "^[0-9a-f]{64}$":
+		return strings.Repeat("ab", 32)
+	case name == "unsigned_transaction":
+		var tx Transaction
+		json.Unmarshal([]byte(fixturePendingTxJSON), &tx)
+		return *tx.UnsignedTransaction
+	case name == "token" || name == "address" || name == "payer" || name == "payee" || strings.HasSuffix(name, "_contract"):
+		return fixturePayer
+	}
+	return "1"
+}
+
+// contractSigner answers every signing request with well-formed values; the
+// contract server does not verify signatures.
+type contractSigner struct{ flowSigner }
+
+func (*contractSigner) SignMessage(context.Context, string) (string, error) {
+	return "0x" + strings.Repeat("11", 64) + "1b", nil
+}
+
+// contractCall is one SDK method call.
+type contractCall struct {
+	name string
+	call func(ctx context.Context, c *Client) error
+}
+
+// drainOne drains one item of an iterator and returns its error.
+func drainOne[T any](seq func(yield func(T, error) bool)) error {
+	for _, err := range seq {
+		return err
+	}
+	return errors.New("iterator yielded nothing")
+}
+
+// errOnly keeps the error of a call that returns a value and an error.
+func errOnly[T any](_ T, err error) error { return err }
+
+// contractCalls lists a call of every SDK method that sends a request.
+func contractCalls() []contractCall {
+	const id = fixturePaymentID
+	signer := &contractSigner{flowSigner{addr: fixturePayer}}
+	all := []PaymentStatus{StatusUnsigned, StatusSigned, StatusAuthorized, StatusPartiallyCaptured, StatusCaptured,
+		StatusCharged, StatusVoided, StatusReleased, StatusRefunded, StatusPartiallyRefunded}
+	yes := true
+	const (
+		acct       = "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"
+		tokenID    = "0190c7d2-bb02-7c03-8d04-e5f6a7b8c9d0"
+		hookID     = "0190c7d3-cc03-7d04-8e05-f6a7b8c9d0e1"
+		callbackID = "0190c7d4-dd04-7e05-8f06-a7b8c9d0e1f2"
+	)
+	filter := AnalyticsFilter{Mode: ModeAuthorize, Status: StatusCaptured, Token: fixtureToken, ChainID: 84532,
+		From: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)}
+	calls := []contractCall{
+		// Health, catalog, discovery.
+		{"Health.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Health.Get(ctx)) }},
+		{"Chains.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Chains.List(ctx, &ListChainsParams{NetworkType: "testnet", Symbol: "USDC"}))
+		}},
+		{"Tokens.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Tokens.List(ctx, &ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &yes}))
+		}},
+		{"PaymentMethods.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.PaymentMethods.List(ctx, ListPaymentMethodsParams{Address: fixturePayee}))
+		}},
+		// Auth.
+		{"Auth.CreateNonce", func(ctx context.Context, c *Client) error { return errOnly(c.Auth.CreateNonce(ctx)) }},
+		{"Auth.Verify", func(ctx context.Context, c *Client) error { return errOnly(c.Auth.Verify(ctx, "message", "0xsig")) }},
+		{"Auth.Logout", func(ctx context.Context, c *Client) error { return errOnly(c.Auth.Logout(ctx)) }},
+		{"Auth.Login", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Auth.Login(ctx, signer, LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+		}},
+		{"Auth.WalletProof", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Auth.WalletProof(ctx, signer, LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+		}},
+		// Payments.
+		{"Payments.Create", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.Create(ctx, &CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+				Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee, Description: "Order 1042",
+				Metadata: map[string]any{"order_id": "1042"}, IdempotencyKey: "order-1042"}))
+		}},
+		{"Payments.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Get(ctx, id)) }},
+		{"Payments.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.List(ctx, &ListPaymentsParams{ListOptions: ListOptions{Page: 2, PerPage: 25,
+				Sort: []SortKey{SortCreatedAt.Desc(), SortStatus}}, Status: StatusAuthorized, Mode: ModeAuthorize,
+				Payer: fixturePayer, Payee: fixturePayee, Token: fixtureToken, Rail0ID: fixtureHash, ChainID: 84532,
+				Disputed: &yes, MinAmount: "1", MaxAmount: "25000000"}))
+		}},
+		{"Payments.All", func(ctx context.Context, c *Client) error { return drainOne(c.Payments.All(ctx, nil)) }},
+		{"Payments.Sign", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Sign(ctx, id, "0xsig")) }},
+		{"Payments.ListTransactions", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.ListTransactions(ctx, id, &ListTransactionsParams{Operation: OpCloseDispute, Status: TxFailed}))
+		}},
+		{"Payments.AllTransactions", func(ctx context.Context, c *Client) error {
+			return drainOne(c.Payments.AllTransactions(ctx, id, nil))
+		}},
+		{"Payments.ListDisputes", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.ListDisputes(ctx, id, &ListDisputesParams{Status: DisputeOpen}))
+		}},
+		{"Payments.AllDisputes", func(ctx context.Context, c *Client) error { return drainOne(c.Payments.AllDisputes(ctx, id, nil)) }},
+		{"Payments.PrepareAuthorize", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.PrepareAuthorize(ctx, id)) }},
+		{"Payments.PrepareCharge", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.PrepareCharge(ctx, id)) }},
+		{"Payments.PrepareCapture", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.PrepareCapture(ctx, id, "10.00"))
+		}},
+		{"Payments.PrepareVoid", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.PrepareVoid(ctx, id)) }},
+		{"Payments.PrepareRelease", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.PrepareRelease(ctx, id, fixturePayee))
+		}},
+		{"Payments.PrepareRefund", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.PrepareRefund(ctx, id, "1")) }},
+		{"Payments.PrepareRefundTransaction", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.PrepareRefundTransaction(ctx, id, "1", "0xsig"))
+		}},
+		{"Payments.PrepareDispute", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.PrepareDispute(ctx, id, fixtureReason))
+		}},
+		{"Payments.PrepareCloseDispute", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.PrepareCloseDispute(ctx, id, ""))
+		}},
+		{"Payments.SubmitDisputeByHash", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.SubmitDisputeByHash(ctx, id, fixtureHash))
+		}},
+		{"Payments.SubmitCloseDisputeByHash", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.SubmitCloseDisputeByHash(ctx, id, fixtureHash))
+		}},
+		{"Payments.WaitFor", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.WaitFor(ctx, id, ForStatus(all...)))
+		}},
+		{"Payments.PayerSign", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.PayerSign(ctx, id, signer)) }},
+		{"Payments.Authorize", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Authorize(ctx, id, signer)) }},
+		{"Payments.Charge", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Charge(ctx, id, signer)) }},
+		{"Payments.Capture", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.Capture(ctx, id, "1.5", signer))
+		}},
+		{"Payments.Void", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Void(ctx, id, signer)) }},
+		{"Payments.Release", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Release(ctx, id, signer)) }},
+		{"Payments.Refund", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Refund(ctx, id, "1", signer)) }},
+		{"Payments.Dispute", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Dispute(ctx, id, "", signer)) }},
+		{"Payments.CloseDispute", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.CloseDispute(ctx, id, fixtureReason, signer))
+		}},
+		// Wallets.
+		{"Wallets.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Wallets.List(ctx, acct, &ListWalletsParams{ListOptions: ListOptions{PerPage: 10}, Active: &yes,
+				ChainID: 84532, TokenSymbol: "USDC", Default: &yes, TokenActive: &yes}))
+		}},
+		{"Wallets.All", func(ctx context.Context, c *Client) error { return drainOne(c.Wallets.All(ctx, acct, nil)) }},
+		{"Wallets.Create", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Wallets.Create(ctx, acct, CreateWalletParams{WalletProof: WalletProof{Address: fixturePayee,
+				Message: "message", Signature: "0xsig"}, Label: "Shop"}))
+		}},
+		{"Wallets.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Wallets.Get(ctx, acct, fixturePayee)) }},
+		{"Wallets.Update", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, UpdateWalletParams{Label: contractPtr("Shop 2"), Active: &yes}))
+		}},
+		{"Wallets.Deactivate", func(ctx context.Context, c *Client) error { return c.Wallets.Deactivate(ctx, acct, fixturePayee) }},
+		{"Wallets.Balances", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, &BalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
+		}},
+		{"Wallets.AddToken", func(ctx context.Context, c *Client) error {
+			_, _, err := c.Wallets.AddToken(ctx, acct, fixturePayee, AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
+			return err
+		}},
+		{"Wallets.RemoveToken", func(ctx context.Context, c *Client) error {
+			return c.Wallets.RemoveToken(ctx, acct, fixturePayee, tokenID)
+		}},
+		{"Wallets.EnableToken", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Wallets.EnableToken(ctx, acct, fixturePayee, tokenID))
+		}},
+		{"Wallets.DisableToken", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Wallets.DisableToken(ctx, acct, fixturePayee, tokenID))
+		}},
+		// Analytics.
+		{"Analytics.Summary", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Analytics.Summary(ctx, &filter))
+		}},
+		{"Analytics.Timeseries", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Analytics.Timeseries(ctx, &TimeseriesParams{AnalyticsFilter: filter, Interval: IntervalWeek}))
+		}},
+		{"Analytics.Breakdown", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Analytics.Breakdown(ctx, BreakdownParams{AnalyticsFilter: filter, By: BreakdownByToken}))
+		}},
+		// Webhooks.
+		{"Webhooks.Create", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Webhooks.Create(ctx, CreateWebhookParams{Name: "orders", CallbackURL: "https://shop.example/hooks",
+				Topic: webhook.TopicPaymentsCaptured}))
+		}},
+		{"Webhooks.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Webhooks.List(ctx, &ListWebhooksParams{Topic: webhook.TopicPaymentsCaptured, Active: &yes,
+				CircuitState: CircuitOpen}))
+		}},
+		{"Webhooks.All", func(ctx context.Context, c *Client) error { return drainOne(c.Webhooks.All(ctx, nil)) }},
+		{"Webhooks.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.Get(ctx, hookID)) }},
+		{"Webhooks.Update", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Webhooks.Update(ctx, hookID, UpdateWebhookParams{Name: "orders-2"}))
+		}},
+		{"Webhooks.Delete", func(ctx context.Context, c *Client) error { return c.Webhooks.Delete(ctx, hookID) }},
+		{"Webhooks.Enable", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.Enable(ctx, hookID)) }},
+		{"Webhooks.Disable", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.Disable(ctx, hookID)) }},
+		{"Webhooks.RotateSecret", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.RotateSecret(ctx, hookID)) }},
+		{"Webhooks.ResetCircuit", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.ResetCircuit(ctx, hookID)) }},
+		{"Webhooks.ListEventCallbacks", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Webhooks.ListEventCallbacks(ctx, hookID, &ListEventCallbacksParams{Status: CallbackFailed,
+				Topic: webhook.TopicPaymentsCaptured, PaymentID: fixturePaymentID,
+				Since: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)}))
+		}},
+		{"Webhooks.AllEventCallbacks", func(ctx context.Context, c *Client) error {
+			return drainOne(c.Webhooks.AllEventCallbacks(ctx, hookID, nil))
+		}},
+		{"Webhooks.Redeliver", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Webhooks.Redeliver(ctx, hookID, callbackID))
+		}},
+		// Disputes.
+		{"Disputes.List", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Disputes.List(ctx, &ListDisputesParams{ListOptions: ListOptions{Page: 1, PerPage: 100,
+				Sort: []SortKey{SortOpenedAt.Desc()}}, Status: DisputeClosed}))
+		}},
+		{"Disputes.All", func(ctx context.Context, c *Client) error { return drainOne(c.Disputes.All(ctx, nil)) }},
+	}
+	// Every operation through the generic and the named methods.
+	for _, op := range []Operation{OpAuthorize, OpCharge, OpCapture, OpVoid, OpRelease, OpRefund, OpDispute, OpCloseDispute} {
+		params := PrepareParams{}
+		switch op {
+		case OpCapture:
+			params.Amount = "2"
+		case OpRefund:
+			params.Amount, params.Signature = "2", "0xsig"
+		case OpRelease:
+			params.From = fixturePayer
+		case OpDispute, OpCloseDispute:
+			params.Reason = fixtureReason
+		}
+		calls = append(calls,
+			contractCall{"Payments.Prepare/" + string(op), func(ctx context.Context, c *Client) error {
+				return errOnly(c.Payments.Prepare(ctx, id, op, params))
+			}},
+			contractCall{"Payments.Submit/" + string(op), func(ctx context.Context, c *Client) error {
+				return errOnly(c.Payments.Submit(ctx, id, op, fixtureSignedTx))
+			}},
+			contractCall{"Payments.SubmitByHash/" + string(op), func(ctx context.Context, c *Client) error {
+				return errOnly(c.Payments.SubmitByHash(ctx, id, op, fixtureHash))
+			}},
+		)
+	}
+	for name, submit := range map[string]func(*PaymentsService) func(context.Context, string, string) (*Transaction, error){
+		"SubmitAuthorize": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitAuthorize
+		},
+		"SubmitCharge": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitCharge
+		},
+		"SubmitCapture": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitCapture
+		},
+		"SubmitVoid": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitVoid
+		},
+		"SubmitRelease": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitRelease
+		},
+		"SubmitRefund": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitRefund
+		},
+		"SubmitDispute": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitDispute
+		},
+		"SubmitCloseDispute": func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
+			return s.SubmitCloseDispute
+		},
+	} {
+		calls = append(calls, contractCall{"Payments." + name, func(ctx context.Context, c *Client) error {
+			return errOnly(submit(c.Payments)(ctx, id, fixtureSignedTx))
+		}})
+	}
+	sort.Slice(calls, func(i, j int) bool { return calls[i].name < calls[j].name })
+	return calls
+}
+
+func TestContractEveryOperationIsCovered(t *testing.T) {
+	t.Parallel()
+	doc := loadContract(t)
+	cs, c := newContractServer(t, doc)
+	for _, call := range contractCalls() {
+		cs.setRow(call.name)
+		if err := call.call(context.Background(), c); err != nil {
+			t.Errorf("%s: %v", call.name, err)
+		}
+	}
+	cs.setRow("")
+
+	var missing, unexpected []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			op := method + " " + path
+			excluded := strings.HasPrefix(path, "/sync/") || slices.Contains(contractExcluded, op)
+			switch reached := cs.reached[op]; {
+			case excluded && reached:
+				unexpected = append(unexpected, op)
+			case !excluded && !reached:
+				missing = append(missing, op)
+			}
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(unexpected)
+	if len(missing) > 0 {
+		t.Errorf("%d operations of the contract have no SDK method (none of the calls reached them):\n  %s",
+			len(missing), strings.Join(missing, "\n  "))
+	}
+	if len(unexpected) > 0 {
+		t.Errorf("operations listed as left out were reached; update contractExcluded and the file comment:\n  %s",
+			strings.Join(unexpected, "\n  "))
+	}
+	if n := len(cs.reached); n < 40 {
+		t.Errorf("only %d operations reached", n)
+	}
+}
+
+// TestContractServerRejectsViolations shows the recording server is not a
+// rubber stamp: requests that break the contract are reported.
+func TestContractServerRejectsViolations(t *testing.T) {
+	t.Parallel()
+	doc := loadContract(t)
+	routed := *doc
+	routed.Servers = nil
+	router, err := gorillamux.NewRouter(&routed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, method, target, body string
+		header                     map[string]string
+	}{
+		{"missing required body field", "POST", "/payments/p/capture", `{}`, map[string]string{"Authorization": "Bearer t"}},
+		{"enum violated in query", "GET", "/payments?status=lost", "", map[string]string{"Authorization": "Bearer t"}},
+		{"integer query not an integer", "GET", "/payments?chain_id=base", "", map[string]string{"Authorization": "Bearer t"}},
+		{"no token", "GET", "/payments/p", "", nil},
+		{"operation outside the enum", "POST", "/payments/p/teleport/prepare", `{}`, map[string]string{"Authorization": "Bearer t"}},
+	}
+	for _, tt := range tests {
+		req := httptest.NewRequest(tt.method, tt.target, strings.NewReader(tt.body))
+		if tt.body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range tt.header {
+			req.Header.Set(k, v)
+		}
+		route, params, err := router.FindRoute(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		err = openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+			Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: contractAuth, RejectWhenRequestBodyNotSpecified: true},
+		})
+		if err == nil {
+			t.Errorf("%s: accepted", tt.name)
+		}
+	}
+	// And a response the SDK's types could not represent is refused too.
+	req := httptest.NewRequest("GET", "/payments/p", nil)
+	req.Header.Set("Authorization", "Bearer t")
+	route, params, _ := router.FindRoute(req)
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: contractAuth}}
+	rin := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: 200,
+		Header: http.Header{"Content-Type": {"application/json"}}, Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+	rin.SetBodyBytes([]byte(`{"id": "p", "chain_id": "84532"}`))
+	if err := openapi3filter.ValidateResponse(context.Background(), rin); err == nil {
+		t.Error("a string chain_id was accepted in a PaymentDetail")
+	}
+}
+
+// TestContractFixtureGenerator pins what the fixture generator produces, so
+// that a failure of the coverage test points at the SDK, not at the
+// generator.
+func TestContractFixtureGenerator(t *testing.T) {
+	t.Parallel()
+	doc := loadContract(t)
+	s := doc.Components.Schemas["PaymentDetail"]
+	b, err := json.Marshal(exampleValue(s, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p PaymentDetail
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("generated PaymentDetail does not decode: %v\n%s", err, b)
+	}
+	if p.Status != StatusUnsigned || len(p.Transactions) != 1 || p.Transactions[0].UnsignedTransaction == nil ||
+		!hasJSON(p.SigningPayload) || p.CreatedAt.IsZero() || p.ChainID != 1 {
+		t.Errorf("generated payment = %+v", p)
+	}
+	if v := exampleValue(doc.Components.Schemas["Dispute"], "", 0).(map[string]any); v["closed_by"] != "payer" {
+		t.Errorf("nullable enum generated as %v, want its first non-null value", v["closed_by"])
+	}
+	if got := fmt.Sprint(exampleValue(&openapi3.SchemaRef{Value: &openapi3.Schema{Type: &openapi3.Types{"integer"}, Min: contractPtr(5.0)}}, "", 0)); got != strconv.Itoa(5) {
+		t.Errorf("minimum not honoured: %s", got)
+	}
+}
+
+func contractPtr[T any](v T) *T { return &v }
