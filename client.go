@@ -95,7 +95,8 @@ type Client struct {
 
 	base        *url.URL // always ends with "/"
 	baseStr     string
-	token       string
+	// tokenSource yields the bearer token; a fixed token is held in a
+	// closure so that no formatting of the Client can print it.
 	tokenSource func(context.Context) (string, error)
 	userAgent   string
 	logger      *slog.Logger
@@ -167,6 +168,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
+	if cfg.token != "" {
+		token := cfg.token
+		cfg.tokenSource = func(context.Context) (string, error) { return token, nil }
+	}
 	hc := cfg.httpClient
 	if hc == nil {
 		hc = &http.Client{
@@ -177,7 +182,6 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{
 		base:        base,
 		baseStr:     base.String(),
-		token:       cfg.token,
 		tokenSource: cfg.tokenSource,
 		userAgent:   cfg.userAgent,
 		logger:      cfg.logger,
@@ -313,7 +317,7 @@ func (c *Client) resolve(path string, query url.Values) string {
 
 func (c *Client) bearer(ctx context.Context) (string, error) {
 	if c.tokenSource == nil {
-		return c.token, nil
+		return "", nil
 	}
 	tok, err := c.tokenSource(ctx)
 	if err != nil {

@@ -524,3 +524,30 @@ func TestUndecodableSuccessBody(t *testing.T) {
 	assert.Equal(t, "text/html", de.ContentType)
 	assert.Equal(t, "<html>maintenance</html>", string(de.Body))
 }
+
+// Error-body decoding never fails, never panics, and always yields a code
+// that came from the body and a one-line message.
+func FuzzAPIErrorBody(f *testing.F) {
+	f.Add(429, "60", []byte(rateLimitedBody))
+	f.Add(502, "", []byte("<html><body>Bad Gateway</body></html>"))
+	f.Add(422, "garbage", []byte(`{"error":"not_capturable","status":"invalid_state","message":"x"}`))
+	f.Add(500, "-1", []byte(`{"code":`))
+	f.Add(404, "", []byte{})
+	f.Fuzz(func(t *testing.T, status int, retryAfter string, body []byte) {
+		h := http.Header{}
+		h.Set("Retry-After", retryAfter)
+		e := newAPIError(&callState{method: "GET", path: "/x"}, status, h, body, time.Unix(1789381370, 0))
+		if e.Detail == "" {
+			t.Fatal("empty detail")
+		}
+		if strings.ContainsAny(e.Error(), "\r\n") {
+			t.Fatalf("Error() spans lines: %q", e.Error())
+		}
+		if e.RetryAfter < 0 {
+			t.Fatalf("negative RetryAfter %v", e.RetryAfter)
+		}
+		if e.Code != "" && !bytes.Contains(body, []byte(e.Code)) && !strings.Contains(string(body), `\`) {
+			t.Fatalf("code %q not from the body", e.Code)
+		}
+	})
+}
