@@ -93,8 +93,8 @@ type Client struct {
 	// Webhooks manages webhook subscriptions and their delivery log.
 	Webhooks *WebhooksService
 
-	base        *url.URL // always ends with "/"
-	baseStr     string
+	base    *url.URL // always ends with "/"
+	baseStr string
 	// tokenSource yields the bearer token; a fixed token is held in a
 	// closure so that no formatting of the Client can print it.
 	tokenSource func(context.Context) (string, error)
