@@ -1,0 +1,447 @@
+package rail0
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Signer is an Ethereum account that signs what the gateway asks for. Package
+// signing provides one backed by a private key (signing.NewAccount,
+// signing.AccountFromPrivateKey); an HSM or KMS adapter implements the same
+// four methods. The root package deliberately does not import go-ethereum,
+// so programs that only read data do not compile it.
+//
+// Implementations must be safe for concurrent use and must never put key
+// material in an error.
+type Signer interface {
+	// Address returns the account's address in EIP-55 checksummed form.
+	Address() string
+	// SignMessage signs message with EIP-191 personal_sign and returns the
+	// 65-byte r‖s‖v signature (v = 27 or 28) as 0x hex.
+	SignMessage(ctx context.Context, message string) (string, error)
+	// SignPayload signs an EIP-712 signing_payload exactly as received and
+	// returns the 65-byte r‖s‖v signature as 0x hex.
+	SignPayload(ctx context.Context, signingPayload json.RawMessage) (string, error)
+	// SignTransaction signs an unsigned_transaction (a JSON string of
+	// EIP-1559 fields) and returns the raw transaction as 0x02… hex.
+	SignTransaction(ctx context.Context, unsignedTransaction string) (string, error)
+}
+
+// Nonce is a single-use sign-in nonce.
+type Nonce struct {
+	Nonce     string    `json:"nonce"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Session is a signed-in session. Token is the bearer JWT to send; it is
+// never printed: String, Format (every fmt verb) and LogValue show the
+// address, account and expiry only.
+type Session struct {
+	// Token is the bearer JWT (Authorization: Bearer <token>).
+	Token string `json:"token"`
+	// Address is the signed-in address.
+	Address string `json:"address"`
+	// AccountID is the merchant account of the address, nil for an
+	// account-less session (typically a buyer): such a session can act on
+	// its own payments but gets 403 account_required from account
+	// endpoints such as analytics, wallets and webhooks.
+	AccountID *string `json:"account_id"`
+	// Name is the account's name, nil for an account-less session.
+	Name *string `json:"name"`
+	// ExpiresAt is when the token stops working. There is no refresh call:
+	// sign in again before then (LoginTokenSource does).
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// HasAccount reports whether the session belongs to a merchant account.
+func (s *Session) HasAccount() bool { return s != nil && s.AccountID != nil && *s.AccountID != "" }
+
+// String describes the session without its token.
+func (s Session) String() string {
+	account := "none"
+	if s.AccountID != nil {
+		account = *s.AccountID
+	}
+	return fmt.Sprintf("rail0.Session{address: %s, account: %s, expires_at: %s, token: [redacted]}",
+		s.Address, account, s.ExpiresAt.UTC().Format(time.RFC3339))
+}
+
+// Format implements fmt.Formatter so that every verb prints String: a
+// struct printed with %d or %x would otherwise show the token's bytes.
+func (s Session) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
+
+// LogValue implements slog.LogValuer without the token.
+func (s Session) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("address", s.Address), slog.Time("expires_at", s.ExpiresAt)}
+	if s.AccountID != nil {
+		attrs = append(attrs, slog.String("account_id", *s.AccountID))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// CreateNonce asks for a single-use sign-in nonce.
+//
+// POST /auth/nonces — public (sent without a token, so it never calls the
+// client's token source).
+func (s *AuthService) CreateNonce(ctx context.Context) (*Nonce, error) {
+	var n Nonce
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/nonces", anonymous: true}, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// Verify trades a signed SIWE message for a session. message is the exact
+// text that was signed (SIWEMessage.String) and signature its EIP-191
+// signature as 0x hex. Login builds and signs the message for you.
+//
+// POST /auth — public (sent without a token). A refused proof is a 422
+// *APIError with code invalid_siwe, invalid_nonce, nonce_used,
+// signer_mismatch or siwe_purpose_mismatch.
+func (s *AuthService) Verify(ctx context.Context, message, signature string) (*Session, error) {
+	if message == "" {
+		return nil, &ValidationError{Field: "message", Reason: "is required"}
+	}
+	if signature == "" {
+		return nil, &ValidationError{Field: "signature", Reason: "is required"}
+	}
+	body := struct {
+		Message   string `json:"message"`
+		Signature string `json:"signature"`
+	}{message, signature}
+	var sess Session
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth", body: body, anonymous: true}, &sess); err != nil {
+		return nil, err
+	}
+	return &sess, nil
+}
+
+// Logout revokes the token the client sends. It only revokes that token;
+// other tokens of the same address stay valid.
+//
+// revoked false means the gateway could not store the revocation and the
+// token keeps working until it expires: discard it and treat it as exposed.
+// A client fed by a TokenSource should call its Invalidate afterwards.
+//
+// POST /auth/logout — any session.
+func (s *AuthService) Logout(ctx context.Context) (revoked bool, err error) {
+	var out struct {
+		Revoked bool `json:"revoked"`
+	}
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout"}, &out); err != nil {
+		return false, err
+	}
+	return out.Revoked, nil
+}
+
+// LoginParams describes where a SIWE message is used. Zero fields take
+// defaults from the client's base URL, which suit a client talking to the
+// gateway directly.
+type LoginParams struct {
+	// Domain is the bare host the gateway accepts; default: the base
+	// URL's host name without port.
+	Domain string
+	// URI is the origin; default: the base URL's scheme and host (with
+	// port, if any).
+	URI string
+	// ChainID follows the gateway's sign-in chain policy; default
+	// DefaultSIWEChainID (1).
+	ChainID int64
+}
+
+// message builds and validates the SIWE message for statement, signed by
+// address with nonce at now.
+func (s *AuthService) message(p LoginParams, statement, address, nonce string) (SIWEMessage, error) {
+	base := s.client.base
+	if p.Domain == "" {
+		p.Domain = base.Hostname()
+	}
+	if p.URI == "" {
+		p.URI = (&url.URL{Scheme: base.Scheme, Host: base.Host}).String()
+	}
+	if p.ChainID == 0 {
+		p.ChainID = DefaultSIWEChainID
+	}
+	m := SIWEMessage{
+		Domain:    p.Domain,
+		Address:   address,
+		Statement: statement,
+		URI:       p.URI,
+		ChainID:   p.ChainID,
+		Nonce:     nonce,
+		IssuedAt:  s.client.now().UTC().Truncate(time.Second),
+	}
+	return m, m.Validate()
+}
+
+// signedMessage runs nonce → message → signature and returns the signer's
+// address, the message text and its signature.
+func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p LoginParams, statement string) (addr, msg, sig string, err error) {
+	if signer == nil {
+		return "", "", "", &ValidationError{Field: "signer", Reason: "must not be nil"}
+	}
+	addr = signer.Address()
+	// Check the parameters with a well-formed dummy nonce before spending
+	// a real one on them.
+	if _, err := s.message(p, statement, addr, "00000000"); err != nil {
+		return "", "", "", err
+	}
+	n, err := s.CreateNonce(ctx)
+	if err != nil {
+		return "", "", "", err
+	}
+	m, err := s.message(p, statement, addr, n.Nonce)
+	if err != nil {
+		return "", "", "", err
+	}
+	msg = m.String()
+	sig, err = signer.SignMessage(ctx, msg)
+	if err != nil {
+		return "", "", "", fmt.Errorf("rail0: signing the SIWE message: %w", err)
+	}
+	return addr, msg, sig, nil
+}
+
+// Login signs in with Ethereum: it asks for a nonce, builds the login
+// message (StatementLogin) for signer's address, has signer sign it, and
+// verifies it, returning the session. Use LoginTokenSource to keep a
+// long-lived client signed in.
+//
+// POST /auth/nonces, then POST /auth — public.
+func (s *AuthService) Login(ctx context.Context, signer Signer, params LoginParams) (*Session, error) {
+	_, msg, sig, err := s.signedMessage(ctx, signer, params, StatementLogin)
+	if err != nil {
+		return nil, err
+	}
+	return s.Verify(ctx, msg, sig)
+}
+
+// WalletProof is a signed SIWE proof that the holder of Address controls it,
+// as Wallets.Create needs to register the wallet. It is single-use (its
+// nonce is) and expires with its nonce.
+type WalletProof struct {
+	Address   string `json:"address"`
+	Message   string `json:"message"`
+	Signature string `json:"signature"`
+}
+
+// WalletProof builds the ownership proof of signer's wallet for
+// Wallets.Create: a fresh nonce, a message with StatementAddWallet, and the
+// wallet's signature. The wallet may differ from the session's address; a
+// merchant account can own several.
+//
+// POST /auth/nonces — public.
+func (s *AuthService) WalletProof(ctx context.Context, signer Signer, params LoginParams) (*WalletProof, error) {
+	addr, msg, sig, err := s.signedMessage(ctx, signer, params, StatementAddWallet)
+	if err != nil {
+		return nil, err
+	}
+	return &WalletProof{Address: addr, Message: msg, Signature: sig}, nil
+}
+
+// DefaultRefreshMargin is how long before a session's expires_at a
+// TokenSource signs in again, when WithRefreshMargin is not given. It
+// covers the time a request takes to reach the gateway plus clock skew.
+const DefaultRefreshMargin = 2 * time.Minute
+
+// TokenSourceOption configures LoginTokenSource.
+type TokenSourceOption func(*TokenSource) error
+
+// WithRefreshMargin sets how long before expires_at the session is
+// replaced (default DefaultRefreshMargin). When a session lives less than
+// twice the margin, half its lifetime is used instead, so a short-lived
+// session is not replaced on every call.
+func WithRefreshMargin(d time.Duration) TokenSourceOption {
+	return func(ts *TokenSource) error {
+		if d < 0 {
+			return fmt.Errorf("rail0: WithRefreshMargin: must not be negative, got %v", d)
+		}
+		ts.margin = d
+		return nil
+	}
+}
+
+// WithSessionClock sets the clock used to judge expiry (default: the
+// clock of the AuthService's client, normally time.Now). Tests inject a
+// fake clock here.
+func WithSessionClock(now func() time.Time) TokenSourceOption {
+	return func(ts *TokenSource) error {
+		if now == nil {
+			return errors.New("rail0: WithSessionClock: nil clock")
+		}
+		ts.now = now
+		return nil
+	}
+}
+
+// TokenSource keeps one session alive: it signs in on first use, hands out
+// the cached token, and signs in again once the session is within the
+// refresh margin of expires_at, so a long-running job never sends an
+// expired token. It is safe for concurrent use; concurrent callers that
+// find no fresh session share one sign-in.
+//
+// Plug it into a long-lived client with WithTokenSource(ts.Token). The
+// TokenSource signs in through an AuthService; sign-in requests are
+// anonymous, so a plain client of the same gateway serves, created first:
+//
+//	anon, _ := rail0.NewClient(base)
+//	ts, _ := rail0.LoginTokenSource(anon.Auth, signer, rail0.LoginParams{})
+//	client, _ := rail0.NewClient(base, rail0.WithTokenSource(ts.Token))
+//
+// The token is never logged or put in an error.
+type TokenSource struct {
+	auth   *AuthService
+	signer Signer
+	params LoginParams
+	margin time.Duration
+	now    func() time.Time
+
+	mu       sync.Mutex // guards session, obtained and inflight
+	session  *Session
+	obtained time.Time
+	inflight *loginCall
+}
+
+// loginCall is one sign-in shared by the callers that wait for it.
+type loginCall struct {
+	done    chan struct{}
+	session *Session
+	err     error
+}
+
+// LoginTokenSource returns a TokenSource that signs in with signer through
+// auth (see Auth.Login for params). It does no I/O until its first use.
+func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts ...TokenSourceOption) (*TokenSource, error) {
+	if auth == nil || auth.client == nil {
+		return nil, &ValidationError{Field: "auth", Reason: "must not be nil"}
+	}
+	if signer == nil {
+		return nil, &ValidationError{Field: "signer", Reason: "must not be nil"}
+	}
+	if _, err := auth.message(params, StatementLogin, signer.Address(), "00000000"); err != nil {
+		return nil, err
+	}
+	ts := &TokenSource{
+		auth:   auth,
+		signer: signer,
+		params: params,
+		margin: DefaultRefreshMargin,
+		now:    auth.client.now,
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("rail0: LoginTokenSource: nil option")
+		}
+		if err := opt(ts); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// Token returns a bearer token valid for at least the refresh margin,
+// signing in first when needed. Its signature matches WithTokenSource.
+func (ts *TokenSource) Token(ctx context.Context) (string, error) {
+	s, err := ts.Session(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.Token, nil
+}
+
+// Session returns (a copy of) the current session, signing in first when
+// there is none or it is within the refresh margin of its expiry.
+//
+// When another caller's sign-in is under way, Session waits for it (or for
+// ctx). If that sign-in was cut short by its caller's context, the waiting
+// callers try again with their own.
+func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ts.mu.Lock()
+		if s := ts.session; s != nil && ts.fresh(s) {
+			ts.mu.Unlock()
+			return copySession(s), nil
+		}
+		if call := ts.inflight; call != nil {
+			ts.mu.Unlock()
+			select {
+			case <-call.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if call.err == nil {
+				return copySession(call.session), nil
+			}
+			if isContextError(call.err) && ctx.Err() == nil {
+				continue // the leader gave up; lead a sign-in ourselves
+			}
+			return nil, call.err
+		}
+		call := &loginCall{done: make(chan struct{})}
+		ts.inflight = call
+		ts.mu.Unlock()
+
+		call.session, call.err = ts.auth.Login(ctx, ts.signer, ts.params)
+		if call.err != nil {
+			call.err = fmt.Errorf("rail0: token source sign-in: %w", call.err)
+		}
+
+		ts.mu.Lock()
+		ts.inflight = nil
+		if call.err == nil {
+			ts.session = call.session
+			ts.obtained = ts.now()
+		}
+		ts.mu.Unlock()
+		close(call.done)
+		if call.err != nil {
+			return nil, call.err
+		}
+		return copySession(call.session), nil
+	}
+}
+
+// copySession returns a copy that the caller may modify without touching
+// the cached session.
+func copySession(s *Session) *Session {
+	c := *s
+	return &c
+}
+
+// Invalidate drops the cached session, so the next call signs in again.
+// Call it after a 401 (the token was revoked) or after Logout.
+func (ts *TokenSource) Invalidate() {
+	ts.mu.Lock()
+	ts.session = nil
+	ts.mu.Unlock()
+}
+
+// String describes the token source without any token.
+func (ts *TokenSource) String() string {
+	return fmt.Sprintf("rail0.TokenSource{address: %s, margin: %s}", ts.signer.Address(), ts.margin)
+}
+
+// fresh reports whether s can still be handed out: now is before its
+// expiry minus the refresh margin (at most half the session's lifetime).
+func (ts *TokenSource) fresh(s *Session) bool {
+	margin := ts.margin
+	if half := max(s.ExpiresAt.Sub(ts.obtained)/2, 0); half < margin {
+		margin = half
+	}
+	return ts.now().Before(s.ExpiresAt.Add(-margin))
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

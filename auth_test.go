@@ -1,0 +1,712 @@
+package rail0
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// siweSigner is a Signer for the root package's tests, which must not link
+// go-ethereum. Its "signature" is a hash of its address and the message,
+// which authGateway recomputes.
+type siweSigner struct {
+	addr string
+	err  error // returned by every Sign* call when set
+	msgs atomic.Int32
+}
+
+func newSIWESigner() *siweSigner {
+	return &siweSigner{addr: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"}
+}
+
+func siweSignature(addr, data string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(addr) + "|" + data))
+	return "0x" + hex.EncodeToString(sum[:]) + hex.EncodeToString(sum[:]) + "1b"
+}
+
+func (f *siweSigner) Address() string { return f.addr }
+
+func (f *siweSigner) SignMessage(_ context.Context, message string) (string, error) {
+	f.msgs.Add(1)
+	if f.err != nil {
+		return "", f.err
+	}
+	return siweSignature(f.addr, message), nil
+}
+
+func (f *siweSigner) SignPayload(_ context.Context, payload json.RawMessage) (string, error) {
+	if f.err != nil {
+		return "", f.err
+	}
+	return siweSignature(f.addr, string(payload)), nil
+}
+
+func (f *siweSigner) SignTransaction(_ context.Context, tx string) (string, error) {
+	if f.err != nil {
+		return "", f.err
+	}
+	return "0x02" + strings.TrimPrefix(siweSignature(f.addr, tx), "0x"), nil
+}
+
+// authClock is a settable clock shared by a test's client, token source and
+// fake gateway.
+type authClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newAuthClock() *authClock {
+	return &authClock{now: time.Date(2026, 9, 14, 10, 0, 0, 0, time.UTC)}
+}
+
+func (c *authClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *authClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// siweLayout is the README's EIP-4361 layout; the fake gateway parses
+// strictly, as the real one does.
+var siweLayout = regexp.MustCompile(`\A(\S+) wants you to sign in with your Ethereum account:\n` +
+	`(0x[0-9a-fA-F]{40})\n\n([^\n]+)\n\nURI: (\S+)\nVersion: 1\nChain ID: ([0-9]+)\nNonce: (\S+)\nIssued At: (\S+)\z`)
+
+// authGateway implements the sign-in routes (and one protected route,
+// GET /webhooks/{id}) under muxBasePath with a settable clock. It refuses
+// expired tokens with 401, like the real gateway.
+type authGateway struct {
+	t        *testing.T
+	clock    *authClock
+	lifetime time.Duration
+	// blockVerify, when set, is received from before answering POST /auth.
+	blockVerify chan struct{}
+	verifyBegan chan struct{} // signalled (non-blocking) when POST /auth starts
+
+	mu        sync.Mutex
+	nonces    map[string]bool // nonce -> used
+	tokens    map[string]time.Time
+	messages  []string
+	nonceHits int
+	verifies  int
+	logins    int
+	protected int
+	authHdrs  []string // Authorization of every sign-in request
+}
+
+func newAuthGateway(t *testing.T, clock *authClock) (*authGateway, *httptest.Server) {
+	g := &authGateway{t: t, clock: clock, lifetime: 10 * time.Minute,
+		nonces: map[string]bool{}, tokens: map[string]time.Time{}, verifyBegan: make(chan struct{}, 16)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
+	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
+	mux.HandleFunc("GET "+muxBasePath+"/webhooks/{id}", g.webhook)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return g, srv
+}
+
+func authWriteJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+func (g *authGateway) nonce(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	g.nonceHits++
+	n := fmt.Sprintf("nonce%04d", g.nonceHits)
+	g.nonces[n] = false
+	g.authHdrs = append(g.authHdrs, r.Header.Get("Authorization"))
+	g.mu.Unlock()
+	exp := g.clock.Now().Add(5 * time.Minute).Format(time.RFC3339)
+	authWriteJSON(w, http.StatusCreated, `{"nonce":"`+n+`","expires_at":"`+exp+`"}`)
+}
+
+func (g *authGateway) verify(w http.ResponseWriter, r *http.Request) {
+	select {
+	case g.verifyBegan <- struct{}{}:
+	default:
+	}
+	if g.blockVerify != nil {
+		select {
+		case <-g.blockVerify:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	var body struct{ Message, Signature string }
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		authWriteJSON(w, http.StatusBadRequest, `{"code":"missing_param","title":"Bad","detail":"Bad body","status":"missing_param"}`)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.verifies++
+	g.messages = append(g.messages, body.Message)
+	g.authHdrs = append(g.authHdrs, r.Header.Get("Authorization"))
+	refuse := func(code string) {
+		authWriteJSON(w, http.StatusUnprocessableEntity, `{"code":"`+code+`","title":"Refused","detail":"Sign-in refused.","status":"`+code+`"}`)
+	}
+	m := siweLayout.FindStringSubmatch(body.Message)
+	if m == nil {
+		refuse("invalid_siwe")
+		return
+	}
+	address, statement, nonce, issued := m[2], m[3], m[6], m[7]
+	if statement != StatementLogin {
+		refuse("siwe_purpose_mismatch")
+		return
+	}
+	used, known := g.nonces[nonce]
+	switch {
+	case !known:
+		refuse("invalid_nonce")
+		return
+	case used:
+		refuse("nonce_used")
+		return
+	}
+	g.nonces[nonce] = true
+	at, err := time.Parse(time.RFC3339, issued)
+	if err != nil || at.Sub(g.clock.Now()).Abs() > 5*time.Minute {
+		refuse("invalid_siwe")
+		return
+	}
+	if body.Signature != siweSignature(address, body.Message) {
+		refuse("signer_mismatch")
+		return
+	}
+	g.logins++
+	tok := fmt.Sprintf("jwt-%d", g.logins)
+	exp := g.clock.Now().Add(g.lifetime)
+	g.tokens[tok] = exp
+	authWriteJSON(w, http.StatusCreated, fmt.Sprintf(
+		`{"token":%q,"address":%q,"account_id":"0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9","name":"Acme","expires_at":%q}`,
+		tok, address, exp.Format(time.RFC3339)))
+}
+
+func (g *authGateway) webhook(w http.ResponseWriter, r *http.Request) {
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	g.mu.Lock()
+	g.protected++
+	exp, ok := g.tokens[tok]
+	g.mu.Unlock()
+	if !ok || !g.clock.Now().Before(exp) {
+		g.t.Errorf("request at %s with token %q expiring %s", g.clock.Now().Format(time.RFC3339), tok, exp.Format(time.RFC3339))
+		authWriteJSON(w, http.StatusUnauthorized, `{"code":"unauthorized","title":"Unauthorized","detail":"Token expired.","status":"unauthorized"}`)
+		return
+	}
+	authWriteJSON(w, http.StatusOK, `{"id":"`+r.PathValue("id")+`","name":"orders","topic":"payments.captured","active":true}`)
+}
+
+func (g *authGateway) counts() (nonces, verifies, logins int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nonceHits, g.verifies, g.logins
+}
+
+// newAuthClient returns a client for srv whose clock is clock.
+func newAuthClient(t *testing.T, srv *httptest.Server, clock *authClock, opts ...Option) *Client {
+	t.Helper()
+	c, err := NewClient(srv.URL+muxBasePath, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.now = clock.Now
+	return c
+}
+
+func TestLogin(t *testing.T) {
+	t.Parallel()
+	clock := newAuthClock()
+	g, srv := newAuthGateway(t, clock)
+	c := newAuthClient(t, srv, clock)
+	signer := newSIWESigner()
+
+	sess, err := c.Auth.Login(context.Background(), signer, LoginParams{Domain: "127.0.0.1", URI: srv.URL, ChainID: 84532})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Token != "jwt-1" || sess.Address != signer.addr || !sess.HasAccount() || *sess.AccountID != "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9" ||
+		sess.Name == nil || *sess.Name != "Acme" || !sess.ExpiresAt.Equal(clock.Now().Add(10*time.Minute)) {
+		t.Errorf("session = %+v (token %q)", sess, sess.Token)
+	}
+	want := "127.0.0.1 wants you to sign in with your Ethereum account:\n" + signer.addr + "\n\nSign in to RAIL0\n\n" +
+		"URI: " + srv.URL + "\nVersion: 1\nChain ID: 84532\nNonce: nonce0001\nIssued At: 2026-09-14T10:00:00Z"
+	if len(g.messages) != 1 || g.messages[0] != want {
+		t.Fatalf("signed message = %q\nwant %q", g.messages, want)
+	}
+}
+
+// With zero LoginParams the domain, URI and chain come from the base URL.
+func TestLoginDefaultsFromBaseURL(t *testing.T) {
+	t.Parallel()
+	clock := newAuthClock()
+	g, srv := newAuthGateway(t, clock)
+	c := newAuthClient(t, srv, clock)
+	if _, err := c.Auth.Login(context.Background(), newSIWESigner(), LoginParams{}); err != nil {
+		t.Fatal(err)
+	}
+	m := siweLayout.FindStringSubmatch(g.messages[0])
+	if m == nil {
+		t.Fatalf("message %q does not parse", g.messages[0])
+	}
+	// srv.URL is http://127.0.0.1:port: the domain drops the port, the
+	// URI keeps it, and the base path is not part of either.
+	if m[1] != "127.0.0.1" || m[4] != srv.URL || m[5] != "1" {
+		t.Errorf("domain %q, uri %q, chain %q; want 127.0.0.1, %s, 1", m[1], m[4], m[5], srv.URL)
+	}
+}
+
+// Sign-in requests must never consult the token source (it may itself be
+// signing in), and must not send a token; Logout must.
+func TestAuthAnonymousRequestsSkipTheTokenSource(t *testing.T) {
+	t.Parallel()
+	clock := newAuthClock()
+	g, srv := newAuthGateway(t, clock)
+	var sourceCalls atomic.Int32
+	c := newAuthClient(t, srv, clock, WithTokenSource(func(context.Context) (string, error) {
+		sourceCalls.Add(1)
+		return "should-not-be-sent", nil
+	}))
+	ctx := context.Background()
+	if _, err := c.Auth.CreateNonce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Auth.Login(ctx, newSIWESigner(), LoginParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := sourceCalls.Load(); n != 0 {
+		t.Errorf("token source called %d times by sign-in", n)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.authHdrs) != 3 {
+		t.Fatalf("saw %d sign-in requests, want 3", len(g.authHdrs))
+	}
+	for i, h := range g.authHdrs {
+		if h != "" {
+			t.Errorf("sign-in request %d sent Authorization %q", i, h)
+		}
+	}
+}
+
+func TestAuthRequests(t *testing.T) {
+	t.Parallel()
+	runMuxCases(t, []muxCase{
+		{
+			name:   "Logout revoked",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
+			method: "POST", path: "/auth/logout",
+			reply: muxOK(`{"revoked": true}`),
+			check: func(t *testing.T, got any) {
+				if got != true {
+					t.Errorf("revoked = %v, want true", got)
+				}
+			},
+		},
+		{
+			name:   "Logout not stored",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
+			method: "POST", path: "/auth/logout",
+			reply: muxOK(`{"revoked": false}`),
+			check: func(t *testing.T, got any) {
+				if got != false {
+					t.Errorf("revoked = %v, want false", got)
+				}
+			},
+		},
+	})
+}
+
+// Nonce and Verify wire format, on the scripted server (which also records
+// that no Authorization header is sent even though the client has a token).
+func TestAuthNonceAndVerifyWire(t *testing.T) {
+	t.Parallel()
+	srv, c := newMuxServer(t)
+	srv.on("POST /auth/nonces", muxReply{status: http.StatusCreated, body: `{"nonce":"a1b2c3d4e5f60718","expires_at":"2026-09-14T10:05:00Z"}`})
+	srv.on("POST /auth", muxReply{status: http.StatusCreated, body: `{"token":"jwt","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","account_id":null,"name":null,"expires_at":"2026-09-15T10:00:00Z"}`})
+	ctx := context.Background()
+	n, err := c.Auth.CreateNonce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Nonce != "a1b2c3d4e5f60718" || !n.ExpiresAt.Equal(time.Date(2026, 9, 14, 10, 5, 0, 0, time.UTC)) {
+		t.Errorf("nonce = %+v", n)
+	}
+	sess, err := c.Auth.Verify(ctx, "the message", "0xsig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Token != "jwt" || sess.HasAccount() || sess.AccountID != nil || sess.Name != nil {
+		t.Errorf("account-less session = %+v", sess)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("requests = %v", srv.routes())
+	}
+	for _, r := range reqs {
+		if h := r.Header.Get("Authorization"); h != "" {
+			t.Errorf("%s %s sent Authorization %q", r.Method, r.Path, h)
+		}
+	}
+	assertMuxBody(t, reqs[0], "")
+	assertMuxBody(t, reqs[1], `{"message":"the message","signature":"0xsig"}`)
+}
+
+func TestLoginFailures(t *testing.T) {
+	t.Parallel()
+	signErr := errors.New("hsm offline")
+	tests := []struct {
+		name         string
+		signer       Signer
+		params       LoginParams
+		wantField    string // *ValidationError field
+		wantErr      error
+		wantCode     ErrorCode
+		wantNonces   int
+		wantVerifies int
+	}{
+		{name: "nil signer", signer: nil, wantField: "signer"},
+		{name: "domain with port", signer: newSIWESigner(), params: LoginParams{Domain: "127.0.0.1:80"}, wantField: "siwe.domain"},
+		{name: "URI on another host", signer: newSIWESigner(), params: LoginParams{URI: "https://evil.example"}, wantField: "siwe.uri"},
+		{name: "bad signer address", signer: &siweSigner{addr: "0x1234"}, wantField: "siwe.address"},
+		{name: "signer fails", signer: &siweSigner{addr: newSIWESigner().addr, err: signErr}, wantErr: signErr, wantNonces: 1},
+		{name: "gateway refuses the signature", signer: &wrongSigner{newSIWESigner()}, wantCode: CodeSignerMismatch, wantNonces: 1, wantVerifies: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newAuthClock()
+			g, srv := newAuthGateway(t, clock)
+			c := newAuthClient(t, srv, clock)
+			sess, err := c.Auth.Login(context.Background(), tt.signer, tt.params)
+			if err == nil || sess != nil {
+				t.Fatalf("Login = %+v, %v; want an error", sess, err)
+			}
+			if tt.wantField != "" {
+				var ve *ValidationError
+				if !errors.As(err, &ve) || ve.Field != tt.wantField {
+					t.Errorf("err = %v, want *ValidationError on %s", err, tt.wantField)
+				}
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantCode != "" {
+				var ae *APIError
+				if !errors.As(err, &ae) || ae.Code != tt.wantCode || ae.StatusCode != http.StatusUnprocessableEntity {
+					t.Errorf("err = %v, want a 422 %s", err, tt.wantCode)
+				}
+			}
+			nonces, verifies, _ := g.counts()
+			if nonces != tt.wantNonces || verifies != tt.wantVerifies {
+				t.Errorf("gateway saw %d nonce and %d verify requests, want %d and %d", nonces, verifies, tt.wantNonces, tt.wantVerifies)
+			}
+		})
+	}
+}
+
+// wrongSigner signs with another key than the address it claims.
+type wrongSigner struct{ *siweSigner }
+
+func (w *wrongSigner) SignMessage(ctx context.Context, message string) (string, error) {
+	return siweSignature("0x0000000000000000000000000000000000000001", message), nil
+}
+
+func TestWalletProof(t *testing.T) {
+	t.Parallel()
+	clock := newAuthClock()
+	g, srv := newAuthGateway(t, clock)
+	c := newAuthClient(t, srv, clock)
+	wallet := &siweSigner{addr: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}
+	proof, err := c.Auth.WalletProof(context.Background(), wallet, LoginParams{Domain: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := siweLayout.FindStringSubmatch(proof.Message)
+	if m == nil || m[2] != wallet.addr || m[3] != StatementAddWallet || m[6] != "nonce0001" {
+		t.Fatalf("proof message = %q", proof.Message)
+	}
+	if proof.Address != wallet.addr || proof.Signature != siweSignature(wallet.addr, proof.Message) {
+		t.Errorf("proof = %+v", proof)
+	}
+	if _, verifies, _ := g.counts(); verifies != 0 {
+		t.Errorf("WalletProof called POST /auth %d times; the proof is for wallet registration", verifies)
+	}
+}
+
+func TestSessionNeverPrintsToken(t *testing.T) {
+	t.Parallel()
+	acct := "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"
+	s := Session{Token: "eyJ.secret-token.sig", Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &acct,
+		ExpiresAt: time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC)}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
+		for _, v := range []any{s, &s, []Session{s}, struct{ S Session }{s}} {
+			out := fmt.Sprintf(format, v)
+			if strings.Contains(out, "secret-token") || strings.Contains(out, hex.EncodeToString([]byte("secret-token"))) {
+				t.Errorf("Sprintf(%q, %T) leaks the token: %s", format, v, out)
+			}
+		}
+	}
+	if got := s.String(); !strings.Contains(got, s.Address) || !strings.Contains(got, acct) {
+		t.Errorf("String() = %s, want the address and account", got)
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("signed in", "session", s)
+	if strings.Contains(buf.String(), "secret-token") || !strings.Contains(buf.String(), s.Address) {
+		t.Errorf("slog output = %s", buf.String())
+	}
+}
+
+// newTokenSourceSetup returns a fake gateway, an anonymous client for
+// sign-in, and a token source on the shared fake clock.
+func newTokenSourceSetup(t *testing.T, opts ...TokenSourceOption) (*authGateway, *httptest.Server, *authClock, *TokenSource) {
+	t.Helper()
+	clock := newAuthClock()
+	g, srv := newAuthGateway(t, clock)
+	anon := newAuthClient(t, srv, clock)
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, append([]TokenSourceOption{WithSessionClock(clock.Now)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, srv, clock, ts
+}
+
+// A job making one call a minute for two hours with 10-minute sessions never
+// sends an expired token, and signs in again only when the 2-minute margin
+// is reached: at minutes 1, 9, 17, ..., 113.
+func TestTokenSourceLongRunningJobNeverSendsExpiredToken(t *testing.T) {
+	t.Parallel()
+	g, srv, clock, ts := newTokenSourceSetup(t)
+	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
+	ctx := context.Background()
+	for minute := 1; minute <= 120; minute++ {
+		clock.Advance(time.Minute)
+		if _, err := c.Webhooks.Get(ctx, "wh-1"); err != nil {
+			t.Fatalf("minute %d: %v", minute, err)
+		}
+	}
+	if _, _, logins := g.counts(); logins != 15 {
+		t.Errorf("signed in %d times, want 15 (every 8 minutes)", logins)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.protected != 120 {
+		t.Errorf("gateway saw %d calls, want 120", g.protected)
+	}
+}
+
+func TestTokenSourceRefreshMargin(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		margin   time.Duration
+		lifetime time.Duration
+		freshFor time.Duration // a token is reused until this long after sign-in
+	}{
+		{"default margin", -1, 10 * time.Minute, 8 * time.Minute},
+		{"custom margin", 30 * time.Second, 10 * time.Minute, 9*time.Minute + 30*time.Second},
+		{"zero margin uses the token to its expiry", 0, 10 * time.Minute, 10 * time.Minute},
+		{"short session: half its lifetime", 2 * time.Minute, 3 * time.Minute, 90 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []TokenSourceOption
+			if tt.margin >= 0 {
+				opts = append(opts, WithRefreshMargin(tt.margin))
+			}
+			g, _, clock, ts := newTokenSourceSetup(t, opts...)
+			g.lifetime = tt.lifetime
+			ctx := context.Background()
+			first, err := ts.Token(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(tt.freshFor - time.Second)
+			if tok, err := ts.Token(ctx); err != nil || tok != first {
+				t.Fatalf("1 s before the refresh point: token %q, %v; want the cached %q", tok, err, first)
+			}
+			clock.Advance(time.Second)
+			tok, err := ts.Token(ctx)
+			if err != nil || tok == first {
+				t.Fatalf("at the refresh point: token %q, %v; want a new one", tok, err)
+			}
+			if _, _, logins := g.counts(); logins != 2 {
+				t.Errorf("logins = %d, want 2", logins)
+			}
+		})
+	}
+}
+
+// Concurrent callers with no fresh session share one sign-in.
+func TestTokenSourceSingleFlight(t *testing.T) {
+	t.Parallel()
+	g, _, _, ts := newTokenSourceSetup(t)
+	g.blockVerify = make(chan struct{})
+	const callers = 16
+	tokens := make(chan string, callers)
+	errs := make(chan error, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok, err := ts.Token(context.Background())
+			tokens <- tok
+			errs <- err
+		}()
+	}
+	<-g.verifyBegan // one sign-in is under way; the others wait or will find its session
+	close(g.blockVerify)
+	wg.Wait()
+	close(tokens)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tok := range tokens {
+		if tok != "jwt-1" {
+			t.Errorf("token %q, want jwt-1 for every caller", tok)
+		}
+	}
+	if nonces, verifies, logins := g.counts(); nonces != 1 || verifies != 1 || logins != 1 {
+		t.Errorf("gateway saw %d nonces, %d verifies, %d logins; want one of each", nonces, verifies, logins)
+	}
+}
+
+// When the caller leading a sign-in gives up, a waiting caller with a live
+// context signs in itself instead of inheriting the cancellation.
+func TestTokenSourceLeaderCancelled(t *testing.T) {
+	t.Parallel()
+	g, _, _, ts := newTokenSourceSetup(t)
+	g.blockVerify = make(chan struct{})
+	leaderCtx, cancelLeader := context.WithCancel(context.Background())
+	leaderErr := make(chan error, 1)
+	go func() {
+		_, err := ts.Token(leaderCtx)
+		leaderErr <- err
+	}()
+	<-g.verifyBegan
+	followerTok := make(chan string, 1)
+	followerErr := make(chan error, 1)
+	go func() {
+		tok, err := ts.Token(context.Background())
+		followerTok <- tok
+		followerErr <- err
+	}()
+	cancelLeader()
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v, want context.Canceled", err)
+	}
+	close(g.blockVerify) // the follower's own sign-in goes through
+	if err := <-followerErr; err != nil {
+		t.Fatalf("follower: %v", err)
+	}
+	tok := <-followerTok
+	if !strings.HasPrefix(tok, "jwt-") {
+		t.Fatalf("follower token %q", tok)
+	}
+	// The abandoned sign-in left nothing behind: the follower's session is
+	// the cached one.
+	if again, err := ts.Token(context.Background()); err != nil || again != tok {
+		t.Errorf("cached token %q, %v; want the follower's %q", again, err, tok)
+	}
+}
+
+func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
+	t.Parallel()
+	g, _, _, ts := newTokenSourceSetup(t)
+	ctx := context.Background()
+	first, err := ts.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Invalidate()
+	second, err := ts.Token(ctx)
+	if err != nil || second == first {
+		t.Fatalf("after Invalidate: %q, %v; want a new token", second, err)
+	}
+	if _, _, logins := g.counts(); logins != 2 {
+		t.Errorf("logins = %d, want 2", logins)
+	}
+	if strings.Contains(ts.String(), second) {
+		t.Errorf("String() leaks the token: %s", ts)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	ts.Invalidate()
+	if _, err := ts.Token(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled context: %v", err)
+	}
+
+	anonSrvClock := newAuthClock()
+	_, srv := newAuthGateway(t, anonSrvClock)
+	anon := newAuthClient(t, srv, anonSrvClock)
+	bad, err := LoginTokenSource(anon.Auth, &wrongSigner{newSIWESigner()}, LoginParams{}, WithSessionClock(anonSrvClock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ae *APIError
+	if _, err := bad.Token(ctx); !errors.As(err, &ae) || ae.Code != CodeSignerMismatch {
+		t.Errorf("refused sign-in: %v, want the 422 signer_mismatch", err)
+	}
+}
+
+func TestLoginTokenSourceValidates(t *testing.T) {
+	t.Parallel()
+	c, err := NewClient("https://api.rail0.xyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		auth   *AuthService
+		signer Signer
+		params LoginParams
+		opts   []TokenSourceOption
+	}{
+		{"nil auth", nil, newSIWESigner(), LoginParams{}, nil},
+		{"nil signer", c.Auth, nil, LoginParams{}, nil},
+		{"bad params", c.Auth, newSIWESigner(), LoginParams{Domain: "https://api.rail0.xyz"}, nil},
+		{"negative margin", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{WithRefreshMargin(-time.Second)}},
+		{"nil clock", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{WithSessionClock(nil)}},
+		{"nil option", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if ts, err := LoginTokenSource(tt.auth, tt.signer, tt.params, tt.opts...); err == nil || ts != nil {
+				t.Fatalf("LoginTokenSource = %v, %v; want an error", ts, err)
+			}
+		})
+	}
+	if ts, err := LoginTokenSource(c.Auth, newSIWESigner(), LoginParams{}); err != nil || ts == nil {
+		t.Fatalf("valid LoginTokenSource = %v, %v", ts, err)
+	}
+}

@@ -1,0 +1,60 @@
+package rail0
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+)
+
+// NetworkType tells test networks from production ones. The gateway may add
+// values, which decode unchanged.
+type NetworkType string
+
+// Known network types.
+const (
+	NetworkTestnet NetworkType = "testnet"
+	NetworkMainnet NetworkType = "mainnet"
+)
+
+// Blockchain is a chain of the gateway's catalog.
+type Blockchain struct {
+	ChainID      int64       `json:"chain_id"`
+	Name         string      `json:"name"`
+	NativeSymbol string      `json:"native_symbol"`
+	NetworkType  NetworkType `json:"network_type"`
+	ExplorerURL  string      `json:"explorer_url"`
+}
+
+// ListChainsParams filters GET /blockchains. Zero values are not sent.
+type ListChainsParams struct {
+	// NetworkType keeps test or production networks only.
+	NetworkType NetworkType
+	// Symbol keeps the chains matching a symbol, such as "USDC".
+	Symbol string
+}
+
+func (p *ListChainsParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	if p.NetworkType != "" {
+		q.Set("network_type", string(p.NetworkType))
+	}
+	if p.Symbol != "" {
+		q.Set("symbol", p.Symbol)
+	}
+	return q
+}
+
+// List returns the active chains that have at least one active token. The
+// list is not paginated. params may be nil.
+//
+// GET /blockchains — public.
+func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) ([]Blockchain, error) {
+	var out []Blockchain
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "blockchains", query: params.values()}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package rail0_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/signing"
+)
+
+// exampleKey is a well-known development key (never use it for real funds).
+const exampleKey = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"
+
+// newSignInGateway stands in for a RAIL0 gateway's sign-in routes. It
+// checks the EIP-191 signature of the SIWE message as the real gateway
+// does, and serves GET /webhooks to sessions.
+func newSignInGateway() *httptest.Server {
+	const nonce = "8f2c1d9a7b3e4f60"
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /auth/nonces", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"nonce": %q, "expires_at": %q}`, nonce, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))
+	})
+	mux.HandleFunc("POST /auth", func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Message, Signature string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		signer, err := signing.RecoverMessageSigner(body.Message, body.Signature)
+		lines := strings.Split(body.Message, "\n")
+		if err != nil || len(lines) != 10 || lines[1] != signer.Hex() || lines[3] != rail0.StatementLogin || lines[8] != "Nonce: "+nonce {
+			http.Error(w, `{"code": "invalid_siwe", "title": "Bad sign-in", "detail": "Refused.", "status": "invalid_siwe"}`, http.StatusUnprocessableEntity)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"token": "jwt-example", "address": %q, "account_id": "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9", "name": "Acme", "expires_at": %q}`,
+			signer.Hex(), time.Now().Add(24*time.Hour).UTC().Format(time.RFC3339))
+	})
+	mux.HandleFunc("GET /webhooks", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer jwt-example" {
+			http.Error(w, `{"code": "unauthorized", "title": "Unauthorized", "detail": "Sign in.", "status": "unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Total-Count", "0")
+		fmt.Fprint(w, `[]`)
+	})
+	return httptest.NewServer(mux)
+}
+
+// Sign in with Ethereum: Login asks for a nonce, builds the EIP-4361
+// message, has the account sign it and trades it for a session.
+func ExampleAuthService_Login() {
+	gateway := newSignInGateway()
+	defer gateway.Close()
+
+	account, err := signing.AccountFromPrivateKey(exampleKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := rail0.NewClient(gateway.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Zero LoginParams derive the SIWE domain and URI from the base URL;
+	// set them when the gateway expects another host.
+	session, err := client.Auth.Login(context.Background(), account, rail0.LoginParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("signed in as", session.Address)
+	fmt.Println("merchant account:", session.HasAccount())
+	fmt.Println(strings.Contains(fmt.Sprint(session), session.Token)) // the token is never printed
+	// Output:
+	// signed in as 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
+	// merchant account: true
+	// false
+}
+
+// A long-lived client stays signed in with a TokenSource: it signs in on
+// first use and again shortly before the session expires.
+func ExampleLoginTokenSource() {
+	gateway := newSignInGateway()
+	defer gateway.Close()
+
+	account, err := signing.AccountFromPrivateKey(exampleKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Sign-in requests are anonymous; a plain client serves them.
+	anon, err := rail0.NewClient(gateway.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	tokens, err := rail0.LoginTokenSource(anon.Auth, account, rail0.LoginParams{}, rail0.WithRefreshMargin(5*time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := rail0.NewClient(gateway.URL, rail0.WithTokenSource(tokens.Token))
+	if err != nil {
+		log.Fatal(err)
+	}
+	page, err := client.Webhooks.List(context.Background(), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("webhooks:", page.TotalCount)
+	// Output:
+	// webhooks: 0
+}
+
+// Register a second payee wallet: the wallet signs an ownership proof,
+// which a merchant session then submits.
+func ExampleAuthService_WalletProof() {
+	gateway := newSignInGateway()
+	defer gateway.Close()
+	wallet, err := signing.AccountFromPrivateKey(exampleKey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := rail0.NewClient(gateway.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	proof, err := client.Auth.WalletProof(context.Background(), wallet, rail0.LoginParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(proof.Address)
+	fmt.Println(strings.Split(proof.Message, "\n")[3])
+	// Then, with a merchant session:
+	//   client.Wallets.Create(ctx, accountID, rail0.CreateWalletParams{WalletProof: *proof, Label: "Treasury"})
+	// Output:
+	// 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
+	// Add this wallet to your RAIL0 account
+}

@@ -1,0 +1,45 @@
+package rail0
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+)
+
+// ListPaymentMethodsParams selects whose payment methods to list: set
+// exactly one of AccountID and Address.
+type ListPaymentMethodsParams struct {
+	// AccountID lists every active wallet of a merchant account.
+	AccountID string
+	// Address lists one merchant wallet.
+	Address string
+}
+
+// List returns where a merchant can be paid: each active wallet with its
+// active holdings under Tokens. A wallet without an active holding is not
+// listed and cannot be a payee. An unknown account or address gives an
+// empty list. The list is not paginated.
+//
+// Exactly one of params.AccountID and params.Address must be set; otherwise
+// List returns a *ValidationError (Field "account_id|address") without
+// sending anything.
+//
+// GET /payment_methods — public.
+func (s *PaymentMethodsService) List(ctx context.Context, params ListPaymentMethodsParams) ([]WalletWithTokens, error) {
+	q := url.Values{}
+	switch {
+	case params.AccountID != "" && params.Address != "":
+		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one, not both"}
+	case params.AccountID != "":
+		q.Set("account_id", params.AccountID)
+	case params.Address != "":
+		q.Set("address", params.Address)
+	default:
+		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
+	}
+	var out []WalletWithTokens
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "payment_methods", query: q}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,58 @@
+package rail0
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Token is a token of the gateway's catalog on one chain. Use Decimals to
+// convert amounts (ToBaseUnits, FormatAmount).
+type Token struct {
+	ChainID  int64  `json:"chain_id"`
+	Symbol   string `json:"symbol"`
+	Address  string `json:"address"`
+	Decimals int64  `json:"decimals"`
+	// Active is false for a retired token, which old payments may still
+	// reference but new ones cannot use.
+	Active bool `json:"active"`
+}
+
+// ListTokensParams filters GET /tokens. Zero values are not sent.
+type ListTokensParams struct {
+	ChainID int64
+	Symbol  string
+	// Active, when set, keeps only active (true) or only retired (false)
+	// tokens. Unset lists both.
+	Active *bool
+}
+
+func (p *ListTokensParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	if p.ChainID != 0 {
+		q.Set("chain_id", strconv.FormatInt(p.ChainID, 10))
+	}
+	if p.Symbol != "" {
+		q.Set("symbol", p.Symbol)
+	}
+	if p.Active != nil {
+		q.Set("active", strconv.FormatBool(*p.Active))
+	}
+	return q
+}
+
+// List returns the catalog's tokens, retired ones included unless
+// params.Active is true. The list is not paginated. params may be nil.
+//
+// GET /tokens — public.
+func (s *TokensService) List(ctx context.Context, params *ListTokensParams) ([]Token, error) {
+	var out []Token
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "tokens", query: params.values()}, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,396 @@
+package rail0
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Wallet is a payee wallet registered to a merchant account. Addresses are
+// globally unique: one address belongs to at most one account.
+type Wallet struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	// Label is the merchant's name for the wallet; empty when unset.
+	Label string `json:"label"`
+	// Active is false once the wallet was deactivated.
+	Active bool `json:"active"`
+}
+
+// WalletTokenHolding is one token a wallet accepts, as listed under a
+// wallet.
+type WalletTokenHolding struct {
+	// TokenID is the token's UUID: the {token_id} of the wallet token
+	// routes (RemoveToken, EnableToken, DisableToken).
+	TokenID string `json:"token_id"`
+	Token   Token  `json:"token"`
+	Active  bool   `json:"active"`
+	// Default marks the wallet's default holding (at most one).
+	Default bool `json:"default"`
+}
+
+// WalletWithTokens is a wallet with the tokens it accepts.
+type WalletWithTokens struct {
+	Wallet
+	Tokens []WalletTokenHolding `json:"tokens"`
+}
+
+// WalletToken is a wallet's holding of one token, with the wallet, token and
+// chain it links.
+type WalletToken struct {
+	Default    bool       `json:"default"`
+	Active     bool       `json:"active"`
+	Wallet     Wallet     `json:"wallet"`
+	Token      Token      `json:"token"`
+	Blockchain Blockchain `json:"blockchain"`
+}
+
+// WalletBalances are a wallet's live on-chain balances, one entry per chain.
+type WalletBalances struct {
+	WalletID string         `json:"wallet_id"`
+	Address  string         `json:"address"`
+	Balances []ChainBalance `json:"balances"`
+}
+
+// ChainBalance is a wallet's balances on one chain. When the chain's node
+// could not be read, Error is set and Native and Tokens are nil: one
+// unreachable chain does not fail the whole call.
+type ChainBalance struct {
+	ChainID     int64          `json:"chain_id"`
+	NetworkType NetworkType    `json:"network_type"`
+	Native      *AssetBalance  `json:"native"`
+	Tokens      []AssetBalance `json:"tokens"`
+	Error       *BalanceError  `json:"error"`
+}
+
+// AssetBalance is the balance of the native coin or of one token.
+type AssetBalance struct {
+	Symbol string `json:"symbol"`
+	// Address is the token contract; empty for the native coin.
+	Address  string `json:"address"`
+	Decimals int64  `json:"decimals"`
+	// Raw is the balance in base units (integer string).
+	Raw string `json:"raw"`
+	// Amount is the same balance as a human decimal string.
+	Amount string `json:"amount"`
+}
+
+// BalanceErrorCode says why a chain's balances could not be read. The
+// gateway may add values, which decode unchanged.
+type BalanceErrorCode string
+
+// Known balance error codes.
+const (
+	// BalanceErrRPCUnavailable means no configured node answered.
+	BalanceErrRPCUnavailable BalanceErrorCode = "rpc_unavailable"
+	// BalanceErrRPCError means the node answered with an error.
+	BalanceErrRPCError BalanceErrorCode = "rpc_error"
+	// BalanceErrTimeout means the node did not answer in time.
+	BalanceErrTimeout BalanceErrorCode = "timeout"
+	// BalanceErrOther is any other failure.
+	BalanceErrOther BalanceErrorCode = "error"
+)
+
+// BalanceError reports, in-band, a chain whose balances could not be read.
+// It is data, not a Go error returned by the call.
+type BalanceError struct {
+	Code    BalanceErrorCode `json:"code"`
+	Message string           `json:"message"`
+}
+
+// ListWalletsParams filters and pages GET /accounts/{account_id}/wallets.
+// Zero values are not sent.
+type ListWalletsParams struct {
+	ListOptions
+	// Active keeps only active (true) or only deactivated (false) wallets.
+	Active *bool
+	// ChainID, TokenSymbol, Default and TokenActive filter the holdings
+	// listed under each wallet; they never hide a wallet.
+	ChainID     int64
+	TokenSymbol string
+	Default     *bool
+	TokenActive *bool
+}
+
+func (p *ListWalletsParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	p.ListOptions.encode(q)
+	setBool(q, "active", p.Active)
+	if p.ChainID != 0 {
+		q.Set("chain_id", strconv.FormatInt(p.ChainID, 10))
+	}
+	if p.TokenSymbol != "" {
+		q.Set("token_symbol", p.TokenSymbol)
+	}
+	setBool(q, "default", p.Default)
+	setBool(q, "token_active", p.TokenActive)
+	return q
+}
+
+// setBool sets key when b is not nil.
+func setBool(q url.Values, key string, b *bool) {
+	if b != nil {
+		q.Set(key, strconv.FormatBool(*b))
+	}
+}
+
+// walletsPath returns the escaped path of an account's wallets, followed by
+// the wallet id and the given literal segments. Every id is required.
+func walletsPath(accountID string, ids ...string) (string, error) {
+	if accountID == "" {
+		return "", &ValidationError{Field: "account_id", Reason: "is required"}
+	}
+	p := "accounts/" + url.PathEscape(accountID) + "/wallets"
+	for i, id := range ids {
+		if id == "" {
+			field := "id"
+			if i == 1 {
+				field = "token_id"
+			}
+			return "", &ValidationError{Field: field, Reason: "is required"}
+		}
+		if i == 1 {
+			p += "/tokens"
+		}
+		p += "/" + url.PathEscape(id)
+	}
+	return p, nil
+}
+
+// List returns one page of an account's wallets with their holdings.
+//
+// GET /accounts/{account_id}/wallets — a session of that account.
+func (s *WalletsService) List(ctx context.Context, accountID string, params *ListWalletsParams) (*Page[WalletWithTokens], error) {
+	path, err := walletsPath(accountID)
+	if err != nil {
+		return nil, err
+	}
+	return listPage[WalletWithTokens](ctx, s.client, path, params.values())
+}
+
+// All iterates over every page of an account's wallets, from params.Page
+// on. It stops at the first error, which it yields; params is not
+// modified.
+//
+// GET /accounts/{account_id}/wallets — a session of that account.
+func (s *WalletsService) All(ctx context.Context, accountID string, params *ListWalletsParams) iter.Seq2[WalletWithTokens, error] {
+	path, err := walletsPath(accountID)
+	if err != nil {
+		return errSeq[WalletWithTokens](err)
+	}
+	return listAll[WalletWithTokens](ctx, s.client, path, params.values())
+}
+
+// CreateWalletParams registers a wallet: the wallet's ownership proof (from
+// Auth.WalletProof, signed by the wallet being added) and an optional
+// label.
+type CreateWalletParams struct {
+	WalletProof
+	Label string `json:"label,omitempty"`
+}
+
+// Create registers a wallet to the account. The proof's address may differ
+// from the session's: one account can own several payee wallets. The wallet
+// accepts no token until AddToken.
+//
+// POST /accounts/{account_id}/wallets — a session of that account. 409
+// when the address is registered to any account; 422 when the proof is
+// refused (a login proof is refused with siwe_purpose_mismatch).
+func (s *WalletsService) Create(ctx context.Context, accountID string, params CreateWalletParams) (*Wallet, error) {
+	path, err := walletsPath(accountID)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []struct{ name, value string }{
+		{"address", params.Address}, {"message", params.Message}, {"signature", params.Signature},
+	} {
+		if f.value == "" {
+			return nil, &ValidationError{Field: f.name, Reason: "is required (use Auth.WalletProof)"}
+		}
+	}
+	var w Wallet
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: params}, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Get reads a wallet by its UUID or its address.
+//
+// GET /accounts/{account_id}/wallets/{id} — a session of that account.
+func (s *WalletsService) Get(ctx context.Context, accountID, id string) (*Wallet, error) {
+	path, err := walletsPath(accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	var w Wallet
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// UpdateWalletParams changes a wallet. Nil fields are left unchanged; at
+// least one must be set.
+type UpdateWalletParams struct {
+	Label  *string `json:"label,omitempty"`
+	Active *bool   `json:"active,omitempty"`
+}
+
+// Update changes a wallet's label or active flag. id is the wallet's UUID
+// or address.
+//
+// PATCH /accounts/{account_id}/wallets/{id} — a session of that account.
+func (s *WalletsService) Update(ctx context.Context, accountID, id string, params UpdateWalletParams) (*Wallet, error) {
+	if params.Label == nil && params.Active == nil {
+		return nil, &ValidationError{Field: "params", Reason: "set Label or Active"}
+	}
+	path, err := walletsPath(accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	var w Wallet
+	if _, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Deactivate retires a wallet (a soft delete: it stays readable, inactive).
+// id is the wallet's UUID or address.
+//
+// DELETE /accounts/{account_id}/wallets/{id} — a session of that account.
+func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) error {
+	path, err := walletsPath(accountID, id)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
+	return err
+}
+
+// BalancesParams filters GET .../wallets/{id}/balances. Zero values are not
+// sent.
+type BalancesParams struct {
+	ChainID     int64
+	TokenSymbol string
+}
+
+func (p *BalancesParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	if p.ChainID != 0 {
+		q.Set("chain_id", strconv.FormatInt(p.ChainID, 10))
+	}
+	if p.TokenSymbol != "" {
+		q.Set("token_symbol", p.TokenSymbol)
+	}
+	return q
+}
+
+// Balances reads a wallet's live on-chain balances. A chain whose node
+// cannot be read is reported in its ChainBalance.Error rather than failing
+// the call. params may be nil.
+//
+// GET /accounts/{account_id}/wallets/{id}/balances — a session of that
+// account.
+func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params *BalancesParams) (*WalletBalances, error) {
+	path, err := walletsPath(accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	var b WalletBalances
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: path + "/balances", query: params.values()}, &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+// AddTokenParams makes a wallet accept a token.
+type AddTokenParams struct {
+	ChainID int64 `json:"chain_id"`
+	// Token identifies the token on that chain: its contract address (or
+	// its symbol).
+	Token string `json:"token"`
+	// Default, when set, makes (or unmakes) this the wallet's default
+	// holding; a wallet has at most one.
+	Default *bool `json:"default,omitempty"`
+}
+
+// AddToken makes a wallet accept a token (an upsert). created is true when
+// the holding is new (201) and false when an existing one was reactivated
+// or updated (200); both return the holding.
+//
+// POST /accounts/{account_id}/wallets/{id}/tokens — a session of that
+// account. 422 unknown_chain or unknown_token for a token not in the
+// catalog.
+func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params AddTokenParams) (token *WalletToken, created bool, err error) {
+	if params.ChainID <= 0 {
+		return nil, false, &ValidationError{Field: "chain_id", Reason: "is required"}
+	}
+	if params.Token == "" {
+		return nil, false, &ValidationError{Field: "token", Reason: "is required"}
+	}
+	path, err := walletsPath(accountID, id)
+	if err != nil {
+		return nil, false, err
+	}
+	var wt WalletToken
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path + "/tokens", body: params}, &wt)
+	if err != nil {
+		return nil, false, err
+	}
+	return &wt, resp.StatusCode == http.StatusCreated, nil
+}
+
+// RemoveToken stops a wallet accepting a token (a soft disable; EnableToken
+// turns it back on). tokenID is the token's UUID
+// (WalletTokenHolding.TokenID), not its address.
+//
+// DELETE /accounts/{account_id}/wallets/{id}/tokens/{token_id} — a session
+// of that account.
+func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) error {
+	path, err := walletsPath(accountID, id, tokenID)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
+	return err
+}
+
+// EnableToken re-enables an existing holding. tokenID is the token's UUID.
+// A wallet with no holding of that token gives 404; use AddToken.
+//
+// PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable — a
+// session of that account.
+func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID string) (*WalletToken, error) {
+	return s.toggleToken(ctx, accountID, id, tokenID, "enable")
+}
+
+// DisableToken switches an existing holding off. tokenID is the token's
+// UUID.
+//
+// PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable — a
+// session of that account.
+func (s *WalletsService) DisableToken(ctx context.Context, accountID, id, tokenID string) (*WalletToken, error) {
+	return s.toggleToken(ctx, accountID, id, tokenID, "disable")
+}
+
+func (s *WalletsService) toggleToken(ctx context.Context, accountID, id, tokenID, action string) (*WalletToken, error) {
+	path, err := walletsPath(accountID, id, tokenID)
+	if err != nil {
+		return nil, err
+	}
+	var wt WalletToken
+	if _, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path + "/" + action}, &wt); err != nil {
+		return nil, err
+	}
+	return &wt, nil
+}

@@ -1,0 +1,72 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rail0/rail0-go/webhook"
+)
+
+// The README's delivery verifies with its shared secret. A fixed clock
+// stands in for time.Now so the example is reproducible.
+func ExampleVerifier_Verify() {
+	body, err := os.ReadFile("testdata/readme_delivery.json") // the raw request body
+	if err != nil {
+		panic(err)
+	}
+	v := webhook.Verifier{
+		Secret: "example-shared-secret",
+		Now:    func() time.Time { return time.Unix(1789381370+30, 0) },
+	}
+	err = v.Verify(body, "d7c3749a9cf1de2cfa67e2e3bd9ad39f0239233614a15de4c93588cb7c190109", "1789381370")
+	fmt.Println("authentic:", err == nil)
+
+	// The same delivery replayed an hour later is refused.
+	v.Now = func() time.Time { return time.Unix(1789381370+3600, 0) }
+	err = v.Verify(body, "d7c3749a9cf1de2cfa67e2e3bd9ad39f0239233614a15de4c93588cb7c190109", "1789381370")
+	fmt.Println("replay refused:", errors.Is(err, webhook.ErrStale))
+	// Output:
+	// authentic: true
+	// replay refused: true
+}
+
+// A Handler mounted on the callback URL verifies each delivery and passes
+// the decoded event on; anything unverified is answered 401.
+func ExampleHandler() {
+	secret := "example-shared-secret"
+	h := webhook.NewHandler(secret, func(ctx context.Context, e webhook.Event) error {
+		fmt.Println("event", e.ID, e.Topic, "payment", e.Payment.ID, e.Payment.Status)
+		return nil
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /hooks/rail0", h)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	// Simulate the gateway's delivery, signed now.
+	body := `{"id":"evt-1","topic":"payments.authorized","payment":{"id":"pay-1","status":"authorized"},"transaction":null}`
+	ts := time.Now().Unix()
+	send := func(signature string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/rail0", strings.NewReader(body))
+		req.Header.Set(webhook.TimestampHeader, fmt.Sprint(ts))
+		req.Header.Set(webhook.SignatureHeader, signature)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		fmt.Println("status", resp.StatusCode)
+	}
+	send(webhook.Sign([]byte(body), ts, secret))
+	send(webhook.Sign([]byte(body), ts, "a guess"))
+	// Output:
+	// event evt-1 payments.authorized payment pay-1 authorized
+	// status 204
+	// status 401
+}

@@ -1,0 +1,171 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type ctxKey struct{}
+
+func TestHandler(t *testing.T) {
+	body := readmeBody(t)
+	const ts = int64(1789381370)
+	good := Sign(body, ts, readmeSecret)
+	noTopic := []byte(`{"id":"e2"}`)
+
+	tests := []struct {
+		name       string
+		method     string
+		body       []byte
+		sig, ts    string
+		topicHdr   string
+		maxBody    int64
+		handleErr  error
+		nilHandle  bool
+		secret     string
+		wantStatus int
+		wantErr    error // passed to OnError; nil means OnError must not run
+		wantEvent  string
+		wantTopic  Topic
+	}{
+		{name: "valid delivery", body: body, sig: good, ts: readmeTimestamp,
+			wantStatus: http.StatusNoContent, wantEvent: "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b", wantTopic: TopicPaymentsCaptured},
+		{name: "topic falls back to the header", body: noTopic, sig: Sign(noTopic, ts, readmeSecret), ts: readmeTimestamp, topicHdr: "payments.voided",
+			wantStatus: http.StatusNoContent, wantEvent: "e2", wantTopic: TopicPaymentsVoided},
+		{name: "bad signature", body: body, sig: Sign(body, ts, "nope"), ts: readmeTimestamp,
+			wantStatus: http.StatusUnauthorized, wantErr: ErrBadSignature},
+		{name: "stale", body: body, sig: Sign(body, ts-3600, readmeSecret), ts: "1789377770",
+			wantStatus: http.StatusUnauthorized, wantErr: ErrStale},
+		{name: "malformed header", body: body, sig: "abc", ts: readmeTimestamp,
+			wantStatus: http.StatusBadRequest, wantErr: ErrMalformedHeader},
+		{name: "verified but not an event", body: []byte(`[]`), sig: Sign([]byte(`[]`), ts, readmeSecret), ts: readmeTimestamp,
+			wantStatus: http.StatusBadRequest, wantErr: ErrMalformedEvent},
+		{name: "body too large", body: body, sig: good, ts: readmeTimestamp, maxBody: 100,
+			wantStatus: http.StatusRequestEntityTooLarge, wantErr: errAny},
+		{name: "wrong method", method: http.MethodGet, body: nil, sig: good, ts: readmeTimestamp,
+			wantStatus: http.StatusMethodNotAllowed, wantErr: errAny},
+		{name: "handler failure asks for redelivery", body: body, sig: good, ts: readmeTimestamp, handleErr: errBoom,
+			wantStatus: http.StatusInternalServerError, wantErr: errBoom, wantEvent: "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b", wantTopic: TopicPaymentsCaptured},
+		{name: "no secret configured", body: body, sig: good, ts: readmeTimestamp, secret: "-",
+			wantStatus: http.StatusInternalServerError, wantErr: ErrNoSecret},
+		{name: "no handle func", body: body, sig: good, ts: readmeTimestamp, nilHandle: true,
+			wantStatus: http.StatusInternalServerError, wantErr: ErrNoHandleFunc},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []Event
+			var reported []error
+			secret := readmeSecret
+			if tt.secret == "-" {
+				secret = ""
+			}
+			h := NewHandler(secret, func(ctx context.Context, e Event) error {
+				if ctx.Value(ctxKey{}) != "marker" {
+					t.Error("Handle did not get the request context")
+				}
+				got = append(got, e)
+				return tt.handleErr
+			})
+			if tt.nilHandle {
+				h.Handle = nil
+			}
+			h.Verifier.Now = clockAt(ts + 5)
+			h.MaxBodyBytes = tt.maxBody
+			h.OnError = func(r *http.Request, err error) { reported = append(reported, err) }
+
+			method := tt.method
+			if method == "" {
+				method = http.MethodPost
+			}
+			req := httptest.NewRequestWithContext(context.WithValue(context.Background(), ctxKey{}, "marker"),
+				method, "/hooks/rail0", bytes.NewReader(tt.body))
+			req.Header.Set(SignatureHeader, tt.sig)
+			req.Header.Set(TimestampHeader, tt.ts)
+			if tt.topicHdr != "" {
+				req.Header.Set(TopicHeader, tt.topicHdr)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+
+			if rec.Code != tt.wantStatus {
+				t.Errorf("status = %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if strings.Contains(rec.Body.String(), readmeSecret) {
+				t.Errorf("response body leaks the secret")
+			}
+			if tt.wantStatus == http.StatusMethodNotAllowed && rec.Header().Get("Allow") != http.MethodPost {
+				t.Errorf("Allow = %q", rec.Header().Get("Allow"))
+			}
+			if tt.wantEvent != "" {
+				if len(got) != 1 || got[0].ID != tt.wantEvent || got[0].Topic != tt.wantTopic {
+					t.Fatalf("Handle saw %+v, want event %s (%s)", got, tt.wantEvent, tt.wantTopic)
+				}
+			} else if len(got) != 0 {
+				t.Fatalf("Handle saw %+v: unverified deliveries must not reach it", got)
+			}
+			if tt.wantErr == nil {
+				if len(reported) != 0 {
+					t.Errorf("OnError got %v, want no call", reported)
+				}
+				return
+			}
+			if len(reported) != 1 {
+				t.Fatalf("OnError got %v, want one error", reported)
+			}
+			if tt.wantErr != errAny && !errors.Is(reported[0], tt.wantErr) {
+				t.Errorf("OnError got %v, want %v", reported[0], tt.wantErr)
+			}
+		})
+	}
+}
+
+var (
+	errBoom = errors.New("boom")
+	errAny  = errors.New("any error")
+)
+
+// Through a real server, the body bytes reach the verifier unchanged.
+func TestHandlerOverHTTP(t *testing.T) {
+	body := readmeBody(t)
+	var ids []string
+	h := NewHandler(readmeSecret, func(_ context.Context, e Event) error {
+		ids = append(ids, e.ID)
+		return nil
+	})
+	h.Verifier.Now = clockAt(1789381370)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	post := func(body string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(TopicHeader, "payments.captured")
+		req.Header.Set(TimestampHeader, readmeTimestamp)
+		req.Header.Set(SignatureHeader, readmeSignature)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(string(body)); code != http.StatusNoContent {
+		t.Fatalf("README delivery answered %d", code)
+	}
+	// The same JSON with different whitespace is a different body.
+	if code := post(strings.ReplaceAll(string(body), ", ", ",")); code != http.StatusUnauthorized {
+		t.Fatalf("re-encoded delivery answered %d, want 401", code)
+	}
+	if len(ids) != 1 || ids[0] != "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b" {
+		t.Fatalf("handled %v", ids)
+	}
+}

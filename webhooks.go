@@ -1,0 +1,391 @@
+package rail0
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/rail0/rail0-go/webhook"
+)
+
+// WebhookTopic is the event a webhook subscribes to. It is the same type as
+// webhook.Topic, so a subscription's topic compares directly with a
+// delivered event's. The gateway may add topics, which decode unchanged.
+type WebhookTopic = webhook.Topic
+
+// Known webhook topics.
+const (
+	TopicPaymentsCreated       = webhook.TopicPaymentsCreated
+	TopicPaymentsSigned        = webhook.TopicPaymentsSigned
+	TopicPaymentsAuthorized    = webhook.TopicPaymentsAuthorized
+	TopicPaymentsCharged       = webhook.TopicPaymentsCharged
+	TopicPaymentsCaptured      = webhook.TopicPaymentsCaptured
+	TopicPaymentsVoided        = webhook.TopicPaymentsVoided
+	TopicPaymentsReleased      = webhook.TopicPaymentsReleased
+	TopicPaymentsRefunded      = webhook.TopicPaymentsRefunded
+	TopicPaymentsFailed        = webhook.TopicPaymentsFailed
+	TopicPaymentsDisputed      = webhook.TopicPaymentsDisputed
+	TopicPaymentsDisputeClosed = webhook.TopicPaymentsDisputeClosed
+)
+
+// CircuitState is the state of a webhook's delivery circuit breaker. The
+// gateway may add values, which decode unchanged.
+type CircuitState string
+
+// Known circuit states.
+const (
+	// CircuitClosed means deliveries flow.
+	CircuitClosed CircuitState = "closed"
+	// CircuitOpen means deliveries are paused after repeated failures;
+	// ResetCircuit closes it.
+	CircuitOpen CircuitState = "open"
+)
+
+// Webhook is a subscription: the gateway POSTs events of Topic to
+// CallbackURL.
+type Webhook struct {
+	ID          string       `json:"id"`
+	Name        string       `json:"name"`
+	CallbackURL string       `json:"callback_url"`
+	Topic       WebhookTopic `json:"topic"`
+	// Active is false when deliveries are switched off (Disable).
+	Active       bool         `json:"active"`
+	CircuitState CircuitState `json:"circuit_state"`
+	// CircuitFailureCount counts consecutive failed deliveries.
+	CircuitFailureCount int64     `json:"circuit_failure_count"`
+	CreatedAt           time.Time `json:"created_at"`
+	UpdatedAt           time.Time `json:"updated_at"`
+}
+
+// WebhookWithSecret is a webhook with its shared secret, which the gateway
+// returns only on creation and rotation: store it, since it verifies every
+// delivery. The secret is never printed: String, Format (every fmt verb)
+// and LogValue omit it.
+type WebhookWithSecret struct {
+	Webhook
+	SharedSecret string `json:"shared_secret"`
+}
+
+// Verifier returns a webhook.Verifier for this webhook's deliveries.
+func (w *WebhookWithSecret) Verifier() webhook.Verifier {
+	return webhook.Verifier{Secret: w.SharedSecret}
+}
+
+// String describes the webhook without its secret.
+func (w WebhookWithSecret) String() string {
+	return fmt.Sprintf("rail0.WebhookWithSecret{id: %s, name: %q, topic: %s, callback_url: %s, shared_secret: [redacted]}",
+		w.ID, w.Name, w.Topic, w.CallbackURL)
+}
+
+// Format implements fmt.Formatter so that every verb prints String.
+func (w WebhookWithSecret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, w.String()) }
+
+// LogValue implements slog.LogValuer without the secret.
+func (w WebhookWithSecret) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("id", w.ID), slog.String("topic", string(w.Topic)))
+}
+
+// CallbackStatus is the outcome of one delivery attempt. The gateway may
+// add values, which decode unchanged.
+type CallbackStatus string
+
+// Known callback statuses.
+const (
+	CallbackDelivered CallbackStatus = "delivered"
+	CallbackFailed    CallbackStatus = "failed"
+)
+
+// EventCallback is one entry of a webhook's delivery log.
+type EventCallback struct {
+	ID          string         `json:"id"`
+	WebhookID   string         `json:"webhook_id"`
+	PaymentID   string         `json:"payment_id"`
+	Topic       WebhookTopic   `json:"topic"`
+	CallbackURL string         `json:"callback_url"`
+	Status      CallbackStatus `json:"status"`
+	// ResponseCode and ResponseMessage are what the receiver answered;
+	// empty when no answer arrived.
+	ResponseCode    string `json:"response_code"`
+	ResponseMessage string `json:"response_message"`
+	// ErrorReason says why a delivery failed.
+	ErrorReason string    `json:"error_reason"`
+	CreatedAt   time.Time `json:"created_at"`
+	// Payload is the exact body that was sent; webhook.DecodeEvent reads
+	// it.
+	Payload string `json:"payload"`
+}
+
+// CreateWebhookParams registers a webhook. Every field is required.
+type CreateWebhookParams struct {
+	Name string `json:"name"`
+	// CallbackURL must be an HTTPS URL.
+	CallbackURL string `json:"callback_url"`
+	// Topic is the one topic delivered; register several webhooks to
+	// cover several topics.
+	Topic WebhookTopic `json:"topic"`
+}
+
+// Create registers a webhook and returns it with its shared secret, which
+// is shown only here and on rotation.
+//
+// POST /webhooks — a session of an account.
+func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams) (*WebhookWithSecret, error) {
+	for _, f := range []struct{ name, value string }{
+		{"name", params.Name}, {"callback_url", params.CallbackURL}, {"topic", string(params.Topic)},
+	} {
+		if f.value == "" {
+			return nil, &ValidationError{Field: f.name, Reason: "is required"}
+		}
+	}
+	var w WebhookWithSecret
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "webhooks", body: params}, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// ListWebhooksParams filters and pages GET /webhooks. Zero values are not
+// sent.
+type ListWebhooksParams struct {
+	ListOptions
+	Topic WebhookTopic
+	// Active keeps only enabled (true) or only disabled (false) webhooks.
+	Active       *bool
+	CircuitState CircuitState
+}
+
+func (p *ListWebhooksParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	p.ListOptions.encode(q)
+	if p.Topic != "" {
+		q.Set("topic", string(p.Topic))
+	}
+	setBool(q, "active", p.Active)
+	if p.CircuitState != "" {
+		q.Set("circuit_state", string(p.CircuitState))
+	}
+	return q
+}
+
+// List returns one page of the account's webhooks.
+//
+// GET /webhooks — a session of the owning account.
+func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) (*Page[Webhook], error) {
+	return listPage[Webhook](ctx, s.client, "webhooks", params.values())
+}
+
+// All iterates over every page of the account's webhooks, from params.Page
+// on. It stops at the first error, which it yields; params is not
+// modified.
+//
+// GET /webhooks — a session of the owning account.
+func (s *WebhooksService) All(ctx context.Context, params *ListWebhooksParams) iter.Seq2[Webhook, error] {
+	return listAll[Webhook](ctx, s.client, "webhooks", params.values())
+}
+
+// webhookPath returns the escaped path of a webhook followed by the given
+// literal segments.
+func webhookPath(id string, segments ...string) (string, error) {
+	if id == "" {
+		return "", &ValidationError{Field: "id", Reason: "is required"}
+	}
+	p := "webhooks/" + url.PathEscape(id)
+	for _, seg := range segments {
+		p += "/" + seg
+	}
+	return p, nil
+}
+
+// webhookCall sends a body-less request to a webhook route and decodes the
+// answer into out.
+func (s *WebhooksService) webhookCall(ctx context.Context, method, id string, out any, segments ...string) error {
+	path, err := webhookPath(id, segments...)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.do(ctx, &request{method: method, path: path}, out)
+	return err
+}
+
+// Get reads a webhook.
+//
+// GET /webhooks/{id} — a session of the owning account.
+func (s *WebhooksService) Get(ctx context.Context, id string) (*Webhook, error) {
+	var w Webhook
+	if err := s.webhookCall(ctx, http.MethodGet, id, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// UpdateWebhookParams changes a webhook. Empty fields are left unchanged;
+// at least one must be set.
+type UpdateWebhookParams struct {
+	Name        string       `json:"name,omitempty"`
+	CallbackURL string       `json:"callback_url,omitempty"`
+	Topic       WebhookTopic `json:"topic,omitempty"`
+}
+
+// Update changes a webhook's name, callback URL or topic.
+//
+// PATCH /webhooks/{id} — a session of the owning account.
+func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWebhookParams) (*Webhook, error) {
+	if params == (UpdateWebhookParams{}) {
+		return nil, &ValidationError{Field: "params", Reason: "set Name, CallbackURL or Topic"}
+	}
+	path, err := webhookPath(id)
+	if err != nil {
+		return nil, err
+	}
+	var w Webhook
+	if _, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Delete removes a webhook.
+//
+// DELETE /webhooks/{id} — a session of the owning account.
+func (s *WebhooksService) Delete(ctx context.Context, id string) error {
+	return s.webhookCall(ctx, http.MethodDelete, id, nil)
+}
+
+// Enable switches deliveries on.
+//
+// PUT /webhooks/{id}/enable — a session of the owning account.
+func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, error) {
+	var w Webhook
+	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "enable"); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// Disable switches deliveries off.
+//
+// PUT /webhooks/{id}/disable — a session of the owning account.
+func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, error) {
+	var w Webhook
+	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "disable"); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// RotateSecret replaces the webhook's shared secret and returns the new one,
+// shown only here. Deliveries signed before the rotation may still arrive:
+// keep the old secret in webhook.Verifier.PreviousSecrets for a while.
+//
+// PUT /webhooks/{id}/rotate_secret — a session of the owning account.
+func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*WebhookWithSecret, error) {
+	var w WebhookWithSecret
+	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "rotate_secret"); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// ResetCircuit closes the webhook's circuit breaker, opened after repeated
+// delivery failures, and re-enables the webhook.
+//
+// PUT /webhooks/{id}/reset_circuit — a session of the owning account.
+func (s *WebhooksService) ResetCircuit(ctx context.Context, id string) (*Webhook, error) {
+	var w Webhook
+	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "reset_circuit"); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// ListEventCallbacksParams filters and pages a webhook's delivery log. Zero
+// values are not sent.
+type ListEventCallbacksParams struct {
+	ListOptions
+	Status    CallbackStatus
+	Topic     WebhookTopic
+	PaymentID string
+	// Since and Until bound the delivery time.
+	Since time.Time
+	Until time.Time
+}
+
+func (p *ListEventCallbacksParams) values() url.Values {
+	q := url.Values{}
+	if p == nil {
+		return q
+	}
+	p.ListOptions.encode(q)
+	if p.Status != "" {
+		q.Set("status", string(p.Status))
+	}
+	if p.Topic != "" {
+		q.Set("topic", string(p.Topic))
+	}
+	if p.PaymentID != "" {
+		q.Set("payment_id", p.PaymentID)
+	}
+	if !p.Since.IsZero() {
+		q.Set("since", p.Since.UTC().Format(time.RFC3339))
+	}
+	if !p.Until.IsZero() {
+		q.Set("until", p.Until.UTC().Format(time.RFC3339))
+	}
+	return q
+}
+
+// ListEventCallbacks returns one page of a webhook's delivery log.
+//
+// GET /webhooks/{id}/event_callbacks — a session of the owning account.
+func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) (*Page[EventCallback], error) {
+	path, err := webhookPath(id, "event_callbacks")
+	if err != nil {
+		return nil, err
+	}
+	return listPage[EventCallback](ctx, s.client, path, params.values())
+}
+
+// AllEventCallbacks iterates over every page of a webhook's delivery log,
+// from params.Page on. It stops at the first error, which it yields; params
+// is not modified.
+//
+// GET /webhooks/{id}/event_callbacks — a session of the owning account.
+func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) iter.Seq2[EventCallback, error] {
+	path, err := webhookPath(id, "event_callbacks")
+	if err != nil {
+		return errSeq[EventCallback](err)
+	}
+	return listAll[EventCallback](ctx, s.client, path, params.values())
+}
+
+// Redeliver queues a recorded delivery to be sent again: the same body (same
+// event id) with a new timestamp and signature. It returns the queue status
+// ("queued"); queued is not delivered. A disabled or open-circuit webhook
+// silently drops it, so call ResetCircuit first.
+//
+// POST /webhooks/{id}/event_callbacks/{callback_id}/redeliver — a session
+// of the owning account.
+func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (status string, err error) {
+	if callbackID == "" {
+		return "", &ValidationError{Field: "callback_id", Reason: "is required"}
+	}
+	path, err := webhookPath(id, "event_callbacks", url.PathEscape(callbackID), "redeliver")
+	if err != nil {
+		return "", err
+	}
+	var out struct {
+		Status string `json:"status"`
+	}
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: path}, &out); err != nil {
+		return "", err
+	}
+	return out.Status, nil
+}
