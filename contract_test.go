@@ -403,7 +403,7 @@ func contractCalls() []contractCall {
 		}},
 		// Payments.
 		{"Payments.Create", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.Create(ctx, &CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+			return errOnly(c.Payments.Create(ctx, CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
 				Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee, Description: "Order 1042",
 				Metadata: map[string]any{"order_id": "1042"}, IdempotencyKey: "order-1042"}))
 		}},

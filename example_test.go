@@ -99,7 +99,7 @@ func ExamplePaymentsService_Create() {
 	}
 	ctx := context.Background()
 
-	payment, err := client.Payments.Create(ctx, &rail0.CreatePaymentParams{
+	payment, err := client.Payments.Create(ctx, rail0.CreatePaymentParams{
 		ChainID: 84532, // Base Sepolia
 		Mode:    rail0.ModeAuthorize,
 		Amount:  "25.00", // human decimal; the gateway scales it by the token's decimals

@@ -179,10 +179,7 @@ type CreatePaymentParams struct {
 // retried safely and a replay returns the original payment (Replayed true).
 // A missing field, a chain id below 1 or an amount that is not a positive
 // decimal such as "25.00" is a *ValidationError before any request.
-func (s *PaymentsService) Create(ctx context.Context, params *CreatePaymentParams) (*PaymentDetail, error) {
-	if params == nil {
-		return nil, &ValidationError{Field: "params", Reason: "must not be nil"}
-	}
+func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams) (*PaymentDetail, error) {
 	for _, f := range []struct{ name, value string }{
 		{"amount", params.Amount}, {"token", params.Token}, {"payer", params.Payer},
 		{"payee", params.Payee}, {"mode", string(params.Mode)},

@@ -284,7 +284,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Create with caller key",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Create(ctx, &CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+				return c.Payments.Create(ctx, CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
 					Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee, Description: "Order 1042",
 					Metadata: map[string]any{"order_id": "1042"}, IdempotencyKey: "order-1042"})
 			},
@@ -572,7 +572,7 @@ func TestPaymentsCreateGeneratesIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments", muxReply{status: http.StatusOK, body: paymentDetailJSON(StatusUnsigned, fixtureSigningPayloadJSON)})
-	params := &CreatePaymentParams{ChainID: 84532, Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee}
+	params := CreatePaymentParams{ChainID: 84532, Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee}
 	p, err := c.Payments.Create(context.Background(), params)
 	if err != nil {
 		t.Fatal(err)
@@ -598,11 +598,11 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 		call  func(ctx context.Context, p *PaymentsService) error
 	}{
 		{"create without chain", "chain_id", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Create(ctx, &CreatePaymentParams{Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
+			_, err := p.Create(ctx, CreatePaymentParams{Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
 			return err
 		}},
 		{"create with a thousands separator", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Create(ctx, &CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1,000", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
+			_, err := p.Create(ctx, CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1,000", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
 			return err
 		}},
 		{"capture without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
