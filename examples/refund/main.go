@@ -1,0 +1,107 @@
+// Command refund shows the two-phase refund step by step, with the generic
+// calls under the Payments.Refund convenience: phase 1 returns an EIP-3009
+// ReceiveWithAuthorization the merchant signs; phase 2 turns that signature
+// into a transaction the merchant signs and submits.
+//
+// It runs against the embedded rail0test gateway by default; set
+// RAIL0_BASE_URL to use a real one (see examples/internal/demo).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/examples/internal/demo"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "refund:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, w io.Writer) error {
+	env, err := demo.Setup()
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	fmt.Fprintln(w, "gateway:", env.Where())
+
+	buyer, _, err := env.Client(ctx, env.Buyer)
+	if err != nil {
+		return fmt.Errorf("buyer sign-in: %w", err)
+	}
+	merchant, _, err := env.Client(ctx, env.Merchant)
+	if err != nil {
+		return fmt.Errorf("merchant sign-in: %w", err)
+	}
+
+	// A settled charge to refund.
+	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+		ChainID: env.ChainID, Mode: rail0.ModeCharge, Amount: "20.00", Token: env.Token,
+		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
+	})
+	if err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, env.Buyer); err != nil {
+		return fmt.Errorf("payer signature: %w", err)
+	}
+	if _, err := merchant.Payments.Charge(ctx, p.ID, env.Merchant); err != nil {
+		return fmt.Errorf("charge: %w", err)
+	}
+	if p, err = merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll()); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "charged %s, refundable %s\n", env.Amount(p.Amount), env.Amount(p.RefundableAmount))
+
+	// Phase 1: the authorization to sign, for the whole amount.
+	auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, "20.00")
+	if err != nil {
+		return fmt.Errorf("refund phase 1: %w", err)
+	}
+	signature, err := env.Merchant.SignPayload(ctx, auth.SigningPayload)
+	if err != nil {
+		return fmt.Errorf("signing the refund authorization: %w", err)
+	}
+	fmt.Fprintln(w, "phase 1: merchant signed the ReceiveWithAuthorization")
+
+	// Phase 2: the transaction carrying that signature.
+	prepared, err := merchant.Payments.PrepareRefundTransaction(ctx, p.ID, "20.00", signature)
+	if err != nil {
+		return fmt.Errorf("refund phase 2: %w", err)
+	}
+	raw, err := env.Merchant.SignTransaction(ctx, *prepared.UnsignedTransaction)
+	if err != nil {
+		return fmt.Errorf("signing the refund transaction: %w", err)
+	}
+	tx, err := merchant.Payments.SubmitRefund(ctx, p.ID, raw)
+	if err != nil {
+		return fmt.Errorf("submitting the refund: %w", err)
+	}
+	fmt.Fprintln(w, "phase 2: refund transaction", tx.Status)
+	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll()); err != nil {
+		return err
+	}
+	if p, err = merchant.Payments.Get(ctx, p.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "payment %s, refundable %s\n", p.Status, env.Amount(p.RefundableAmount))
+
+	// Refunding again is refused before any gas is spent, with a typed code.
+	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, "1.00")
+	var apiErr *rail0.APIError
+	if errors.As(err, &apiErr) {
+		fmt.Fprintf(w, "a second refund is refused: %d %s (%s)\n", apiErr.StatusCode, apiErr.Code, apiErr.Hint())
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+// Package rail0test runs an in-process RAIL0 gateway for tests, examples and local
+// development: think net/http/httptest, but behind it sits a faithful implementation
+// of the gateway contract (openapi.json and its README) with a simulated chain.
+//
+// NewServer starts the gateway on a loopback port and seeds it with a catalog (Base
+// Sepolia, chain 84532, with a 6-decimal USDC and a RAIL0 contract; Base mainnet with
+// USDC but no RAIL0 deployment), a demo merchant account whose payee wallet accepts
+// that USDC, and two demo key pairs, Server.Merchant and Server.Buyer. The keys are
+// derived from fixed public seeds: they are test keys, never use them for real funds.
+//
+// What is real: SIWE sign-in with single-use expiring nonces, EIP-191 recovery, HS256
+// JWTs with revocation; EIP-712 payloads whose payer signature is verified; EIP-1559
+// transactions whose signed RLP form is decoded and whose sender is recovered; the
+// payment state machine with the README's state-guard error codes; webhook deliveries
+// signed with HMAC-SHA256, retried, logged, with a circuit breaker; analytics computed
+// from stored payments; Rack::Attack-style rate limiting.
+//
+// What is simulated: the chain. A submitted transaction is "submitted" at once and
+// "confirmed" when the server's Clock has moved past the confirmation delay
+// (WithConfirmationDelay, zero by default); the effect (escrow, capture, refund, ...)
+// is applied when a request next reads state, so no background goroutine is needed.
+// Every address gets a faucet balance of each active token on first use.
+//
+// Tests drive the server through handles: Clock (a ManualClock from WithClock makes
+// time deterministic), Faults (status codes, stalls, dropped connections, truncated
+// bodies, probabilistic storms), and Ledger (how many times each handler really ran,
+// per route and Idempotency-Key, which is how a client proves it never executed a
+// write twice). Close stops every goroutine the server started.
+//
+// Webhook deliveries are sent at once, in goroutines, and retried with a short
+// real-time backoff, but X-Rail0-Timestamp comes from the server Clock: a receiver
+// checking the timestamp tolerance must read the same clock.
+//
+// Where the contract leaves a refusal unnamed, the server answers with these codes
+// (clients must surface unknown codes anyway): invalid_param (a malformed or
+// unknown filter, sort key or body field), bad_request (a body that is not JSON),
+// invalid_payee (payee equal to payer), idempotency_key_reused (the 409 of
+// POST /payments), transaction_not_prepared (a submit with nothing prepared) and
+// injected_fault (the default body of a Fault).
+//
+// One deliberate deviation from the contract: webhook callback_url must be https,
+// except that http URLs on 127.0.0.1, ::1 and localhost are accepted so tests can
+// receive deliveries on an httptest server.
+package rail0test

@@ -1,0 +1,192 @@
+package rail0test
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Limit is one rate-limit budget: at most Requests per window.
+type Limit struct {
+	Requests int
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+type config struct {
+	clock             Clock
+	seed              *uint64
+	jwtSecret         []byte
+	confirmationDelay time.Duration
+	rateLimits        bool
+	publicLimit       Limit
+	sessionLimit      Limit
+	ratePeriod        time.Duration
+	rateHeaders       bool
+	siweDomains       []string
+	signInChainID     int64
+	logger            *slog.Logger
+	sessionTTL        time.Duration
+	nonceTTL          time.Duration
+	authorizeWindow   time.Duration
+	refundWindow      time.Duration
+	webhookAttempts   int
+	webhookBackoff    time.Duration
+	webhookTimeout    time.Duration
+	circuitThreshold  int
+}
+
+func defaultConfig() config {
+	return config{
+		clock:            realClock{},
+		rateLimits:       true,
+		publicLimit:      Limit{Requests: 100},
+		sessionLimit:     Limit{Requests: 300},
+		ratePeriod:       60 * time.Second,
+		signInChainID:    1,
+		sessionTTL:       24 * time.Hour,
+		nonceTTL:         5 * time.Minute,
+		authorizeWindow:  7 * 24 * time.Hour,
+		refundWindow:     30 * 24 * time.Hour,
+		webhookAttempts:  3,
+		webhookBackoff:   20 * time.Millisecond,
+		webhookTimeout:   5 * time.Second,
+		circuitThreshold: 5,
+	}
+}
+
+// WithClock makes the server read time from c instead of the system clock.
+// SIWE issued-at freshness (5 minutes either way) is checked against c too, so a
+// client that stamps its sign-in messages with the real time needs c near it:
+// start a ManualClock at time.Now() in that case.
+func WithClock(c Clock) Option {
+	return func(cfg *config) {
+		if c != nil {
+			cfg.clock = c
+		}
+	}
+}
+
+// WithSeed makes every generated value reproducible: UUIDs, nonces, request ids,
+// webhook secrets, the JWT secret (unless WithJWTSecret is given) and the fault
+// injector's random draws. The demo keys are always deterministic.
+func WithSeed(seed uint64) Option {
+	return func(cfg *config) { cfg.seed = &seed }
+}
+
+// WithJWTSecret sets the HS256 key that signs session tokens. By default a random
+// key (or one derived from WithSeed) is used.
+func WithJWTSecret(secret []byte) Option {
+	return func(cfg *config) { cfg.jwtSecret = append([]byte(nil), secret...) }
+}
+
+// WithConfirmationDelay sets how long, on the server's Clock, a submitted transaction
+// stays "submitted" before it is confirmed and its effect applied. Zero (the default)
+// confirms it on the next request that reads state.
+func WithConfirmationDelay(d time.Duration) Option {
+	return func(cfg *config) {
+		if d >= 0 {
+			cfg.confirmationDelay = d
+		}
+	}
+}
+
+// WithRateLimits sets the per-window budgets of the public surface (keyed by client
+// IP) and of the session surface (keyed by bearer token). The defaults are 100 and
+// 300 per 60 s, as on the hosted gateway.
+func WithRateLimits(public, session Limit) Option {
+	return func(cfg *config) {
+		cfg.rateLimits = true
+		cfg.publicLimit = public
+		cfg.sessionLimit = session
+	}
+}
+
+// WithRateLimitPeriod sets the length of the fixed throttle window (default 60 s).
+// Windows are aligned on multiples of the period since the Unix epoch, and
+// Retry-After carries the whole period rounded up to whole seconds.
+func WithRateLimitPeriod(d time.Duration) Option {
+	return func(cfg *config) {
+		if d > 0 {
+			cfg.ratePeriod = d
+		}
+	}
+}
+
+// WithoutRateLimits turns throttling off.
+func WithoutRateLimits() Option {
+	return func(cfg *config) { cfg.rateLimits = false }
+}
+
+// WithRateLimitHeaders makes every rate-limited response carry the IETF
+// RateLimit-Policy and RateLimit headers and the older RateLimit-Limit,
+// RateLimit-Remaining and RateLimit-Reset. The hosted gateway does not send them, so
+// they are off by default; turn them on to test a client's handling of them.
+func WithRateLimitHeaders() Option {
+	return func(cfg *config) { cfg.rateHeaders = true }
+}
+
+// WithSIWEDomain replaces the hosts accepted as the SIWE domain (by default the
+// server's own host and "localhost"). The host of the message's URI must equal its
+// domain.
+func WithSIWEDomain(domains ...string) Option {
+	return func(cfg *config) { cfg.siweDomains = append([]string(nil), domains...) }
+}
+
+// WithSignInChainID sets the chain id SIWE messages must name (default 1).
+func WithSignInChainID(id int64) Option {
+	return func(cfg *config) { cfg.signInChainID = id }
+}
+
+// WithLogger makes the server log each request and webhook delivery at debug level.
+// Tokens, keys and secrets are never logged. By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(cfg *config) { cfg.logger = l }
+}
+
+// WithSessionTTL sets how long a session token stays valid (default 24 h).
+func WithSessionTTL(d time.Duration) Option {
+	return func(cfg *config) {
+		if d > 0 {
+			cfg.sessionTTL = d
+		}
+	}
+}
+
+// WithPaymentWindows sets, relative to creation, the authorization expiry (default
+// 7 days: capture and void before it, release after it) and the refund expiry
+// (default 30 days).
+func WithPaymentWindows(authorize, refund time.Duration) Option {
+	return func(cfg *config) {
+		if authorize > 0 {
+			cfg.authorizeWindow = authorize
+		}
+		if refund > 0 {
+			cfg.refundWindow = refund
+		}
+	}
+}
+
+// WithWebhookRetry sets how many times a delivery is attempted (default 3) and the
+// real-time pause before the second attempt, doubled before each further one
+// (default 20 ms).
+func WithWebhookRetry(attempts int, backoff time.Duration) Option {
+	return func(cfg *config) {
+		if attempts > 0 {
+			cfg.webhookAttempts = attempts
+		}
+		if backoff >= 0 {
+			cfg.webhookBackoff = backoff
+		}
+	}
+}
+
+// WithCircuitThreshold sets after how many consecutive failed delivery attempts a
+// webhook's circuit opens (default 5).
+func WithCircuitThreshold(n int) Option {
+	return func(cfg *config) {
+		if n > 0 {
+			cfg.circuitThreshold = n
+		}
+	}
+}

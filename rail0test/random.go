@@ -1,0 +1,58 @@
+package rail0test
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+)
+
+// entropy is the server's single source of generated values. With WithSeed it is a
+// seeded ChaCha8 stream, so two servers built with the same seed and driven by the
+// same requests produce the same ids.
+type entropy struct {
+	mu  sync.Mutex
+	src *rand.ChaCha8
+}
+
+func newEntropy(seed *uint64) *entropy {
+	var key [32]byte
+	if seed != nil {
+		binary.LittleEndian.PutUint64(key[:], *seed)
+		copy(key[8:], "rail0test-seeded-entropy")
+	} else if _, err := crand.Read(key[:]); err != nil {
+		// crypto/rand never fails on supported platforms (Go 1.24+ crashes instead).
+		panic(err)
+	}
+	return &entropy{src: rand.NewChaCha8(key)}
+}
+
+func (e *entropy) read(b []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, _ = e.src.Read(b)
+}
+
+func (e *entropy) uint64() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.src.Uint64()
+}
+
+// uuid returns a random (version 4) UUID string.
+func (e *entropy) uuid() string {
+	var b [16]byte
+	e.read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// hex returns n random bytes as lowercase hex.
+func (e *entropy) hex(n int) string {
+	b := make([]byte, n)
+	e.read(b)
+	return hex.EncodeToString(b)
+}
