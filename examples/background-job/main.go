@@ -1,0 +1,112 @@
+// Command background-job shows the rate-limit settings for work nobody waits
+// on: WithRetryOn429 sleeps the job's goroutines through 429s (each wait at
+// least the gateway's Retry-After, plus its own jitter, within a per-call
+// allowance), the client-wide cooldown stops the other workers from sending
+// into a closed window, and WithPacing keeps the job under the budget so the
+// gateway never has to refuse it.
+//
+// It runs against the embedded rail0test gateway by default, throttling
+// sessions at 5 requests per 2 s so that the effect shows in seconds; set
+// RAIL0_BASE_URL to use a real gateway (see examples/internal/demo), whose
+// budgets rail0.PublishedLimits describes.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/examples/internal/demo"
+	"github.com/rail0/rail0-go/rail0test"
+)
+
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "background-job:", err)
+		os.Exit(1)
+	}
+}
+
+const (
+	workers  = 4
+	requests = 12
+)
+
+// budget is the embedded gateway's session throttle in this example.
+var budget = rail0.Budget{Limit: 5, Period: 2 * time.Second}
+
+func run(ctx context.Context, w io.Writer) error {
+	env, err := demo.Setup(
+		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: budget.Limit}),
+		rail0test.WithRateLimitPeriod(budget.Period))
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	fmt.Fprintln(w, "gateway:", env.Where())
+
+	pacing := rail0.Pacing{Session: budget}
+	if !env.Embedded {
+		pacing = rail0.PublishedLimits()
+	}
+	for _, job := range []struct {
+		name string
+		opts []rail0.Option
+	}{
+		{"retry on 429 with cooldown", nil},
+		{"paced under the budget", []rail0.Option{rail0.WithPacing(pacing)}},
+	} {
+		var throttled atomic.Int32
+		opts := append([]rail0.Option{
+			rail0.WithRetryOn429(true),
+			rail0.WithOnRetry(func(ev rail0.RetryEvent) {
+				if ev.StatusCode == 429 {
+					throttled.Add(1)
+				}
+			}),
+		}, job.opts...)
+		// A fresh session per job: the gateway counts each session apart.
+		client, _, err := env.Client(ctx, env.Buyer, opts...)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		done, failed := work(ctx, client)
+		fmt.Fprintf(w, "%-27s %d reads done, %d failed, %d answered 429, %.1fs\n",
+			job.name+":", done, failed, throttled.Load(), time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// work lists the buyer's payments requests times from a few goroutines.
+func work(ctx context.Context, client *rail0.Client) (done, failed int32) {
+	var wg sync.WaitGroup
+	var d, f atomic.Int32
+	jobs := make(chan struct{}, requests)
+	for range requests {
+		jobs <- struct{}{}
+	}
+	close(jobs)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range jobs {
+				if _, err := client.Payments.List(ctx, &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{PerPage: 10}}); err != nil {
+					f.Add(1)
+					continue
+				}
+				d.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return d.Load(), f.Load()
+}
