@@ -128,15 +128,25 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "verified delivery: %s for our payment: %v, status %s\n", first.Topic, first.Payment.ID == p.ID, first.Payment.Status)
 
-	// Redeliver it from the delivery log: same event id, new signature.
-	page, err := merchant.Webhooks.ListEventCallbacks(ctx, hook.ID, nil)
-	if err != nil {
-		return err
+	// Redeliver it from the delivery log: same event id, new signature. The
+	// gateway logs a delivery once the receiver's answer is in, which can be
+	// a moment after the receiver saw it.
+	var logged []rail0.EventCallback
+	for len(logged) == 0 {
+		page, err := merchant.Webhooks.ListEventCallbacks(ctx, hook.ID, nil)
+		if err != nil {
+			return err
+		}
+		logged = page.Items
+		if len(logged) == 0 {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+				return errors.New("the delivery never appeared in the log")
+			}
+		}
 	}
-	if len(page.Items) == 0 {
-		return errors.New("the delivery log is empty")
-	}
-	if _, err := merchant.Webhooks.Redeliver(ctx, hook.ID, page.Items[0].ID); err != nil {
+	if _, err := merchant.Webhooks.Redeliver(ctx, hook.ID, logged[0].ID); err != nil {
 		return err
 	}
 	again, err := next(ctx, rc.events)

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	rail0 "github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/redislimit"
+)
+
+// childProcesses is how many processes share the Redis limiter.
+const childProcesses = 2
+
+// newRedis returns a client of addr that gives up quickly when nothing
+// listens there.
+func newRedis(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1})
+}
+
+// runRedis runs the paced SDK in two child processes (this binary again,
+// with -child) that share one budget through redislimit, against one
+// gateway, and merges what they recorded.
+func runRedis(ctx context.Context, o options) (result, error) {
+	var r result
+	if o.workers < childProcesses || o.requests < childProcesses {
+		r.skipped = fmt.Sprintf("needs at least %d workers and calls", childProcesses)
+		return r, nil
+	}
+	rdb := newRedis(o.redisAddr)
+	defer rdb.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	err := rdb.Ping(pingCtx).Err()
+	cancel()
+	if err != nil {
+		r.skipped = fmt.Sprintf("skipped: Redis unreachable at %s (%v)", o.redisAddr, err)
+		return r, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return r, err
+	}
+	srv := newGateway(o)
+	defer srv.Close()
+	prefix := fmt.Sprintf("rail0:bench:%d-%d:", os.Getpid(), time.Now().UnixNano())
+	defer func() { // the keys expire anyway; leave nothing behind sooner
+		it := rdb.Scan(context.Background(), 0, prefix+"*", 100).Iterator()
+		for it.Next(context.Background()) {
+			rdb.Del(context.Background(), it.Val())
+		}
+	}()
+
+	// Leave the children a second to start before the first window.
+	r.start = startAfter(time.Second, o.period)
+	outs := make([]bytes.Buffer, childProcesses)
+	cmds := make([]*exec.Cmd, childProcesses)
+	for i := range childProcesses {
+		// Split the workers and calls as evenly as possible.
+		workers := o.workers/childProcesses + btoi(i < o.workers%childProcesses)
+		requests := o.requests/childProcesses + btoi(i < o.requests%childProcesses)
+		cmd := exec.CommandContext(ctx, exe,
+			"-child", strconv.Itoa(i+1),
+			"-url", srv.URL,
+			"-start", strconv.FormatInt(r.start, 10),
+			"-prefix", prefix,
+			"-redis", o.redisAddr,
+			"-workers", strconv.Itoa(workers),
+			"-requests", strconv.Itoa(requests),
+			"-limit", strconv.Itoa(o.limit),
+			"-period", o.period.String(),
+			"-png", "",
+		)
+		cmd.Stdout, cmd.Stderr = &outs[i], os.Stderr
+		if err := cmd.Start(); err != nil {
+			return r, err
+		}
+		cmds[i] = cmd
+	}
+	var firstErr error
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("child %d: %w", i+1, err)
+		}
+	}
+	if firstErr != nil {
+		return r, firstErr
+	}
+	for i := range outs {
+		var rep childReport
+		if err := json.Unmarshal(outs[i].Bytes(), &rep); err != nil {
+			return r, fmt.Errorf("child %d report: %w", i+1, err)
+		}
+		r.attempts = append(r.attempts, rep.Attempts...)
+		r.calls = append(r.calls, rep.Calls...)
+	}
+	return r, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// runChild is one process of the redis strategy: it waits for the agreed
+// start, runs its workers through a paced SDK client whose limiter lives in
+// Redis, and prints what it recorded as JSON.
+func runChild(ctx context.Context, o options, stdout io.Writer) error {
+	if o.url == "" || o.start == 0 || o.prefix == "" {
+		return fmt.Errorf("child %d: -url, -start and -prefix are required", o.child)
+	}
+	rdb := newRedis(o.redisAddr)
+	defer rdb.Close()
+	rec := newRecorder(o.workers)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	do, err := sdkDoer(
+		rail0.WithPacing(budget(o)),
+		rail0.WithLimiter(redislimit.New(rdb, redislimit.WithKeyPrefix(o.prefix))),
+		rail0.WithLogger(logger),
+	)(o, o.url, rec)
+	if err != nil {
+		return err
+	}
+	if err := sleepUntil(ctx, o.start); err != nil {
+		return err
+	}
+	// Call ids must not collide across the processes.
+	calls := runWorkers(ctx, o.workers, o.requests, int64(o.child)<<32, do)
+	return encodeReport(stdout, childReport{Attempts: rec.recorded(), Calls: calls})
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	ms = int64(time.Millisecond)
+	s  = int64(time.Second)
+)
+
+func TestWindowEndAndNextBoundary(t *testing.T) {
+	const p = 2 * time.Second
+	tests := []struct {
+		t, end, next int64
+	}{
+		{0, 2 * s, 0},
+		{1, 2 * s, 2 * s},
+		{2*s - 1, 2 * s, 2 * s},
+		{2 * s, 4 * s, 2 * s},
+		{-1, 0, 0},
+		{-2 * s, 0, -2 * s},
+	}
+	for _, tt := range tests {
+		if got := windowEnd(tt.t, p); got != tt.end {
+			t.Errorf("windowEnd(%d) = %d, want %d", tt.t, got, tt.end)
+		}
+		if got := nextBoundary(tt.t, p); got != tt.next {
+			t.Errorf("nextBoundary(%d) = %d, want %d", tt.t, got, tt.next)
+		}
+	}
+}
+
+func TestEarlyRetries(t *testing.T) {
+	const p = 2 * time.Second
+	tests := []struct {
+		name     string
+		attempts []attempt
+		want     int
+	}{
+		{"none", nil, 0},
+		{"retry after the window", []attempt{
+			{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 429},
+			{Call: 1, Sent: 2*s + 5*ms, Recv: 2*s + 9*ms, Status: 200},
+		}, 0},
+		{"retry inside the window", []attempt{
+			{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 429},
+			{Call: 1, Sent: 1100 * ms, Recv: 1110 * ms, Status: 429},
+			{Call: 1, Sent: 2100 * ms, Recv: 2110 * ms, Status: 200},
+		}, 1},
+		{"recorded out of order", []attempt{
+			{Call: 7, Sent: 1500 * ms, Recv: 1510 * ms, Status: 200},
+			{Call: 7, Sent: 100 * ms, Recv: 110 * ms, Status: 429},
+		}, 1},
+		{"refusal arriving in the next window counts from there", []attempt{
+			{Call: 1, Sent: 2*s - ms, Recv: 2*s + ms, Status: 429},
+			{Call: 1, Sent: 3 * s, Recv: 3*s + ms, Status: 200},
+		}, 1},
+		{"retry after a 500 is not a rate-limit retry", []attempt{
+			{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 500},
+			{Call: 1, Sent: 200 * ms, Recv: 210 * ms, Status: 200},
+		}, 0},
+		{"other calls' first attempts are not retries", []attempt{
+			{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 429},
+			{Call: 2, Sent: 200 * ms, Recv: 210 * ms, Status: 429},
+			{Call: 3, Sent: 300 * ms, Recv: 310 * ms, Status: 429},
+		}, 0},
+	}
+	for _, tt := range tests {
+		if got := earlyRetries(tt.attempts, p); got != tt.want {
+			t.Errorf("%s: earlyRetries = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestMax429PerWindow(t *testing.T) {
+	const p = time.Second
+	as := []attempt{
+		{Recv: 100 * ms, Status: 429},
+		{Recv: 200 * ms, Status: 200},
+		{Recv: 900 * ms, Status: 429},
+		{Recv: 1100 * ms, Status: 429},
+		{Recv: 2100 * ms, Status: 429},
+		{Recv: 2200 * ms, Status: 429},
+		{Recv: 2999 * ms, Status: 429},
+	}
+	if got := max429PerWindow(as, p); got != 3 {
+		t.Errorf("max429PerWindow = %d, want 3", got)
+	}
+	if got := max429PerWindow(as[1:2], p); got != 0 {
+		t.Errorf("max429PerWindow without 429s = %d, want 0", got)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	d := func(ns ...int) []time.Duration {
+		var out []time.Duration
+		for _, n := range ns {
+			out = append(out, time.Duration(n))
+		}
+		return out
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(100 - i) // unsorted on purpose
+	}
+	tests := []struct {
+		ds   []time.Duration
+		q    float64
+		want time.Duration
+	}{
+		{nil, 0.5, 0},
+		{d(7), 0.99, 7},
+		{d(3, 1, 2), 0.5, 2},
+		{d(1, 2, 3, 4), 0.5, 2},
+		{hundred, 0.5, 50},
+		{hundred, 0.99, 99},
+		{hundred, 1, 100},
+	}
+	for _, tt := range tests {
+		if got := percentile(tt.ds, tt.q); got != tt.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tt.ds, tt.q, got, tt.want)
+		}
+	}
+	in := d(3, 1, 2)
+	percentile(in, 0.5)
+	if !slices.Equal(in, d(3, 1, 2)) {
+		t.Errorf("percentile reordered its input: %v", in)
+	}
+}
+
+func TestBinSends(t *testing.T) {
+	start := 10 * s
+	as := []attempt{
+		{Sent: start - ms, Status: 200}, // before the start: left out
+		{Sent: start, Status: 200},
+		{Sent: start + 99*ms, Status: 429},
+		{Sent: start + 100*ms, Status: 200},
+		{Sent: start + 350*ms, Status: 0}, // a transport error counts as not refused
+		{Sent: start + 399*ms, Status: 429},
+	}
+	want := []bin{{1, 1}, {1, 0}, {0, 0}, {1, 1}}
+	if got := binSends(as, start, 100*time.Millisecond); !slices.Equal(got, want) {
+		t.Errorf("binSends = %v, want %v", got, want)
+	}
+}
+
+func TestHistograms(t *testing.T) {
+	total, accepted := histograms([]bin{{2, 1}, {0, 0}}, 100*time.Millisecond)
+	if len(total) != 2 || len(accepted) != 2 {
+		t.Fatalf("got %d and %d bins, want 2 and 2", len(total), len(accepted))
+	}
+	if total[0].Weight != 3 || accepted[0].Weight != 2 || total[1].Weight != 0 {
+		t.Errorf("weights = %v / %v, want 3,0 / 2,0", total, accepted)
+	}
+	if total[1].Min != 0.1 || total[1].Max != 0.2 {
+		t.Errorf("second bin spans [%v, %v], want [0.1, 0.2]", total[1].Min, total[1].Max)
+	}
+}
+
+func TestMakespanFloor(t *testing.T) {
+	tests := []struct {
+		m, l int
+		want time.Duration
+	}{
+		{100, 20, 8 * time.Second},
+		{101, 20, 10 * time.Second},
+		{20, 20, 0},
+		{1, 20, 0},
+		{0, 20, 0},
+		{10, 0, 0},
+	}
+	for _, tt := range tests {
+		if got := makespanFloor(tt.m, tt.l, 2*time.Second); got != tt.want {
+			t.Errorf("makespanFloor(%d, %d) = %v, want %v", tt.m, tt.l, got, tt.want)
+		}
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	start := 100 * s
+	as := []attempt{
+		{Call: 0, Sent: start, Recv: start + ms, Status: 200},
+		{Call: 1, Sent: start, Recv: start + ms, Status: 429},
+		{Call: 1, Sent: start + 500*ms, Recv: start + 501*ms, Status: 200}, // early
+		{Call: 2, Sent: start, Recv: start + ms, Status: 429},
+	}
+	calls := []call{
+		{ID: 0, Start: start, End: start + ms, OK: true},
+		{ID: 1, Start: start, End: start + 501*ms, OK: true},
+		{ID: 2, Start: start, End: start + 3*s, OK: false},
+	}
+	got := summarize(as, calls, start, time.Second)
+	want := summary{
+		Calls: 3, Failed: 1, Sent: 4, Refused: 2, EarlyRetries: 1, Max429Window: 2,
+		Makespan: 3 * time.Second, P50: 501 * time.Millisecond, P99: 3 * time.Second,
+	}
+	if got != want {
+		t.Errorf("summarize =\n %+v, want\n %+v", got, want)
+	}
+}
+
+func TestCheckTargets(t *testing.T) {
+	floor := 8 * time.Second
+	results := []result{
+		{key: "naive", sum: summary{EarlyRetries: 40}}, // not ours: no target
+		{key: "retry", sum: summary{EarlyRetries: 0}},
+		{key: "cooldown", sum: summary{EarlyRetries: 1, Max429Window: 11}},
+		{key: "pacing", sum: summary{Refused: 0, Makespan: 8800 * time.Millisecond}},
+		{key: "redis", sum: summary{Refused: 1, Makespan: 8801 * time.Millisecond}},
+		{key: "redis", skipped: "no redis"},
+	}
+	var got []bool
+	for _, v := range checkTargets(results, 10, floor) {
+		got = append(got, v.ok)
+	}
+	want := []bool{
+		true,         // retry: early
+		false, false, // cooldown: early, per window
+		true, true, true, // pacing: early, 429s, makespan
+		true, false, false, // redis: early, 429s, makespan
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("verdicts = %v, want %v", got, want)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	o, err := parseFlags([]string{"-workers", "4", "-strategies", "naive, pacing", "-period", "500ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.workers != 4 || o.requests != 100 || o.period != 500*time.Millisecond || !slices.Equal(o.strategies, []string{"naive", "pacing"}) {
+		t.Errorf("parseFlags = %+v", o)
+	}
+	for _, bad := range [][]string{
+		{"-strategies", "fastest"},
+		{"-strategies", ""},
+		{"-limit", "0"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("parseFlags(%q) = nil error", bad)
+		}
+	}
+	if got := strategyKeys(); !slices.Equal(got, []string{"retryablehttp", "naive", "retry", "cooldown", "pacing", "redis"}) {
+		t.Errorf("strategyKeys = %v", got)
+	}
+}
+
+// TestPacedStrategyEndToEnd runs the paced SDK strategy against a real
+// rail0test gateway with tiny windows and checks that the recorder, the
+// workers and the summary fit together: every call is made once, succeeds,
+// and is recorded with its attempts.
+func TestPacedStrategyEndToEnd(t *testing.T) {
+	o := options{workers: 2, requests: 6, limit: 3, period: 200 * time.Millisecond}
+	r, err := strategies["pacing"].run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := summarize(r.attempts, r.calls, r.start, o.period)
+	if sum.Calls != 6 || sum.Failed != 0 || sum.EarlyRetries != 0 {
+		t.Errorf("summary = %+v, want 6 calls, none failed, no early retry", sum)
+	}
+	if sum.Sent != 6+sum.Refused {
+		t.Errorf("%d sent with %d refusals for 6 calls; want each refusal retried once", sum.Sent, sum.Refused)
+	}
+	ids := map[int64]bool{}
+	for _, a := range r.attempts {
+		ids[a.Call] = true
+		if a.Sent < r.start {
+			t.Errorf("attempt sent before the start: %+v", a)
+		}
+	}
+	if len(ids) != 6 {
+		t.Errorf("attempts belong to %d calls, want 6", len(ids))
+	}
+	// Pacing at 3 per 200 ms cannot finish 6 calls within one window.
+	if sum.Makespan < o.period {
+		t.Errorf("makespan %v, want at least one period %v", sum.Makespan, o.period)
+	}
+}
+
+func TestRoundLatency(t *testing.T) {
+	tests := []struct{ in, want time.Duration }{
+		{0, 0},
+		{449 * time.Microsecond, 400 * time.Microsecond},
+		{9_960 * time.Microsecond, 10 * time.Millisecond},
+		{2_046_400 * time.Microsecond, 2_046 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := roundLatency(tt.in); got != tt.want {
+			t.Errorf("roundLatency(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPrintTable(t *testing.T) {
+	var b strings.Builder
+	printTable(&b, []result{
+		{label: "(b) naive", sum: summary{Sent: 180, Refused: 80, EarlyRetries: 40, Max429Window: 20, Makespan: 8020 * time.Millisecond, P50: 300 * time.Microsecond, P99: 6010 * time.Millisecond}},
+		{label: "(f) redis", skipped: "skipped: Redis unreachable"},
+	})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("table has %d lines, want header, one row and the skip note:\n%s", len(lines), b.String())
+	}
+	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"(b)", "naive", "180", "80", "40", "20", "0", "8.02s", "300µs", "6.01s"}) {
+		t.Errorf("row = %q", got)
+	}
+	if lines[2] != "(f) redis: skipped: Redis unreachable" {
+		t.Errorf("skip note = %q", lines[2])
+	}
+}
+
+func TestWriteChart(t *testing.T) {
+	start := 10 * s
+	r := result{label: "(x) test", start: start, attempts: []attempt{
+		{Sent: start, Status: 200}, {Sent: start + 50*ms, Status: 429}, {Sent: start + 2100*ms, Status: 200},
+	}}
+	path := filepath.Join(t.TempDir(), "sub", "chart.png")
+	if err := writeChart(path, "title", []result{r, {skipped: "no"}}, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 100 {
+		t.Errorf("chart is %v, too small to read", b)
+	}
+	if err := writeChart(path, "title", []result{{skipped: "no"}}, time.Second); err == nil {
+		t.Error("writeChart with nothing to draw = nil error")
+	}
+}
