@@ -53,5 +53,3 @@ func TestAccountFromPrivateKeyRefusesBadKey(t *testing.T) {
 		t.Fatalf("AccountFromPrivateKey = %v, %v", a, err)
 	}
 }
-
-
