@@ -1,0 +1,246 @@
+package rail0_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/rail0test"
+	"github.com/rail0/rail0-go/signing"
+)
+
+// These examples run against the in-process gateway of package rail0test,
+// so their output is checked by go test. The README quotes them.
+
+// signedIn returns a client signed in as party on srv.
+func signedIn(ctx context.Context, srv *rail0test.Server, party rail0test.Party, opts ...rail0.Option) *rail0.Client {
+	acct, err := signing.AccountFromPrivateKey(party.PrivateKey)
+	if err != nil {
+		panic(err)
+	}
+	anon, err := srv.Client()
+	if err != nil {
+		panic(err)
+	}
+	session, err := anon.Auth.Login(ctx, acct, rail0.LoginParams{})
+	if err != nil {
+		panic(err)
+	}
+	c, err := srv.Client(append([]rail0.Option{rail0.WithToken(session.Token)}, opts...)...)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func ExampleHealthService_Get() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL)
+
+	h, err := client.Health.Get(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(h.Status, h.DB, h.ActiveChains == nil)
+	// Output: ok ok true
+}
+
+func ExampleChainsService_List() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL)
+
+	chains, err := client.Chains.List(context.Background(), &rail0.ListChainsParams{NetworkType: rail0.NetworkTestnet})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range chains {
+		fmt.Println(c.ChainID, c.Name, c.NetworkType)
+	}
+	// Output: 84532 Base Sepolia testnet
+}
+
+func ExampleTokensService_List() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL)
+
+	active := true
+	tokens, err := client.Tokens.List(context.Background(), &rail0.ListTokensParams{ChainID: 84532, Active: &active})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, t := range tokens {
+		fmt.Println(t.Symbol, t.Decimals)
+	}
+	// Output: USDC 6
+}
+
+func ExamplePaymentMethodsService_List() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL)
+
+	wallets, err := client.PaymentMethods.List(context.Background(), rail0.ListPaymentMethodsParams{Address: srv.Merchant.Address})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, w := range wallets {
+		for _, h := range w.Tokens {
+			fmt.Println(w.Address == srv.Merchant.Address, h.Token.Symbol, h.Token.ChainID)
+		}
+	}
+	// Neither or both selectors is refused before any request.
+	_, err = client.PaymentMethods.List(context.Background(), rail0.ListPaymentMethodsParams{})
+	var ve *rail0.ValidationError
+	fmt.Println(errors.As(err, &ve))
+	// Output:
+	// true USDC 84532
+	// true USDC 8453
+	// true
+}
+
+func ExampleWalletsService_List() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	ctx := context.Background()
+	merchant := signedIn(ctx, srv, srv.Merchant)
+
+	page, err := merchant.Wallets.List(ctx, srv.Merchant.AccountID, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(page.TotalCount, page.Items[0].Address == srv.Merchant.Address, len(page.Items[0].Tokens))
+	// Output: 1 true 2
+}
+
+func ExampleDisputesService_All() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	ctx := context.Background()
+	merchant := signedIn(ctx, srv, srv.Merchant)
+
+	n := 0
+	for d, err := range merchant.Disputes.All(ctx, &rail0.ListDisputesParams{Status: rail0.DisputeOpen}) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(d.Payment.ID, d.Reason)
+		n++
+	}
+	fmt.Println(n, "open disputes")
+	// Output: 0 open disputes
+}
+
+func ExampleAnalyticsService_Summary() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	ctx := context.Background()
+	buyer := signedIn(ctx, srv, srv.Buyer)
+	merchant := signedIn(ctx, srv, srv.Merchant)
+	for _, amount := range []string{"10.00", "2.50"} {
+		if _, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+			ChainID: srv.ChainID, Mode: rail0.ModeAuthorize, Amount: amount, Token: srv.Token,
+			Payer: srv.Buyer.Address, Payee: srv.Merchant.Address,
+		}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+
+	s, err := merchant.Analytics.Summary(ctx, &rail0.AnalyticsFilter{ChainID: srv.ChainID})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(s.Orders, "orders;", "gross", s.Volume[0].Gross)
+	// A session without a merchant account may not read analytics.
+	_, err = buyer.Analytics.Summary(ctx, nil)
+	var apiErr *rail0.APIError
+	if errors.As(err, &apiErr) {
+		fmt.Println(apiErr.StatusCode, apiErr.Code)
+	}
+	// Output:
+	// 2 orders; gross 12500000
+	// 403 account_required
+}
+
+func ExampleWebhooksService_Create() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	ctx := context.Background()
+	merchant := signedIn(ctx, srv, srv.Merchant)
+
+	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{
+		Name: "captures", CallbackURL: "https://shop.example/rail0/events", Topic: rail0.TopicPaymentsCaptured,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// The shared secret is returned only here and on rotation: store it, and
+	// verify deliveries with hook.Verifier() (package webhook).
+	fmt.Println(hook.Topic, hook.SharedSecret != "", hook.CircuitState)
+	// Output: payments.captured true closed
+}
+
+// A request/response app passes the gateway's Retry-After on instead of
+// sleeping: retries are off by default.
+func ExampleAPIError_retryAfter() {
+	srv := rail0test.NewServer(rail0test.WithRateLimits(rail0test.Limit{Requests: 1}, rail0test.Limit{Requests: 300}),
+		rail0test.WithClock(rail0test.NewManualClock(time.Now())))
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL)
+	ctx := context.Background()
+
+	_, _ = client.Health.Get(ctx) // the public budget of 1 is spent
+	_, err := client.Health.Get(ctx)
+
+	var apiErr *rail0.APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests {
+		fmt.Println(apiErr.Code, "retry after", apiErr.RetryAfter)
+	}
+	fmt.Println(errors.Is(err, rail0.ErrRateLimited))
+	// Output:
+	// rate_limited retry after 1m0s
+	// true
+}
+
+// A background job lets the client wait out 429s: each wait is at least the
+// server's Retry-After (capped by RetryAfterCap), plus jitter, within a
+// per-call allowance (MaxRetryWait). It sleeps the calling goroutine.
+func ExampleWithRetryOn429() {
+	clock := rail0test.NewManualClock(time.Now())
+	srv := rail0test.NewServer(
+		rail0test.WithRateLimits(rail0test.Limit{Requests: 2}, rail0test.Limit{Requests: 300}),
+		rail0test.WithRateLimitPeriod(time.Second), rail0test.WithClock(clock))
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL,
+		rail0.WithRetryOn429(true),
+		rail0.WithMaxRetryWait(30*time.Second),
+		rail0.WithOnRetry(func(ev rail0.RetryEvent) {
+			fmt.Printf("%d: waiting %v or a little more: %v\n", ev.StatusCode, ev.RetryAfter, ev.Wait >= ev.RetryAfter)
+			clock.Advance(time.Second) // the gateway's window moves on meanwhile
+		}))
+
+	for range 3 {
+		if _, err := client.Health.Get(context.Background()); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	fmt.Println("done after", client.RetryStats().Retries, "retry")
+	// Output:
+	// 429: waiting 1s or a little more: true
+	// done after 1 retry
+}
