@@ -63,7 +63,9 @@ type callState struct {
 	path           string
 	idempotencyKey string
 	write          bool // POST or PATCH
-	partition      string
+	partition      string // derived from the token when first needed
+	anonymous      bool   // no token: the public partition
+	token          string // only to derive partition; never logged or stored elsewhere
 	gated          bool    // waits for the limiter before each attempt
 	jitter         float64 // the draw of the last 429 decision, reused for its admission
 
@@ -88,6 +90,15 @@ type callState struct {
 }
 
 type callStateKey struct{}
+
+// partitionKey names the call's rate-limit partition, hashing the token only
+// when a limiter needs it (most calls never do).
+func (st *callState) partitionKey() string {
+	if st.partition == "" {
+		st.partition = partitionFor(st.token)
+	}
+	return st.partition
+}
 
 func stateFrom(ctx context.Context) *callState {
 	st, _ := ctx.Value(callStateKey{}).(*callState)
@@ -123,7 +134,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		}
 		token = t
 	}
-	st.partition = partitionFor(token)
+	st.token, st.anonymous = token, token == ""
 	st.gated = c.pacingOn || (c.policy.retryOn429 && c.cooldown)
 	if st.gated {
 		st.jitter = c.rand()
@@ -341,7 +352,7 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 	var period time.Duration
 	if c.pacingOn {
 		b = c.pacing.Session
-		if st.partition == "public" {
+		if st.anonymous {
 			b = c.pacing.Public
 		}
 		if b.enabled() {
@@ -349,7 +360,7 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		}
 	}
 	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
-	adm, err := c.limiter.Reserve(ctx, Reservation{Partition: st.partition, Budget: b, Period: period, Jitter: st.jitter, MaxWait: room})
+	adm, err := c.limiter.Reserve(ctx, Reservation{Partition: st.partitionKey(), Budget: b, Period: period, Jitter: st.jitter, MaxWait: room})
 	if err != nil {
 		if isContextErr(err) {
 			return err
@@ -400,7 +411,7 @@ func (c *Client) closePartition(ctx context.Context, st *callState, o outcome) {
 	default:
 		return
 	}
-	if err := c.limiter.Cooldown(ctx, st.partition, d); err != nil && c.logger != nil {
+	if err := c.limiter.Cooldown(ctx, st.partitionKey(), d); err != nil && c.logger != nil {
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; cooldown not recorded",
 			slog.String("path", st.path), slog.String("error", err.Error()))
 	}
