@@ -92,6 +92,8 @@ type Client struct {
 	Analytics *AnalyticsService
 	// Webhooks manages webhook subscriptions and their delivery log.
 	Webhooks *WebhooksService
+	// Discovery reads the gateway's service descriptor and contract.
+	Discovery *DiscoveryService
 
 	base    *url.URL // always ends with "/"
 	baseStr string
@@ -137,6 +139,8 @@ type (
 	AnalyticsService struct{ client *Client }
 	// WebhooksService manages webhook subscriptions.
 	WebhooksService struct{ client *Client }
+	// DiscoveryService reads the gateway's descriptor and contract.
+	DiscoveryService struct{ client *Client }
 )
 
 // NewClient returns a client for the gateway at baseURL (for example
@@ -225,6 +229,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	c.Disputes = &DisputesService{c}
 	c.Analytics = &AnalyticsService{c}
 	c.Webhooks = &WebhooksService{c}
+	c.Discovery = &DiscoveryService{c}
 	return c, nil
 }
 

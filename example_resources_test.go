@@ -2,6 +2,7 @@ package rail0_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -243,4 +244,29 @@ func ExampleWithRetryOn429() {
 	// Output:
 	// 429: waiting 1s or a little more: true
 	// done after 1 retry
+}
+
+// The gateway serves its own contract: a deployment can check which version
+// it speaks.
+func ExampleDiscoveryService_OpenAPI() {
+	srv := rail0test.NewServer()
+	defer srv.Close()
+	client, _ := rail0.NewClient(srv.URL)
+
+	raw, err := client.Discovery.OpenAPI(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var doc struct {
+		OpenAPI string `json:"openapi"`
+		Paths   map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		fmt.Println(err)
+		return
+	}
+	desc, err := client.Discovery.Describe(context.Background())
+	fmt.Println(doc.OpenAPI[:3], len(doc.Paths), "paths;", "descriptor fields:", len(desc) > 0, err)
+	// Output: 3.1 45 paths; descriptor fields: true <nil>
 }
