@@ -62,10 +62,10 @@ type callState struct {
 	method         string
 	path           string
 	idempotencyKey string
-	write          bool // POST or PATCH
-	partition      string // derived from the token when first needed
-	anonymous      bool   // no token: the public partition
-	token          string // only to derive partition; never logged or stored elsewhere
+	write          bool    // POST or PATCH
+	partition      string  // derived from the token when first needed
+	anonymous      bool    // no token: the public partition
+	token          string  // only to derive partition; never logged or stored elsewhere
 	gated          bool    // waits for the limiter before each attempt
 	jitter         float64 // the draw of the last 429 decision, reused for its admission
 
