@@ -56,20 +56,7 @@ func listDisputes(w http.ResponseWriter, r *http.Request, all []*dispute, view f
 			list = append(list, d)
 		}
 	}
-	if e := sortItems(list, q.Get("sort"), "-opened_at", disputeSortKeys); e != nil {
-		writeError(w, e)
-		return
-	}
-	page, e := paginate(w, r, list)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	out := []map[string]any{}
-	for _, d := range page {
-		out = append(out, view(d))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(w, r, list, "-opened_at", disputeSortKeys, view)
 }
 
 func (s *Server) handlePaymentDisputes(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -390,20 +390,7 @@ func (s *Server) handleListPayments(w http.ResponseWriter, r *http.Request, sess
 		}
 		list = append(list, p)
 	}
-	if e := sortItems(list, q.Get("sort"), "-created_at", paymentSortKeys); e != nil {
-		writeError(w, e)
-		return
-	}
-	page, e := paginate(w, r, list)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	out := []map[string]any{}
-	for _, p := range page {
-		out = append(out, paymentView(p))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writePage(w, r, list, "-created_at", paymentSortKeys, paymentView)
 }
 
 var paymentSortKeys = sortKeys[*payment]{
@@ -486,7 +473,7 @@ func (s *Server) handleListTransactions(w http.ResponseWriter, r *http.Request, 
 			list = append(list, tx)
 		}
 	}
-	if e := sortItems(list, q.Get("sort"), "created_at", sortKeys[*transaction]{
+	writePage(w, r, list, "created_at", sortKeys[*transaction]{
 		"created_at": func(a, b *transaction) int {
 			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 				return c
@@ -496,20 +483,7 @@ func (s *Server) handleListTransactions(w http.ResponseWriter, r *http.Request, 
 		"updated_at": byTime(func(t *transaction) time.Time { return t.UpdatedAt }),
 		"status":     byString(func(t *transaction) string { return t.Status }),
 		"operation":  byString(func(t *transaction) string { return t.Operation }),
-	}); e != nil {
-		writeError(w, e)
-		return
-	}
-	page, e := paginate(w, r, list)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	out := []map[string]any{}
-	for _, tx := range page {
-		out = append(out, transactionView(tx))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}, transactionView)
 }
 
 // tokenMatches reports whether ref (an address or a symbol) names t.

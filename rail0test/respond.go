@@ -256,3 +256,23 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) ([]T, *a
 	end := min(start+perPage, int64(len(items)))
 	return items[start:end], nil
 }
+
+// writePage sorts items by the request's sort parameter (def when absent),
+// cuts the requested page, sets the pagination headers and writes the page
+// as a bare JSON array of view(item).
+func writePage[T any](w http.ResponseWriter, r *http.Request, items []T, def string, keys sortKeys[T], view func(T) map[string]any) {
+	if e := sortItems(items, r.URL.Query().Get("sort"), def, keys); e != nil {
+		writeError(w, e)
+		return
+	}
+	page, e := paginate(w, r, items)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	out := make([]map[string]any, 0, len(page))
+	for _, item := range page {
+		out = append(out, view(item))
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -88,7 +88,14 @@ func (s *Server) handleListWallets(w http.ResponseWriter, r *http.Request, sess 
 			list = append(list, wl)
 		}
 	}
-	if e := sortItems(list, q.Get("sort"), "", sortKeys[*wallet]{
+	// Holding filters narrow each wallet's tokens; they never hide a wallet.
+	keep := func(h *holding, t *token) bool {
+		return (chainID == nil || t.ChainID == *chainID) &&
+			(symbol == "" || strings.EqualFold(symbol, t.Symbol)) &&
+			(def == nil || h.Default == *def) &&
+			(tokActive == nil || h.Active == *tokActive)
+	}
+	writePage(w, r, list, "", sortKeys[*wallet]{
 		"address": byString(func(w *wallet) string { return strings.ToLower(w.Address.Hex()) }),
 		"label": byString(func(w *wallet) string {
 			if w.Label == nil {
@@ -96,25 +103,7 @@ func (s *Server) handleListWallets(w http.ResponseWriter, r *http.Request, sess 
 			}
 			return *w.Label
 		}),
-	}); e != nil {
-		writeError(w, e)
-		return
-	}
-	page, e := paginate(w, r, list)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	out := []map[string]any{}
-	for _, wl := range page {
-		out = append(out, s.walletWithTokensView(wl, func(h *holding, t *token) bool {
-			return (chainID == nil || t.ChainID == *chainID) &&
-				(symbol == "" || strings.EqualFold(symbol, t.Symbol)) &&
-				(def == nil || h.Default == *def) &&
-				(tokActive == nil || h.Active == *tokActive)
-		}))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}, func(wl *wallet) map[string]any { return s.walletWithTokensView(wl, keep) })
 }
 
 func (s *Server) handleCreateWallet(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -173,25 +173,12 @@ func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, sess
 		}
 		list = append(list, wh)
 	}
-	if e := sortItems(list, q.Get("sort"), "created_at", sortKeys[*webhook]{
+	writePage(w, r, list, "created_at", sortKeys[*webhook]{
 		"created_at": func(a, b *webhook) int { return int(a.seq - b.seq) },
 		"updated_at": byTime(func(w *webhook) time.Time { return w.UpdatedAt }),
 		"name":       byString(func(w *webhook) string { return w.Name }),
 		"topic":      byString(func(w *webhook) string { return w.Topic }),
-	}); e != nil {
-		writeError(w, e)
-		return
-	}
-	page, e := paginate(w, r, list)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	out := []map[string]any{}
-	for _, wh := range page {
-		out = append(out, webhookView(wh))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}, webhookView)
 }
 
 func (s *Server) handleGetWebhook(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -312,24 +299,11 @@ func (s *Server) handleEventCallbacks(w http.ResponseWriter, r *http.Request, se
 		}
 		list = append(list, cb)
 	}
-	if e := sortItems(list, q.Get("sort"), "-created_at", sortKeys[*eventCallback]{
+	writePage(w, r, list, "-created_at", sortKeys[*eventCallback]{
 		"created_at": func(a, b *eventCallback) int { return int(a.seq - b.seq) },
 		"status":     byString(func(c *eventCallback) string { return c.Status }),
 		"topic":      byString(func(c *eventCallback) string { return c.Topic }),
-	}); e != nil {
-		writeError(w, e)
-		return
-	}
-	page, e := paginate(w, r, list)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	out := []map[string]any{}
-	for _, cb := range page {
-		out = append(out, callbackView(cb))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}, callbackView)
 }
 
 func (s *Server) handleRedeliver(w http.ResponseWriter, r *http.Request, sess *session) {
