@@ -36,13 +36,9 @@ func run(ctx context.Context, w io.Writer) error {
 	defer cancel()
 	fmt.Fprintln(w, "gateway:", env.Where())
 
-	buyer, _, err := env.Client(ctx, env.Buyer)
+	buyer, merchant, err := env.SignIn(ctx)
 	if err != nil {
-		return fmt.Errorf("buyer sign-in: %w", err)
-	}
-	merchant, _, err := env.Client(ctx, env.Merchant)
-	if err != nil {
-		return fmt.Errorf("merchant sign-in: %w", err)
+		return err
 	}
 
 	// A settled charge to refund.

@@ -83,13 +83,9 @@ func run(ctx context.Context, w io.Writer) error {
 		callback = u
 	}
 
-	merchant, _, err := env.Client(ctx, env.Merchant)
+	buyer, merchant, err := env.SignIn(ctx)
 	if err != nil {
-		return fmt.Errorf("merchant sign-in: %w", err)
-	}
-	buyer, _, err := env.Client(ctx, env.Buyer)
-	if err != nil {
-		return fmt.Errorf("buyer sign-in: %w", err)
+		return err
 	}
 	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{
 		Name: "charges", CallbackURL: callback, Topic: rail0.TopicPaymentsCharged,

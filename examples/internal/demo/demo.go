@@ -152,3 +152,15 @@ func (e *Env) Amount(baseUnits string) string {
 // Poll is the polling the examples use while waiting for confirmations:
 // quick at first, never faster than the gateway's session budget allows.
 func Poll() rail0.WaitOption { return rail0.WithPollInterval(250*time.Millisecond, 2*time.Second) }
+
+// SignIn returns a client for the buyer and one for the merchant, each
+// signed in with its own session.
+func (e *Env) SignIn(ctx context.Context, opts ...rail0.Option) (buyer, merchant *rail0.Client, err error) {
+	if buyer, _, err = e.Client(ctx, e.Buyer, opts...); err != nil {
+		return nil, nil, fmt.Errorf("buyer sign-in: %w", err)
+	}
+	if merchant, _, err = e.Client(ctx, e.Merchant, opts...); err != nil {
+		return nil, nil, fmt.Errorf("merchant sign-in: %w", err)
+	}
+	return buyer, merchant, nil
+}
