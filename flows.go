@@ -409,7 +409,8 @@ func (e *TransactionFailedError) Is(target error) bool { return target == ErrTra
 // WaitFor polls the payment until cond holds and returns the payment as last
 // read. Each poll is a GET /payments/{id} through the client's retry rules
 // (and its pacing, when the client has WithPacing). A 429 is not fatal: the
-// next poll waits at least its Retry-After. Other errors end the wait.
+// next poll waits at least its Retry-After (capped by RetryAfterCap). Other
+// errors end the wait.
 // Between polls WaitFor waits DefaultPollInterval, growing to
 // DefaultMaxPollInterval (see WithPollInterval), never less than
 // MinPollInterval: with the defaults, one waiter uses at most a fifth of the
@@ -439,7 +440,9 @@ func (s *PaymentsService) WaitFor(ctx context.Context, id string, cond WaitCondi
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
 				return nil, err
 			}
-			wait = max(wait, apiErr.RetryAfter)
+			// Wait at least the gateway's instruction, bounded like every
+			// server-given wait by the client's RetryAfterCap.
+			wait = max(wait, min(apiErr.RetryAfter, s.client.policy.retryAfterCap))
 		}
 		if err := cfg.sleep(ctx, wait); err != nil {
 			return nil, err

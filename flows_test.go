@@ -404,6 +404,21 @@ func TestWaitForTransaction(t *testing.T) {
 			t.Errorf("waits = %v, want [1m0s]", got)
 		}
 	})
+	t.Run("a hostile Retry-After is capped by RetryAfterCap", func(t *testing.T) {
+		t.Parallel()
+		srv, c := newMuxServer(t)
+		c.policy.retryAfterCap = 5 * time.Second
+		srv.on("GET /payments/p",
+			muxReply{status: 429, header: map[string]string{"Retry-After": "999999999"}},
+			muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxConfirmed, ""))))
+		rec := &sleepRecorder{}
+		if _, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", rec.option()); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.all(); len(got) != 1 || got[0] != 5*time.Second {
+			t.Errorf("waits = %v, want [5s]", got)
+		}
+	})
 	t.Run("other errors end the wait", func(t *testing.T) {
 		t.Parallel()
 		srv, c := newMuxServer(t)
