@@ -383,7 +383,7 @@ func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
 			if call.err == nil {
 				return copySession(call.session), nil
 			}
-			if isContextError(call.err) && ctx.Err() == nil {
+			if isContextErr(call.err) && ctx.Err() == nil {
 				continue // the leader gave up; lead a sign-in ourselves
 			}
 			return nil, call.err
@@ -442,6 +442,3 @@ func (ts *TokenSource) fresh(s *Session) bool {
 	return ts.now().Before(s.ExpiresAt.Add(-margin))
 }
 
-func isContextError(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}

@@ -102,11 +102,27 @@ func TestSecretsNeverFormatted(t *testing.T) {
 	hook := rail0.WebhookWithSecret{SharedSecret: webhookSecret}
 	verifier := webhook.Verifier{Secret: webhookSecret, PreviousSecrets: []string{oldSecret}}
 	handler := webhook.NewHandler(webhookSecret, nil)
+	// A token source holding a live session of the in-process gateway.
+	gw := rail0test.NewServer()
+	defer gw.Close()
+	anon, err := gw.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	buyer, _ := signing.AccountFromPrivateKey(gw.Buyer.PrivateKey)
+	ts, err := rail0.LoginTokenSource(anon.Auth, buyer, rail0.LoginParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveToken, err := ts.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	values := map[string]any{
 		"Session": session, "*Session": &session,
 		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
 		"Verifier": verifier, "*Verifier": &verifier, "*Handler": handler,
-		"*Client": client, "*PrivateKeySigner": key, "*Account": acct,
+		"*Client": client, "*PrivateKeySigner": key, "*Account": acct, "*TokenSource": ts,
 		"struct": struct {
 			S rail0.Session
 			H rail0.WebhookWithSecret
@@ -115,7 +131,7 @@ func TestSecretsNeverFormatted(t *testing.T) {
 		}{session, hook, verifier, key},
 		"slice": []any{session, hook, verifier, acct},
 	}
-	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, keyHex}
+	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, keyHex, liveToken, gw.Buyer.PrivateKey}
 	for name, v := range values {
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
 			out := fmt.Sprintf(verb, v)
