@@ -441,4 +441,3 @@ func (ts *TokenSource) fresh(s *Session) bool {
 	}
 	return ts.now().Before(s.ExpiresAt.Add(-margin))
 }
-
