@@ -290,7 +290,9 @@ type responseHookKey struct{}
 
 // WithResponseHook returns a context that makes every call made with it
 // report its final response's metadata (status, headers, request id,
-// attempts) to fn, on success and on error alike, before the call returns.
+// attempts, rate-limit state) to fn, on success and on error alike, before
+// the call returns. A call whose last attempt got no answer (a broken
+// connection) reports nothing.
 func WithResponseHook(ctx context.Context, fn func(*Response)) context.Context {
 	return context.WithValue(ctx, responseHookKey{}, fn)
 }

@@ -178,3 +178,16 @@ func TestHealth503IsAReport(t *testing.T) {
 	assert.Equal(t, "error", h.DB)
 	assert.Nil(t, h.ActiveChains)
 }
+
+// After a 503 and then a broken connection, no stale answer is reported.
+func TestResponseHookNotStaleAfterTransportError(t *testing.T) {
+	srv := newScriptServer(t, step{status: 503}, step{hangUp: true})
+	c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }), WithMaxRetries(1))
+	called := false
+	ctx := WithResponseHook(context.Background(), func(*Response) { called = true })
+	_, err := c.Payments.Get(ctx, "p1")
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, 2, te.Attempts)
+	assert.False(t, called, "the last attempt got no answer")
+}

@@ -228,6 +228,8 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		o.failed = true
 		o.notSent = isNotSent(err)
 		failure = err
+		// No answer this time: an earlier attempt's must not be reported.
+		st.status, st.header, st.body, st.rateLimit = 0, nil, nil, nil
 	} else {
 		st.status, st.header = resp.StatusCode, resp.Header
 		o.status = resp.StatusCode
