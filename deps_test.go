@@ -1,0 +1,44 @@
+package rail0_test
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRootPackageImports pins the root package's dependencies: the standard
+// library, go-retryablehttp and package webhook (standard library only).
+// In particular it must never import go-ethereum, so that programs that only
+// read data do not compile it; signing is the package for keys.
+func TestRootPackageImports(t *testing.T) {
+	allowed := map[string]bool{
+		"github.com/hashicorp/go-retryablehttp": true,
+		"github.com/rail0/rail0-go/webhook":     true,
+	}
+	for dir, extra := range map[string]map[string]bool{".": allowed, "webhook": {}} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				first := strings.Split(path, "/")[0]
+				if !strings.Contains(first, ".") || extra[path] {
+					continue // standard library, or allowed
+				}
+				t.Errorf("%s imports %s", f, path)
+			}
+		}
+	}
+}
