@@ -22,7 +22,7 @@ import (
 
 // The fault storm: 64 goroutines share one buyer client and one merchant
 // client and make over 10 000 calls through a hostile proxy (429s with every
-// kind of Retry-After, 5xx and HTML pages, garbage 200s) in front of
+// kind of Retry-After, 5xx and HTML pages, garbage 200s, stalled bodies) in front of
 // rail0test, whose own faults drop connections before and after the handler
 // ran, stall, truncate bodies and send gzip that lies about its length. It
 // asserts that nothing panics, that every failure is a typed error, that the
@@ -47,7 +47,7 @@ type hostileProxy struct {
 	rng    *rand.Rand
 	window map[string]time.Time
 
-	early, throttled, garbled atomic.Int64
+	early, throttled, garbled, stalled atomic.Int64
 }
 
 var retryAfterForms = []func(now time.Time) string{
@@ -122,6 +122,19 @@ func (h *hostileProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.garbled.Add(1)
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, "<html>maintenance</html>")
+	case roll < 0.062:
+		// A stalled body: headers and a few bytes, then nothing until the
+		// client's timeout gives up on it.
+		h.stalled.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "4096")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `[{"id":`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(3 * time.Second):
+		}
 	default:
 		h.next.ServeHTTP(w, r)
 	}
@@ -352,8 +365,8 @@ func TestFaultStorm(t *testing.T) {
 	}
 	summary := map[string]int64{}
 	outcomes.Range(func(k, v any) bool { summary[k.(string)] = v.(*atomic.Int64).Load(); return true })
-	t.Logf("%d calls in %v: %v; proxy sent %d 429s and %d garbled answers; rail0test faults hit %d times",
-		calls.Load(), elapsed.Round(time.Millisecond), summary, proxy.throttled.Load(), proxy.garbled.Load(), faultHits)
+	t.Logf("%d calls in %v: %v; proxy sent %d 429s, %d garbled answers and %d stalled bodies; rail0test faults hit %d times",
+		calls.Load(), elapsed.Round(time.Millisecond), summary, proxy.throttled.Load(), proxy.garbled.Load(), proxy.stalled.Load(), faultHits)
 	if !testing.Short() && calls.Load() < 10_000 {
 		t.Errorf("only %d calls", calls.Load())
 	}
@@ -363,7 +376,7 @@ func TestFaultStorm(t *testing.T) {
 	if n := proxy.early.Load(); n > 0 {
 		t.Errorf("%d retries went out before the window their 429 set", n)
 	}
-	if proxy.throttled.Load() == 0 || faultHits == 0 || summary["ok"] == 0 {
+	if proxy.throttled.Load() == 0 || proxy.stalled.Load() == 0 || faultHits == 0 || summary["ok"] == 0 {
 		t.Errorf("the storm did not storm: %v", summary)
 	}
 
