@@ -52,7 +52,9 @@ func run(ctx context.Context, w io.Writer) error {
 	defer cancel()
 	fmt.Fprintln(w, "gateway:", env.Where())
 
-	pacing := rail0.Pacing{Session: budget}
+	// The margin stretches each period to absorb how long requests take to
+	// arrive; a generous one keeps a loaded machine under the budget too.
+	pacing := rail0.Pacing{Session: budget, Margin: 300 * time.Millisecond}
 	if !env.Embedded {
 		pacing = rail0.PublishedLimits()
 	}
