@@ -1,0 +1,132 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// policyRow is one scripted scenario, run twice: its first answer through
+// the pure policy (decide), and all its answers end to end through NewClient
+// against a real server. A unit test alone passes with the wiring missing;
+// the end-to-end run alone cannot say which rule acted.
+type policyRow struct {
+	name     string
+	method   string
+	key      string // Idempotency-Key, for POSTs
+	steps    []step
+	opts     []Option
+	attempts int
+	// outcome is "ok", "api", "unknown" or "transport".
+	outcome string
+	status  int
+	reasons []RetryReason
+}
+
+var policyRows = []policyRow{
+	{name: "429 with retries off", method: "GET", steps: []step{throttled("60")},
+		attempts: 1, outcome: "api", status: 429},
+	{name: "429 retried on GET", method: "GET", steps: []step{throttled("60"), {status: 200, body: `{}`}},
+		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimited}},
+	{name: "429 retried on POST without a key", method: "POST", steps: []step{throttled("1"), {status: 201, body: `{}`}},
+		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimited}},
+	{name: "429 without Retry-After is a guess", method: "GET", steps: []step{throttled(""), {status: 200, body: `{}`}},
+		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimitedGuess}},
+	{name: "429 that does not fit the allowance", method: "GET", steps: []step{throttled("60")},
+		opts: []Option{WithRetryOn429(true), WithMaxRetryWait(0)}, attempts: 1, outcome: "api", status: 429,
+		reasons: []RetryReason{ReasonAllowance}},
+	{name: "503 retried on GET", method: "GET", steps: []step{{status: 503}, {status: 200, body: `{}`}},
+		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
+	{name: "503 on POST without a key is not repeated", method: "POST", steps: []step{{status: 503}, {status: 201, body: `{}`}},
+		attempts: 1, outcome: "unknown", status: 503, reasons: []RetryReason{ReasonUnsafe}},
+	{name: "503 on POST with a key is retried", method: "POST", key: "k", steps: []step{{status: 503}, {status: 201, body: `{}`}},
+		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
+	{name: "500s until MaxRetries", method: "GET", steps: []step{{status: 500}},
+		attempts: 3, outcome: "api", status: 500,
+		reasons: []RetryReason{ReasonServerError, ReasonServerError, ReasonMaxRetries}},
+	{name: "connection closed after a GET was written", method: "GET", steps: []step{{hangUp: true}, {status: 200, body: `{}`}},
+		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonTransport}},
+	{name: "a GET whose connection keeps breaking", method: "GET", steps: []step{{hangUp: true}},
+		opts: []Option{WithMaxRetries(1)}, attempts: 2, outcome: "transport",
+		reasons: []RetryReason{ReasonTransport, ReasonMaxRetries}},
+	{name: "connection closed after a POST was written", method: "POST", steps: []step{{hangUp: true}, {status: 201, body: `{}`}},
+		attempts: 1, outcome: "unknown", reasons: []RetryReason{ReasonUnsafe}},
+	{name: "a definitive 422", method: "POST", steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
+		attempts: 1, outcome: "api", status: 422},
+}
+
+// The rows' first answers through the pure policy.
+func TestPolicyRowsDecide(t *testing.T) {
+	for _, row := range policyRows {
+		t.Run(row.name, func(t *testing.T) {
+			cfg := config{retryAfterCap: DefaultRetryAfterCap, maxRetryWait: DefaultMaxRetryWait, maxRetries: DefaultMaxRetries}
+			for _, opt := range row.opts {
+				require.NoError(t, opt(&cfg))
+			}
+			p := policy{retryOn429: cfg.retryOn429, retryAfterCap: cfg.retryAfterCap, maxRetryWait: cfg.maxRetryWait,
+				maxRetries: cfg.maxRetries, base: defaultBackoffBase}
+			first := row.steps[0]
+			o := outcome{method: row.method, idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
+			if ra, ok := ParseRetryAfter(first.header["Retry-After"], time.Now()); ok {
+				o.retryAfter, o.hasRetryAfter = ra, true
+			}
+			d := decide(p, o, budget{attempts: 1, deadline: maxDuration}, 0.5)
+			if len(row.reasons) == 0 {
+				assert.False(t, d.relevant, "no retry decision expected")
+				return
+			}
+			assert.Equal(t, row.reasons[0], d.reason)
+			assert.Equal(t, row.attempts > 1, d.retry)
+		})
+	}
+}
+
+// The same rows end to end: the headers cross a real transport, and the
+// hooks must be wired for the outcomes to match.
+func TestPolicyRowsEndToEnd(t *testing.T) {
+	for _, row := range policyRows {
+		t.Run(row.name, func(t *testing.T) {
+			srv := newScriptServer(t, row.steps...)
+			ev := &eventLog{}
+			opts := append([]Option{WithOnRetry(ev.add), WithRetryAfterCap(20 * time.Millisecond), withRand(func() float64 { return 0.5 })}, row.opts...)
+			c := newTestClient(t, srv.URL, opts...)
+			var body any
+			if row.method == http.MethodPost {
+				body = map[string]string{"amount": "1.00"}
+			}
+			_, err := c.do(context.Background(), &request{method: row.method, path: "payments/p1/capture", body: body, idempotencyKey: row.key}, nil)
+
+			assert.Len(t, srv.requests(), row.attempts)
+			var apiErr *APIError
+			var unknown *OutcomeUnknownError
+			var transport *TransportError
+			switch row.outcome {
+			case "ok":
+				assert.NoError(t, err)
+			case "api":
+				require.ErrorAs(t, err, &apiErr)
+				assert.Equal(t, row.status, apiErr.StatusCode)
+				assert.False(t, errors.As(err, &unknown))
+			case "unknown":
+				require.ErrorAs(t, err, &unknown)
+				assert.ErrorIs(t, err, ErrOutcomeUnknown)
+				if row.status != 0 {
+					require.ErrorAs(t, err, &apiErr)
+					assert.Equal(t, row.status, apiErr.StatusCode)
+				}
+			case "transport":
+				require.ErrorAs(t, err, &transport)
+			}
+			var reasons []RetryReason
+			for _, e := range ev.all() {
+				reasons = append(reasons, e.Reason)
+			}
+			assert.Equal(t, row.reasons, reasons)
+		})
+	}
+}
