@@ -226,13 +226,15 @@ func ExampleWithRetryOn429() {
 		rail0test.WithRateLimits(rail0test.Limit{Requests: 2}, rail0test.Limit{Requests: 300}),
 		rail0test.WithRateLimitPeriod(time.Second), rail0test.WithClock(clock))
 	defer srv.Close()
+	report := func(ev rail0.RetryEvent) {
+		fmt.Printf("%d: waiting %v or a little more: %v\n", ev.StatusCode, ev.RetryAfter, ev.Wait >= ev.RetryAfter)
+		clock.Advance(time.Second) // the test gateway's window moves on meanwhile
+	}
+
 	client, _ := rail0.NewClient(srv.URL,
-		rail0.WithRetryOn429(true),
-		rail0.WithMaxRetryWait(30*time.Second),
-		rail0.WithOnRetry(func(ev rail0.RetryEvent) {
-			fmt.Printf("%d: waiting %v or a little more: %v\n", ev.StatusCode, ev.RetryAfter, ev.Wait >= ev.RetryAfter)
-			clock.Advance(time.Second) // the gateway's window moves on meanwhile
-		}))
+		rail0.WithRetryOn429(true),             // retry 429s, sleeping the calling goroutine
+		rail0.WithMaxRetryWait(30*time.Second), // at most 30 s of waiting per call
+		rail0.WithOnRetry(report))              // see every decision (or WithLogger)
 
 	for range 3 {
 		if _, err := client.Health.Get(context.Background()); err != nil {
