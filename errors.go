@@ -206,7 +206,7 @@ func (e *APIError) Error() string {
 	b.WriteString(strconv.Itoa(e.StatusCode))
 	if e.Code != "" {
 		b.WriteByte(' ')
-		b.WriteString(string(e.Code))
+		b.WriteString(oneLine(string(e.Code)))
 	}
 	if e.Detail != "" {
 		b.WriteString(": ")

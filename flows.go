@@ -393,12 +393,12 @@ func (e *TransactionFailedError) Error() string {
 		msg = fmt.Sprintf("rail0: %s transaction %s of payment %s failed", tx.Operation, tx.ID, e.PaymentID)
 	}
 	if e.Code != "" {
-		msg += ": " + string(e.Code)
+		msg += ": " + oneLine(string(e.Code))
 	}
 	if e.Detail != "" {
-		msg += ": " + e.Detail
+		msg += ": " + oneLine(e.Detail)
 	} else if e.Title != "" {
-		msg += ": " + e.Title
+		msg += ": " + oneLine(e.Title)
 	}
 	return msg
 }

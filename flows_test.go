@@ -506,3 +506,15 @@ func TestWaitOptions(t *testing.T) {
 		t.Error("nil option accepted")
 	}
 }
+
+// A failed transaction's text comes from the gateway; its Error() stays on
+// one line whatever that text holds.
+func TestTransactionFailedErrorIsOneLine(t *testing.T) {
+	e := &TransactionFailedError{PaymentID: "p", Code: "nonce_too_low\nx", Detail: "line one\r\nline two"}
+	if got := e.Error(); strings.ContainsAny(got, "\r\n") {
+		t.Fatalf("Error() = %q spans lines", got)
+	}
+	if !errors.Is(e, ErrTransactionFailed) {
+		t.Fatal("errors.Is(ErrTransactionFailed) must hold")
+	}
+}
