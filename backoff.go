@@ -42,7 +42,7 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if allDigits(v) {
+	if isDigits(v) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n > int64(maxDuration/time.Second) {
 			return maxDuration, true // only digits, so the error is overflow
@@ -61,15 +61,6 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return d, true
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // serverWait is the wait before retrying a server-given instruction:

@@ -116,7 +116,7 @@ func resetDelta(v int64, now time.Time) time.Duration {
 
 func headerInt64(h http.Header, name string) (int64, bool) {
 	v := strings.TrimSpace(h.Get(name))
-	if v == "" || !allDigits(v) {
+	if !isDigits(v) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
@@ -133,7 +133,7 @@ type sfItem struct {
 
 func (it sfItem) intParam(key string) (int64, bool) {
 	v, ok := it.params[key]
-	if !ok || v == "" || !allDigits(v) {
+	if !ok || !isDigits(v) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(v, 10, 64)

@@ -156,14 +156,5 @@ func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
 
 // isAddress reports whether s is "0x" followed by 40 hex digits (any case).
 func isAddress(s string) bool {
-	if len(s) != 42 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') {
-		return false
-	}
-	for i := 2; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
+	return len(s) == 42 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isHex(s[2:])
 }
