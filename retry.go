@@ -193,7 +193,10 @@ func (c *Client) finish(ctx context.Context, st *callState, err error, out any) 
 		return meta, failure
 	}
 	if st.status < 200 || st.status > 299 {
-		apiErr := newAPIError(st, st.status, st.header, st.body, c.now())
+		apiErr := st.last429 // a final 429 was already parsed by checkRetry
+		if apiErr == nil {
+			apiErr = newAPIError(st, st.status, st.header, st.body, c.now())
+		}
 		apiErr.RetryRefused = st.refused
 		if st.unknown {
 			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: apiErr}
