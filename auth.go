@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,26 +12,26 @@ import (
 	"time"
 )
 
-// Signer is an Ethereum account that signs what the gateway asks for. Package
-// signing provides one backed by a private key (signing.NewAccount,
-// signing.AccountFromPrivateKey); an HSM or KMS adapter implements the same
-// four methods. The root package deliberately does not import go-ethereum,
-// so programs that only read data do not compile it.
+// Signer is an Ethereum account: the one interface through which the SDK
+// signs sign-in messages, payment authorizations and transactions. It signs
+// 32-byte digests only; the SDK builds every digest itself from artifacts it
+// has checked against the caller's request (see VerifyPayload and
+// VerifyTransaction), so a signer never sees, and cannot be tricked into
+// signing, anything else. Package signing provides one backed by a private
+// key; an HSM or KMS adapter implements the same two methods. The root
+// package does not import go-ethereum.
 //
 // Implementations must be safe for concurrent use and must never put key
 // material in an error.
 type Signer interface {
-	// Address returns the account's address in EIP-55 checksummed form.
+	// Address returns the account's address, 0x + 40 hex digits (EIP-55
+	// checksummed form preferred: SIWE messages carry it as given).
 	Address() string
-	// SignMessage signs message with EIP-191 personal_sign and returns the
-	// 65-byte r‖s‖v signature (v = 27 or 28) as 0x hex.
-	SignMessage(ctx context.Context, message string) (string, error)
-	// SignPayload signs an EIP-712 signing_payload exactly as received and
-	// returns the 65-byte r‖s‖v signature as 0x hex.
-	SignPayload(ctx context.Context, signingPayload json.RawMessage) (string, error)
-	// SignTransaction signs an unsigned_transaction (a JSON string of
-	// EIP-1559 fields) and returns the raw transaction as 0x02… hex.
-	SignTransaction(ctx context.Context, unsignedTransaction string) (string, error)
+	// SignDigest signs digest as is (without hashing it again) and returns
+	// 65 bytes r ‖ s ‖ v: r and s big-endian, s in the lower half of the
+	// curve order, v the recovery id (0/1 or 27/28). The SDK checks that
+	// the signature recovers to Address before using it.
+	SignDigest(ctx context.Context, digest [32]byte) ([]byte, error)
 }
 
 // Nonce is a single-use sign-in nonce.
@@ -203,7 +202,7 @@ func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p LoginP
 		return "", "", "", err
 	}
 	msg = m.String()
-	sig, err = signer.SignMessage(ctx, msg)
+	sig, err = signMessage(ctx, signer, msg)
 	if err != nil {
 		return "", "", "", fmt.Errorf("rail0: signing the SIWE message: %w", err)
 	}

@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,48 +16,46 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/evm"
+	"github.com/rail0/rail0-go/internal/evmtest"
 )
 
 // siweSigner is a Signer for the root package's tests, which must not link
-// go-ethereum. Its "signature" is a hash of its address and the message,
-// which authGateway recomputes.
+// go-ethereum: a deterministic test key from internal/evmtest. addr, when
+// set, overrides the address it claims.
 type siweSigner struct {
+	key  *evmtest.Key
 	addr string
-	err  error // returned by every Sign* call when set
+	err  error // returned by every SignDigest call when set
 	msgs atomic.Int32
 }
 
-func newSIWESigner() *siweSigner {
-	return &siweSigner{addr: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"}
+func newSIWESigner() *siweSigner { return newSIWESignerSeed("siwe") }
+
+func newSIWESignerSeed(seed string) *siweSigner {
+	k := evmtest.NewKey(seed)
+	return &siweSigner{key: k, addr: k.Address()}
 }
 
-func siweSignature(addr, data string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(addr) + "|" + data))
-	return "0x" + hex.EncodeToString(sum[:]) + hex.EncodeToString(sum[:]) + "1b"
+// siweRecovers reports whether sig is addr's EIP-191 signature of message.
+func siweRecovers(addr, message, sig string) bool {
+	b, err := hex.DecodeString(strings.TrimPrefix(sig, "0x"))
+	if err != nil || len(b) != 65 {
+		return false
+	}
+	got, err := evm.Recover(eip191Digest(message), b)
+	return err == nil && strings.EqualFold(address(got).String(), addr)
 }
 
 func (f *siweSigner) Address() string { return f.addr }
 
-func (f *siweSigner) SignMessage(_ context.Context, message string) (string, error) {
+func (f *siweSigner) SignDigest(ctx context.Context, digest [32]byte) ([]byte, error) {
 	f.msgs.Add(1)
 	if f.err != nil {
-		return "", f.err
+		return nil, f.err
 	}
-	return siweSignature(f.addr, message), nil
-}
-
-func (f *siweSigner) SignPayload(_ context.Context, payload json.RawMessage) (string, error) {
-	if f.err != nil {
-		return "", f.err
-	}
-	return siweSignature(f.addr, string(payload)), nil
-}
-
-func (f *siweSigner) SignTransaction(_ context.Context, tx string) (string, error) {
-	if f.err != nil {
-		return "", f.err
-	}
-	return "0x02" + strings.TrimPrefix(siweSignature(f.addr, tx), "0x"), nil
+	return f.key.SignDigest(ctx, digest)
 }
 
 // authClock is a settable clock shared by a test's client, token source and
@@ -194,7 +191,7 @@ func (g *authGateway) verify(w http.ResponseWriter, r *http.Request) {
 		refuse("invalid_siwe")
 		return
 	}
-	if body.Signature != siweSignature(address, body.Message) {
+	if !siweRecovers(address, body.Message, body.Signature) {
 		refuse("signer_mismatch")
 		return
 	}
@@ -392,9 +389,11 @@ func TestLoginFailures(t *testing.T) {
 		{name: "nil signer", signer: nil, wantField: "signer"},
 		{name: "domain with port", signer: newSIWESigner(), params: LoginParams{Domain: "127.0.0.1:80"}, wantField: "siwe.domain"},
 		{name: "URI on another host", signer: newSIWESigner(), params: LoginParams{URI: "https://evil.example"}, wantField: "siwe.uri"},
-		{name: "bad signer address", signer: &siweSigner{addr: "0x1234"}, wantField: "siwe.address"},
-		{name: "signer fails", signer: &siweSigner{addr: newSIWESigner().addr, err: signErr}, wantErr: signErr, wantNonces: 1},
-		{name: "gateway refuses the signature", signer: &wrongSigner{newSIWESigner()}, wantCode: CodeSignerMismatch, wantNonces: 1, wantVerifies: 1},
+		{name: "bad signer address", signer: &siweSigner{key: evmtest.NewKey("x"), addr: "0x1234"}, wantField: "siwe.address"},
+		{name: "signer fails", signer: &siweSigner{key: evmtest.NewKey("x"), addr: newSIWESigner().addr, err: signErr}, wantErr: signErr, wantNonces: 1},
+		// A signature by another key than the signer's address is caught
+		// before it is sent.
+		{name: "signer signs with another key", signer: &wrongSigner{newSIWESigner()}, wantErr: ErrBadSignature, wantNonces: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,8 +431,8 @@ func TestLoginFailures(t *testing.T) {
 // wrongSigner signs with another key than the address it claims.
 type wrongSigner struct{ *siweSigner }
 
-func (w *wrongSigner) SignMessage(ctx context.Context, message string) (string, error) {
-	return siweSignature("0x0000000000000000000000000000000000000001", message), nil
+func (w *wrongSigner) SignDigest(ctx context.Context, digest [32]byte) ([]byte, error) {
+	return evmtest.NewKey("someone else").SignDigest(ctx, digest)
 }
 
 func TestWalletProof(t *testing.T) {
@@ -441,7 +440,7 @@ func TestWalletProof(t *testing.T) {
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
 	c := newAuthClient(t, srv, clock)
-	wallet := &siweSigner{addr: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}
+	wallet := newSIWESignerSeed("wallet")
 	proof, err := c.Auth.WalletProof(context.Background(), wallet, LoginParams{Domain: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +449,7 @@ func TestWalletProof(t *testing.T) {
 	if m == nil || m[2] != wallet.addr || m[3] != StatementAddWallet || m[6] != "nonce0001" {
 		t.Fatalf("proof message = %q", proof.Message)
 	}
-	if proof.Address != wallet.addr || proof.Signature != siweSignature(wallet.addr, proof.Message) {
+	if proof.Address != wallet.addr || !siweRecovers(wallet.addr, proof.Message, proof.Signature) {
 		t.Errorf("proof = %+v", proof)
 	}
 	if _, verifies, _ := g.counts(); verifies != 0 {
@@ -673,9 +672,8 @@ func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ae *APIError
-	if _, err := bad.Token(ctx); !errors.As(err, &ae) || ae.Code != CodeSignerMismatch {
-		t.Errorf("refused sign-in: %v, want the 422 signer_mismatch", err)
+	if _, err := bad.Token(ctx); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("refused sign-in: %v, want ErrBadSignature", err)
 	}
 }
 

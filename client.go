@@ -53,6 +53,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -111,6 +112,13 @@ type Client struct {
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
+
+	// signer is the client's identity for the flows (WithSigner).
+	signer Signer
+	// trustBase holds the pins and gas bounds; catalog caches the chains
+	// and tokens the checks need, fetched once.
+	trustBase trust
+	catalog   catalogCache
 
 	retries  atomic.Uint64
 	refusals atomic.Uint64
@@ -172,6 +180,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
+	if cfg.maxGas == 0 {
+		cfg.maxGas, cfg.maxFee = DefaultMaxGasLimit, new(big.Int).Set(DefaultMaxFee)
+	}
 	if cfg.token != "" {
 		token := cfg.token
 		cfg.tokenSource = func(context.Context) (string, error) { return token, nil }
@@ -196,6 +207,8 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		cooldown:    cfg.cooldown,
 		now:         cfg.now,
 		rand:        cfg.rand,
+		signer:      cfg.signer,
+		trustBase:   trust{contracts: cfg.contracts, maxGas: cfg.maxGas, maxFee: cfg.maxFee},
 		policy: policy{
 			retryOn429:    cfg.retryOn429,
 			retryAfterCap: cfg.retryAfterCap,
@@ -230,6 +243,13 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	c.Analytics = &AnalyticsService{c}
 	c.Webhooks = &WebhooksService{c}
 	c.Discovery = &DiscoveryService{c}
+	if c.signer != nil && c.tokenSource == nil {
+		ts, err := LoginTokenSource(c.Auth, c.signer, LoginParams{})
+		if err != nil {
+			return nil, err
+		}
+		c.tokenSource = ts.Token
+	}
 	return c, nil
 }
 

@@ -2,42 +2,51 @@ package rail0
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
-// This file holds the convenience flows on top of the prepare and submit
-// calls: each runs prepare → sign → submit with a Signer (package signing
-// provides one backed by a private key; the root package does not import
-// go-ethereum) and returns the submitted Transaction. Submitting is not
+// This file holds the flows: one call per lifecycle step for a client with
+// an identity (WithSigner). Each flow reads the payment, checks it, prepares
+// the step, checks what the gateway prepared against the payment and the
+// request (artifacts.go), signs the digest of what it checked, and submits.
+// Nothing the gateway hands over is signed unchecked. Submitting is not
 // confirmation: follow a flow with WaitForTransaction before the next step.
+//
+// Callers who sign elsewhere (a browser wallet, another service) use the
+// low-level path instead: Prepare, VerifyTransaction (or PrepareRefund and
+// VerifyPayload), their own signature, then Submit or SubmitByHash.
 
-// FlowStep names the stage of a convenience flow that failed.
+// FlowStep names the stage of a flow that failed.
 type FlowStep string
 
-// Stages of a convenience flow, in order.
+// Stages of a flow, in order.
 const (
-	// StepRead is reading the payment (PayerSign).
+	// StepRead is reading the payment and the catalog it is checked with.
 	StepRead FlowStep = "read"
 	// StepPrepare is the prepare call (for a refund, either phase).
 	StepPrepare FlowStep = "prepare"
-	// StepSignPayload is the signer signing an EIP-712 signing_payload.
-	StepSignPayload FlowStep = "sign_payload"
-	// StepSignTransaction is the signer signing an unsigned transaction.
-	StepSignTransaction FlowStep = "sign_transaction"
+	// StepVerify is checking an artifact against the payment and the
+	// request; the error is an *ArtifactError and nothing was signed.
+	StepVerify FlowStep = "verify"
+	// StepSign is the signer signing a checked digest.
+	StepSign FlowStep = "sign"
 	// StepSubmit is the submit call (or, for PayerSign, PUT .../sign).
 	StepSubmit FlowStep = "submit"
 )
 
-// FlowError reports which stage of a convenience flow failed. It unwraps to
-// the underlying error, so errors.As(err, &apiErr) and errors.Is(err,
-// ErrNotFound) see through it. When Step is StepSignTransaction or
-// StepSubmit, a pending transaction (TransactionID) exists on the gateway:
-// running the flow again reuses it.
+// FlowError reports which stage of a flow failed. It unwraps to the cause,
+// so errors.As(err, &apiErr), errors.As(err, &artifactErr) and
+// errors.Is(err, ErrNotFound) see through it. When TransactionID is set, a
+// pending transaction exists on the gateway: running the flow again with the
+// same request reuses it.
 type FlowError struct {
 	// PaymentID is the payment the flow acted on.
 	PaymentID string
@@ -76,198 +85,509 @@ var ErrNotSignable = errors.New("rail0: payment is not waiting for the payer sig
 // the re-reads (the gateway could not reach a node to build it).
 var ErrSigningPayloadUnavailable = errors.New("rail0: signing_payload is still unavailable")
 
-func requireSigner(signer Signer) error {
-	if signer == nil {
-		return &ValidationError{Field: "signer", Reason: "is required"}
+// ErrNoSigner is returned by a flow on a client created without WithSigner.
+var ErrNoSigner = errors.New("rail0: the client has no signer (WithSigner)")
+
+// CaptureParams is the request of Capture.
+type CaptureParams struct {
+	// Amount is a human decimal ("10.00"), 0 < amount <= capturable.
+	Amount string
+}
+
+// RefundParams is the request of Refund.
+type RefundParams struct {
+	// Amount is a human decimal ("4.00"), 0 < amount <= refundable.
+	Amount string
+}
+
+// DisputeParams is the request of Dispute and CloseDispute.
+type DisputeParams struct {
+	// Reason is a bytes32 hex value (0x + 64 hex); empty records zero.
+	Reason string
+}
+
+// ---- the catalog the checks rely on ----
+
+// catalogCache holds GET /blockchains and GET /tokens, fetched once per
+// client when a check first needs them and kept for the client's life: the
+// chains an unpinned contract may be on, and the decimals that turn the
+// caller's human amounts into the base units an artifact must carry. A
+// failed fetch is not cached. It also remembers the EIP-712 name and version
+// of tokens whose payloads passed the checks.
+type catalogCache struct {
+	mu           sync.Mutex
+	chains       map[int64]bool
+	decimals     map[tokenKey]int64
+	tokenDomains map[tokenKey][2]string
+}
+
+func (c *Client) loadCatalog(ctx context.Context) error {
+	c.catalog.mu.Lock()
+	loaded := c.catalog.chains != nil
+	c.catalog.mu.Unlock()
+	if loaded {
+		return nil
 	}
+	var chains []Blockchain
+	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "blockchains", anonymous: true}, &chains); err != nil {
+		return err
+	}
+	var tokens []Token
+	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "tokens", anonymous: true}, &tokens); err != nil {
+		return err
+	}
+	set := make(map[int64]bool, len(chains))
+	for _, ch := range chains {
+		set[ch.ChainID] = true
+	}
+	dec := make(map[tokenKey]int64, len(tokens))
+	for _, t := range tokens {
+		if a, err := parseAddress(t.Address); err == nil && t.Decimals >= 0 && t.Decimals <= MaxDecimals {
+			dec[tokenKey{t.ChainID, a}] = t.Decimals
+		}
+	}
+	c.catalog.mu.Lock()
+	c.catalog.chains, c.catalog.decimals = set, dec
+	c.catalog.mu.Unlock()
 	return nil
 }
 
-// signAndSubmit signs a prepared transaction with signer and submits it.
-func (s *PaymentsService) signAndSubmit(ctx context.Context, id string, op Operation, prep *PreparedTransaction, signer Signer) (*Transaction, error) {
-	fail := func(step FlowStep, err error) (*Transaction, error) {
-		return nil, &FlowError{PaymentID: id, Operation: op, Step: step, TransactionID: prep.ID, Err: err}
-	}
-	if prep.UnsignedTransaction == nil || *prep.UnsignedTransaction == "" {
-		return fail(StepSignTransaction, ErrNoUnsignedTransaction)
-	}
-	signed, err := signer.SignTransaction(ctx, *prep.UnsignedTransaction)
-	if err != nil {
-		return fail(StepSignTransaction, err)
-	}
-	tx, err := s.Submit(ctx, id, op, signed)
-	if err != nil {
-		return fail(StepSubmit, err)
-	}
-	return tx, nil
-}
-
-// runStep prepares op with params, then signs and submits it.
-func (s *PaymentsService) runStep(ctx context.Context, id string, op Operation, params PrepareParams, signer Signer) (*Transaction, error) {
-	if err := requireSigner(signer); err != nil {
+// trust returns the client's trust with the catalog it fetched: a snapshot
+// safe to read without the lock.
+func (c *Client) trust(ctx context.Context) (*trust, error) {
+	if err := c.loadCatalog(ctx); err != nil {
 		return nil, err
 	}
-	prep, err := s.Prepare(ctx, id, op, params)
-	if err != nil {
-		return nil, &FlowError{PaymentID: id, Operation: op, Step: StepPrepare, Err: err}
+	c.catalog.mu.Lock()
+	defer c.catalog.mu.Unlock()
+	t := c.trustBase
+	t.chains = c.catalog.chains
+	t.tokenDomains = make(map[tokenKey][2]string, len(c.catalog.tokenDomains))
+	for k, v := range c.catalog.tokenDomains {
+		t.tokenDomains[k] = v
 	}
-	return s.signAndSubmit(ctx, id, op, prep, signer)
+	return &t, nil
 }
 
-// Authorize moves a signed authorize-mode payment into escrow: it prepares
-// the authorize step, has signer (the payee) sign the transaction and submits
-// it. See PrepareAuthorize and SubmitAuthorize.
-//
-// POST /payments/{id}/authorize/prepare, then POST /payments/{id}/authorize
-// — the payee.
-func (s *PaymentsService) Authorize(ctx context.Context, id string, signer Signer) (*Transaction, error) {
-	return s.runStep(ctx, id, OpAuthorize, PrepareParams{}, signer)
+// baseUnits converts a human amount of t's token with the catalog's
+// decimals.
+func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
+	if err := checkHumanAmount(field, amount); err != nil {
+		return "", err
+	}
+	c.catalog.mu.Lock()
+	decimals, ok := c.catalog.decimals[tokenKey{t.chainID.Int64(), t.token}]
+	c.catalog.mu.Unlock()
+	if !ok {
+		return "", &ArtifactError{PaymentID: t.id, Artifact: "payment", Field: "token",
+			Reason: fmt.Sprintf("%s on chain %s is not a token GET /tokens lists", t.token, t.chainID)}
+	}
+	return ToBaseUnits(amount, decimals)
 }
 
-// Charge settles a signed charge-mode payment straight to the payee:
-// prepare, sign with signer (the payee), submit.
-//
-// POST /payments/{id}/charge/prepare, then POST /payments/{id}/charge — the
-// payee.
-func (s *PaymentsService) Charge(ctx context.Context, id string, signer Signer) (*Transaction, error) {
-	return s.runStep(ctx, id, OpCharge, PrepareParams{}, signer)
+func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
+	c.catalog.mu.Lock()
+	defer c.catalog.mu.Unlock()
+	if c.catalog.tokenDomains == nil {
+		c.catalog.tokenDomains = map[tokenKey][2]string{}
+	}
+	c.catalog.tokenDomains[tokenKey{t.chainID.Int64(), t.token}] = [2]string{pc.name, pc.version}
 }
 
-// Capture captures amount (a human decimal such as "10.00") from escrow to
-// the payee: prepare, sign with signer (the payee), submit.
+// ---- the checks, for callers who sign elsewhere ----
+
+// VerifyPayload checks a signing_payload against payment and intent before
+// anyone signs it, and returns the EIP-712 digest to sign, computed from the
+// checked fields. intent.Operation is empty for the payer's signature of the
+// payment (payment.SigningPayload) and OpRefund for the refund authorization
+// of PrepareRefund, with intent.Amount the human refund amount. The
+// payment's own fields are checked first (config_hash, contract pin, chain).
+// A mismatch is an *ArtifactError naming the field.
 //
-// POST /payments/{id}/capture/prepare, then POST /payments/{id}/capture —
-// the payee.
-func (s *PaymentsService) Capture(ctx context.Context, id, amount string, signer Signer) (*Transaction, error) {
-	return s.runStep(ctx, id, OpCapture, PrepareParams{Amount: amount}, signer)
+// GET /blockchains and GET /tokens, once per client — public; the check
+// itself sends nothing.
+func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) ([32]byte, error) {
+	t, in, err := s.checkIntent(ctx, payment, intent)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	pc, err := checkPayload(t, in, payload)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return pc.digest, nil
 }
 
-// Void returns the whole escrow to the payer before anything was captured:
-// prepare, sign with signer (the payee), submit.
+// VerifyTransaction checks an unsigned_transaction prepared for
+// intent.Operation against payment and intent before anyone signs it: chain,
+// contract, zero value, sender, gas bounds (WithFeeCap), the function
+// selector, the payment id, the Payment tuple, and the operation's own
+// arguments (the amount asked for, the dispute reason, the refund
+// signature, the payer's signature). A mismatch is an *ArtifactError naming
+// the field.
 //
-// POST /payments/{id}/void/prepare, then POST /payments/{id}/void — the
-// payee.
-func (s *PaymentsService) Void(ctx context.Context, id string, signer Signer) (*Transaction, error) {
-	return s.runStep(ctx, id, OpVoid, PrepareParams{}, signer)
+// GET /blockchains and GET /tokens, once per client — public; the check
+// itself sends nothing.
+func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) error {
+	t, in, err := s.checkIntent(ctx, payment, intent)
+	if err != nil {
+		return err
+	}
+	tr, err := s.client.trust(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = checkTransaction(t, in, unsignedTransaction, tr)
+	return err
+}
+
+// checkIntent checks the payment and turns intent's human amount into base
+// units.
+func (s *PaymentsService) checkIntent(ctx context.Context, payment *PaymentDetail, intent Intent) (*terms, Intent, error) {
+	tr, err := s.client.trust(ctx)
+	if err != nil {
+		return nil, intent, err
+	}
+	t, err := checkPayment(payment, tr)
+	if err != nil {
+		return nil, intent, err
+	}
+	if intent.Amount != "" {
+		if intent.Amount, err = s.client.baseUnits(t, "amount", intent.Amount); err != nil {
+			return nil, intent, err
+		}
+	}
+	if intent.Signer == "" && intent.Operation != OpRelease {
+		// The role determines the signer for every step but release.
+		switch intent.Operation {
+		case "", OpDispute, OpCloseDispute:
+			intent.Signer = t.payer.String()
+		default:
+			intent.Signer = t.payee.String()
+		}
+	}
+	if _, err := checkSigner(t, intent.Operation, intent.Signer); err != nil {
+		return nil, intent, err
+	}
+	return t, intent, nil
+}
+
+// ---- the flows ----
+
+// flow is one run of a lifecycle step.
+type flow struct {
+	s      *PaymentsService
+	id     string
+	op     Operation
+	signer Signer
+	txID   string
+}
+
+func (f *flow) fail(step FlowStep, err error) error {
+	return &FlowError{PaymentID: f.id, Operation: f.op, Step: step, TransactionID: f.txID, Err: err}
+}
+
+func (s *PaymentsService) newFlow(id string, op Operation) (*flow, error) {
+	if s.client.signer == nil {
+		return nil, ErrNoSigner
+	}
+	if _, err := paymentPath(id); err != nil {
+		return nil, err
+	}
+	return &flow{s: s, id: id, op: op, signer: s.client.signer}, nil
+}
+
+// read gets the payment and checks it.
+func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error) {
+	p, err := f.s.Get(ctx, f.id)
+	if err != nil {
+		return nil, nil, nil, f.fail(StepRead, err)
+	}
+	tr, err := f.s.client.trust(ctx)
+	if err != nil {
+		return nil, nil, nil, f.fail(StepRead, err)
+	}
+	t, err := checkPayment(p, tr)
+	if err != nil {
+		return nil, nil, nil, f.fail(StepVerify, err)
+	}
+	if p.ID != f.id {
+		return nil, nil, nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Artifact: "payment", Field: "id", Expected: f.id, Got: p.ID})
+	}
+	return p, t, tr, nil
+}
+
+// run reads and checks the payment, prepares the step with params, checks
+// the prepared transaction against in, signs it and submits it.
+func (f *flow) run(ctx context.Context, in Intent, params PrepareParams, amount string) (*Transaction, error) {
+	_, t, tr, err := f.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if amount != "" {
+		if in.Amount, err = f.s.client.baseUnits(t, "amount", amount); err != nil {
+			return nil, f.fail(StepVerify, err)
+		}
+	}
+	return f.prepareSignSubmit(ctx, t, tr, in, params)
+}
+
+func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in Intent, params PrepareParams) (*Transaction, error) {
+	in.Operation, in.Signer = f.op, f.signer.Address()
+	if _, err := checkSigner(t, f.op, in.Signer); err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	prep, err := f.s.Prepare(ctx, f.id, f.op, params)
+	if err != nil {
+		return nil, f.fail(StepPrepare, err)
+	}
+	f.txID = prep.ID
+	if prep.UnsignedTransaction == nil || *prep.UnsignedTransaction == "" {
+		return nil, f.fail(StepPrepare, ErrNoUnsignedTransaction)
+	}
+	art := func(field, expected, got string) error {
+		return f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: field, Expected: expected, Got: got})
+	}
+	if prep.Operation != f.op {
+		return nil, art("operation", string(f.op), string(prep.Operation))
+	}
+	if prep.PaymentID != "" && prep.PaymentID != f.id {
+		return nil, art("payment_id", f.id, prep.PaymentID)
+	}
+	if in.Amount != "" && prep.Amount != nil && *prep.Amount != in.Amount {
+		// A pending transaction prepared earlier for another amount is
+		// handed back rather than a new one (Reused): never sign it.
+		return nil, art("amount", in.Amount, *prep.Amount)
+	}
+	tx, err := checkTransaction(t, in, *prep.UnsignedTransaction, tr)
+	if err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	raw, err := signTx(ctx, f.signer, tx)
+	if err != nil {
+		return nil, f.fail(StepSign, err)
+	}
+	sent, err := f.s.Submit(ctx, f.id, f.op, raw)
+	if err != nil {
+		return nil, f.fail(StepSubmit, err)
+	}
+	return sent, nil
+}
+
+// Authorize moves a signed authorize-mode payment into escrow with the
+// client's signer (the payee): prepare, check, sign, submit.
+//
+// GET /payments/{id}, POST /payments/{id}/authorize/prepare, then
+// POST /payments/{id}/authorize — the payee.
+func (s *PaymentsService) Authorize(ctx context.Context, id string) (*Transaction, error) {
+	f, err := s.newFlow(id, OpAuthorize)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(ctx, Intent{}, PrepareParams{}, "")
+}
+
+// Charge settles a signed charge-mode payment straight to the payee with
+// the client's signer (the payee): prepare, check, sign, submit.
+//
+// GET /payments/{id}, POST /payments/{id}/charge/prepare, then
+// POST /payments/{id}/charge — the payee.
+func (s *PaymentsService) Charge(ctx context.Context, id string) (*Transaction, error) {
+	f, err := s.newFlow(id, OpCharge)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(ctx, Intent{}, PrepareParams{}, "")
+}
+
+// Capture captures params.Amount from escrow to the payee with the client's
+// signer (the payee). The prepared transaction must capture exactly that
+// amount: a pending capture prepared earlier for another amount, which the
+// gateway hands back instead of a new one, is refused (*ArtifactError on
+// field amount), never signed.
+//
+// GET /payments/{id}, POST /payments/{id}/capture/prepare, then
+// POST /payments/{id}/capture — the payee.
+func (s *PaymentsService) Capture(ctx context.Context, id string, params CaptureParams) (*Transaction, error) {
+	f, err := s.newFlow(id, OpCapture)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
+		return nil, err
+	}
+	return f.run(ctx, Intent{}, PrepareParams{Amount: params.Amount}, params.Amount)
+}
+
+// Void returns the whole escrow to the payer before anything was captured,
+// with the client's signer (the payee).
+//
+// GET /payments/{id}, POST /payments/{id}/void/prepare, then
+// POST /payments/{id}/void — the payee.
+func (s *PaymentsService) Void(ctx context.Context, id string) (*Transaction, error) {
+	f, err := s.newFlow(id, OpVoid)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(ctx, Intent{}, PrepareParams{}, "")
 }
 
 // Release returns the uncaptured escrow to the payer after
-// authorization_expiry. The release is prepared for signer's address (payer
-// or payee), signed by signer and submitted.
+// authorization_expiry, prepared for and signed by the client's signer (the
+// payer or the payee).
 //
-// POST /payments/{id}/release/prepare, then POST /payments/{id}/release —
-// either participant.
-func (s *PaymentsService) Release(ctx context.Context, id string, signer Signer) (*Transaction, error) {
-	if err := requireSigner(signer); err != nil {
+// GET /payments/{id}, POST /payments/{id}/release/prepare, then
+// POST /payments/{id}/release — either participant.
+func (s *PaymentsService) Release(ctx context.Context, id string) (*Transaction, error) {
+	f, err := s.newFlow(id, OpRelease)
+	if err != nil {
 		return nil, err
 	}
-	return s.runStep(ctx, id, OpRelease, PrepareParams{From: signer.Address()}, signer)
+	return f.run(ctx, Intent{}, PrepareParams{From: f.signer.Address()}, "")
 }
 
-// Refund sends amount (a human decimal) back to the payer, running both
-// refund phases: PrepareRefund, signer.SignPayload on the
-// ReceiveWithAuthorization payload, PrepareRefundTransaction with that
-// signature, signer.SignTransaction, SubmitRefund.
+// Dispute opens a dispute (an on-chain signal; no funds move) with the
+// client's signer (the payer).
 //
-// POST /payments/{id}/refund/prepare (twice), then
-// POST /payments/{id}/refund — the payee.
-func (s *PaymentsService) Refund(ctx context.Context, id, amount string, signer Signer) (*Transaction, error) {
-	if err := requireSigner(signer); err != nil {
+// GET /payments/{id}, POST /payments/{id}/dispute/prepare, then
+// POST /payments/{id}/dispute — the payer.
+func (s *PaymentsService) Dispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
+	f, err := s.newFlow(id, OpDispute)
+	if err != nil {
 		return nil, err
 	}
-	fail := func(step FlowStep, err error) (*Transaction, error) {
-		return nil, &FlowError{PaymentID: id, Operation: OpRefund, Step: step, Err: err}
-	}
-	auth, err := s.PrepareRefund(ctx, id, amount)
-	if err != nil {
-		return fail(StepPrepare, err)
-	}
-	sig, err := signer.SignPayload(ctx, auth.SigningPayload)
-	if err != nil {
-		return fail(StepSignPayload, err)
-	}
-	prep, err := s.PrepareRefundTransaction(ctx, id, amount, sig)
-	if err != nil {
-		return fail(StepPrepare, err)
-	}
-	return s.signAndSubmit(ctx, id, OpRefund, prep, signer)
+	return f.run(ctx, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason}, "")
 }
 
-// Dispute opens a dispute (an on-chain signal; no funds move): prepare with
-// reason (bytes32 hex, or empty for none), sign with signer (the payer),
-// submit.
+// CloseDispute closes the open dispute with the client's signer (the
+// payer).
 //
-// POST /payments/{id}/dispute/prepare, then POST /payments/{id}/dispute —
-// the payer.
-func (s *PaymentsService) Dispute(ctx context.Context, id, reason string, signer Signer) (*Transaction, error) {
-	return s.runStep(ctx, id, OpDispute, PrepareParams{Reason: reason}, signer)
-}
-
-// CloseDispute closes the open dispute: prepare with reason (bytes32 hex, or
-// empty), sign with signer (the payer), submit.
-//
-// POST /payments/{id}/dispute/close/prepare, then
+// GET /payments/{id}, POST /payments/{id}/dispute/close/prepare, then
 // POST /payments/{id}/dispute/close — the payer.
-func (s *PaymentsService) CloseDispute(ctx context.Context, id, reason string, signer Signer) (*Transaction, error) {
-	return s.runStep(ctx, id, OpCloseDispute, PrepareParams{Reason: reason}, signer)
+func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
+	f, err := s.newFlow(id, OpCloseDispute)
+	if err != nil {
+		return nil, err
+	}
+	return f.run(ctx, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason}, "")
+}
+
+// Refund sends params.Amount back to the payer with the client's signer (the
+// payee), running both refund phases: the ReceiveWithAuthorization payload
+// is checked (exactly that amount, to the contract, on the payment's chain
+// and token, with the refund nonce) and signed, then the refund transaction
+// is checked to carry that same amount and that same signature, signed and
+// submitted.
+//
+// GET /payments/{id}, POST /payments/{id}/refund/prepare (twice), then
+// POST /payments/{id}/refund — the payee.
+func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundParams) (*Transaction, error) {
+	f, err := s.newFlow(id, OpRefund)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
+		return nil, err
+	}
+	_, t, tr, err := f.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	base, err := s.client.baseUnits(t, "amount", params.Amount)
+	if err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	in := Intent{Operation: OpRefund, Signer: f.signer.Address(), Amount: base}
+	if _, err := checkSigner(t, OpRefund, in.Signer); err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	auth, err := s.PrepareRefund(ctx, id, params)
+	if err != nil {
+		return nil, f.fail(StepPrepare, err)
+	}
+	pc, err := checkPayload(t, in, auth.SigningPayload)
+	if err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	sig, err := signDigest(ctx, f.signer, pc.digest)
+	if err != nil {
+		return nil, f.fail(StepSign, err)
+	}
+	s.client.learnTokenDomain(t, pc)
+	in.Signature = "0x" + hex.EncodeToString(sig)
+	return f.prepareSignSubmit(ctx, t, tr, in, PrepareParams{Amount: params.Amount, Signature: in.Signature})
 }
 
 // payerSignReads bounds how often PayerSign reads a payment whose
 // signing_payload is null before giving up.
 const payerSignReads = 5
 
-// PayerSign has signer (the payer) sign the payment's EIP-3009
-// signing_payload and stores the signature, moving the payment from unsigned
-// to signed. If the gateway answers with a null signing_payload (a transient
-// node failure on its side), the payment is read again, waiting as WaitFor
-// does between reads (opts apply), at most five reads in all.
+// PayerSign has the client's signer (the payer) sign the payment's EIP-3009
+// authorization and stores the signature, moving the payment from unsigned
+// to signed. The signing_payload is checked against the payment first
+// (TransferWithAuthorization over the token's domain on the payment's chain,
+// from the payer to the RAIL0 contract, exactly the payment's amount, valid
+// until authorization_expiry, with the nonce recomputed locally) and the
+// payment against its config_hash. Check the payment's amount and payee
+// against your order before calling it: the SDK cannot know them.
 //
-// GET /payments/{id}, then PUT /payments/{id}/sign — a participant; the
-// signature must recover to the payer.
-func (s *PaymentsService) PayerSign(ctx context.Context, id string, signer Signer, opts ...WaitOption) (*PaymentDetail, error) {
-	if err := requireSigner(signer); err != nil {
+// If the gateway answers with a null signing_payload (a transient node
+// failure on its side), the payment is read again, waiting as WaitFor does
+// between reads (opts apply), at most five reads in all.
+//
+// GET /payments/{id}, then PUT /payments/{id}/sign — the payer.
+func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...WaitOption) (*PaymentDetail, error) {
+	f, err := s.newFlow(id, "")
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := newWaitConfig(opts)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(step FlowStep, err error) (*PaymentDetail, error) {
-		return nil, &FlowError{PaymentID: id, Step: step, Err: err}
-	}
 	var payment *PaymentDetail
+	var t *terms
 	for read := 1; ; read++ {
-		payment, err = s.Get(ctx, id)
+		payment, t, _, err = f.read(ctx)
 		if err != nil {
-			return fail(StepRead, err)
+			return nil, err
 		}
 		if payment.Status != StatusUnsigned {
-			return fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
+			return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
 		}
 		if hasJSON(payment.SigningPayload) {
 			break
 		}
 		if read == payerSignReads {
-			return fail(StepRead, ErrSigningPayloadUnavailable)
+			return nil, f.fail(StepRead, ErrSigningPayloadUnavailable)
 		}
 		if err := cfg.sleep(ctx, cfg.next()); err != nil {
-			return fail(StepRead, err)
+			return nil, f.fail(StepRead, err)
 		}
 	}
-	sig, err := signer.SignPayload(ctx, payment.SigningPayload)
-	if err != nil {
-		return fail(StepSignPayload, err)
+	if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
+		return nil, f.fail(StepVerify, err)
 	}
-	signed, err := s.Sign(ctx, id, sig)
+	pc, err := checkPayload(t, Intent{}, payment.SigningPayload)
 	if err != nil {
-		return fail(StepSubmit, err)
+		return nil, f.fail(StepVerify, err)
+	}
+	sig, err := signDigest(ctx, f.signer, pc.digest)
+	if err != nil {
+		return nil, f.fail(StepSign, err)
+	}
+	s.client.learnTokenDomain(t, pc)
+	signed, err := s.Sign(ctx, id, "0x"+hex.EncodeToString(sig))
+	if err != nil {
+		return nil, f.fail(StepSubmit, err)
 	}
 	return signed, nil
 }
 
 // hasJSON reports whether raw holds a JSON value other than null.
 func hasJSON(raw json.RawMessage) bool {
-	return len(raw) > 0 && string(raw) != "null"
+	trimmed := strings.TrimSpace(string(raw))
+	return trimmed != "" && trimmed != "null"
 }
 
 // ---- Waiting for confirmation ----
@@ -343,22 +663,22 @@ func pollSleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// WaitCondition tells WaitFor what to wait for. Build one with
-// ForTransaction or ForStatus.
+// WaitCondition tells WaitFor what to wait for. Build one with ForStatus;
+// WaitForTransaction waits for a transaction.
 type WaitCondition struct {
 	transactionID string
 	statuses      []PaymentStatus
 }
 
-// ForTransaction waits until the payment's transaction txID is confirmed.
+// forTransaction waits until the payment's transaction txID is confirmed.
 // If it fails instead, WaitFor returns a *TransactionFailedError at once.
-func ForTransaction(txID string) WaitCondition {
+func forTransaction(txID string) WaitCondition {
 	return WaitCondition{transactionID: txID}
 }
 
 // ForStatus waits until the payment's status is one of statuses. A failed
 // transaction never changes a payment's status, so after submitting a step
-// prefer ForTransaction, which stops as soon as the transaction fails.
+// prefer WaitForTransaction, which stops as soon as the transaction fails.
 func ForStatus(statuses ...PaymentStatus) WaitCondition {
 	return WaitCondition{statuses: slices.Clone(statuses)}
 }
@@ -420,7 +740,7 @@ func (e *TransactionFailedError) Is(target error) bool { return target == ErrTra
 // GET /payments/{id} — a participant.
 func (s *PaymentsService) WaitFor(ctx context.Context, id string, cond WaitCondition, opts ...WaitOption) (*PaymentDetail, error) {
 	if cond.transactionID == "" && len(cond.statuses) == 0 {
-		return nil, &ValidationError{Field: "condition", Reason: "use ForTransaction or ForStatus"}
+		return nil, &ValidationError{Field: "condition", Reason: "use ForStatus"}
 	}
 	cfg, err := newWaitConfig(opts)
 	if err != nil {
@@ -480,14 +800,14 @@ func (c WaitCondition) check(p *PaymentDetail) (bool, error) {
 
 // WaitForTransaction waits until the payment's transaction txID is
 // confirmed and returns it; a failed transaction is a
-// *TransactionFailedError. It is WaitFor with ForTransaction.
+// *TransactionFailedError, returned as soon as the gateway reports it.
 //
 // GET /payments/{id} — a participant.
 func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID string, opts ...WaitOption) (*Transaction, error) {
 	if txID == "" {
 		return nil, &ValidationError{Field: "transaction id", Reason: "is required"}
 	}
-	p, err := s.WaitFor(ctx, id, ForTransaction(txID), opts...)
+	p, err := s.WaitFor(ctx, id, forTransaction(txID), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ type config struct {
 	pacingOn      bool
 	limiter       Limiter
 	cooldown      bool
+	signer        Signer
+	contracts     map[int64]address
+	maxGas        uint64
+	maxFee        *big.Int
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). Use
@@ -212,6 +217,62 @@ func WithLimiter(l Limiter) Option {
 			return errors.New("rail0: WithLimiter: nil limiter")
 		}
 		c.limiter = l
+		return nil
+	}
+}
+
+// WithSigner gives the client an identity: flows (PayerSign, Authorize,
+// Capture, Refund, ...) sign with signer, and, unless WithToken or
+// WithTokenSource is also given, the client signs in with it (SIWE, on
+// first use, with LoginParams' defaults) and signs in again before the
+// session expires. One client per identity: a buyer and a merchant are two
+// clients.
+func WithSigner(signer Signer) Option {
+	return func(c *config) error {
+		if signer == nil {
+			return errors.New("rail0: WithSigner: nil signer")
+		}
+		if _, err := parseAddress(signer.Address()); err != nil {
+			return fmt.Errorf("rail0: WithSigner: address: %w", err)
+		}
+		c.signer = signer
+		return nil
+	}
+}
+
+// WithTrustedContracts pins the RAIL0 contract address per chain id. The
+// flows and the Verify methods then refuse any payment, payload or
+// transaction that names another contract on a pinned chain. Without a pin,
+// the contract is the one the payment names, accepted only when the payment,
+// its config_hash, the payload and the transaction all agree with it and the
+// chain is one GET /blockchains lists: that stops a gateway bug or a
+// tampered field, but not a gateway that lies consistently, which only a pin
+// stops. Pin the addresses published for your chains in production.
+func WithTrustedContracts(contracts map[int64]string) Option {
+	return func(c *config) error {
+		c.contracts = make(map[int64]address, len(contracts))
+		for chain, addr := range contracts {
+			a, err := parseAddress(addr)
+			if err != nil || chain <= 0 {
+				return fmt.Errorf("rail0: WithTrustedContracts: chain %d: invalid pin %q", chain, clip(addr))
+			}
+			c.contracts[chain] = a
+		}
+		return nil
+	}
+}
+
+// WithFeeCap bounds the gas of every transaction the client signs:
+// gas_limit at most maxGas and gas_limit × max_fee_per_gas at most maxFee
+// wei, so a gateway cannot spend the signer's ETH on gas. The defaults,
+// DefaultMaxGasLimit and DefaultMaxFee (0.05 ETH), are far above what a
+// RAIL0 call costs.
+func WithFeeCap(maxGas uint64, maxFee *big.Int) Option {
+	return func(c *config) error {
+		if maxGas == 0 || maxFee == nil || maxFee.Sign() <= 0 {
+			return errors.New("rail0: WithFeeCap: bounds must be positive")
+		}
+		c.maxGas, c.maxFee = maxGas, new(big.Int).Set(maxFee)
 		return nil
 	}
 }

@@ -317,7 +317,7 @@ func paymentPath(id string, segments ...string) (string, error) {
 
 // Sign stores the payer's signature of the payment's signing_payload
 // (EIP-712, 65 bytes r‖s‖v as 0x hex), moving it from unsigned to signed.
-// PayerSign reads the payload, signs it with a Signer and calls Sign.
+// PayerSign reads and checks the payload, signs it and calls Sign.
 //
 // PUT /payments/{id}/sign — the payer or the payee; the signature must
 // recover to the payer (else 422 signer_mismatch), and only an unsigned
@@ -431,7 +431,8 @@ func errSeq[T any](err error) iter.Seq2[T, error] {
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
 
 // PrepareParams is the body of a prepare call. Which fields a step needs
-// depends on the operation; the named Prepare methods fill them for you.
+// depends on the operation: Amount for capture and refund, Signature for
+// the second refund phase, From for release, Reason for the dispute steps.
 type PrepareParams struct {
 	// Amount is a human decimal ("10.50"), required for capture and refund.
 	Amount string `json:"amount,omitempty"`
@@ -462,8 +463,8 @@ type PreparedTransaction struct {
 // ReceiveWithAuthorization for the payee to sign. No transaction exists yet.
 type RefundAuthorization struct {
 	// SigningPayload is the EIP-712 typed data, kept exactly as received:
-	// sign it as is (signing.SignPayload) and pass the signature to
-	// PrepareRefundTransaction.
+	// check it with VerifyPayload, sign the digest that returns, and pass
+	// the signature to Prepare(OpRefund) with the same amount.
 	SigningPayload json.RawMessage `json:"signing_payload"`
 }
 
@@ -627,96 +628,17 @@ func doTransaction(ctx context.Context, c *Client, path string, body any) (*Tran
 	return &tx, nil
 }
 
-// PrepareAuthorize prepares the authorize step: moving the payer's signed
-// funds into escrow. Legal when the payment is signed and its mode is
-// authorize.
-//
-// POST /payments/{id}/authorize/prepare — the payee.
-func (s *PaymentsService) PrepareAuthorize(ctx context.Context, id string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpAuthorize, PrepareParams{})
-}
-
-// SubmitAuthorize submits the signed authorize transaction.
-//
-// POST /payments/{id}/authorize — the payee (sent from the payee).
-func (s *PaymentsService) SubmitAuthorize(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpAuthorize, signedTransaction)
-}
-
-// PrepareCharge prepares the one-step charge: funds go straight to the
-// payee. Legal when the payment is signed and its mode is charge.
-//
-// POST /payments/{id}/charge/prepare — the payee.
-func (s *PaymentsService) PrepareCharge(ctx context.Context, id string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpCharge, PrepareParams{})
-}
-
-// SubmitCharge submits the signed charge transaction.
-//
-// POST /payments/{id}/charge — the payee (sent from the payee).
-func (s *PaymentsService) SubmitCharge(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpCharge, signedTransaction)
-}
-
-// PrepareCapture prepares a capture of amount (a human decimal such as
-// "10.00", 0 < amount <= capturable_amount) from escrow to the payee, before
-// authorization_expiry. amount is required: an empty or malformed one is a
-// *ValidationError before any request.
-//
-// POST /payments/{id}/capture/prepare — the payee.
-func (s *PaymentsService) PrepareCapture(ctx context.Context, id, amount string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpCapture, PrepareParams{Amount: amount})
-}
-
-// SubmitCapture submits the signed capture transaction.
-//
-// POST /payments/{id}/capture — the payee (sent from the payee).
-func (s *PaymentsService) SubmitCapture(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpCapture, signedTransaction)
-}
-
-// PrepareVoid prepares a void: the whole escrow back to the payer. Legal
-// only before anything was captured.
-//
-// POST /payments/{id}/void/prepare — the payee.
-func (s *PaymentsService) PrepareVoid(ctx context.Context, id string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpVoid, PrepareParams{})
-}
-
-// SubmitVoid submits the signed void transaction.
-//
-// POST /payments/{id}/void — the payee (sent from the payee).
-func (s *PaymentsService) SubmitVoid(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpVoid, signedTransaction)
-}
-
-// PrepareRelease prepares a release: the uncaptured escrow back to the
-// payer, after authorization_expiry. from is the address that will sign and
-// submit the transaction (the payer or the payee); empty lets the gateway
-// default to the payer.
-//
-// POST /payments/{id}/release/prepare — either participant.
-func (s *PaymentsService) PrepareRelease(ctx context.Context, id, from string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpRelease, PrepareParams{From: from})
-}
-
-// SubmitRelease submits the signed release transaction.
-//
-// POST /payments/{id}/release — any session; the transaction must be sent
-// from the payer or the payee.
-func (s *PaymentsService) SubmitRelease(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpRelease, signedTransaction)
-}
-
 // PrepareRefund runs the first refund phase for amount (a human decimal,
 // 0 < amount <= refundable_amount, before refund_expiry): the gateway
 // answers with an EIP-3009 ReceiveWithAuthorization for the payee to sign,
-// and creates no transaction yet. Pass the signature and the same amount to
-// PrepareRefundTransaction. amount is required: an empty or malformed one is
-// a *ValidationError before any request.
+// and creates no transaction yet. Check it with VerifyPayload, sign the
+// digest, and pass the signature with the same amount to Prepare(OpRefund)
+// for the second phase; Refund does all of it. params.Amount is required: an
+// empty or malformed one is a *ValidationError before any request.
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
-func (s *PaymentsService) PrepareRefund(ctx context.Context, id, amount string) (*RefundAuthorization, error) {
+func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params RefundParams) (*RefundAuthorization, error) {
+	amount := params.Amount
 	if err := checkHumanAmount("amount", amount); err != nil {
 		return nil, err
 	}
@@ -733,76 +655,6 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id, amount string) 
 			Err: errors.New("refund phase 1 answer carries no signing_payload")}
 	}
 	return &out, nil
-}
-
-// PrepareRefundTransaction runs the second refund phase: with the payee's
-// signature of the PrepareRefund payload and the same amount, the gateway
-// records the pending refund Transaction, whose UnsignedTransaction the payee
-// signs and sends with SubmitRefund. amount and signature are required.
-//
-// POST /payments/{id}/refund/prepare {"amount", "signature"} (201, or 200
-// when a pending one is reused) — the payee.
-func (s *PaymentsService) PrepareRefundTransaction(ctx context.Context, id, amount, signature string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpRefund, PrepareParams{Amount: amount, Signature: signature})
-}
-
-// SubmitRefund submits the signed refund transaction.
-//
-// POST /payments/{id}/refund — the payee (sent from the payee).
-func (s *PaymentsService) SubmitRefund(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpRefund, signedTransaction)
-}
-
-// PrepareDispute prepares opening a dispute, an on-chain signal that moves no
-// funds. reason is a bytes32 hex value (0x + 64 hex); empty sends none and the
-// contract records zero. Legal while refundable_amount > 0, before
-// refund_expiry, with no dispute open.
-//
-// POST /payments/{id}/dispute/prepare — a participant; the transaction must
-// be signed by the payer.
-func (s *PaymentsService) PrepareDispute(ctx context.Context, id, reason string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpDispute, PrepareParams{Reason: reason})
-}
-
-// SubmitDispute submits the signed dispute transaction.
-//
-// POST /payments/{id}/dispute — any session; the transaction must be sent
-// from the payer.
-func (s *PaymentsService) SubmitDispute(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpDispute, signedTransaction)
-}
-
-// SubmitDisputeByHash reports a dispute transaction the payer broadcast
-// itself.
-//
-// POST /payments/{id}/dispute/submitted — the payer.
-func (s *PaymentsService) SubmitDisputeByHash(ctx context.Context, id, transactionHash string) (*Transaction, error) {
-	return s.SubmitByHash(ctx, id, OpDispute, transactionHash)
-}
-
-// PrepareCloseDispute prepares closing the open dispute. reason is an
-// optional bytes32 hex value, as for PrepareDispute.
-//
-// POST /payments/{id}/dispute/close/prepare — a participant; the
-// transaction must be signed by the payer.
-func (s *PaymentsService) PrepareCloseDispute(ctx context.Context, id, reason string) (*PreparedTransaction, error) {
-	return s.Prepare(ctx, id, OpCloseDispute, PrepareParams{Reason: reason})
-}
-
-// SubmitCloseDispute submits the signed dispute-close transaction.
-//
-// POST /payments/{id}/dispute/close — any session; the transaction must be
-// sent from the payer.
-func (s *PaymentsService) SubmitCloseDispute(ctx context.Context, id, signedTransaction string) (*Transaction, error) {
-	return s.Submit(ctx, id, OpCloseDispute, signedTransaction)
-}
-
-// SubmitCloseDisputeByHash reports a dispute-close transaction the payer
-// broadcast itself.
-//
-// POST /payments/{id}/dispute/close/submitted — the payer.
-func (s *PaymentsService) SubmitCloseDisputeByHash(ctx context.Context, id, transactionHash string) (*Transaction, error) {
-	return s.SubmitByHash(ctx, id, OpCloseDispute, transactionHash)
 }
 
 // ---- client-side checks ----

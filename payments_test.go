@@ -401,7 +401,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareAuthorize reused",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareAuthorize(ctx, fixturePaymentID)
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpAuthorize, PrepareParams{})
 			},
 			method: "POST", path: pid + "/authorize/prepare",
 			reply: muxOK(fixturePendingTxJSON),
@@ -414,42 +414,42 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareCharge",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareCharge(ctx, fixturePaymentID)
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCharge, PrepareParams{})
 			},
 			method: "POST", path: pid + "/charge/prepare", reply: prepared, check: isNewPrepared,
 		},
 		{
 			name: "PrepareCapture",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareCapture(ctx, fixturePaymentID, "10.50")
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCapture, PrepareParams{Amount: "10.50"})
 			},
 			method: "POST", path: pid + "/capture/prepare", body: `{"amount": "10.50"}`, reply: prepared, check: isNewPrepared,
 		},
 		{
 			name: "PrepareVoid",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareVoid(ctx, fixturePaymentID)
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpVoid, PrepareParams{})
 			},
 			method: "POST", path: pid + "/void/prepare", reply: prepared, check: isNewPrepared,
 		},
 		{
 			name: "PrepareRelease from payee",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRelease(ctx, fixturePaymentID, fixturePayee)
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpRelease, PrepareParams{From: fixturePayee})
 			},
 			method: "POST", path: pid + "/release/prepare", body: `{"from": "` + fixturePayee + `"}`, reply: prepared,
 		},
 		{
 			name: "PrepareRelease default",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRelease(ctx, fixturePaymentID, "")
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpRelease, PrepareParams{From: ""})
 			},
 			method: "POST", path: pid + "/release/prepare", reply: prepared,
 		},
 		{
 			name: "PrepareRefund phase 1",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRefund(ctx, fixturePaymentID, "5")
+				return c.Payments.PrepareRefund(ctx, fixturePaymentID, RefundParams{Amount: "5"})
 			},
 			method: "POST", path: pid + "/refund/prepare", body: `{"amount": "5"}`,
 			reply: muxOK(`{"signing_payload": ` + fixtureSigningPayloadJSON + `}`),
@@ -464,7 +464,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareRefundTransaction phase 2",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRefundTransaction(ctx, fixturePaymentID, "5", "0xpayee-sig")
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpRefund, PrepareParams{Amount: "5", Signature: "0xpayee-sig"})
 			},
 			method: "POST", path: pid + "/refund/prepare", body: `{"amount": "5", "signature": "0xpayee-sig"}`,
 			reply: prepared, check: isNewPrepared,
@@ -472,7 +472,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareDispute with reason",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareDispute(ctx, fixturePaymentID, fixtureReason)
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpDispute, PrepareParams{Reason: fixtureReason})
 			},
 			method: "POST", path: pid + "/dispute/prepare", body: `{"reason": "` + fixtureReason + `"}`,
 			reply: prepared, check: isNewPrepared,
@@ -480,7 +480,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareDispute without reason",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareDispute(ctx, fixturePaymentID, "")
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpDispute, PrepareParams{Reason: ""})
 			},
 			method: "POST", path: pid + "/dispute/prepare",
 			reply: muxOK(fixturePendingTxJSON),
@@ -493,7 +493,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareCloseDispute 200 is not reuse",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareCloseDispute(ctx, fixturePaymentID, "")
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCloseDispute, PrepareParams{Reason: ""})
 			},
 			method: "POST", path: pid + "/dispute/close/prepare",
 			reply: muxOK(fixturePendingTxJSON), check: isNewPrepared,
@@ -518,39 +518,19 @@ func TestPaymentsRequests(t *testing.T) {
 	submit := []struct {
 		name  string
 		route string
-		fn    func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error)
+		op    Operation
 		hash  bool
 	}{
-		{"SubmitAuthorize", "/authorize", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitAuthorize
-		}, false},
-		{"SubmitCharge", "/charge", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitCharge
-		}, false},
-		{"SubmitCapture", "/capture", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitCapture
-		}, false},
-		{"SubmitVoid", "/void", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitVoid
-		}, false},
-		{"SubmitRelease", "/release", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitRelease
-		}, false},
-		{"SubmitRefund", "/refund", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitRefund
-		}, false},
-		{"SubmitDispute", "/dispute", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitDispute
-		}, false},
-		{"SubmitCloseDispute", "/dispute/close", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitCloseDispute
-		}, false},
-		{"SubmitDisputeByHash", "/dispute/submitted", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitDisputeByHash
-		}, true},
-		{"SubmitCloseDisputeByHash", "/dispute/close/submitted", func(s *PaymentsService) func(context.Context, string, string) (*Transaction, error) {
-			return s.SubmitCloseDisputeByHash
-		}, true},
+		{"Submit authorize", "/authorize", OpAuthorize, false},
+		{"Submit charge", "/charge", OpCharge, false},
+		{"Submit capture", "/capture", OpCapture, false},
+		{"Submit void", "/void", OpVoid, false},
+		{"Submit release", "/release", OpRelease, false},
+		{"Submit refund", "/refund", OpRefund, false},
+		{"Submit dispute", "/dispute", OpDispute, false},
+		{"Submit close_dispute", "/dispute/close", OpCloseDispute, false},
+		{"SubmitByHash dispute", "/dispute/submitted", OpDispute, true},
+		{"SubmitByHash close_dispute", "/dispute/close/submitted", OpCloseDispute, true},
 	}
 	for _, sc := range submit {
 		arg, body := fixtureSignedTx, `{"signed_transaction": "`+fixtureSignedTx+`"}`
@@ -560,7 +540,10 @@ func TestPaymentsRequests(t *testing.T) {
 		cases = append(cases, muxCase{
 			name: sc.name,
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return sc.fn(c.Payments)(ctx, fixturePaymentID, arg)
+				if sc.hash {
+					return c.Payments.SubmitByHash(ctx, fixturePaymentID, sc.op, arg)
+				}
+				return c.Payments.Submit(ctx, fixturePaymentID, sc.op, arg)
 			},
 			method: "POST", path: pid + sc.route, body: body, reply: accepted, check: isTx,
 		})
@@ -606,15 +589,15 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"capture without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareCapture(ctx, "p", "")
+			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: ""})
 			return err
 		}},
 		{"capture with a negative amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareCapture(ctx, "p", "-1")
+			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: "-1"})
 			return err
 		}},
 		{"capture of zero", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareCapture(ctx, "p", "0.00")
+			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: "0.00"})
 			return err
 		}},
 		{"capture with an exponent", "amount", func(ctx context.Context, p *PaymentsService) error {
@@ -622,15 +605,15 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"refund phase 1 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", "")
+			_, err := p.PrepareRefund(ctx, "p", RefundParams{Amount: ""})
 			return err
 		}},
 		{"refund phase 2 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefundTransaction(ctx, "p", "", "0xsig")
+			_, err := p.Prepare(ctx, "p", OpRefund, PrepareParams{Amount: "", Signature: "0xsig"})
 			return err
 		}},
 		{"refund phase 2 without signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefundTransaction(ctx, "p", "1", "")
+			_, err := p.Prepare(ctx, "p", OpRefund, PrepareParams{Amount: "1", Signature: ""})
 			return err
 		}},
 		{"generic refund without signature", "signature", func(ctx context.Context, p *PaymentsService) error {
@@ -650,11 +633,11 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"malformed release from", "from", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRelease(ctx, "p", "0x1234")
+			_, err := p.Prepare(ctx, "p", OpRelease, PrepareParams{From: "0x1234"})
 			return err
 		}},
 		{"malformed dispute reason", "reason", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareDispute(ctx, "p", "fraud")
+			_, err := p.Prepare(ctx, "p", OpDispute, PrepareParams{Reason: "fraud"})
 			return err
 		}},
 		{"unknown operation", "operation", func(ctx context.Context, p *PaymentsService) error {
@@ -666,7 +649,7 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"empty id", "id", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareVoid(ctx, "")
+			_, err := p.Prepare(ctx, "", OpVoid, PrepareParams{})
 			return err
 		}},
 		{"empty id on Get", "id", func(ctx context.Context, p *PaymentsService) error {
@@ -674,11 +657,11 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"empty signed transaction", "signed_transaction", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitCapture(ctx, "p", "")
+			_, err := p.Submit(ctx, "p", OpCapture, "")
 			return err
 		}},
 		{"signed transaction not hex", "signed_transaction", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitCapture(ctx, "p", "02f8")
+			_, err := p.Submit(ctx, "p", OpCapture, "02f8")
 			return err
 		}},
 		{"short hash", "transaction_hash", func(ctx context.Context, p *PaymentsService) error {
@@ -686,7 +669,7 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"hash on dispute close", "transaction_hash", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitCloseDisputeByHash(ctx, "p", strings.Repeat("ab", 33))
+			_, err := p.SubmitByHash(ctx, "p", OpCloseDispute, strings.Repeat("ab", 33))
 			return err
 		}},
 		{"empty payer signature", "signature", func(ctx context.Context, p *PaymentsService) error {
@@ -727,7 +710,7 @@ func TestPrepareRefundWithoutPayloadIsDecodeError(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments/p/refund/prepare", muxOK(`{"signing_payload": null}`))
-	_, err := c.Payments.PrepareRefund(context.Background(), "p", "1")
+	_, err := c.Payments.PrepareRefund(context.Background(), "p", RefundParams{Amount: "1"})
 	var de *DecodeError
 	if !errors.As(err, &de) || de.StatusCode != http.StatusOK {
 		t.Fatalf("error = %v, want a *DecodeError for the 200 answer", err)
@@ -739,7 +722,7 @@ func TestPaymentsAPIErrorsSurface(t *testing.T) {
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments/p/capture/prepare", muxReply{status: http.StatusUnprocessableEntity,
 		body: `{"code": "amount_exceeds_capturable", "title": "Capture larger than escrow", "detail": "Only 15.00 is still held for this payment; lower the capture amount.", "status": "invalid_state"}`})
-	_, err := c.Payments.PrepareCapture(context.Background(), "p", "20.00")
+	_, err := c.Payments.Prepare(context.Background(), "p", OpCapture, PrepareParams{Amount: "20.00"})
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != CodeAmountExceedsCapturable || apiErr.StatusCode != 422 {
 		t.Fatalf("error = %v, want the 422 amount_exceeds_capturable APIError", err)

@@ -47,7 +47,7 @@ func exampleBodies(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"webhook", "signing", "rail0test", "redislimit"} {
+	for _, dir := range []string{"webhook", "signing", "rail0test", "redislimit", "integration"} {
 		more, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
 		files = append(files, more...)
 	}

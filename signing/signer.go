@@ -6,36 +6,20 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"strconv"
 	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
+
+	"github.com/rail0/rail0-go"
 )
 
-// Signer is an Ethereum account that can sign 32-byte digests. It is the
-// seam that lets keys live outside the process: PrivateKeySigner keeps a key in
-// memory, and an adapter for an HSM or a cloud KMS only has to implement these
-// two methods.
-//
-// SignDigest signs digest as is (it must not hash it again) with the secp256k1
-// key of Address and returns 65 bytes r ‖ s ‖ v, where r and s are 32-byte
-// big-endian integers, s is in the lower half of the curve order (as Ethereum
-// requires since Homestead), and v is the recovery id 0 or 1 (not 27 or 28).
-// Adapters for devices that return DER signatures must convert them and work out
-// v by recovery. The functions of this package check every signature a Signer
-// returns against Address before using it, so a misconfigured key is reported
-// as an error rather than sent to the gateway.
-//
-// Implementations must be safe for concurrent use. SignDigest should honour
-// ctx when it does I/O.
-type Signer interface {
-	Address() common.Address
-	SignDigest(ctx context.Context, digest [32]byte) ([]byte, error)
-}
+// PrivateKeySigner implements rail0.Signer, the SDK's one signing interface.
+var _ rail0.Signer = (*PrivateKeySigner)(nil)
 
-// PrivateKeySigner is a Signer holding a secp256k1 private key in memory.
+// PrivateKeySigner is a rail0.Signer holding a secp256k1 private key in
+// memory. Give it to a client with rail0.WithSigner.
 //
 // The key cannot be read back: PrivateKeySigner prints, formats (with every
 // fmt verb, including %#v) and logs (slog.LogValuer) as its address only, and
@@ -85,8 +69,9 @@ func newPrivateKeySigner(key *ecdsa.PrivateKey) *PrivateKeySigner {
 	return &PrivateKeySigner{key: key, addr: crypto.PubkeyToAddress(key.PublicKey)}
 }
 
-// Address returns the account address derived from the key.
-func (s *PrivateKeySigner) Address() common.Address { return s.addr }
+// Address returns the account address derived from the key, EIP-55
+// checksummed.
+func (s *PrivateKeySigner) Address() string { return s.addr.Hex() }
 
 // SignDigest signs digest with RFC 6979 deterministic nonces, so the same key
 // and digest always give the same signature. It returns r ‖ s ‖ v with v in
@@ -143,78 +128,4 @@ func formatRedacted(f fmt.State, verb rune, str, goStr string) {
 	default:
 		fmt.Fprint(f, str)
 	}
-}
-
-// signDigest asks s to sign digest and checks the answer: 65 bytes, v in
-// {0, 1}, canonical low-s values, and recovery to s.Address(). It returns a
-// fresh slice with v in {0, 1}.
-func signDigest(ctx context.Context, s Signer, digest [32]byte) ([]byte, error) {
-	if s == nil {
-		return nil, ErrNilSigner
-	}
-	want := s.Address()
-	sig, err := s.SignDigest(ctx, digest)
-	if err != nil {
-		return nil, fmt.Errorf("signing: signer %s: %w", want.Hex(), err)
-	}
-	if len(sig) != crypto.SignatureLength {
-		return nil, fmt.Errorf("%w: signer %s returned %d bytes, want 65", ErrInvalidSignature, want.Hex(), len(sig))
-	}
-	out := make([]byte, crypto.SignatureLength)
-	copy(out, sig)
-	r, sv, v := new(big.Int).SetBytes(out[:32]), new(big.Int).SetBytes(out[32:64]), out[64]
-	if !crypto.ValidateSignatureValues(v, r, sv, true) {
-		return nil, fmt.Errorf("%w: signer %s returned v=%d or r, s out of range (v must be 0 or 1, s in the lower half)", ErrInvalidSignature, want.Hex(), v)
-	}
-	pub, err := crypto.SigToPub(digest[:], out)
-	if err != nil {
-		return nil, fmt.Errorf("%w: signer %s: %v", ErrInvalidSignature, want.Hex(), err)
-	}
-	if got := crypto.PubkeyToAddress(*pub); got != want {
-		return nil, fmt.Errorf("%w: signer %s returned a signature that recovers to %s", ErrInvalidSignature, want.Hex(), got.Hex())
-	}
-	return out, nil
-}
-
-// decodeSignature parses "0x" + 130 hex digits into r ‖ s ‖ v with v
-// normalised to {0, 1}; it accepts v as 0, 1, 27 or 28.
-func decodeSignature(signature string) ([]byte, error) {
-	h, ok := strings.CutPrefix(signature, "0x")
-	if !ok || len(h) != 2*crypto.SignatureLength {
-		return nil, fmt.Errorf("%w: want 0x followed by 130 hex digits", ErrInvalidSignature)
-	}
-	sig, err := hex.DecodeString(h)
-	if err != nil {
-		return nil, fmt.Errorf("%w: want 0x followed by 130 hex digits", ErrInvalidSignature)
-	}
-	if sig[64] >= 27 {
-		sig[64] -= 27
-	}
-	r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:64])
-	if !crypto.ValidateSignatureValues(sig[64], r, s, true) {
-		return nil, fmt.Errorf("%w: v must be 27 or 28 (or 0 or 1), r and s in range with s in the lower half", ErrInvalidSignature)
-	}
-	return sig, nil
-}
-
-// recoverAddress returns the address that produced signature over digest.
-func recoverAddress(digest [32]byte, signature string) (common.Address, error) {
-	sig, err := decodeSignature(signature)
-	if err != nil {
-		return common.Address{}, err
-	}
-	pub, err := crypto.SigToPub(digest[:], sig)
-	if err != nil {
-		return common.Address{}, fmt.Errorf("%w: %v", ErrInvalidSignature, err)
-	}
-	return crypto.PubkeyToAddress(*pub), nil
-}
-
-// encodeSignature returns sig (v in {0, 1}) as "0x" hex with v = 27 or 28,
-// the form the gateway and personal_sign verifiers expect.
-func encodeSignature(sig []byte) string {
-	out := make([]byte, len(sig))
-	copy(out, sig)
-	out[64] += 27
-	return "0x" + hex.EncodeToString(out)
 }

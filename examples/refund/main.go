@@ -61,7 +61,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "charged %s, refundable %s\n", env.Amount(p.Amount), env.Amount(p.RefundableAmount))
 
 	// Phase 1: the authorization to sign, for the whole amount.
-	auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, "20.00")
+	auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, rail0.RefundParams{Amount: "20.00"})
 	if err != nil {
 		return fmt.Errorf("refund phase 1: %w", err)
 	}
@@ -72,7 +72,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintln(w, "phase 1: merchant signed the ReceiveWithAuthorization")
 
 	// Phase 2: the transaction carrying that signature.
-	prepared, err := merchant.Payments.PrepareRefundTransaction(ctx, p.ID, "20.00", signature)
+	prepared, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpRefund, rail0.PrepareParams{Amount: "20.00", Signature: signature})
 	if err != nil {
 		return fmt.Errorf("refund phase 2: %w", err)
 	}
@@ -80,7 +80,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("signing the refund transaction: %w", err)
 	}
-	tx, err := merchant.Payments.SubmitRefund(ctx, p.ID, raw)
+	tx, err := merchant.Payments.Submit(ctx, p.ID, rail0.OpRefund, raw)
 	if err != nil {
 		return fmt.Errorf("submitting the refund: %w", err)
 	}
@@ -94,7 +94,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "payment %s, refundable %s\n", p.Status, env.Amount(p.RefundableAmount))
 
 	// Refunding again is refused before any gas is spent, with a typed code.
-	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, "1.00")
+	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, rail0.RefundParams{Amount: "1.00"})
 	var apiErr *rail0.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Fprintf(w, "a second refund is refused: %d %s (%s)\n", apiErr.StatusCode, apiErr.Code, apiErr.Hint())

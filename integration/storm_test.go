@@ -1,4 +1,4 @@
-package rail0_test
+package integration_test
 
 import (
 	"context"
@@ -336,7 +336,7 @@ func TestFaultStorm(t *testing.T) {
 				default:
 					// A partial capture, prepare → sign → submit, by hand so
 					// that the test knows how many submits it asked for.
-					prep, err := merchant.Payments.PrepareCapture(ctx, payments[w], "0.01")
+					prep, err := merchant.Payments.Prepare(ctx, payments[w], rail0.OpCapture, rail0.PrepareParams{Amount: "0.01"})
 					count(err)
 					if err != nil || prep.UnsignedTransaction == nil {
 						continue
@@ -347,7 +347,7 @@ func TestFaultStorm(t *testing.T) {
 						continue
 					}
 					submitsAsked[w].Add(1)
-					_, err = merchant.Payments.SubmitCapture(ctx, payments[w], raw)
+					_, err = merchant.Payments.Submit(ctx, payments[w], rail0.OpCapture, raw)
 					count(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package rail0_test
+package integration_test
 
 import (
 	"context"

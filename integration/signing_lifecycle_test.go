@@ -1,4 +1,4 @@
-package rail0_test
+package integration_test
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func TestSignedLifecycleRefusals(t *testing.T) {
 		if _, err := buyer.Payments.PayerSign(ctx, p.ID, buyerKey); err != nil {
 			t.Fatal(err)
 		}
-		prep, err := merchant.Payments.PrepareAuthorize(ctx, p.ID)
+		prep, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpAuthorize, rail0.PrepareParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestSignedLifecycleRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = merchant.Payments.SubmitAuthorize(ctx, p.ID, raw)
+		_, err = merchant.Payments.Submit(ctx, p.ID, rail0.OpAuthorize, raw)
 		var apiErr *rail0.APIError
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusForbidden {
 			t.Fatalf("submit signed by the buyer = %v, want 403", err)

@@ -1,0 +1,606 @@
+package rail0
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/rail0/rail0-go/internal/evm"
+)
+
+// This file checks what the gateway prepares against the payment and the
+// caller's request before anything is signed (README section 12.1 of the
+// gateway guide). Every artifact of a payment is fully determined by the
+// payment's terms and the operation, so the SDK recomputes each field
+// locally and refuses any difference: a compromised, impersonated or buggy
+// gateway cannot get a signature for another amount, recipient, contract or
+// chain. The checks are pure functions; the flows run them, and
+// PaymentsService.VerifyPayload and VerifyTransaction expose them to callers
+// who drive prepare/submit themselves.
+
+// ErrArtifactMismatch matches an *ArtifactError with errors.Is.
+var ErrArtifactMismatch = errors.New("rail0: gateway artifact does not match the request")
+
+// ArtifactError reports a gateway artifact that differs from what the
+// payment and the caller's request determine. Nothing was signed or sent.
+type ArtifactError struct {
+	// PaymentID is the payment the artifact belongs to.
+	PaymentID string
+	// Operation is the step the artifact was prepared for; empty for the
+	// payer's signature.
+	Operation Operation
+	// Artifact names what was checked: "payment", "signing_payload" or
+	// "unsigned_transaction".
+	Artifact string
+	// Field is the field that differs, in the artifact's own names
+	// ("domain.chainId", "message.value", "to", "data.amount", ...).
+	Field string
+	// Expected is the value the SDK computed; Got is what came.
+	Expected, Got string
+	// Reason explains a field that could not be compared at all
+	// (malformed, missing, out of bounds).
+	Reason string
+}
+
+// Error returns one readable line.
+func (e *ArtifactError) Error() string {
+	what := "payer signature"
+	if e.Operation != "" {
+		what = string(e.Operation)
+	}
+	msg := fmt.Sprintf("rail0: %s of payment %s: %s %s", what, e.PaymentID, e.Artifact, e.Field)
+	switch {
+	case e.Reason != "":
+		msg += " " + oneLine(e.Reason)
+	default:
+		msg += fmt.Sprintf(": expected %s, got %s", oneLine(e.Expected), oneLine(e.Got))
+	}
+	return msg + "; nothing was signed"
+}
+
+// Is matches ErrArtifactMismatch.
+func (e *ArtifactError) Is(target error) bool { return target == ErrArtifactMismatch }
+
+// Intent is what the caller asked for: the step and its arguments. The
+// checks compare every artifact with it and with the payment.
+type Intent struct {
+	// Operation is the step; empty for the payer's signature of the
+	// payment (PayerSign).
+	Operation Operation
+	// Signer is the address that will sign (and send) the artifact.
+	Signer string
+	// Amount is the amount asked for, in base units, for capture and
+	// refund.
+	Amount string
+	// Reason is the bytes32 reason of a dispute or a dispute close; empty
+	// means zero.
+	Reason string
+	// Signature is the payee's signature of the refund authorization that
+	// the refund transaction must carry (0x + 130 hex).
+	Signature string
+}
+
+// Trust is what the checks take as given besides the payment: the RAIL0
+// contract pinned per chain, the chains the gateway serves, the limits on
+// gas, and token domains already seen.
+type trust struct {
+	// contracts pins the RAIL0 contract per chain; a chain without a pin
+	// accepts the payment's rail0_contract when everything agrees with it.
+	contracts map[int64]address
+	// chains, when non-nil, lists the chain ids of GET /blockchains.
+	chains map[int64]bool
+	// maxGas bounds gas_limit; maxFee bounds gas_limit × max_fee_per_gas
+	// (wei), so a gateway cannot spend the signer's ETH on gas.
+	maxGas uint64
+	maxFee *big.Int
+	// tokenDomains maps chain/token to the EIP-712 name and version of the
+	// token, when known, so the payer's signature inside an authorize or
+	// charge call can be recovered.
+	tokenDomains map[tokenKey][2]string
+}
+
+type tokenKey struct {
+	chainID int64
+	token   address
+}
+
+// Default bounds on the gas of a prepared transaction: far above what any
+// RAIL0 call spends (authorize, the dearest, about 155,000 gas) and what an
+// L2 or L1 charges, but low enough that a gateway cannot drain a signer.
+const DefaultMaxGasLimit = 1_000_000
+
+// DefaultMaxFee is the default bound on gas_limit × max_fee_per_gas of one
+// transaction: 0.05 ETH, in wei.
+var DefaultMaxFee = big.NewInt(5e16)
+
+// terms is the contract's Payment struct, decoded from a PaymentDetail.
+type terms struct {
+	id           string
+	rail0ID      word
+	chainID      *big.Int
+	contract     address
+	payer, payee address
+	token        address
+	amount       *big.Int
+	authExpiry   uint64
+	refundExpiry uint64
+	refundable   *big.Int
+	capturable   *big.Int
+	mode         PaymentMode
+	configHash   word
+}
+
+const paymentType = "Payment(address payer,address payee,address token,uint120 amount,uint48 authorizationExpiry,uint48 refundExpiry)"
+
+// rail0Domain is the RAIL0 contract's EIP-712 name and version.
+const (
+	rail0DomainName    = "RAIL0"
+	rail0DomainVersion = "1.3.0"
+)
+
+// words returns the Payment tuple as six ABI words.
+func (t *terms) words() [6]word {
+	return [6]word{t.payer.word(), t.payee.word(), t.token.word(), uintWord(t.amount), u64Word(t.authExpiry), u64Word(t.refundExpiry)}
+}
+
+// computeConfigHash is the EIP-712 hash of the terms under the contract's
+// domain.
+func (t *terms) computeConfigHash() word {
+	w := t.words()
+	structHash := keccakWords(keccakString(paymentType), w[0], w[1], w[2], w[3], w[4], w[5])
+	return eip712Digest(eip712Domain{name: rail0DomainName, version: rail0DomainVersion, chainID: t.chainID, contract: t.contract}, structHash)
+}
+
+// nonce is the EIP-3009 nonce of an authorization for op.
+func (t *terms) nonce(op Operation) word {
+	switch op {
+	case OpRefund:
+		return keccakWords(keccakString("RAIL0.REFUND"), t.rail0ID, t.configHash, uintWord(t.refundable))
+	case OpCharge:
+		return keccakWords(keccakString("RAIL0.CHARGE"), t.rail0ID, t.configHash)
+	default:
+		return keccakWords(keccakString("RAIL0.AUTHORIZE"), t.rail0ID, t.configHash)
+	}
+}
+
+var (
+	maxUint120 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 120), big.NewInt(1))
+	maxUint48  = uint64(1)<<48 - 1
+)
+
+// checkPayment decodes p's terms and checks them for consistency: well-formed
+// fields, terms the contract accepts, the contract pinned for the chain (or,
+// without a pin, a chain the gateway lists), and a config_hash equal to the
+// one computed locally, which binds every term and the contract address.
+func checkPayment(p *PaymentDetail, tr *trust) (*terms, error) {
+	if p == nil {
+		return nil, &ValidationError{Field: "payment", Reason: "is required"}
+	}
+	fail := func(field, expected, got, reason string) (*terms, error) {
+		return nil, &ArtifactError{PaymentID: p.ID, Artifact: "payment", Field: field, Expected: expected, Got: got, Reason: reason}
+	}
+	t := &terms{id: p.ID, mode: p.Mode}
+	var err error
+	if t.rail0ID, err = parseWord(p.Rail0ID); err != nil {
+		return fail("rail0_id", "", "", err.Error())
+	}
+	if t.configHash, err = parseWord(p.ConfigHash); err != nil {
+		return fail("config_hash", "", "", err.Error())
+	}
+	if p.ChainID <= 0 {
+		return fail("chain_id", "", "", fmt.Sprintf("%d is not a chain id", p.ChainID))
+	}
+	t.chainID = big.NewInt(p.ChainID)
+	for _, f := range []struct {
+		name, value string
+		dst         *address
+	}{{"rail0_contract", p.Rail0Contract, &t.contract}, {"payer", p.Payer, &t.payer}, {"payee", p.Payee, &t.payee}, {"token", p.Token, &t.token}} {
+		if *f.dst, err = parseAddress(f.value); err != nil {
+			return fail(f.name, "", "", err.Error())
+		}
+	}
+	for _, f := range []struct {
+		name, value string
+		dst         **big.Int
+	}{{"amount", p.Amount, &t.amount}, {"capturable_amount", p.CapturableAmount, &t.capturable}, {"refundable_amount", p.RefundableAmount, &t.refundable}} {
+		if *f.dst, err = parseUintText(f.value, 120); err != nil {
+			return fail(f.name, "", "", err.Error())
+		}
+	}
+	if p.AuthorizationExpiry < 0 || uint64(p.AuthorizationExpiry) > maxUint48 || p.RefundExpiry < 0 || uint64(p.RefundExpiry) > maxUint48 {
+		return fail("expiry", "", "", "is outside uint48")
+	}
+	t.authExpiry, t.refundExpiry = uint64(p.AuthorizationExpiry), uint64(p.RefundExpiry)
+	switch {
+	case t.payer == t.payee:
+		return fail("payee", "", "", "equals the payer, which the contract refuses")
+	case t.amount.Sign() == 0:
+		return fail("amount", "", "", "is zero, which the contract refuses")
+	case t.authExpiry > t.refundExpiry:
+		return fail("authorization_expiry", "", "", "is after refund_expiry, which the contract refuses")
+	case t.capturable.Cmp(t.amount) > 0:
+		return fail("capturable_amount", "at most "+t.amount.String(), t.capturable.String(), "")
+	case t.refundable.Cmp(t.amount) > 0:
+		return fail("refundable_amount", "at most "+t.amount.String(), t.refundable.String(), "")
+	}
+	if pinned, ok := tr.contracts[p.ChainID]; ok {
+		if pinned != t.contract {
+			return fail("rail0_contract", pinned.String(), t.contract.String(), "")
+		}
+	} else if tr.chains != nil && !tr.chains[p.ChainID] {
+		return fail("chain_id", "a chain listed by GET /blockchains", fmt.Sprint(p.ChainID), "")
+	}
+	if want := t.computeConfigHash(); want != t.configHash {
+		return fail("config_hash", want.String(), t.configHash.String(), "")
+	}
+	return t, nil
+}
+
+// checkSigner checks that the intent's signer may act for op on t.
+func checkSigner(t *terms, op Operation, signer string) (address, error) {
+	a, err := parseAddress(signer)
+	if err != nil {
+		return a, &ValidationError{Field: "signer", Reason: err.Error()}
+	}
+	var ok bool
+	var role string
+	switch op {
+	case "", OpDispute, OpCloseDispute:
+		ok, role = a == t.payer, "the payer"
+	case OpRelease:
+		ok, role = a == t.payer || a == t.payee, "the payer or the payee"
+	default:
+		ok, role = a == t.payee, "the payee"
+	}
+	if !ok {
+		what := "the payer signature"
+		if op != "" {
+			what = string(op)
+		}
+		return a, &ValidationError{Field: "signer", Reason: fmt.Sprintf("%s is not %s of payment %s, who must sign %s", a, role, t.id, what)}
+	}
+	return a, nil
+}
+
+// payloadCheck is the outcome of a verified signing payload: the digest to
+// sign and the token's domain name and version.
+type payloadCheck struct {
+	digest        word
+	name, version string
+}
+
+// checkPayload verifies a signing_payload for the payer's signature (intent
+// operation empty) or a refund (OpRefund) against t and in.
+func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, error) {
+	fail := func(field, expected, got, reason string) (*payloadCheck, error) {
+		return nil, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload",
+			Field: field, Expected: expected, Got: got, Reason: reason}
+	}
+	var primary, nonceOp Operation
+	var from, to address
+	var value *big.Int
+	var validBefore uint64
+	switch in.Operation {
+	case "":
+		primary, from, value, validBefore = "TransferWithAuthorization", t.payer, t.amount, t.authExpiry
+		nonceOp = OpAuthorize
+		if t.mode == ModeCharge {
+			nonceOp = OpCharge
+		} else if t.mode != ModeAuthorize {
+			return fail("mode", "", "", fmt.Sprintf("%q is not a mode the payer can sign for", t.mode))
+		}
+	case OpRefund:
+		amount, err := parseUintText(in.Amount, 120)
+		if err != nil || amount.Sign() == 0 {
+			return nil, &ValidationError{Field: "amount", Reason: "must be a positive base-unit integer"}
+		}
+		primary, from, value, validBefore, nonceOp = "ReceiveWithAuthorization", t.payee, amount, t.refundExpiry, OpRefund
+	default:
+		return nil, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%s has no signing payload", in.Operation)}
+	}
+	to = t.contract
+
+	var doc struct {
+		Types       map[string][]struct{ Name, Type string } `json:"types"`
+		PrimaryType string                                   `json:"primaryType"`
+		Domain      map[string]json.RawMessage               `json:"domain"`
+		Message     map[string]json.RawMessage               `json:"message"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if len(bytes.TrimSpace(payload)) == 0 || dec.Decode(&doc) != nil {
+		return fail("", "", "", "is not a JSON object of EIP-712 typed data")
+	}
+	if doc.PrimaryType != string(primary) {
+		return fail("primaryType", string(primary), doc.PrimaryType, "")
+	}
+	wantTypes := map[string]string{
+		"EIP712Domain":      "name string,version string,chainId uint256,verifyingContract address",
+		string(primary):     "from address,to address,value uint256,validAfter uint256,validBefore uint256,nonce bytes32",
+	}
+	for name, fields := range doc.Types {
+		want, known := wantTypes[name]
+		var got []string
+		for _, f := range fields {
+			got = append(got, f.Name+" "+f.Type)
+		}
+		if !known || strings.Join(got, ",") != want {
+			return fail("types."+name, want, strings.Join(got, ","), "")
+		}
+	}
+	if _, ok := doc.Types[string(primary)]; !ok {
+		return fail("types."+string(primary), "", "", "is missing")
+	}
+
+	// The domain: the token's, on the payment's chain.
+	if len(doc.Domain) != 4 {
+		return fail("domain", "", "", "must hold exactly name, version, chainId and verifyingContract")
+	}
+	var name, version, contract string
+	for field, dst := range map[string]*string{"name": &name, "version": &version, "verifyingContract": &contract} {
+		if json.Unmarshal(doc.Domain[field], dst) != nil {
+			return fail("domain."+field, "", "", "is missing or not a string")
+		}
+	}
+	chainID, err := parseUint(doc.Domain["chainId"], 256)
+	if err != nil {
+		return fail("domain.chainId", "", "", err.Error())
+	}
+	if chainID.Cmp(t.chainID) != 0 {
+		return fail("domain.chainId", t.chainID.String(), chainID.String(), "")
+	}
+	verifying, err := parseAddress(contract)
+	if err != nil {
+		return fail("domain.verifyingContract", "", "", err.Error())
+	}
+	if verifying != t.token {
+		return fail("domain.verifyingContract", t.token.String(), verifying.String(), "")
+	}
+
+	// The message.
+	if len(doc.Message) != 6 {
+		return fail("message", "", "", "must hold exactly from, to, value, validAfter, validBefore and nonce")
+	}
+	addr := func(field string, want address) (address, error) {
+		var s string
+		if json.Unmarshal(doc.Message[field], &s) != nil {
+			return address{}, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload", Field: "message." + field, Reason: "is missing or not a string"}
+		}
+		a, err := parseAddress(s)
+		if err != nil {
+			return a, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload", Field: "message." + field, Reason: err.Error()}
+		}
+		if a != want {
+			return a, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload", Field: "message." + field, Expected: want.String(), Got: a.String()}
+		}
+		return a, nil
+	}
+	if _, err := addr("from", from); err != nil {
+		return nil, err
+	}
+	if _, err := addr("to", to); err != nil {
+		return nil, err
+	}
+	nonce := t.nonce(nonceOp)
+	for _, f := range []struct {
+		field string
+		want  *big.Int
+	}{{"value", value}, {"validAfter", new(big.Int)}, {"validBefore", new(big.Int).SetUint64(validBefore)}, {"nonce", new(big.Int).SetBytes(nonce[:])}} {
+		got, err := parseUint(doc.Message[f.field], 256)
+		if err != nil {
+			return fail("message."+f.field, "", "", err.Error())
+		}
+		if got.Cmp(f.want) != 0 {
+			want, have := f.want.String(), got.String()
+			if f.field == "nonce" {
+				want, have = nonce.String(), uintWord(got).String()
+			}
+			return fail("message."+f.field, want, have, "")
+		}
+	}
+
+	// The digest is computed from the checked values with the canonical
+	// EIP-3009 types, so what is signed is exactly what was verified.
+	domain := eip712Domain{name: name, version: version, chainID: t.chainID, contract: t.token}
+	structHash := keccakWords(keccakString(string(primary)+"(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
+		from.word(), to.word(), uintWord(value), word{}, u64Word(validBefore), nonce)
+	return &payloadCheck{digest: eip712Digest(domain, structHash), name: name, version: version}, nil
+}
+
+// Function selectors of the RAIL0 contract (README section 12.1): the first
+// four bytes of keccak256 of each signature, Payment as its tuple.
+const paymentTuple = "(address,address,address,uint120,uint48,uint48)"
+
+var callSignatures = map[Operation]string{
+	OpAuthorize:    "authorize(bytes32," + paymentTuple + ",uint8,bytes32,bytes32)",
+	OpCharge:       "charge(bytes32," + paymentTuple + ",uint8,bytes32,bytes32)",
+	OpCapture:      "capture(bytes32," + paymentTuple + ",uint256)",
+	OpVoid:         "void(bytes32," + paymentTuple + ")",
+	OpRelease:      "release(bytes32," + paymentTuple + ")",
+	OpRefund:       "refund(bytes32," + paymentTuple + ",uint256,uint8,bytes32,bytes32)",
+	OpDispute:      "dispute(bytes32," + paymentTuple + ",bytes32)",
+	OpCloseDispute: "closeDispute(bytes32," + paymentTuple + ",bytes32)",
+}
+
+func selector(op Operation) [4]byte {
+	h := keccakString(callSignatures[op])
+	return [4]byte(h[:4])
+}
+
+// checkTransaction verifies an unsigned_transaction for in against t and
+// returns it parsed, ready to sign.
+func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsignedTx, error) {
+	fail := func(field, expected, got, reason string) (*unsignedTx, error) {
+		return nil, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "unsigned_transaction",
+			Field: field, Expected: expected, Got: got, Reason: reason}
+	}
+	if _, ok := callSignatures[in.Operation]; !ok {
+		return nil, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
+	}
+	signer, err := checkSigner(t, in.Operation, in.Signer)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := parseUnsignedTx(unsigned)
+	if err != nil {
+		var fe *artifactFieldError
+		if errors.As(err, &fe) {
+			return fail(fe.field, "", fe.got, fe.reason)
+		}
+		return nil, err
+	}
+	switch {
+	case tx.chainID.Cmp(t.chainID) != 0:
+		return fail("chain_id", t.chainID.String(), tx.chainID.String(), "")
+	case tx.to != t.contract:
+		return fail("to", t.contract.String(), tx.to.String(), "")
+	case tx.value.Sign() != 0:
+		return fail("value", "0", tx.value.String(), "")
+	case tx.from != nil && *tx.from != signer:
+		return fail("from", signer.String(), tx.from.String(), "")
+	case tx.gasLimit == 0:
+		return fail("gas_limit", "", "0", "is zero")
+	case tx.gasLimit > tr.maxGas:
+		return fail("gas_limit", fmt.Sprintf("at most %d", tr.maxGas), fmt.Sprint(tx.gasLimit), "")
+	case tx.maxPriorityFeePerGas.Cmp(tx.maxFeePerGas) > 0:
+		return fail("max_priority_fee_per_gas", "at most max_fee_per_gas "+tx.maxFeePerGas.String(), tx.maxPriorityFeePerGas.String(), "")
+	}
+	if fee := new(big.Int).Mul(tx.maxFeePerGas, new(big.Int).SetUint64(tx.gasLimit)); fee.Cmp(tr.maxFee) > 0 {
+		return fail("max_fee_per_gas", fmt.Sprintf("gas_limit × max_fee_per_gas at most %s wei", tr.maxFee), fee.String()+" wei", "")
+	}
+
+	// The call: selector, paymentId, the Payment tuple, then the
+	// operation's own arguments, all static 32-byte words.
+	data := tx.data
+	sel := selector(in.Operation)
+	if len(data) < 4 || [4]byte(data[:4]) != sel {
+		got := data
+		if len(got) > 4 {
+			got = got[:4]
+		}
+		return fail("data.selector", fmt.Sprintf("0x%x (%s)", sel, callSignatures[in.Operation]), fmt.Sprintf("0x%x", got), "")
+	}
+	var extra []string
+	switch in.Operation {
+	case OpAuthorize, OpCharge:
+		extra = []string{"v", "r", "s"}
+	case OpCapture:
+		extra = []string{"amount"}
+	case OpRefund:
+		extra = []string{"amount", "v", "r", "s"}
+	case OpDispute, OpCloseDispute:
+		extra = []string{"reason"}
+	}
+	if want := 4 + 32*(7+len(extra)); len(data) != want {
+		return fail("data", fmt.Sprintf("%d bytes", want), fmt.Sprintf("%d bytes", len(data)), "")
+	}
+	arg := func(i int) word { return word(data[4+32*i : 4+32*(i+1)]) }
+	if got := arg(0); got != t.rail0ID {
+		return fail("data.paymentId", t.rail0ID.String(), got.String(), "")
+	}
+	for i, w := range t.words() {
+		if got := arg(1 + i); got != w {
+			names := [6]string{"payer", "payee", "token", "amount", "authorizationExpiry", "refundExpiry"}
+			return fail("data.p."+names[i], w.String(), got.String(), "")
+		}
+	}
+	args := map[string]word{}
+	for i, name := range extra {
+		args[name] = arg(7 + i)
+	}
+	if w, ok := args["amount"]; ok {
+		want, err := parseUintText(in.Amount, 120)
+		if err != nil || want.Sign() == 0 {
+			return nil, &ValidationError{Field: "amount", Reason: "must be a positive base-unit integer"}
+		}
+		if got := new(big.Int).SetBytes(w[:]); got.Cmp(want) != 0 {
+			return fail("data.amount", want.String(), got.String(), "")
+		}
+	}
+	if w, ok := args["reason"]; ok {
+		var want word
+		if in.Reason != "" {
+			if want, err = parseWord(in.Reason); err != nil {
+				return nil, &ValidationError{Field: "reason", Reason: err.Error()}
+			}
+		}
+		if w != want {
+			return fail("data.reason", want.String(), w.String(), "")
+		}
+	}
+	if _, ok := args["v"]; ok {
+		if err := checkCallSignature(t, in, args, tr, fail); err != nil {
+			return nil, err
+		}
+	}
+	return tx, nil
+}
+
+// checkCallSignature checks the v, r, s arguments of an authorize, charge
+// or refund call. For a refund they must be the payee signature the caller
+// just produced. For authorize and charge they are the payer's signature,
+// which the SDK did not produce: they must be well formed with a low s (the
+// tokens refuse the high twin), and when the token's EIP-712 name and
+// version are known they must recover to the payer over the payment's
+// authorization.
+func checkCallSignature(t *terms, in Intent, args map[string]word, tr *trust, fail func(string, string, string, string) (*unsignedTx, error)) error {
+	v, r, s := args["v"], args["r"], args["s"]
+	if in.Operation == OpRefund {
+		sig, err := decodeSignatureHex(in.Signature)
+		if err != nil {
+			return &ValidationError{Field: "signature", Reason: err.Error()}
+		}
+		if got, want := (word)(v), u64Word(uint64(sig[64])); got != want {
+			_, err := fail("data.v", want.String(), got.String(), "")
+			return err
+		}
+		if want := word(sig[:32]); r != want {
+			_, err := fail("data.r", want.String(), r.String(), "")
+			return err
+		}
+		if want := word(sig[32:64]); s != want {
+			_, err := fail("data.s", want.String(), s.String(), "")
+			return err
+		}
+		return nil
+	}
+	if v != u64Word(27) && v != u64Word(28) {
+		_, err := fail("data.v", "27 or 28", v.String(), "")
+		return err
+	}
+	if r == (word{}) || s == (word{}) || !evm.IsLowS(s[:]) {
+		_, err := fail("data.s", "a non-zero r and an s in the lower half of the curve order", s.String(), "")
+		return err
+	}
+	dom, ok := tr.tokenDomains[tokenKey{t.chainID.Int64(), t.token}]
+	if !ok {
+		return nil
+	}
+	structHash := keccakWords(keccakString("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
+		t.payer.word(), t.contract.word(), uintWord(t.amount), word{}, u64Word(t.authExpiry), t.nonce(in.Operation))
+	digest := eip712Digest(eip712Domain{name: dom[0], version: dom[1], chainID: t.chainID, contract: t.token}, structHash)
+	sig := append(append(append([]byte{}, r[:]...), s[:]...), v[31])
+	got, err := evm.Recover(digest, sig)
+	if err != nil || address(got) != t.payer {
+		_, err := fail("data.r", "the payer's signature of the payment", "a signature by "+address(got).String(), "")
+		return err
+	}
+	return nil
+}
+
+// decodeSignatureHex reads a 65-byte r ‖ s ‖ v signature with v = 27 or 28.
+func decodeSignatureHex(s string) ([]byte, error) {
+	if len(s) != 132 || (s[:2] != "0x" && s[:2] != "0X") || !isHex(s[2:]) {
+		return nil, errors.New("must be 0x followed by 130 hex digits")
+	}
+	b := make([]byte, 65)
+	_, _ = hex.Decode(b, []byte(s[2:]))
+	if b[64] < 27 {
+		b[64] += 27
+	}
+	return b, nil
+}
