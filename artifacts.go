@@ -177,6 +177,29 @@ var (
 // without a pin, a chain the gateway lists), and a config_hash equal to the
 // one computed locally, which binds every term and the contract address.
 func checkPayment(p *PaymentDetail, tr *trust) (*terms, error) {
+	t, err := decodeTerms(p)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(field, expected, got, reason string) (*terms, error) {
+		return nil, &ArtifactError{PaymentID: p.ID, Artifact: "payment", Field: field, Expected: expected, Got: got, Reason: reason}
+	}
+	if pinned, ok := tr.contracts[p.ChainID]; ok {
+		if pinned != t.contract {
+			return fail("rail0_contract", pinned.String(), t.contract.String(), "")
+		}
+	} else if tr.chains != nil && !tr.chains[p.ChainID] {
+		return fail("chain_id", "a chain listed by GET /blockchains", fmt.Sprint(p.ChainID), "")
+	}
+	if want := t.computeConfigHash(); want != t.configHash {
+		return fail("config_hash", want.String(), t.configHash.String(), "")
+	}
+	return t, nil
+}
+
+// decodeTerms decodes p's terms and checks that they are well formed and
+// acceptable to the contract.
+func decodeTerms(p *PaymentDetail) (*terms, error) {
 	if p == nil {
 		return nil, &ValidationError{Field: "payment", Reason: "is required"}
 	}
@@ -226,16 +249,6 @@ func checkPayment(p *PaymentDetail, tr *trust) (*terms, error) {
 		return fail("capturable_amount", "at most "+t.amount.String(), t.capturable.String(), "")
 	case t.refundable.Cmp(t.amount) > 0:
 		return fail("refundable_amount", "at most "+t.amount.String(), t.refundable.String(), "")
-	}
-	if pinned, ok := tr.contracts[p.ChainID]; ok {
-		if pinned != t.contract {
-			return fail("rail0_contract", pinned.String(), t.contract.String(), "")
-		}
-	} else if tr.chains != nil && !tr.chains[p.ChainID] {
-		return fail("chain_id", "a chain listed by GET /blockchains", fmt.Sprint(p.ChainID), "")
-	}
-	if want := t.computeConfigHash(); want != t.configHash {
-		return fail("config_hash", want.String(), t.configHash.String(), "")
 	}
 	return t, nil
 }
@@ -319,8 +332,8 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 		return fail("primaryType", string(primary), doc.PrimaryType, "")
 	}
 	wantTypes := map[string]string{
-		"EIP712Domain":      "name string,version string,chainId uint256,verifyingContract address",
-		string(primary):     "from address,to address,value uint256,validAfter uint256,validBefore uint256,nonce bytes32",
+		"EIP712Domain":  "name string,version string,chainId uint256,verifyingContract address",
+		string(primary): "from address,to address,value uint256,validAfter uint256,validBefore uint256,nonce bytes32",
 	}
 	for name, fields := range doc.Types {
 		want, known := wantTypes[name]

@@ -416,7 +416,9 @@ func contractCalls() []contractCall {
 			return errOnly(c.Payments.ListDisputes(ctx, id, &ListDisputesParams{Status: DisputeOpen}))
 		}},
 		{"Payments.AllDisputes", func(ctx context.Context, c *Client) error { return drainOne(c.Payments.AllDisputes(ctx, id, nil)) }},
-		{"Payments.PrepareRefund", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.PrepareRefund(ctx, id, RefundParams{Amount: "1"})) }},
+		{"Payments.PrepareRefund", func(ctx context.Context, c *Client) error {
+			return errOnly(c.Payments.PrepareRefund(ctx, id, RefundParams{Amount: "1"}))
+		}},
 		{"Payments.WaitFor", func(ctx context.Context, c *Client) error {
 			return errOnly(c.Payments.WaitFor(ctx, id, ForStatus(all...)))
 		}},
