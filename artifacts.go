@@ -52,7 +52,13 @@ func (e *ArtifactError) Error() string {
 	if e.Operation != "" {
 		what = string(e.Operation)
 	}
-	msg := fmt.Sprintf("rail0: %s of payment %s: %s %s", what, e.PaymentID, e.Artifact, e.Field)
+	return fmt.Sprintf("rail0: %s of payment %s: %s", what, e.PaymentID, e.detail())
+}
+
+// detail is the error without the payment and operation, which a
+// *FlowError around it already names.
+func (e *ArtifactError) detail() string {
+	msg := e.Artifact + " " + e.Field
 	switch {
 	case e.Reason != "":
 		msg += " " + oneLine(e.Reason)

@@ -113,8 +113,10 @@ type Client struct {
 	pacingOn    bool
 	cooldown    bool
 
-	// signer is the client's identity for the flows (WithSigner).
+	// signer is the client's identity for the flows (WithSigner); login
+	// keeps its session when the client signs in with it.
 	signer Signer
+	login  *TokenSource
 	// trustBase holds the pins and gas bounds; catalog caches the chains
 	// and tokens the checks need, fetched once.
 	trustBase trust
@@ -248,9 +250,24 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.tokenSource = ts.Token
+		c.login, c.tokenSource = ts, ts.Token
 	}
 	return c, nil
+}
+
+// ErrNoSession is returned by Client.Session for a client that does not sign
+// in by itself (no WithSigner, or a WithToken/WithTokenSource given).
+var ErrNoSession = errors.New("rail0: the client does not sign in by itself (WithSigner)")
+
+// Session returns a copy of the session of a client created WithSigner,
+// signing in first when there is none or it is about to expire: the
+// address, the merchant account (AccountID, which the wallet endpoints take)
+// and the expiry. Its Token is the bearer token; never log it.
+func (c *Client) Session(ctx context.Context) (*Session, error) {
+	if c.login == nil {
+		return nil, ErrNoSession
+	}
+	return c.login.Session(ctx)
 }
 
 func parseBaseURL(raw string) (*url.URL, error) {

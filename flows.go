@@ -66,7 +66,12 @@ func (e *FlowError) Error() string {
 	if e.Operation != "" {
 		what = string(e.Operation)
 	}
-	return fmt.Sprintf("rail0: %s of payment %s: %s: %v", what, e.PaymentID, e.Step, e.Err)
+	cause := e.Err.Error()
+	var ae *ArtifactError
+	if errors.As(e.Err, &ae) && ae == e.Err {
+		cause = ae.detail()
+	}
+	return fmt.Sprintf("rail0: %s of payment %s: %s: %s", what, e.PaymentID, e.Step, cause)
 }
 
 // Unwrap returns the cause.

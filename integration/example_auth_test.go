@@ -10,6 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethereum/go-ethereum/accounts"
+	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/crypto"
+
 	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/signing"
 )
@@ -31,7 +36,7 @@ func newSignInGateway() *httptest.Server {
 	mux.HandleFunc("POST /auth", func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ Message, Signature string }
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		signer, err := signing.RecoverMessageSigner(body.Message, body.Signature)
+		signer, err := recoverMessageSigner(body.Message, body.Signature)
 		lines := strings.Split(body.Message, "\n")
 		if err != nil || len(lines) != 10 || lines[1] != signer.Hex() || lines[3] != rail0.StatementLogin || lines[8] != "Nonce: "+nonce {
 			http.Error(w, `{"code": "invalid_siwe", "title": "Bad sign-in", "detail": "Refused.", "status": "invalid_siwe"}`, http.StatusUnprocessableEntity)
@@ -54,13 +59,28 @@ func newSignInGateway() *httptest.Server {
 	return httptest.NewServer(mux)
 }
 
+// recoverMessageSigner returns the address whose EIP-191 signature of
+// message signature is.
+func recoverMessageSigner(message, signature string) (common.Address, error) {
+	sig, err := hexutil.Decode(signature)
+	if err != nil || len(sig) != 65 {
+		return common.Address{}, fmt.Errorf("bad signature")
+	}
+	sig[64] -= 27
+	pub, err := crypto.SigToPub(accounts.TextHash([]byte(message)), sig)
+	if err != nil {
+		return common.Address{}, err
+	}
+	return crypto.PubkeyToAddress(*pub), nil
+}
+
 // Sign in with Ethereum: Login asks for a nonce, builds the EIP-4361
 // message, has the account sign it and trades it for a session.
 func ExampleAuthService_Login() {
 	gateway := newSignInGateway()
 	defer gateway.Close()
 
-	account, err := signing.AccountFromPrivateKey(exampleKey)
+	account, err := signing.NewPrivateKeySigner(exampleKey)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,7 +109,7 @@ func ExampleLoginTokenSource() {
 	gateway := newSignInGateway()
 	defer gateway.Close()
 
-	account, err := signing.AccountFromPrivateKey(exampleKey)
+	account, err := signing.NewPrivateKeySigner(exampleKey)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -120,7 +140,7 @@ func ExampleLoginTokenSource() {
 func ExampleAuthService_WalletProof() {
 	gateway := newSignInGateway()
 	defer gateway.Close()
-	wallet, err := signing.AccountFromPrivateKey(exampleKey)
+	wallet, err := signing.NewPrivateKeySigner(exampleKey)
 	if err != nil {
 		log.Fatal(err)
 	}

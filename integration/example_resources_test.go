@@ -18,7 +18,7 @@ import (
 
 // signedIn returns a client signed in as party on srv.
 func signedIn(ctx context.Context, srv *rail0test.Server, party rail0test.Party, opts ...rail0.Option) *rail0.Client {
-	acct, err := signing.AccountFromPrivateKey(party.PrivateKey)
+	acct, err := signing.NewPrivateKeySigner(party.PrivateKey)
 	if err != nil {
 		panic(err)
 	}

@@ -93,7 +93,6 @@ func TestSecretsNeverFormatted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acct := signing.NewAccount(key)
 	client, err := rail0.NewClient("https://api.rail0.xyz", rail0.WithToken(tokenSecret))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +108,7 @@ func TestSecretsNeverFormatted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buyer, _ := signing.AccountFromPrivateKey(gw.Buyer.PrivateKey)
+	buyer, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
 	ts, err := rail0.LoginTokenSource(anon.Auth, buyer, rail0.LoginParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +121,14 @@ func TestSecretsNeverFormatted(t *testing.T) {
 		"Session": session, "*Session": &session,
 		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
 		"Verifier": verifier, "*Verifier": &verifier, "*Handler": handler,
-		"*Client": client, "*PrivateKeySigner": key, "*Account": acct, "*TokenSource": ts,
+		"*Client": client, "*PrivateKeySigner": key, "*TokenSource": ts,
 		"struct": struct {
 			S rail0.Session
 			H rail0.WebhookWithSecret
 			V webhook.Verifier
 			K *signing.PrivateKeySigner
 		}{session, hook, verifier, key},
-		"slice": []any{session, hook, verifier, acct},
+		"slice": []any{session, hook, verifier, key},
 	}
 	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, keyHex, liveToken, gw.Buyer.PrivateKey}
 	for name, v := range values {
@@ -183,15 +182,15 @@ func TestLifecycleLogsHoldNoSecret(t *testing.T) {
 	gw.Faults.Add(rail0test.Fault{Method: http.MethodGet, Path: "/payments/*", Times: 2, Kind: rail0test.FaultStatus, Status: http.StatusBadGateway})
 	ctx := context.Background()
 
-	buyerKey, _ := signing.AccountFromPrivateKey(gw.Buyer.PrivateKey)
-	merchantKey, _ := signing.AccountFromPrivateKey(gw.Merchant.PrivateKey)
+	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
+	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
 	opts := []rail0.Option{rail0.WithLogger(logger), rail0.WithRetryOn429(true), rail0.WithHTTPClient(gw.HTTPClient())}
 	anon, err := rail0.NewClient(gw.URL, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tokens []string
-	clientFor := func(acct *signing.Account) *rail0.Client {
+	clientFor := func(acct *signing.PrivateKeySigner) *rail0.Client {
 		ts, err := rail0.LoginTokenSource(anon.Auth, acct, rail0.LoginParams{})
 		if err != nil {
 			t.Fatal(err)
@@ -217,14 +216,18 @@ func TestLifecycleLogsHoldNoSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, buyerKey); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
 		t.Fatal(err)
 	}
 	poll := rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)
 	for _, step := range []func() (*rail0.Transaction, error){
-		func() (*rail0.Transaction, error) { return merchant.Payments.Authorize(ctx, p.ID, merchantKey) },
-		func() (*rail0.Transaction, error) { return merchant.Payments.Capture(ctx, p.ID, "1.00", merchantKey) },
-		func() (*rail0.Transaction, error) { return merchant.Payments.Refund(ctx, p.ID, "0.50", merchantKey) },
+		func() (*rail0.Transaction, error) { return merchant.Payments.Authorize(ctx, p.ID) },
+		func() (*rail0.Transaction, error) {
+			return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "1.00"})
+		},
+		func() (*rail0.Transaction, error) {
+			return merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "0.50"})
+		},
 	} {
 		tx, err := step()
 		if err != nil {

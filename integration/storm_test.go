@@ -198,17 +198,17 @@ func TestFaultStorm(t *testing.T) {
 	defer front.Close()
 
 	ctx := context.Background()
-	buyerKey, err := signing.AccountFromPrivateKey(gw.Buyer.PrivateKey)
+	buyerKey, err := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merchantKey, err := signing.AccountFromPrivateKey(gw.Merchant.PrivateKey)
+	merchantKey, err := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Sign in and set up one authorized payment per worker straight on the
 	// gateway, before the faults start.
-	login := func(acct *signing.Account) string {
+	login := func(acct *signing.PrivateKeySigner) string {
 		anon, err := gw.Client()
 		if err != nil {
 			t.Fatal(err)
@@ -237,10 +237,10 @@ func TestFaultStorm(t *testing.T) {
 			p, err := b.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "5.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			if err == nil {
-				_, err = b.Payments.PayerSign(ctx, p.ID, buyerKey)
+				_, err = b.Payments.PayerSign(ctx, p.ID)
 			}
 			if err == nil {
-				_, err = m.Payments.Authorize(ctx, p.ID, merchantKey)
+				_, err = m.Payments.Authorize(ctx, p.ID)
 			}
 			if err == nil {
 				_, err = m.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusAuthorized), rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))
@@ -341,7 +341,7 @@ func TestFaultStorm(t *testing.T) {
 					if err != nil || prep.UnsignedTransaction == nil {
 						continue
 					}
-					raw, err := merchantKey.SignTransaction(ctx, *prep.UnsignedTransaction)
+					raw, err := signRaw(gw.Merchant.PrivateKey, *prep.UnsignedTransaction)
 					if err != nil {
 						t.Errorf("signing: %v", err)
 						continue

@@ -50,7 +50,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	gw := rail0test.NewServer()
 	defer gw.Close()
 
-	merchant, err := signing.AccountFromPrivateKey(gw.Merchant.PrivateKey)
+	merchant, err := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second := signing.NewAccount(key)
+	second := key
 	proof, err := client.Auth.WalletProof(ctx, second, rail0.LoginParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	thirdAccount := signing.NewAccount(third)
+	thirdAccount := third
 	nonce, err := anon.Auth.CreateNonce(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err := msg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sig, err := thirdAccount.SignMessage(ctx, msg.String())
+	sig, err := personalSign(ctx, thirdAccount, msg.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 		return nil
 	}})
 
-	buyer, err := signing.AccountFromPrivateKey(gw.Buyer.PrivateKey)
+	buyer, err := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
 	if err != nil {
 		t.Fatal(err)
 	}

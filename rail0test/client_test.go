@@ -67,7 +67,7 @@ func TestSDKLoginAgainstServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, party := range []Party{srv.Merchant, srv.Buyer} {
-		acc, err := signing.AccountFromPrivateKey(party.PrivateKey)
+		acc, err := signing.NewPrivateKeySigner(party.PrivateKey)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,28 +19,20 @@ func TestSDKLifecycle(t *testing.T) {
 	ctx := context.Background()
 	receiver, deliveries := newReceiver(t, 200)
 
-	session := func(p Party) (*rail0.Client, *signing.Account) {
+	session := func(p Party) *rail0.Client {
 		t.Helper()
-		acc, err := signing.AccountFromPrivateKey(p.PrivateKey)
+		key, err := signing.NewPrivateKeySigner(p.PrivateKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		anon, err := srv.Client()
+		c, err := srv.Client(rail0.WithSigner(key))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := anon.Auth.Login(ctx, acc, rail0.LoginParams{})
-		if err != nil {
-			t.Fatalf("%s login: %v", p.Name, err)
-		}
-		c, err := srv.Client(rail0.WithToken(s.Token))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, acc
+		return c
 	}
-	buyer, buyerAcc := session(srv.Buyer)
-	merchant, merchantAcc := session(srv.Merchant)
+	buyer := session(srv.Buyer)
+	merchant := session(srv.Merchant)
 
 	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "captures",
 		CallbackURL: receiver.URL, Topic: "payments.captured"})
@@ -52,7 +44,7 @@ func TestSDKLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, buyerAcc); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
 		t.Fatalf("PayerSign: %v", err)
 	}
 	confirm := func(c *rail0.Client, tx *rail0.Transaction, err error) {
@@ -64,13 +56,13 @@ func TestSDKLifecycle(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", tx.Operation, err)
 		}
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, merchantAcc)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID)
 	confirm(merchant, tx, err)
-	tx, err = merchant.Payments.Capture(ctx, p.ID, "10.00", merchantAcc)
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
 	confirm(merchant, tx, err)
-	tx, err = merchant.Payments.Refund(ctx, p.ID, "4.00", merchantAcc)
+	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00"})
 	confirm(merchant, tx, err)
-	tx, err = buyer.Payments.Dispute(ctx, p.ID, "", buyerAcc)
+	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{})
 	confirm(buyer, tx, err)
 
 	got, err := buyer.Payments.Get(ctx, p.ID)

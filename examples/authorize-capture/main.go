@@ -57,7 +57,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "created payment %s: %s\n", p.ID, p.Status)
 
 	// The buyer signs the EIP-3009 authorization the gateway prepared.
-	if p, err = buyer.Payments.PayerSign(ctx, p.ID, env.Buyer); err != nil {
+	if p, err = buyer.Payments.PayerSign(ctx, p.ID); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
 	fmt.Fprintln(w, "payer signed:", p.Status)
@@ -80,16 +80,16 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// The merchant moves the funds into escrow, then captures 10.00 of them.
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, env.Merchant)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID)
 	if err := step("authorize", tx, err); err != nil {
 		return err
 	}
-	tx, err = merchant.Payments.Capture(ctx, p.ID, "10.00", env.Merchant)
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
 	if err := step("capture 10.00", tx, err); err != nil {
 		return err
 	}
 	// A partial refund of what was captured: two-phase, signed by the merchant.
-	tx, err = merchant.Payments.Refund(ctx, p.ID, "4.00", env.Merchant)
+	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00"})
 	if err := step("refund 4.00", tx, err); err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, env.Buyer); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
 		return err
 	}
 	confirm := func(c *rail0.Client, what string, tx *rail0.Transaction, err error) error {
@@ -68,17 +68,17 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "%s confirmed: payment %s, disputed %v\n", what, cur.Status, cur.Disputed)
 		return nil
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, env.Merchant)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID)
 	if err := confirm(merchant, "authorize", tx, err); err != nil {
 		return err
 	}
-	tx, err = merchant.Payments.Capture(ctx, p.ID, "30.00", env.Merchant)
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "30.00"})
 	if err := confirm(merchant, "capture", tx, err); err != nil {
 		return err
 	}
 
 	// The buyer (payer) opens a dispute; the transaction is theirs to sign.
-	tx, err = buyer.Payments.Dispute(ctx, p.ID, reason, env.Buyer)
+	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{Reason: reason})
 	if err := confirm(buyer, "dispute", tx, err); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "merchant sees an open dispute on a %s payment of %s\n", d.Payment.Status, env.Amount(d.Payment.Amount))
 	}
 	// Settled off chain: the buyer closes it.
-	tx, err = buyer.Payments.CloseDispute(ctx, p.ID, "", env.Buyer)
+	tx, err = buyer.Payments.CloseDispute(ctx, p.ID, rail0.DisputeParams{})
 	if err := confirm(buyer, "close dispute", tx, err); err != nil {
 		return err
 	}

@@ -1,7 +1,8 @@
-// Command refund shows the two-phase refund step by step, with the generic
-// calls under the Payments.Refund convenience: phase 1 returns an EIP-3009
-// ReceiveWithAuthorization the merchant signs; phase 2 turns that signature
-// into a transaction the merchant signs and submits.
+// Command refund settles a charge and refunds it in full: Payments.Refund
+// runs both refund phases (an EIP-3009 ReceiveWithAuthorization the merchant
+// signs, then the transaction that carries it), checking each artifact
+// against the request before signing; a second refund is refused with a
+// typed code before any gas is spent.
 //
 // It runs against the embedded rail0test gateway by default; set
 // RAIL0_BASE_URL to use a real one (see examples/internal/demo).
@@ -49,10 +50,10 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, env.Buyer); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
-	if _, err := merchant.Payments.Charge(ctx, p.ID, env.Merchant); err != nil {
+	if _, err := merchant.Payments.Charge(ctx, p.ID); err != nil {
 		return fmt.Errorf("charge: %w", err)
 	}
 	if p, err = merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll()); err != nil {
@@ -60,31 +61,15 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "charged %s, refundable %s\n", env.Amount(p.Amount), env.Amount(p.RefundableAmount))
 
-	// Phase 1: the authorization to sign, for the whole amount.
-	auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, rail0.RefundParams{Amount: "20.00"})
+	// Both refund phases in one call: the merchant's ReceiveWithAuthorization
+	// is checked (exactly 20.00, back to the contract, on this chain and
+	// token) and signed, then the refund transaction is checked to carry that
+	// amount and that signature, signed and submitted.
+	tx, err := merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "20.00"})
 	if err != nil {
-		return fmt.Errorf("refund phase 1: %w", err)
+		return fmt.Errorf("refund: %w", err)
 	}
-	signature, err := env.Merchant.SignPayload(ctx, auth.SigningPayload)
-	if err != nil {
-		return fmt.Errorf("signing the refund authorization: %w", err)
-	}
-	fmt.Fprintln(w, "phase 1: merchant signed the ReceiveWithAuthorization")
-
-	// Phase 2: the transaction carrying that signature.
-	prepared, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpRefund, rail0.PrepareParams{Amount: "20.00", Signature: signature})
-	if err != nil {
-		return fmt.Errorf("refund phase 2: %w", err)
-	}
-	raw, err := env.Merchant.SignTransaction(ctx, *prepared.UnsignedTransaction)
-	if err != nil {
-		return fmt.Errorf("signing the refund transaction: %w", err)
-	}
-	tx, err := merchant.Payments.Submit(ctx, p.ID, rail0.OpRefund, raw)
-	if err != nil {
-		return fmt.Errorf("submitting the refund: %w", err)
-	}
-	fmt.Fprintln(w, "phase 2: refund transaction", tx.Status)
+	fmt.Fprintln(w, "refund transaction", tx.Status)
 	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll()); err != nil {
 		return err
 	}

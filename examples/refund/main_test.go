@@ -14,8 +14,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"charged 20, refundable 20",
-		"phase 1: merchant signed the ReceiveWithAuthorization",
-		"phase 2: refund transaction",
+		"refund transaction submitted",
 		"payment refunded, refundable 0",
 		"a second refund is refused: 422 not_refundable",
 	} {

@@ -25,7 +25,7 @@ type Env struct {
 	// Embedded is true when the gateway is the in-process rail0test one.
 	Embedded bool
 	// Buyer pays; Merchant is paid.
-	Buyer, Merchant *signing.Account
+	Buyer, Merchant *signing.PrivateKeySigner
 	// ChainID and Token select the stablecoin to pay with; Decimals is its
 	// number of decimals.
 	ChainID  int64
@@ -45,12 +45,12 @@ func Setup(opts ...rail0test.Option) (*Env, error) {
 	}
 	opts = append([]rail0test.Option{rail0test.WithConfirmationDelay(300 * time.Millisecond)}, opts...)
 	srv := rail0test.NewServer(opts...)
-	buyer, err := signing.AccountFromPrivateKey(srv.Buyer.PrivateKey)
+	buyer, err := signing.NewPrivateKeySigner(srv.Buyer.PrivateKey)
 	if err != nil {
 		srv.Close()
 		return nil, err
 	}
-	merchant, err := signing.AccountFromPrivateKey(srv.Merchant.PrivateKey)
+	merchant, err := signing.NewPrivateKeySigner(srv.Merchant.PrivateKey)
 	if err != nil {
 		srv.Close()
 		return nil, err
@@ -92,11 +92,11 @@ func fromEnvironment(base string) (*Env, error) {
 			return nil, fmt.Errorf("demo: RAIL0_TOKEN_DECIMALS: %w", err)
 		}
 	}
-	buyer, err := signing.AccountFromPrivateKey(buyerKey)
+	buyer, err := signing.NewPrivateKeySigner(buyerKey)
 	if err != nil {
 		return nil, fmt.Errorf("demo: RAIL0_BUYER_KEY: %w", err)
 	}
-	merchant, err := signing.AccountFromPrivateKey(merchantKey)
+	merchant, err := signing.NewPrivateKeySigner(merchantKey)
 	if err != nil {
 		return nil, fmt.Errorf("demo: RAIL0_MERCHANT_KEY: %w", err)
 	}
@@ -110,22 +110,15 @@ func (e *Env) Close() {
 	}
 }
 
-// Client returns a client signed in as signer: a token source signs in now
-// and again before the session expires.
+// Client returns a client with signer's identity: it signs in now (so that
+// the session, returned too, is at hand) and again before the session
+// expires, and its flows sign with signer.
 func (e *Env) Client(ctx context.Context, signer rail0.Signer, opts ...rail0.Option) (*rail0.Client, *rail0.Session, error) {
-	anon, err := rail0.NewClient(e.BaseURL)
+	c, err := rail0.NewClient(e.BaseURL, append([]rail0.Option{rail0.WithSigner(signer)}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, err := rail0.LoginTokenSource(anon.Auth, signer, rail0.LoginParams{})
-	if err != nil {
-		return nil, nil, err
-	}
-	session, err := ts.Session(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := rail0.NewClient(e.BaseURL, append([]rail0.Option{rail0.WithTokenSource(ts.Token)}, opts...)...)
+	session, err := c.Session(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

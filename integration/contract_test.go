@@ -1,4 +1,4 @@
-package rail0
+package integration_test
 
 // The contract test proves that the SDK covers the gateway's contract and
 // speaks it correctly, without a hand-written list of operation names:
@@ -41,11 +41,26 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
+	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/internal/evmtest"
 	"github.com/rail0/rail0-go/webhook"
 )
 
-const contractPath = "testdata/openapi.json"
+const contractPath = "../rail0test/openapi.json"
+
+// Fixture values from the contract guide's examples (README section 13).
+const (
+	muxBasePath               = "/api/v1"
+	fixturePaymentID          = "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b"
+	fixtureHash               = "0x8d1f3a5c7e9b0d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c0e2b4d6f8a1c3e5b7d9f"
+	fixtureReason             = "0x1111111111111111111111111111111111111111111111111111111111111111"
+	fixturePayer              = "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"
+	fixturePayee              = "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"
+	fixtureToken              = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"
+	fixtureSignedTx           = "0x02f8b1"
+	fixturePendingTxJSON      = `{"id": "0191f5b0-0a1b-7c2d-8e3f-4a5b6c7d8e9f", "payment_id": "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "operation": "capture", "status": "pending", "error_code": null, "error_title": null, "error_detail": null, "error_message": null, "unsigned_transaction": "{\"chain_id\":84532,\"nonce\":7,\"to\":\"0x7c1E3b52fA9d4C26e0a1F83b5D9e6A4c2B0f8E31\",\"value\":\"0\",\"data\":\"0xa0e7c9f4\",\"gas_limit\":120000,\"max_priority_fee_per_gas\":\"1000000\",\"max_fee_per_gas\":\"1500000000\"}", "transaction_hash": null, "amount": "15000000", "block_number": null, "gas_used": null, "gas_limit": null, "effective_gas_price": null, "base_fee_per_gas": null, "gas_cost": null, "pending_at": "2026-09-15T08:00:00Z", "submitted_at": null, "confirmed_at": null, "created_at": "2026-09-15T08:00:00Z", "updated_at": "2026-09-15T08:00:00Z"}`
+	fixtureSigningPayloadJSON = `{"domain": {"name": "USDC", "version": "2", "chainId": 84532, "verifyingContract": "0x036CbD53842c5426634e7929541eC2318f3dCF7e"}, "types": {"EIP712Domain": [{"name": "name", "type": "string"}, {"name": "version", "type": "string"}, {"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"}], "TransferWithAuthorization": [{"name": "from", "type": "address"}, {"name": "to", "type": "address"}, {"name": "value", "type": "uint256"}, {"name": "validAfter", "type": "uint256"}, {"name": "validBefore", "type": "uint256"}, {"name": "nonce", "type": "bytes32"}]}, "primaryType": "TransferWithAuthorization", "message": {"from": "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", "to": "0x7c1E3b52fA9d4C26e0a1F83b5D9e6A4c2B0f8E31", "value": "25000000", "validAfter": 0, "validBefore": 1789985700, "nonce": "0x9f2c4e1a7b3d5c8e0f6a2b4d6c8e0a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e2f"}}`
+)
 
 // contractExcluded lists the operations the SDK deliberately has no method
 // for (see the file comment). /sync/* is excluded by prefix.
@@ -64,11 +79,11 @@ func loadContract(t *testing.T) *openapi3.T {
 	return doc
 }
 
-// TestContractCopyMatchesShared keeps testdata/openapi.json identical to the
+// TestContractCopyMatchesShared keeps rail0test/openapi.json identical to the
 // gateway's published contract when the shared checkout is next to the repo.
 func TestContractCopyMatchesShared(t *testing.T) {
 	t.Parallel()
-	shared := filepath.Join("..", "shared", "gateway", "openapi.json")
+	shared := filepath.Join("..", "..", "shared", "gateway", "openapi.json")
 	want, err := os.ReadFile(shared)
 	if errors.Is(err, os.ErrNotExist) {
 		t.Skipf("%s not present; the module's copy is authoritative", shared)
@@ -97,7 +112,7 @@ type contractServer struct {
 	current string          // name of the table row being run
 }
 
-func newContractServer(t *testing.T, doc *openapi3.T) (*contractServer, *Client) {
+func newContractServer(t *testing.T, doc *openapi3.T) (*contractServer, *rail0.Client) {
 	t.Helper()
 	// Route on paths alone: the contract's server is the hosted gateway,
 	// while the SDK talks to this server under muxBasePath.
@@ -116,7 +131,7 @@ func newContractServer(t *testing.T, doc *openapi3.T) (*contractServer, *Client)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL+muxBasePath, WithToken("t"))
+	c, err := rail0.NewClient(srv.URL+muxBasePath, rail0.WithToken("t"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +341,7 @@ func exampleString(s *openapi3.Schema, name string) string {
 	case s.Pattern == "^[0-9a-f]{64}$":
 		return strings.Repeat("ab", 32)
 	case name == "unsigned_transaction":
-		var tx Transaction
+		var tx rail0.Transaction
 		json.Unmarshal([]byte(fixturePendingTxJSON), &tx)
 		return *tx.UnsignedTransaction
 	case name == "token" || name == "address" || name == "payer" || name == "payee" || strings.HasSuffix(name, "_contract"):
@@ -338,7 +353,7 @@ func exampleString(s *openapi3.Schema, name string) string {
 // contractCall is one SDK method call.
 type contractCall struct {
 	name string
-	call func(ctx context.Context, c *Client) error
+	call func(ctx context.Context, c *rail0.Client) error
 }
 
 // drainOne drains one item of an iterator and returns its error.
@@ -356,8 +371,8 @@ func errOnly[T any](_ T, err error) error { return err }
 func contractCalls() []contractCall {
 	const id = fixturePaymentID
 	signer := evmtest.NewKey("contract")
-	all := []PaymentStatus{StatusUnsigned, StatusSigned, StatusAuthorized, StatusPartiallyCaptured, StatusCaptured,
-		StatusCharged, StatusVoided, StatusReleased, StatusRefunded, StatusPartiallyRefunded}
+	all := []rail0.PaymentStatus{rail0.StatusUnsigned, rail0.StatusSigned, rail0.StatusAuthorized, rail0.StatusPartiallyCaptured, rail0.StatusCaptured,
+		rail0.StatusCharged, rail0.StatusVoided, rail0.StatusReleased, rail0.StatusRefunded, rail0.StatusPartiallyRefunded}
 	yes := true
 	const (
 		acct       = "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"
@@ -365,162 +380,168 @@ func contractCalls() []contractCall {
 		hookID     = "0190c7d3-cc03-7d04-8e05-f6a7b8c9d0e1"
 		callbackID = "0190c7d4-dd04-7e05-8f06-a7b8c9d0e1f2"
 	)
-	filter := AnalyticsFilter{Mode: ModeAuthorize, Status: StatusCaptured, Token: fixtureToken, ChainID: 84532,
+	filter := rail0.AnalyticsFilter{Mode: rail0.ModeAuthorize, Status: rail0.StatusCaptured, Token: fixtureToken, ChainID: 84532,
 		From: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), To: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)}
 	calls := []contractCall{
 		// Health, catalog, discovery.
-		{"Health.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Health.Get(ctx)) }},
-		{"Discovery.Describe", func(ctx context.Context, c *Client) error { return errOnly(c.Discovery.Describe(ctx)) }},
-		{"Discovery.OpenAPI", func(ctx context.Context, c *Client) error { return errOnly(c.Discovery.OpenAPI(ctx)) }},
-		{"Chains.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Chains.List(ctx, &ListChainsParams{NetworkType: "testnet", Symbol: "USDC"}))
+		{"Health.Get", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Health.Get(ctx)) }},
+		{"Discovery.Describe", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Discovery.Describe(ctx)) }},
+		{"Discovery.OpenAPI", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Discovery.OpenAPI(ctx)) }},
+		{"Chains.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Chains.List(ctx, &rail0.ListChainsParams{NetworkType: "testnet", Symbol: "USDC"}))
 		}},
-		{"Tokens.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Tokens.List(ctx, &ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &yes}))
+		{"Tokens.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Tokens.List(ctx, &rail0.ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &yes}))
 		}},
-		{"PaymentMethods.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.PaymentMethods.List(ctx, ListPaymentMethodsParams{Address: fixturePayee}))
+		{"PaymentMethods.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.PaymentMethods.List(ctx, rail0.ListPaymentMethodsParams{Address: fixturePayee}))
 		}},
 		// Auth.
-		{"Auth.CreateNonce", func(ctx context.Context, c *Client) error { return errOnly(c.Auth.CreateNonce(ctx)) }},
-		{"Auth.Verify", func(ctx context.Context, c *Client) error { return errOnly(c.Auth.Verify(ctx, "message", "0xsig")) }},
-		{"Auth.Logout", func(ctx context.Context, c *Client) error { return errOnly(c.Auth.Logout(ctx)) }},
-		{"Auth.Login", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Auth.Login(ctx, signer, LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+		{"Auth.CreateNonce", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.CreateNonce(ctx)) }},
+		{"Auth.Verify", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Auth.Verify(ctx, "message", "0xsig"))
 		}},
-		{"Auth.WalletProof", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Auth.WalletProof(ctx, signer, LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+		{"Auth.Logout", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.Logout(ctx)) }},
+		{"Auth.Login", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Auth.Login(ctx, signer, rail0.LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+		}},
+		{"Auth.WalletProof", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Auth.WalletProof(ctx, signer, rail0.LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
 		}},
 		// Payments.
-		{"Payments.Create", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.Create(ctx, CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+		{"Payments.Create", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: 84532, Mode: rail0.ModeAuthorize, Amount: "25.00",
 				Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee, Description: "Order 1042",
 				Metadata: map[string]any{"order_id": "1042"}, IdempotencyKey: "order-1042"}))
 		}},
-		{"Payments.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Get(ctx, id)) }},
-		{"Payments.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.List(ctx, &ListPaymentsParams{ListOptions: ListOptions{Page: 2, PerPage: 25,
-				Sort: []SortKey{SortCreatedAt.Desc(), SortStatus}}, Status: StatusAuthorized, Mode: ModeAuthorize,
+		{"Payments.Get", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Payments.Get(ctx, id)) }},
+		{"Payments.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.List(ctx, &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{Page: 2, PerPage: 25,
+				Sort: []rail0.SortKey{rail0.SortCreatedAt.Desc(), rail0.SortStatus}}, Status: rail0.StatusAuthorized, Mode: rail0.ModeAuthorize,
 				Payer: fixturePayer, Payee: fixturePayee, Token: fixtureToken, Rail0ID: fixtureHash, ChainID: 84532,
 				Disputed: &yes, MinAmount: "1", MaxAmount: "25000000"}))
 		}},
-		{"Payments.All", func(ctx context.Context, c *Client) error { return drainOne(c.Payments.All(ctx, nil)) }},
-		{"Payments.Sign", func(ctx context.Context, c *Client) error { return errOnly(c.Payments.Sign(ctx, id, "0xsig")) }},
-		{"Payments.ListTransactions", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.ListTransactions(ctx, id, &ListTransactionsParams{Operation: OpCloseDispute, Status: TxFailed}))
+		{"Payments.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Payments.All(ctx, nil)) }},
+		{"Payments.Sign", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Payments.Sign(ctx, id, "0xsig")) }},
+		{"Payments.ListTransactions", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.ListTransactions(ctx, id, &rail0.ListTransactionsParams{Operation: rail0.OpCloseDispute, Status: rail0.TxFailed}))
 		}},
-		{"Payments.AllTransactions", func(ctx context.Context, c *Client) error {
+		{"Payments.AllTransactions", func(ctx context.Context, c *rail0.Client) error {
 			return drainOne(c.Payments.AllTransactions(ctx, id, nil))
 		}},
-		{"Payments.ListDisputes", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.ListDisputes(ctx, id, &ListDisputesParams{Status: DisputeOpen}))
+		{"Payments.ListDisputes", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.ListDisputes(ctx, id, &rail0.ListDisputesParams{Status: rail0.DisputeOpen}))
 		}},
-		{"Payments.AllDisputes", func(ctx context.Context, c *Client) error { return drainOne(c.Payments.AllDisputes(ctx, id, nil)) }},
-		{"Payments.PrepareRefund", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.PrepareRefund(ctx, id, RefundParams{Amount: "1"}))
+		{"Payments.AllDisputes", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Payments.AllDisputes(ctx, id, nil))
 		}},
-		{"Payments.WaitFor", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Payments.WaitFor(ctx, id, ForStatus(all...)))
+		{"Payments.PrepareRefund", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.RefundParams{Amount: "1"}))
+		}},
+		{"Payments.WaitFor", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.WaitFor(ctx, id, rail0.ForStatus(all...)))
 		}},
 		// Wallets.
-		{"Wallets.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Wallets.List(ctx, acct, &ListWalletsParams{ListOptions: ListOptions{PerPage: 10}, Active: &yes,
+		{"Wallets.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.List(ctx, acct, &rail0.ListWalletsParams{ListOptions: rail0.ListOptions{PerPage: 10}, Active: &yes,
 				ChainID: 84532, TokenSymbol: "USDC", Default: &yes, TokenActive: &yes}))
 		}},
-		{"Wallets.All", func(ctx context.Context, c *Client) error { return drainOne(c.Wallets.All(ctx, acct, nil)) }},
-		{"Wallets.Create", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Wallets.Create(ctx, acct, CreateWalletParams{WalletProof: WalletProof{Address: fixturePayee,
+		{"Wallets.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Wallets.All(ctx, acct, nil)) }},
+		{"Wallets.Create", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.Create(ctx, acct, rail0.CreateWalletParams{WalletProof: rail0.WalletProof{Address: fixturePayee,
 				Message: "message", Signature: "0xsig"}, Label: "Shop"}))
 		}},
-		{"Wallets.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Wallets.Get(ctx, acct, fixturePayee)) }},
-		{"Wallets.Update", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, UpdateWalletParams{Label: contractPtr("Shop 2"), Active: &yes}))
+		{"Wallets.Get", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.Get(ctx, acct, fixturePayee))
 		}},
-		{"Wallets.Deactivate", func(ctx context.Context, c *Client) error { return c.Wallets.Deactivate(ctx, acct, fixturePayee) }},
-		{"Wallets.Balances", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, &BalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
+		{"Wallets.Update", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, rail0.UpdateWalletParams{Label: contractPtr("Shop 2"), Active: &yes}))
 		}},
-		{"Wallets.AddToken", func(ctx context.Context, c *Client) error {
-			_, _, err := c.Wallets.AddToken(ctx, acct, fixturePayee, AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
+		{"Wallets.Deactivate", func(ctx context.Context, c *rail0.Client) error { return c.Wallets.Deactivate(ctx, acct, fixturePayee) }},
+		{"Wallets.Balances", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, &rail0.BalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
+		}},
+		{"Wallets.AddToken", func(ctx context.Context, c *rail0.Client) error {
+			_, _, err := c.Wallets.AddToken(ctx, acct, fixturePayee, rail0.AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
 			return err
 		}},
-		{"Wallets.RemoveToken", func(ctx context.Context, c *Client) error {
+		{"Wallets.RemoveToken", func(ctx context.Context, c *rail0.Client) error {
 			return c.Wallets.RemoveToken(ctx, acct, fixturePayee, tokenID)
 		}},
-		{"Wallets.EnableToken", func(ctx context.Context, c *Client) error {
+		{"Wallets.EnableToken", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.EnableToken(ctx, acct, fixturePayee, tokenID))
 		}},
-		{"Wallets.DisableToken", func(ctx context.Context, c *Client) error {
+		{"Wallets.DisableToken", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.DisableToken(ctx, acct, fixturePayee, tokenID))
 		}},
 		// Analytics.
-		{"Analytics.Summary", func(ctx context.Context, c *Client) error {
+		{"Analytics.Summary", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Analytics.Summary(ctx, &filter))
 		}},
-		{"Analytics.Timeseries", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Analytics.Timeseries(ctx, &TimeseriesParams{AnalyticsFilter: filter, Interval: IntervalWeek}))
+		{"Analytics.Timeseries", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Analytics.Timeseries(ctx, &rail0.TimeseriesParams{AnalyticsFilter: filter, Interval: rail0.IntervalWeek}))
 		}},
-		{"Analytics.Breakdown", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Analytics.Breakdown(ctx, BreakdownParams{AnalyticsFilter: filter, By: BreakdownByToken}))
+		{"Analytics.Breakdown", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Analytics.Breakdown(ctx, rail0.BreakdownParams{AnalyticsFilter: filter, By: rail0.BreakdownByToken}))
 		}},
 		// Webhooks.
-		{"Webhooks.Create", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Webhooks.Create(ctx, CreateWebhookParams{Name: "orders", CallbackURL: "https://shop.example/hooks",
+		{"Webhooks.Create", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "orders", CallbackURL: "https://shop.example/hooks",
 				Topic: webhook.TopicPaymentsCaptured}))
 		}},
-		{"Webhooks.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Webhooks.List(ctx, &ListWebhooksParams{Topic: webhook.TopicPaymentsCaptured, Active: &yes,
-				CircuitState: CircuitOpen}))
+		{"Webhooks.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Webhooks.List(ctx, &rail0.ListWebhooksParams{Topic: webhook.TopicPaymentsCaptured, Active: &yes,
+				CircuitState: rail0.CircuitOpen}))
 		}},
-		{"Webhooks.All", func(ctx context.Context, c *Client) error { return drainOne(c.Webhooks.All(ctx, nil)) }},
-		{"Webhooks.Get", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.Get(ctx, hookID)) }},
-		{"Webhooks.Update", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Webhooks.Update(ctx, hookID, UpdateWebhookParams{Name: "orders-2"}))
+		{"Webhooks.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Webhooks.All(ctx, nil)) }},
+		{"Webhooks.Get", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Get(ctx, hookID)) }},
+		{"Webhooks.Update", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Webhooks.Update(ctx, hookID, rail0.UpdateWebhookParams{Name: "orders-2"}))
 		}},
-		{"Webhooks.Delete", func(ctx context.Context, c *Client) error { return c.Webhooks.Delete(ctx, hookID) }},
-		{"Webhooks.Enable", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.Enable(ctx, hookID)) }},
-		{"Webhooks.Disable", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.Disable(ctx, hookID)) }},
-		{"Webhooks.RotateSecret", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.RotateSecret(ctx, hookID)) }},
-		{"Webhooks.ResetCircuit", func(ctx context.Context, c *Client) error { return errOnly(c.Webhooks.ResetCircuit(ctx, hookID)) }},
-		{"Webhooks.ListEventCallbacks", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Webhooks.ListEventCallbacks(ctx, hookID, &ListEventCallbacksParams{Status: CallbackFailed,
+		{"Webhooks.Delete", func(ctx context.Context, c *rail0.Client) error { return c.Webhooks.Delete(ctx, hookID) }},
+		{"Webhooks.Enable", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Enable(ctx, hookID)) }},
+		{"Webhooks.Disable", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Disable(ctx, hookID)) }},
+		{"Webhooks.RotateSecret", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.RotateSecret(ctx, hookID)) }},
+		{"Webhooks.ResetCircuit", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.ResetCircuit(ctx, hookID)) }},
+		{"Webhooks.ListEventCallbacks", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Webhooks.ListEventCallbacks(ctx, hookID, &rail0.ListEventCallbacksParams{Status: rail0.CallbackFailed,
 				Topic: webhook.TopicPaymentsCaptured, PaymentID: fixturePaymentID,
 				Since: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)}))
 		}},
-		{"Webhooks.AllEventCallbacks", func(ctx context.Context, c *Client) error {
+		{"Webhooks.AllEventCallbacks", func(ctx context.Context, c *rail0.Client) error {
 			return drainOne(c.Webhooks.AllEventCallbacks(ctx, hookID, nil))
 		}},
-		{"Webhooks.Redeliver", func(ctx context.Context, c *Client) error {
+		{"Webhooks.Redeliver", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Webhooks.Redeliver(ctx, hookID, callbackID))
 		}},
 		// Disputes.
-		{"Disputes.List", func(ctx context.Context, c *Client) error {
-			return errOnly(c.Disputes.List(ctx, &ListDisputesParams{ListOptions: ListOptions{Page: 1, PerPage: 100,
-				Sort: []SortKey{SortOpenedAt.Desc()}}, Status: DisputeClosed}))
+		{"Disputes.List", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Disputes.List(ctx, &rail0.ListDisputesParams{ListOptions: rail0.ListOptions{Page: 1, PerPage: 100,
+				Sort: []rail0.SortKey{rail0.SortOpenedAt.Desc()}}, Status: rail0.DisputeClosed}))
 		}},
-		{"Disputes.All", func(ctx context.Context, c *Client) error { return drainOne(c.Disputes.All(ctx, nil)) }},
+		{"Disputes.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Disputes.All(ctx, nil)) }},
 	}
 	// Every operation through the generic and the named methods.
-	for _, op := range []Operation{OpAuthorize, OpCharge, OpCapture, OpVoid, OpRelease, OpRefund, OpDispute, OpCloseDispute} {
-		params := PrepareParams{}
+	for _, op := range []rail0.Operation{rail0.OpAuthorize, rail0.OpCharge, rail0.OpCapture, rail0.OpVoid, rail0.OpRelease, rail0.OpRefund, rail0.OpDispute, rail0.OpCloseDispute} {
+		params := rail0.PrepareParams{}
 		switch op {
-		case OpCapture:
+		case rail0.OpCapture:
 			params.Amount = "2"
-		case OpRefund:
+		case rail0.OpRefund:
 			params.Amount, params.Signature = "2", "0xsig"
-		case OpRelease:
+		case rail0.OpRelease:
 			params.From = fixturePayer
-		case OpDispute, OpCloseDispute:
+		case rail0.OpDispute, rail0.OpCloseDispute:
 			params.Reason = fixtureReason
 		}
 		calls = append(calls,
-			contractCall{"Payments.Prepare/" + string(op), func(ctx context.Context, c *Client) error {
+			contractCall{"Payments.Prepare/" + string(op), func(ctx context.Context, c *rail0.Client) error {
 				return errOnly(c.Payments.Prepare(ctx, id, op, params))
 			}},
-			contractCall{"Payments.Submit/" + string(op), func(ctx context.Context, c *Client) error {
+			contractCall{"Payments.Submit/" + string(op), func(ctx context.Context, c *rail0.Client) error {
 				return errOnly(c.Payments.Submit(ctx, id, op, fixtureSignedTx))
 			}},
-			contractCall{"Payments.SubmitByHash/" + string(op), func(ctx context.Context, c *Client) error {
+			contractCall{"Payments.SubmitByHash/" + string(op), func(ctx context.Context, c *rail0.Client) error {
 				return errOnly(c.Payments.SubmitByHash(ctx, id, op, fixtureHash))
 			}},
 		)
@@ -635,12 +656,12 @@ func TestContractFixtureGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p PaymentDetail
+	var p rail0.PaymentDetail
 	if err := json.Unmarshal(b, &p); err != nil {
 		t.Fatalf("generated PaymentDetail does not decode: %v\n%s", err, b)
 	}
-	if p.Status != StatusUnsigned || len(p.Transactions) != 1 || p.Transactions[0].UnsignedTransaction == nil ||
-		!hasJSON(p.SigningPayload) || p.CreatedAt.IsZero() || p.ChainID != 1 {
+	if p.Status != rail0.StatusUnsigned || len(p.Transactions) != 1 || p.Transactions[0].UnsignedTransaction == nil ||
+		len(p.SigningPayload) == 0 || string(p.SigningPayload) == "null" || p.CreatedAt.IsZero() || p.ChainID != 1 {
 		t.Errorf("generated payment = %+v", p)
 	}
 	if v := exampleValue(doc.Components.Schemas["Dispute"], "", 0).(map[string]any); v["closed_by"] != "payer" {

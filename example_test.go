@@ -1,9 +1,8 @@
-package integration_test
+package rail0_test
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -12,7 +11,6 @@ import (
 	"strings"
 
 	rail0 "github.com/rail0/rail0-go"
-	"github.com/rail0/rail0-go/signing"
 )
 
 // The examples run against an in-process stand-in for the gateway that
@@ -182,8 +180,8 @@ func ExamplePaymentsService_WaitForTransaction() {
 		log.Fatal(err)
 	}
 
-	// The id comes from the Transaction that Capture (or SubmitCapture)
-	// returned.
+	// The id comes from the Transaction that a flow such as Capture (or
+	// Submit) returned.
 	tx, err := client.Payments.WaitForTransaction(context.Background(),
 		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c")
 	if err != nil {
@@ -192,45 +190,6 @@ func ExamplePaymentsService_WaitForTransaction() {
 	fmt.Println(tx.Operation, tx.Status, "in block", *tx.BlockNumber)
 	// Output:
 	// capture confirmed in block 31044931
-}
-
-// Capture part of an escrowed payment as the merchant: prepare, sign locally,
-// submit, then wait for the chain to confirm it.
-func ExamplePaymentsService_Capture() {
-	gw := newExampleGateway()
-	defer gw.Close()
-	client, err := rail0.NewClient(gw.URL+"/api", rail0.WithToken("merchant-session-jwt"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	// The payee's key. This one is a well-known test key: in production,
-	// load it from a secret store, or adapt an HSM or KMS with
-	// signing.NewAccount.
-	payee, err := signing.AccountFromPrivateKey("0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80")
-	if err != nil {
-		log.Fatal(err)
-	}
-	ctx := context.Background()
-	const paymentID = "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b"
-
-	tx, err := client.Payments.Capture(ctx, paymentID, "10.00", payee)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(tx.Operation, tx.Status)
-
-	tx, err = client.Payments.WaitForTransaction(ctx, paymentID, tx.ID)
-	var failed *rail0.TransactionFailedError
-	if errors.As(err, &failed) {
-		log.Fatalf("capture failed on chain: %s (%s)", failed.Code, failed.Detail)
-	}
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(tx.Operation, tx.Status)
-	// Output:
-	// capture submitted
-	// capture confirmed
 }
 
 // Convert between the human amounts the gateway takes and the base units it
