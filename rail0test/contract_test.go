@@ -547,3 +547,21 @@ func TestChainRefusesWhatTheContractWould(t *testing.T) {
 		})
 	}
 }
+
+// TestAmountMustFitTheContractsUint120 checks creation refuses an amount the
+// Payment struct cannot carry.
+func TestAmountMustFitTheContractsUint120(t *testing.T) {
+	h := newHarness(t)
+	buyer := h.login(h.srv.Buyer)
+	create := func(amount string) *result {
+		return h.call("POST", "/payments", buyer, map[string]any{"chain_id": h.srv.ChainID, "mode": "authorize",
+			"amount": amount, "token": h.srv.Token, "payer": h.srv.Buyer.Address, "payee": h.srv.Merchant.Address})
+	}
+	// 2^120 base units of a 6-decimal token, and one base unit less.
+	expect(t, create("1329227995784915872903807060280.344576"), http.StatusUnprocessableEntity, "invalid_amount")
+	res := create("1329227995784915872903807060280.344575")
+	expect(t, res, http.StatusCreated, "")
+	if got := res.json(t)["amount"]; got != new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 120), big.NewInt(1)).String() {
+		t.Fatalf("amount = %v", got)
+	}
+}
