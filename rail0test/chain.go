@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
+	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/common/math"
 	"github.com/ethereum/go-ethereum/core/types"
-	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/signer/core/apitypes"
 )
 
@@ -30,18 +30,36 @@ var genericOperations = []string{opAuthorize, opCapture, opCharge, opVoid, opRel
 
 var allOperations = append(append([]string(nil), genericOperations...), opDispute, opCloseDispute)
 
-// Simulated gas figures reported on confirmed transactions.
+// Simulated gas figures. gasUsed is what each call of the contract spends when it
+// succeeds, close to what the real contract spends in an EVM (authorize and charge
+// pay for the token's EIP-3009 transfer and the first write of the payment's
+// storage); gasLimit is what prepared transactions ask for, with headroom.
 var (
-	simGasUsed  = big.NewInt(71804)
 	simGasPrice = big.NewInt(1200000)
 	simBaseFee  = big.NewInt(1000000)
 )
 
 const (
-	simGasLimit    = 120000
 	simPriorityFee = "1000000"
 	simMaxFee      = "1500000000"
 )
+
+func gasUsed(op string) uint64 {
+	switch op {
+	case opAuthorize:
+		return 154_812
+	case opCharge:
+		return 146_903
+	}
+	return 71_804
+}
+
+func gasLimit(op string) uint64 {
+	if op == opAuthorize || op == opCharge {
+		return 200_000
+	}
+	return 120_000
+}
 
 var eip3009Fields = []apitypes.Type{
 	{Name: "from", Type: "address"},
@@ -95,27 +113,28 @@ func authorizationTypedData(primary string, t *token, from, to common.Address, v
 	return td, doc
 }
 
-// payerTypedData is the payer's TransferWithAuthorization into the RAIL0 contract.
+// payerTypedData is the payer's TransferWithAuthorization into the RAIL0 contract,
+// its nonce bound to the payment's mode, id and config hash.
 func (s *Server) payerTypedData(p *payment) (apitypes.TypedData, map[string]any) {
-	return authorizationTypedData("TransferWithAuthorization", p.Token, p.Payer, p.Chain.Contract.Address,
-		p.Amount, p.AuthExpiry, keccak(p.Rail0ID.Bytes(), []byte("payer")))
-}
-
-// refundTypedData is the payee's ReceiveWithAuthorization for a refund of amount.
-// It is deterministic, so phase 2 can check a signature without stored state.
-func (s *Server) refundTypedData(p *payment, amount *big.Int) (apitypes.TypedData, map[string]any) {
-	n := 0
-	for _, tx := range p.Txs {
-		if tx.Operation == opRefund && tx.Status == "confirmed" {
-			n++
-		}
+	op := opAuthorize
+	if p.Mode == modeCharge {
+		op = opCharge
 	}
-	nonce := keccak(p.Rail0ID.Bytes(), []byte("refund"), big.NewInt(int64(n)).Bytes(), amount.Bytes())
-	return authorizationTypedData("ReceiveWithAuthorization", p.Token, p.Payee, p.Chain.Contract.Address,
-		amount, p.RefundExpiry, nonce)
+	return authorizationTypedData("TransferWithAuthorization", p.Token, p.Payer, p.Chain.Contract.Address,
+		p.Amount, p.AuthExpiry, authorizationNonce(op, p.Rail0ID, p.ConfigHash))
 }
 
-// verifyTypedSignature checks that sigHex over td recovers to want.
+// refundTypedData is the payee's ReceiveWithAuthorization for a refund of amount,
+// its nonce bound to the refundable balance before the refund. It is
+// deterministic, so phase 2 and the simulated chain can check a signature without
+// stored state.
+func (s *Server) refundTypedData(p *payment, amount *big.Int) (apitypes.TypedData, map[string]any) {
+	return authorizationTypedData("ReceiveWithAuthorization", p.Token, p.Payee, p.Chain.Contract.Address,
+		amount, p.RefundExpiry, refundNonce(p.Rail0ID, p.ConfigHash, p.Refundable))
+}
+
+// verifyTypedSignature checks that sigHex over td recovers to want and is a
+// signature the token accepts (s in the lower half of the curve order).
 func verifyTypedSignature(td apitypes.TypedData, sigHex string, want common.Address) error {
 	digest, _, err := apitypes.TypedDataAndHash(td)
 	if err != nil {
@@ -127,6 +146,9 @@ func verifyTypedSignature(td apitypes.TypedData, sigHex string, want common.Addr
 	}
 	if got != want {
 		return errors.New("signature recovers to another address")
+	}
+	if !canonicalSignature(common.FromHex(sigHex), false) {
+		return errors.New("the signature's s is in the upper half of the curve order")
 	}
 	return nil
 }
@@ -144,43 +166,25 @@ type unsignedTx struct {
 	From                 string `json:"from"`
 }
 
-// callData encodes a contract call: selector, then 32-byte words.
-func callData(signature string, words ...[]byte) []byte {
-	out := crypto.Keccak256([]byte(signature))[:4]
-	for _, w := range words {
-		out = append(out, common.LeftPadBytes(w, 32)...)
-	}
-	return out
-}
-
-func operationCall(p *payment, op string, amount *big.Int, reason common.Hash) []byte {
-	id := p.Rail0ID.Bytes()
-	switch op {
-	case opCapture, opRefund:
-		return callData(op+"(bytes32,uint256)", id, amount.Bytes())
-	case opDispute:
-		return callData("openDispute(bytes32,bytes32)", id, reason.Bytes())
-	case opCloseDispute:
-		return callData("closeDispute(bytes32,bytes32)", id, reason.Bytes())
-	}
-	return callData(op+"(bytes32)", id)
-}
-
-// newTransaction records a pending transaction for op, to be sent by from. Call
-// with s.mu held.
-func (s *Server) newTransaction(p *payment, op string, from common.Address, amount *big.Int, reason common.Hash) *transaction {
+// newTransaction records a pending transaction for op, to be sent by from; sig is
+// the payee's refund authorization for a refund. Call with s.mu held.
+func (s *Server) newTransaction(p *payment, op string, from common.Address, amount *big.Int, reason common.Hash, sig []byte) *transaction {
 	now := s.now()
-	data := operationCall(p, op, amount, reason)
+	c := call{op: op, id: p.Rail0ID, terms: termsOf(p), amount: amount, sig: sig, reason: reason}
+	if op == opAuthorize || op == opCharge {
+		c.sig = p.Signature
+	}
+	data := c.encode()
 	u := unsignedTx{
 		ChainID: p.Chain.ChainID, Nonce: s.st.nonceOf[from], To: p.Chain.Contract.Address.Hex(), Value: "0",
-		Data: "0x" + common.Bytes2Hex(data), GasLimit: simGasLimit,
+		Data: "0x" + common.Bytes2Hex(data), GasLimit: gasLimit(op),
 		MaxPriorityFeePerGas: simPriorityFee, MaxFeePerGas: simMaxFee, From: from.Hex(),
 	}
 	raw, _ := json.Marshal(u)
 	unsigned := string(raw)
 	tx := &transaction{
 		ID: s.ent.uuid(), Payment: p, Operation: op, Status: "pending", Unsigned: &unsigned, Amount: amount,
-		From: from, Data: data, Reason: reason, GasLimit: simGasLimit,
+		From: from, Data: data, Value: new(big.Int), Reason: reason, GasLimit: gasLimit(op),
 		PendingAt: &now, CreatedAt: now, UpdatedAt: now, seq: s.st.next(),
 	}
 	p.Txs = append(p.Txs, tx)
@@ -269,7 +273,8 @@ func (s *Server) confirm(tx *transaction, blockTime time.Time) {
 	block := p.Chain.nextBlock
 	p.Chain.nextBlock++
 	tx.BlockNumber = &block
-	tx.GasUsed, tx.GasPrice, tx.BaseFee = simGasUsed, simGasPrice, simBaseFee
+	tx.GasUsed = new(big.Int).SetUint64(min(gasUsed(tx.Operation), tx.GasLimit))
+	tx.GasPrice, tx.BaseFee = simGasPrice, simBaseFee
 	tx.UpdatedAt = now
 
 	if e := s.chainCheck(tx, blockTime); e != nil {
@@ -288,21 +293,65 @@ func (s *Server) confirm(tx *transaction, blockTime time.Time) {
 	s.applyEffect(tx, block, now)
 }
 
-// chainCheck is what the contract and the token would refuse at block time.
+// errRevert is a revert the gateway cannot name (no reason data): running out of
+// gas, a value sent to a function that is not payable, calldata the contract's ABI
+// decoder refuses.
+func errRevert(detail string) *apiError {
+	return &apiError{code: "revert", title: "Transaction reverted", detail: detail}
+}
+
+func errTokenSignature(detail string) *apiError {
+	return &apiError{code: "invalid_token_signature", title: "Invalid token authorization", detail: detail}
+}
+
+// chainCheck is what the EVM, the contract and the token would refuse at block
+// time, in the order they would meet it: the gas and the value, the ABI decoding
+// of the calldata, the Payment tuple against the stored config hash, the step's
+// rules, the EIP-3009 signature and the paying wallet's balance. It records the
+// amount and reason the calldata carries on tx: that is what the chain executes.
 func (s *Server) chainCheck(tx *transaction, blockTime time.Time) *apiError {
 	p := tx.Payment
+	if tx.GasLimit < gasUsed(tx.Operation) {
+		return errRevert("The transaction ran out of gas.")
+	}
+	if tx.Value != nil && tx.Value.Sign() != 0 {
+		return errRevert("The RAIL0 contract's functions are not payable; the call carried a value.")
+	}
+	c, err := decodeCall(tx.Data)
+	if err != nil || c.op != tx.Operation || c.id != p.Rail0ID {
+		return errRevert("The calldata does not decode as the RAIL0 call for this step of this payment.")
+	}
+	switch tx.Operation {
+	case opCapture, opRefund:
+		tx.Amount = c.amount
+	case opDispute, opCloseDispute:
+		tx.Reason = c.reason
+	}
+	if configHash(p.Chain.ChainID, p.Chain.Contract.Address, c.terms) != p.ConfigHash {
+		return &apiError{code: "config_hash_mismatch", title: "Payment terms mismatch",
+			detail: "The Payment terms in the call differ from this payment's; the contract reverted with PaymentMismatch."}
+	}
+	if tx.Amount != nil && tx.Amount.Sign() == 0 {
+		return &apiError{code: "invalid_amount", title: "Invalid amount", detail: "The contract refuses an amount of 0."}
+	}
 	if e := s.guard(p, tx.Operation, tx.Amount, blockTime); e != nil {
 		return &apiError{code: e.code, title: e.title, detail: e.detail}
 	}
+	var td apitypes.TypedData
 	var from common.Address
 	need := tx.Amount
 	switch tx.Operation {
 	case opAuthorize, opCharge:
+		td, _ = s.payerTypedData(p)
 		from, need = p.Payer, p.Amount
 	case opRefund:
+		td, _ = s.refundTypedData(p, tx.Amount)
 		from = p.Payee
 	default:
 		return nil
+	}
+	if !canonicalSignature(c.sig, true) || verifyTypedSignature(td, hexutil.Encode(c.sig), from) != nil {
+		return errTokenSignature("The EIP-3009 authorization in the call does not recover to the paying wallet.")
 	}
 	if s.balance(from, p.Token).Cmp(need) < 0 {
 		return &apiError{code: "insufficient_token_balance", title: "Insufficient token balance",

@@ -21,6 +21,35 @@
 // is applied when a request next reads state, so no background goroutine is needed.
 // Every address gets a faucet balance of each active token on first use.
 //
+// Artifacts follow the RAIL0 contract interface, version 1.3.0, of the contract
+// guide's section 12.1. config_hash is the EIP-712 digest of the payment's terms,
+// Payment(address payer,address payee,address token,uint120 amount,uint48
+// authorizationExpiry,uint48 refundExpiry), under the domain {RAIL0, 1.3.0, chain,
+// rail0_contract}. The EIP-3009 payloads carry the nonces the contract derives from
+// rail0_id and config_hash (and, for a refund, the refundable balance before it).
+// unsigned_transaction calls authorize, charge, capture, void, release, refund,
+// dispute or closeDispute with the Payment tuple inline, the payer's or payee's
+// v, r, s where the function takes them, value 0 and a gas limit that covers what
+// the call spends (200,000 for authorize and charge, 120,000 otherwise).
+//
+// A raw transaction is refused at submit, as the gateway does, when it cannot be
+// decoded (400, no body), comes from the wrong sender (403, the role codes), or is
+// not a call of this step on this payment: another contract, an unknown selector,
+// another operation's function or another payment's id (400 invalid_param).
+// Everything else is for the simulated chain, which decodes the calldata by the
+// contract's ABI when it mines the transaction and records what the EVM, the
+// contract or the token would refuse as a failed transaction row (the payment does
+// not move; last_error_code says why): revert (out of gas, a non-zero value,
+// calldata the ABI decoder refuses), config_hash_mismatch (a Payment tuple other
+// than the payment's terms: the contract's PaymentMismatch), invalid_amount (an
+// amount of 0), amount_exceeds_capturable, amount_exceeds_refundable,
+// authorization_expired, refund_expired, invalid_token_signature (a v, r, s that
+// does not recover to the paying wallet, or whose s is in the upper half of the
+// curve order, or whose v is not 27 or 28) and insufficient_token_balance. The
+// high-s twin of a signature is refused earlier too: PUT /payments/{id}/sign and
+// refund phase 2 answer 422 signer_mismatch. An amount beyond uint120 is refused at
+// creation with invalid_amount.
+//
 // Tests drive the server through handles: Clock (a ManualClock from WithClock makes
 // time deterministic), Faults (status codes, stalls, dropped connections, truncated
 // bodies, probabilistic storms), and Ledger (how many times each handler really ran,

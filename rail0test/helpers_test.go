@@ -278,6 +278,13 @@ func signTypedData(t *testing.T, key *ecdsa.PrivateKey, payload any) string {
 // signTx builds and signs the EIP-1559 transaction described by unsigned_transaction.
 func signTx(t *testing.T, key *ecdsa.PrivateKey, unsigned string) string {
 	t.Helper()
+	return signTxWith(t, key, unsigned, nil)
+}
+
+// signTxWith is signTx with the transaction changed by mutate (when not nil)
+// before it is signed: how a test sends what a tampering client would.
+func signTxWith(t *testing.T, key *ecdsa.PrivateKey, unsigned string, mutate func(*types.DynamicFeeTx)) string {
+	t.Helper()
 	var u struct {
 		ChainID  int64           `json:"chain_id"`
 		Nonce    uint64          `json:"nonce"`
@@ -300,10 +307,14 @@ func signTx(t *testing.T, key *ecdsa.PrivateKey, unsigned string) string {
 	}
 	to := common.HexToAddress(u.To)
 	chainID := big.NewInt(u.ChainID)
-	tx := types.NewTx(&types.DynamicFeeTx{
+	inner := &types.DynamicFeeTx{
 		ChainID: chainID, Nonce: u.Nonce, GasTipCap: num(u.Tip), GasFeeCap: num(u.Fee), Gas: u.GasLimit,
 		To: &to, Value: num(json.RawMessage(u.Value)), Data: common.FromHex(u.Data),
-	})
+	}
+	if mutate != nil {
+		mutate(inner)
+	}
+	tx := types.NewTx(inner)
 	signed, err := types.SignTx(tx, types.LatestSignerForChainID(chainID), key)
 	if err != nil {
 		t.Fatal(err)

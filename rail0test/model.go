@@ -104,12 +104,13 @@ type transaction struct {
 	Amount      *big.Int
 	BlockNumber *int64
 	GasUsed     *big.Int
-	GasLimit    uint64
+	GasLimit    uint64 // as prepared, then as submitted
 	GasPrice    *big.Int
 	BaseFee     *big.Int
 	From        common.Address // the party expected to send it
-	Data        []byte
-	Reason      common.Hash // dispute reason
+	Data        []byte         // the calldata: as prepared, then as submitted
+	Value       *big.Int       // the value sent with the call: 0 as prepared, then as submitted
+	Reason      common.Hash    // dispute reason
 	PendingAt   *time.Time
 	SubmittedAt *time.Time
 	ConfirmedAt *time.Time

@@ -30,6 +30,10 @@ func (s *Server) guard(p *payment, op string, amount *big.Int, at time.Time) *ap
 		if p.Status != statusSigned {
 			return errState("invalid_state", "Invalid state", "This payment is "+p.Status+"; "+op+" needs a signed payment.")
 		}
+		if unix >= p.AuthExpiry {
+			return errState("authorization_expired", "Authorization expired",
+				"The payer's authorization expired at the authorization expiry; the token refuses it.")
+		}
 	case opCapture:
 		if p.Mode != modeAuthorize {
 			return errState("wrong_mode", "Wrong mode", "A charged payment has nothing to capture.")
@@ -177,6 +181,7 @@ func (s *Server) handlePrepare(w http.ResponseWriter, r *http.Request, sess *ses
 		return
 	}
 	from := p.Payee
+	var refundSig []byte
 	switch op {
 	case opRefund:
 		td, payload := s.refundTypedData(p, amount)
@@ -187,9 +192,10 @@ func (s *Server) handlePrepare(w http.ResponseWriter, r *http.Request, sess *ses
 		}
 		if err := verifyTypedSignature(td, *body.Signature, p.Payee); err != nil {
 			writeError(w, errUnprocessable("signer_mismatch", "Signature mismatch",
-				"The refund authorization does not recover to the payee."))
+				"The refund authorization does not recover to the payee, or its s is in the upper half of the curve order."))
 			return
 		}
+		refundSig = common.FromHex(*body.Signature)
 	case opRelease:
 		from = p.Payer
 		if body.From != nil && *body.From != "" {
@@ -205,7 +211,7 @@ func (s *Server) handlePrepare(w http.ResponseWriter, r *http.Request, sess *ses
 			}
 		}
 	}
-	tx := s.newTransaction(p, op, from, amount, common.Hash{})
+	tx := s.newTransaction(p, op, from, amount, common.Hash{}, refundSig)
 	writeJSON(w, http.StatusCreated, transactionView(tx))
 }
 
@@ -282,14 +288,19 @@ func (s *Server) submitRaw(w http.ResponseWriter, r *http.Request, sess *session
 			"Prepare this step before submitting a signed transaction."))
 		return
 	}
-	if raw.To() == nil || *raw.To() != p.Chain.Contract.Address || !slices.Equal(raw.Data(), pending.Data) {
+	// The gateway binds a raw transaction to this step by what it calls: this
+	// payment's contract, this step's function, this payment's id. Everything else
+	// in it (terms, amount, signature, value, gas) is for the chain to judge.
+	callOp, callID, err := callTarget(raw.Data())
+	if raw.To() == nil || *raw.To() != p.Chain.Contract.Address || err != nil || callOp != op || callID != p.Rail0ID {
 		writeError(w, errBadRequest("invalid_param", "signed_transaction",
-			"The signed transaction is not the one prepared for this step."))
+			"The signed transaction is not a call of this step on this payment's RAIL0 contract."))
 		return
 	}
 	if n := raw.Nonce() + 1; n > s.st.nonceOf[sender] {
 		s.st.nonceOf[sender] = n
 	}
+	pending.Data, pending.Value, pending.GasLimit = raw.Data(), raw.Value(), raw.Gas()
 	s.markSubmitted(pending, hash)
 	writeJSON(w, http.StatusAccepted, transactionView(pending))
 }
@@ -420,7 +431,7 @@ func (s *Server) handleDisputePrepare(op string) func(http.ResponseWriter, *http
 			writeError(w, e)
 			return
 		}
-		tx := s.newTransaction(p, op, p.Payer, nil, reason)
+		tx := s.newTransaction(p, op, p.Payer, nil, reason, nil)
 		status := http.StatusCreated
 		if op == opCloseDispute {
 			status = http.StatusOK // the contract documents only 200 here

@@ -1,6 +1,7 @@
 package rail0test
 
 import (
+	"errors"
 	"math/big"
 	"net/http"
 	"strings"
@@ -246,6 +247,9 @@ func (s *Server) handleCreatePayment(w http.ResponseWriter, r *http.Request, ses
 		return
 	}
 	amount, err := parseUnits(*body.Amount, t.Decimals)
+	if err == nil && amount.BitLen() > 120 {
+		err = errors.New("amount does not fit the contract's uint120")
+	}
 	if err != nil {
 		writeError(w, &apiError{status: http.StatusUnprocessableEntity, code: "invalid_amount", title: "Invalid amount",
 			detail: "The amount is not valid for this token: " + err.Error() + ".", extra: map[string]any{"param": "amount"}})
@@ -262,9 +266,7 @@ func (s *Server) handleCreatePayment(w http.ResponseWriter, r *http.Request, ses
 		CreatedAt: now, UpdatedAt: now, seq: s.st.next(),
 	}
 	p.Rail0ID = keccak(c.Contract.Address.Bytes(), big.NewInt(c.ChainID).Bytes(), []byte(p.ID))
-	p.ConfigHash = keccak(p.Rail0ID.Bytes(), payer.Bytes(), payee.Bytes(), t.Address.Bytes(),
-		common.BigToHash(amount).Bytes(), common.BigToHash(big.NewInt(p.AuthExpiry)).Bytes(),
-		common.BigToHash(big.NewInt(p.RefundExpiry)).Bytes())
+	p.ConfigHash = paymentConfigHash(p)
 	s.st.payments = append(s.st.payments, p)
 	s.st.byID[p.ID] = p
 	if key != "" {

@@ -156,12 +156,12 @@ func TestPaymentListFiltersAndAnalytics(t *testing.T) {
 	h := newHarness(t, WithSessionTTL(1000*time.Hour))
 	buyer, merchant := h.login(h.srv.Buyer), h.login(h.srv.Merchant)
 	small := h.createPayment(buyer, "charge", "1", true)
+	h.step(merchant, h.srv.Merchant.Key(), small, "charge", nil)
 	h.clock.Advance(24 * time.Hour)
 	big := h.createPayment(buyer, "authorize", "100", true)
+	h.step(merchant, h.srv.Merchant.Key(), big, "authorize", nil) // before the authorization expires
 	h.clock.Advance(40 * 24 * time.Hour)
 	h.createPayment(buyer, "authorize", "50", false)
-	h.step(merchant, h.srv.Merchant.Key(), small, "charge", nil)
-	h.step(merchant, h.srv.Merchant.Key(), big, "authorize", nil)
 
 	ids := func(path string) []string {
 		t.Helper()
