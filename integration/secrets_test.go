@@ -185,25 +185,17 @@ func TestLifecycleLogsHoldNoSecret(t *testing.T) {
 	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
 	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
 	opts := []rail0.Option{rail0.WithLogger(logger), rail0.WithRetryOn429(true), rail0.WithHTTPClient(gw.HTTPClient())}
-	anon, err := rail0.NewClient(gw.URL, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var tokens []string
 	clientFor := func(acct *signing.PrivateKeySigner) *rail0.Client {
-		ts, err := rail0.LoginTokenSource(anon.Auth, acct, rail0.LoginParams{})
+		c, err := rail0.NewClient(gw.URL, append(opts, rail0.WithSigner(acct))...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := ts.Token(ctx)
+		s, err := c.Session(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tokens = append(tokens, tok)
-		c, err := rail0.NewClient(gw.URL, append(opts, rail0.WithTokenSource(ts.Token))...)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tokens = append(tokens, s.Token)
 		return c
 	}
 	buyer, merchant := clientFor(buyerKey), clientFor(merchantKey)

@@ -220,8 +220,8 @@ func TestFaultStorm(t *testing.T) {
 		return s.Token
 	}
 	buyerToken, merchantToken := login(buyerKey), login(merchantKey)
-	direct := func(token string) *rail0.Client {
-		c, err := gw.Client(rail0.WithToken(token))
+	direct := func(token string, key rail0.Signer) *rail0.Client {
+		c, err := gw.Client(rail0.WithToken(token), rail0.WithSigner(key))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestFaultStorm(t *testing.T) {
 		setup.Add(1)
 		go func() {
 			defer setup.Done()
-			b, m := direct(buyerToken), direct(merchantToken)
+			b, m := direct(buyerToken, buyerKey), direct(merchantToken, merchantKey)
 			p, err := b.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "5.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			if err == nil {
