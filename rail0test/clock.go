@@ -2,6 +2,7 @@ package rail0test
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,3 +48,19 @@ func (c *ManualClock) Set(t time.Time) {
 	defer c.mu.Unlock()
 	c.now = t
 }
+
+// advancer is a Clock the control surface can move forward.
+type advancer interface {
+	Advance(d time.Duration)
+}
+
+// offsetClock is a clock that cannot move itself, plus an offset the control
+// surface moves forward.
+type offsetClock struct {
+	base   Clock
+	offset atomic.Int64 // nanoseconds
+}
+
+func (c *offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.offset.Load())) }
+
+func (c *offsetClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }

@@ -10,7 +10,7 @@ import (
 // multiple of every period used here.
 func limited(t *testing.T, public, session int, period time.Duration, opts ...Option) *harness {
 	t.Helper()
-	return newHarness(t, append([]Option{WithRateLimits(Limit{public}, Limit{session}), WithRateLimitPeriod(period)}, opts...)...)
+	return newHarness(t, append([]Option{WithRateLimits(Limit{Requests: public}, Limit{Requests: session}), WithRateLimitPeriod(period)}, opts...)...)
 }
 
 func TestRateLimitWindowsAlignToEpochMultiples(t *testing.T) {
@@ -43,7 +43,7 @@ func TestRateLimitCountsThrottledRequests(t *testing.T) {
 	// Every request is counted, the three throttled ones included, as Rack::Attack's
 	// cache counter does.
 	h.srv.limiter.mu.Lock()
-	count := h.srv.limiter.counts["public\x00127.0.0.1"]
+	count := h.srv.limiter.public.counts["127.0.0.1"]
 	h.srv.limiter.mu.Unlock()
 	if count != 5 {
 		t.Fatalf("counter = %d, want 5", count)
