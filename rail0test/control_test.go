@@ -104,7 +104,7 @@ func TestControlResetReturnsToTheInitialState(t *testing.T) {
 		t.Fatalf("ledger after reset has %d executions", n)
 	}
 	expect(t, h.call("GET", "/payments", buyer, nil), http.StatusUnauthorized, "unauthorized") // a new JWT key
-	expect(t, h.call("GET", "/tokens", "", nil), http.StatusOK, "") // the added fault is gone
+	expect(t, h.call("GET", "/tokens", "", nil), http.StatusOK, "")                            // the added fault is gone
 	expect(t, h.call("GET", "/health", "", nil), http.StatusOK, "")
 	// The WithFaults fault is back with its count at zero: the 1st call passes, the 2nd fails.
 	if got := h.call("GET", "/blockchains", "", nil).body; string(got) != string(chains) {
@@ -137,7 +137,7 @@ func TestControlLedger(t *testing.T) {
 		"payer": h.srv.Buyer.Address, "payee": h.srv.Merchant.Address}
 	expect(t, h.call("POST", "/payments", buyer, body, withHeader("Idempotency-Key", "once")), http.StatusCreated, "")
 	expect(t, h.call("POST", "/payments", buyer, body, withHeader("Idempotency-Key", "once")), http.StatusOK, "") // a replay
-	h.ctl("GET", "/_rail0test/clock", "") // control requests are not executions
+	h.ctl("GET", "/_rail0test/clock", "")                                                                         // control requests are not executions
 	var list []map[string]any
 	res := h.ctl("GET", "/_rail0test/ledger?route=POST+/payments&idempotency_key=once", "")
 	if err := json.Unmarshal(res.body, &list); err != nil || res.status != http.StatusOK {
