@@ -217,12 +217,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	go func() { served <- hs.Serve(ln) }()
 
 	rec := newRecord(gw, ln.Addr().String(), host, s)
-	if s.jsonOut {
-		line, _ := json.Marshal(rec) // plain strings and numbers: cannot fail
-		fmt.Fprintf(out, "%s\n", line)
-	} else {
-		printBanner(out, rec)
-	}
+	// The file first: whoever reads stdout may rely on it existing.
 	if s.readyFile != "" {
 		if err := writeReadyFile(s.readyFile, rec); err != nil {
 			_ = hs.Close()
@@ -230,6 +225,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 		defer os.Remove(s.readyFile)
+	}
+	if s.jsonOut {
+		line, _ := json.Marshal(rec) // plain strings and numbers: cannot fail
+		fmt.Fprintf(out, "%s\n", line)
+	} else {
+		printBanner(out, rec)
 	}
 
 	select {
