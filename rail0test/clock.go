@@ -1,6 +1,7 @@
 package rail0test
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,4 +64,19 @@ type offsetClock struct {
 
 func (c *offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.offset.Load())) }
 
-func (c *offsetClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+// Advance adds d to the offset, saturating instead of wrapping around, so no
+// sequence of moves can send the clock back to before 1970.
+func (c *offsetClock) Advance(d time.Duration) {
+	for {
+		old := c.offset.Load()
+		next := old + int64(d)
+		if d > 0 && next < old {
+			next = math.MaxInt64
+		} else if d < 0 && next > old {
+			next = math.MinInt64
+		}
+		if c.offset.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}

@@ -3,6 +3,7 @@ package rail0test
 import (
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -233,4 +234,18 @@ func TestControlClockExpiresSessionsAndNonces(t *testing.T) {
 	msg := h.srv.SIWEMessage(h.srv.Buyer.Address, n, LoginStatement)
 	expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(t, h.srv.Buyer.Key(), msg)}),
 		http.StatusUnprocessableEntity, "invalid_nonce")
+}
+
+func TestOffsetClockSaturates(t *testing.T) {
+	c := &offsetClock{base: NewManualClock(epoch)}
+	for range 3 {
+		c.Advance(time.Duration(math.MaxInt64 / 2))
+	}
+	if got := c.Now(); got.Before(epoch) {
+		t.Fatalf("the offset wrapped around: %v", got)
+	}
+	c.Advance(-time.Hour)
+	if got, want := c.Now(), epoch.Add(time.Duration(math.MaxInt64)-time.Hour); !got.Equal(want) {
+		t.Fatalf("now = %v, want %v", got, want)
+	}
 }
