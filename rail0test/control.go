@@ -23,6 +23,7 @@ const controlPrefix = "/_rail0test/"
 //	                                         payment_id, operation, status
 //	DELETE /_rail0test/ledger                forgets the executions
 //	POST   /_rail0test/faults                body: a ParseFault line; {"id": n}
+//	GET    /_rail0test/faults/{id}           {"id": n, "hits": n, "installed": bool}
 //	DELETE /_rail0test/faults                removes every fault
 //	DELETE /_rail0test/faults/{id}           removes one fault
 //
@@ -47,10 +48,16 @@ func (s *Server) controlRoutes() *http.ServeMux {
 		s.Faults.Clear()
 		w.WriteHeader(http.StatusNoContent)
 	})
+	m.HandleFunc("GET "+controlPrefix+"faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := faultID(w, r)
+		if !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "hits": s.Faults.Hits(id), "installed": s.Faults.installed(id)})
+	})
 	m.HandleFunc("DELETE "+controlPrefix+"faults/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.Atoi(r.PathValue("id"))
-		if err != nil {
-			writeError(w, errBadRequest("invalid_param", "id", "The fault id must be an integer."))
+		id, ok := faultID(w, r)
+		if !ok {
 			return
 		}
 		s.Faults.Remove(id)
@@ -160,6 +167,16 @@ func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// faultID reads the {id} of a fault route, answering 400 when it is not a number.
+func faultID(w http.ResponseWriter, r *http.Request) (int, bool) {
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil {
+		writeError(w, errBadRequest("invalid_param", "id", "The fault id must be an integer."))
+		return 0, false
+	}
+	return id, true
 }
 
 func (s *Server) handleAddFault(w http.ResponseWriter, r *http.Request) {

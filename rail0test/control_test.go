@@ -172,13 +172,17 @@ func TestControlFaults(t *testing.T) {
 	expect(t, h.call("GET", "/tokens", "", nil), http.StatusOK, "")
 	expect(t, h.call("GET", "/tokens", "", nil), http.StatusBadGateway, "injected_fault")
 	expect(t, h.call("GET", "/tokens", "", nil), http.StatusOK, "")
-	if h.srv.Faults.Hits(int(id)) != 1 {
-		t.Fatalf("hits = %d", h.srv.Faults.Hits(int(id)))
+	if got := h.ctl("GET", "/_rail0test/faults/1", "").json(t); id != 1 || got["hits"] != float64(1) || got["installed"] != true {
+		t.Fatalf("fault 1 = %v", got)
 	}
 	if res := h.ctl("DELETE", "/_rail0test/faults/1", ""); res.status != http.StatusNoContent || h.srv.Faults.Pending() != 0 {
 		t.Fatalf("remove: %d, %d pending", res.status, h.srv.Faults.Pending())
 	}
+	if got := h.ctl("GET", "/_rail0test/faults/1", "").json(t); got["hits"] != float64(1) || got["installed"] != false {
+		t.Fatalf("removed fault 1 = %v", got)
+	}
 	expect(t, h.ctl("DELETE", "/_rail0test/faults/x", ""), http.StatusBadRequest, "invalid_param")
+	expect(t, h.ctl("GET", "/_rail0test/faults/x", ""), http.StatusBadRequest, "invalid_param")
 	expect(t, h.ctl("POST", "/_rail0test/faults", "path=/tokens,kind=explode"), http.StatusBadRequest, "invalid_param")
 	h.ctl("POST", "/_rail0test/faults", "status=500")
 	h.ctl("POST", "/_rail0test/faults", "status=501")

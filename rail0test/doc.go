@@ -38,6 +38,7 @@
 //	                                         path, idempotency_key, payment_id, operation, status
 //	DELETE /_rail0test/ledger                Ledger.Reset
 //	POST   /_rail0test/faults                body: a ParseFault line; answers {"id": n}
+//	GET    /_rail0test/faults/{id}           {"id": n, "hits": n, "installed": bool}
 //	DELETE /_rail0test/faults[/{id}]         Faults.Clear, Faults.Remove
 //
 // Control requests are never faulted, throttled or recorded in the Ledger.

@@ -187,6 +187,18 @@ func (fs *Faults) Hits(id int) int {
 	return fs.hits[id]
 }
 
+// installed reports whether the fault with id is still installed.
+func (fs *Faults) installed(id int) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, a := range fs.active {
+		if a.id == id {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending returns how many faults are still installed.
 func (fs *Faults) Pending() int {
 	fs.mu.Lock()

@@ -95,7 +95,8 @@ Fault rules (-fault, repeatable) are comma-separated key=value pairs:
 Control surface (-control; loopback clients only; never throttled, faulted or recorded):
   GET /_rail0test/clock   POST /_rail0test/clock/advance?by=2h   POST /_rail0test/reset
   GET /_rail0test/ledger[?route=&idempotency_key=&payment_id=&operation=&status=]
-  DELETE /_rail0test/ledger   POST /_rail0test/faults (body: a rule)   DELETE /_rail0test/faults[/ID]
+  DELETE /_rail0test/ledger   POST /_rail0test/faults (body: a rule)   GET /_rail0test/faults/ID (hits)
+  DELETE /_rail0test/faults[/ID]
 
 Flags:
 `
