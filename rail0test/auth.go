@@ -221,7 +221,7 @@ func (s *Server) authenticate(r *http.Request) (*session, *apiError) {
 		return nil, errUnauthorized("Send a session token as Authorization: Bearer <token>.")
 	}
 	var claims sessionClaims
-	_, err := jwt.ParseWithClaims(raw, &claims, func(*jwt.Token) (any, error) { return s.jwtSecret, nil },
+	_, err := jwt.ParseWithClaims(raw, &claims, func(*jwt.Token) (any, error) { return s.jwtKey(), nil },
 		jwt.WithValidMethods([]string{"HS256"}),
 		jwt.WithTimeFunc(s.Clock.Now),
 		jwt.WithExpirationRequired(),
@@ -321,7 +321,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 		ExpiresAt: jwt.NewNumericDate(exp),
 		ID:        s.ent.uuid(),
 	}}
-	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.jwtSecret)
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.jwtKey())
 	if err != nil {
 		writeError(w, &apiError{status: http.StatusInternalServerError, code: "error", title: "Internal error", detail: "The session could not be signed."})
 		return

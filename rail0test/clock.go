@@ -1,7 +1,9 @@
 package rail0test
 
 import (
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,4 +48,35 @@ func (c *ManualClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = t
+}
+
+// advancer is a Clock the control surface can move forward.
+type advancer interface {
+	Advance(d time.Duration)
+}
+
+// offsetClock is a clock that cannot move itself, plus an offset the control
+// surface moves forward.
+type offsetClock struct {
+	base   Clock
+	offset atomic.Int64 // nanoseconds
+}
+
+func (c *offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.offset.Load())) }
+
+// Advance adds d to the offset, saturating instead of wrapping around, so no
+// sequence of moves can send the clock back to before 1970.
+func (c *offsetClock) Advance(d time.Duration) {
+	for {
+		old := c.offset.Load()
+		next := old + int64(d)
+		if d > 0 && next < old {
+			next = math.MaxInt64
+		} else if d < 0 && next > old {
+			next = math.MinInt64
+		}
+		if c.offset.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }

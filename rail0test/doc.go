@@ -54,7 +54,23 @@
 // time deterministic), Faults (status codes, stalls, dropped connections, truncated
 // bodies, probabilistic storms), and Ledger (how many times each handler really ran,
 // per route and Idempotency-Key, which is how a client proves it never executed a
-// write twice). Close stops every goroutine the server started.
+// write twice). Close stops every goroutine the server started; Reset returns the
+// server to its initial state without a new port.
+//
+// Clients in other languages reach the same handles over HTTP through the control
+// surface that WithControl mounts under /_rail0test/ (loopback clients only):
+//
+//	GET    /_rail0test/clock                 {"now": RFC 3339 time}
+//	POST   /_rail0test/clock/advance?by=2h   moves the clock forward ({"by": "2h"} works too)
+//	POST   /_rail0test/reset                 Reset
+//	GET    /_rail0test/ledger                executions as JSON; filter with route, method,
+//	                                         path, idempotency_key, payment_id, operation, status
+//	DELETE /_rail0test/ledger                Ledger.Reset
+//	POST   /_rail0test/faults                body: a ParseFault line; answers {"id": n}
+//	GET    /_rail0test/faults/{id}           {"id": n, "hits": n, "installed": bool}
+//	DELETE /_rail0test/faults[/{id}]         Faults.Clear, Faults.Remove
+//
+// Control requests are never faulted, throttled or recorded in the Ledger.
 //
 // Webhook deliveries are sent at once, in goroutines, and retried with a short
 // real-time backoff, but X-Rail0-Timestamp comes from the server Clock: a receiver

@@ -80,6 +80,9 @@ type Fault struct {
 	// Rate, when in (0, 1), hits a matching request with that probability (drawn
 	// from the server's seeded source, see WithSeed); 0 hits every match.
 	Rate float64
+	// Every, when above 1, hits only every Every-th matching request (the
+	// Every-th, the 2·Every-th, ...), for a deterministic intermittent failure.
+	Every int
 
 	// Kind says what happens to a request the fault hits.
 	Kind FaultKind
@@ -123,10 +126,25 @@ type activeFault struct {
 	id   int
 	f    Fault
 	left int // remaining hits; -1 for unlimited
+	seen int // matching requests so far, for Every
 }
 
-func newFaults(seed uint64) *Faults {
-	return &Faults{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), hits: map[int]int{}}
+func newFaults(seed uint64, initial []Fault) *Faults {
+	fs := &Faults{}
+	fs.reset(seed, initial)
+	return fs
+}
+
+// reset uninstalls every fault, forgets the hit counts, reseeds the random source
+// and installs initial, as a new server would.
+func (fs *Faults) reset(seed uint64, initial []Fault) {
+	fs.mu.Lock()
+	fs.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	fs.nextID, fs.active, fs.hits = 0, nil, map[int]int{}
+	fs.mu.Unlock()
+	for _, f := range initial {
+		fs.Add(f)
+	}
 }
 
 // Add installs f and returns its id. Faults are tried in the order they were added;
@@ -169,6 +187,18 @@ func (fs *Faults) Hits(id int) int {
 	return fs.hits[id]
 }
 
+// installed reports whether the fault with id is still installed.
+func (fs *Faults) installed(id int) bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for _, a := range fs.active {
+		if a.id == id {
+			return true
+		}
+	}
+	return false
+}
+
 // Pending returns how many faults are still installed.
 func (fs *Faults) Pending() int {
 	fs.mu.Lock()
@@ -187,6 +217,12 @@ func (fs *Faults) match(method, route, urlPath string) *Fault {
 		}
 		if f.Path != "" {
 			if ok, _ := path.Match(f.Path, urlPath); !ok {
+				continue
+			}
+		}
+		if f.Every > 1 {
+			a.seen++
+			if a.seen%f.Every != 0 {
 				continue
 			}
 		}

@@ -5,9 +5,13 @@ import (
 	"time"
 )
 
-// Limit is one rate-limit budget: at most Requests per window.
+// Limit is one rate-limit budget: at most Requests per window of Period.
 type Limit struct {
+	// Requests is how many requests a window admits.
 	Requests int
+	// Period is the window's length; zero means the WithRateLimitPeriod value
+	// (default 60 s). Each surface may have its own, as Rack::Attack throttles do.
+	Period time.Duration
 }
 
 // Option configures a Server.
@@ -34,6 +38,8 @@ type config struct {
 	webhookBackoff    time.Duration
 	webhookTimeout    time.Duration
 	circuitThreshold  int
+	faults            []Fault
+	control           bool
 }
 
 func defaultConfig() config {
@@ -68,14 +74,17 @@ func WithClock(c Clock) Option {
 }
 
 // WithSeed makes every generated value reproducible: UUIDs, nonces, request ids,
-// webhook secrets, the JWT secret (unless WithJWTSecret is given) and the fault
-// injector's random draws. The demo keys are always deterministic.
+// webhook secrets and the fault injector's random draws. The demo keys are always
+// deterministic. The JWT signing secret is not derived from the seed, so knowing
+// the seed does not let anyone mint session tokens: it stays random unless
+// WithJWTSecret fixes it.
 func WithSeed(seed uint64) Option {
 	return func(cfg *config) { cfg.seed = &seed }
 }
 
-// WithJWTSecret sets the HS256 key that signs session tokens. By default a random
-// key (or one derived from WithSeed) is used.
+// WithJWTSecret sets the HS256 key that signs session tokens, for tests that mint
+// or check tokens themselves: anyone who knows it can sign in as any address. By
+// default the key is random (from crypto/rand) and a new one is drawn by Reset.
 func WithJWTSecret(secret []byte) Option {
 	return func(cfg *config) { cfg.jwtSecret = append([]byte(nil), secret...) }
 }
@@ -93,7 +102,8 @@ func WithConfirmationDelay(d time.Duration) Option {
 
 // WithRateLimits sets the per-window budgets of the public surface (keyed by client
 // IP) and of the session surface (keyed by bearer token). The defaults are 100 and
-// 300 per 60 s, as on the hosted gateway.
+// 300 per 60 s, as on the hosted gateway. No window ever admits more than its
+// Requests, also under concurrency and with a clock that jumps.
 func WithRateLimits(public, session Limit) Option {
 	return func(cfg *config) {
 		cfg.rateLimits = true
@@ -102,9 +112,10 @@ func WithRateLimits(public, session Limit) Option {
 	}
 }
 
-// WithRateLimitPeriod sets the length of the fixed throttle window (default 60 s).
-// Windows are aligned on multiples of the period since the Unix epoch, and
-// Retry-After carries the whole period rounded up to whole seconds.
+// WithRateLimitPeriod sets the length of the fixed throttle window (default 60 s)
+// of each surface whose Limit has no Period. Windows are aligned on multiples of
+// the period since the Unix epoch, and Retry-After carries the whole period rounded
+// up to whole seconds.
 func WithRateLimitPeriod(d time.Duration) Option {
 	return func(cfg *config) {
 		if d > 0 {
@@ -165,6 +176,24 @@ func WithPaymentWindows(authorize, refund time.Duration) Option {
 			cfg.refundWindow = refund
 		}
 	}
+}
+
+// WithFaults installs faults when the server starts, as Faults.Add would. They are
+// part of the server's initial state: Reset installs them again, with their hit
+// counts at zero.
+func WithFaults(faults ...Fault) Option {
+	return func(cfg *config) { cfg.faults = append(cfg.faults, faults...) }
+}
+
+// WithControl turns on the control surface under /_rail0test/ (see the package
+// documentation): move the clock forward, reset the server, read the ledger, add
+// and clear faults, over HTTP, for clients that cannot call Go. It answers only
+// requests from a loopback address whose Host is a loopback name, and it is off by
+// default. When the server's Clock cannot move (it has no Advance method, like the
+// system clock), Server.Clock becomes that clock plus the offset the control
+// surface adds.
+func WithControl() Option {
+	return func(cfg *config) { cfg.control = true }
 }
 
 // WithWebhookRetry sets how many times a delivery is attempted (default 3) and the

@@ -14,6 +14,7 @@ import (
 // same requests produce the same ids.
 type entropy struct {
 	mu  sync.Mutex
+	key [32]byte
 	src *rand.ChaCha8
 }
 
@@ -26,7 +27,25 @@ func newEntropy(seed *uint64) *entropy {
 		// crypto/rand never fails on supported platforms (Go 1.24+ crashes instead).
 		panic(err)
 	}
-	return &entropy{src: rand.NewChaCha8(key)}
+	return &entropy{key: key, src: rand.NewChaCha8(key)}
+}
+
+// rewind restarts the stream from its beginning, so a reset server generates the
+// same ids as a new one.
+func (e *entropy) rewind() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.src = rand.NewChaCha8(e.key)
+}
+
+// randomSecret returns n bytes from crypto/rand, never from the (possibly seeded) stream.
+func randomSecret(n int) []byte {
+	b := make([]byte, n)
+	if _, err := crand.Read(b); err != nil {
+		// crypto/rand never fails on supported platforms (Go 1.24+ crashes instead).
+		panic(err)
+	}
+	return b
 }
 
 func (e *entropy) read(b []byte) {

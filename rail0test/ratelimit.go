@@ -10,29 +10,64 @@ import (
 	"time"
 )
 
-// rateLimiter reproduces Rack::Attack's throttle: a fixed window numbered
-// floor(now / period) since the Unix epoch, a counter per (surface, discriminator,
+// rateLimiter reproduces Rack::Attack's throttle: per surface, a fixed window
+// numbered floor(now / period) since the Unix epoch, a counter per (discriminator,
 // window) incremented for every request (throttled ones included), and a request
 // throttled when the counter exceeds the limit.
+//
+// The clock is read under the same lock as the counters, so a request is counted
+// in the window of the time it was counted at: a request that read the clock just
+// before a boundary cannot reach the counters after another request opened the
+// next window and reopen the old one. A clock that moves backwards (or a Clock
+// whose Now returns a time it read long before) never reopens an older window
+// either: such a request is counted in the latest window. Both guarantee that no
+// window admits more than its limit.
 type rateLimiter struct {
 	on      atomic.Bool
-	public  int
-	session int
-	period  time.Duration
+	clock   Clock
 	headers bool
 
-	mu     sync.Mutex
-	window int64
+	mu      sync.Mutex
+	public  surfaceCounter
+	session surfaceCounter
+}
+
+// surfaceCounter is the throttle of one surface. Its mutable fields are guarded
+// by rateLimiter.mu.
+type surfaceCounter struct {
+	name   string
+	limit  int
+	period time.Duration
+	opened bool  // window holds a window number
+	window int64 // the latest window counted
 	counts map[string]int
 }
 
-func newRateLimiter(cfg config) *rateLimiter {
+// verdict is the outcome of counting one request.
+type verdict struct {
+	surface string
+	limit   int
+	period  time.Duration
+	count   int       // the request's place in its window, 1-based
+	window  int64     // the window it was counted in
+	now     time.Time // the clock's time when it was counted
+}
+
+// admitted reports whether the request is within the limit.
+func (v verdict) admitted() bool { return v.count <= v.limit }
+
+func newRateLimiter(cfg config, clock Clock) *rateLimiter {
+	period := func(l Limit) time.Duration {
+		if l.Period > 0 {
+			return l.Period
+		}
+		return cfg.ratePeriod
+	}
 	l := &rateLimiter{
-		public:  cfg.publicLimit.Requests,
-		session: cfg.sessionLimit.Requests,
-		period:  cfg.ratePeriod,
+		clock:   clock,
 		headers: cfg.rateHeaders,
-		counts:  map[string]int{},
+		public:  surfaceCounter{name: "public", limit: cfg.publicLimit.Requests, period: period(cfg.publicLimit), counts: map[string]int{}},
+		session: surfaceCounter{name: "session", limit: cfg.sessionLimit.Requests, period: period(cfg.sessionLimit), counts: map[string]int{}},
 	}
 	l.on.Store(cfg.rateLimits)
 	return l
@@ -40,45 +75,76 @@ func newRateLimiter(cfg config) *rateLimiter {
 
 func (l *rateLimiter) enabled() bool { return l.on.Load() }
 
-// periodSeconds is the period in whole seconds, rounded up, at least 1.
-func (l *rateLimiter) periodSeconds() int64 {
-	return max(1, int64((l.period+time.Second-1)/time.Second))
+// reset forgets every counter, as after a restart.
+func (l *rateLimiter) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, sc := range []*surfaceCounter{&l.public, &l.session} {
+		sc.opened, sc.window = false, 0
+		clear(sc.counts)
+	}
+}
+
+// count counts one request of key on the session surface (session true) or the
+// public one, reading the clock under the lock.
+func (l *rateLimiter) count(session bool, key string) verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sc := &l.public
+	if session {
+		sc = &l.session
+	}
+	now := l.clock.Now()
+	window := floorDiv(now.UnixNano(), int64(sc.period))
+	switch {
+	case !sc.opened || window > sc.window: // a new window: older counters can never be read again
+		sc.opened, sc.window = true, window
+		clear(sc.counts)
+	case window < sc.window: // a stale or backward time: count it in the latest window
+		window = sc.window
+	}
+	sc.counts[key]++
+	return verdict{surface: sc.name, limit: sc.limit, period: sc.period, count: sc.counts[key], window: window, now: now}
+}
+
+// floorDiv is a / b rounded towards negative infinity (b > 0).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// seconds is d in whole seconds, rounded up, at least 1.
+func seconds(d time.Duration) int64 {
+	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
 // check counts r and, when it is over the limit, answers 429 and returns true.
-func (l *rateLimiter) check(w http.ResponseWriter, r *http.Request, now time.Time) bool {
-	surface, limit := "public", l.public
+func (l *rateLimiter) check(w http.ResponseWriter, r *http.Request) bool {
 	key := clientIP(r)
-	if tok, ok := bearer(r); ok {
-		surface, limit, key = "session", l.session, tok
+	tok, session := bearer(r)
+	if session {
+		key = tok
 	}
-	window := now.UnixNano() / int64(l.period)
-	l.mu.Lock()
-	if window != l.window { // a new window: older counters can never be read again
-		l.window = window
-		clear(l.counts)
-	}
-	k := surface + "\x00" + key
-	l.counts[k]++
-	count := l.counts[k]
-	l.mu.Unlock()
+	v := l.count(session, key)
 
 	if l.headers {
-		windowEnd := time.Unix(0, (window+1)*int64(l.period))
-		reset := max(1, int64((windowEnd.Sub(now)+time.Second-1)/time.Second))
-		remaining := max(0, limit-count)
-		secs := l.periodSeconds()
+		windowEnd := time.Unix(0, (v.window+1)*int64(v.period))
+		reset := seconds(windowEnd.Sub(v.now))
+		remaining := max(0, v.limit-v.count)
 		h := w.Header()
-		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, limit, secs))
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, v.limit, seconds(v.period)))
 		h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, reset))
-		h.Set("RateLimit-Limit", strconv.Itoa(limit))
+		h.Set("RateLimit-Limit", strconv.Itoa(v.limit))
 		h.Set("RateLimit-Remaining", strconv.Itoa(remaining))
 		h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
 	}
-	if count <= limit {
+	if v.admitted() {
 		return false
 	}
-	w.Header().Set("Retry-After", strconv.FormatInt(l.periodSeconds(), 10))
+	w.Header().Set("Retry-After", strconv.FormatInt(seconds(v.period), 10))
 	writeJSON(w, http.StatusTooManyRequests, map[string]any{
 		"code":   "rate_limited",
 		"title":  "Too many requests",

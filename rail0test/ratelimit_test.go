@@ -1,7 +1,11 @@
 package rail0test
 
 import (
+	"fmt"
 	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -10,7 +14,7 @@ import (
 // multiple of every period used here.
 func limited(t *testing.T, public, session int, period time.Duration, opts ...Option) *harness {
 	t.Helper()
-	return newHarness(t, append([]Option{WithRateLimits(Limit{public}, Limit{session}), WithRateLimitPeriod(period)}, opts...)...)
+	return newHarness(t, append([]Option{WithRateLimits(Limit{Requests: public}, Limit{Requests: session}), WithRateLimitPeriod(period)}, opts...)...)
 }
 
 func TestRateLimitWindowsAlignToEpochMultiples(t *testing.T) {
@@ -43,7 +47,7 @@ func TestRateLimitCountsThrottledRequests(t *testing.T) {
 	// Every request is counted, the three throttled ones included, as Rack::Attack's
 	// cache counter does.
 	h.srv.limiter.mu.Lock()
-	count := h.srv.limiter.counts["public\x00127.0.0.1"]
+	count := h.srv.limiter.public.counts["127.0.0.1"]
 	h.srv.limiter.mu.Unlock()
 	if count != 5 {
 		t.Fatalf("counter = %d, want 5", count)
@@ -147,5 +151,130 @@ func TestRateLimitDefaultsAndOff(t *testing.T) {
 	}
 	if d := defaultConfig(); d.publicLimit.Requests != 100 || d.sessionLimit.Requests != 300 || d.ratePeriod != time.Minute || !d.rateLimits {
 		t.Fatalf("defaults = %+v", d)
+	}
+}
+
+// staleClock is an adversarial Clock: every read moves time forward by step, and
+// the reader is held (other goroutines run) between reading the time and
+// returning it, so the time it returns is already stale, often from the previous
+// window.
+type staleClock struct {
+	now  atomic.Int64 // Unix nanoseconds
+	step time.Duration
+}
+
+func (c *staleClock) Now() time.Time {
+	t := c.now.Add(int64(c.step)) - int64(c.step)
+	for range 3 {
+		runtime.Gosched()
+	}
+	return time.Unix(0, t)
+}
+
+// TestRateLimitNeverAdmitsMoreThanLimitPerWindow is the throttle's property: with
+// many goroutines on one key and a clock whose readers are held across window
+// boundaries, no window admits more than the limit, and no request is counted in
+// a window its clock read had not reached or the clock had already left.
+func TestRateLimitNeverAdmitsMoreThanLimitPerWindow(t *testing.T) {
+	const (
+		limit      = 5
+		goroutines = 16
+		requests   = 400
+		period     = time.Second
+	)
+	for _, surface := range []bool{false, true} {
+		clock := &staleClock{step: period / 40} // about 40 reads per window: every window fills up
+		clock.now.Store(epoch.UnixNano())
+		cfg := defaultConfig()
+		cfg.publicLimit, cfg.sessionLimit, cfg.ratePeriod = Limit{Requests: limit}, Limit{Requests: limit}, period
+		l := newRateLimiter(cfg, clock)
+
+		var mu sync.Mutex
+		admitted := map[int64]int{}
+		var wrong []string
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				for range requests {
+					v := l.count(surface, "k")
+					after := floorDiv(clock.now.Load(), int64(period))
+					mu.Lock()
+					if v.window < floorDiv(v.now.UnixNano(), int64(period)) || v.window > after {
+						wrong = append(wrong, fmt.Sprintf("counted in window %d, read %v, clock now in window %d", v.window, v.now, after))
+					}
+					if v.admitted() {
+						admitted[v.window]++
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(wrong) > 0 {
+			t.Fatalf("session=%v: %d requests counted in the wrong window, e.g. %s", surface, len(wrong), wrong[0])
+		}
+		if len(admitted) < 10 {
+			t.Fatalf("session=%v: only %d windows seen; the clock did not cross boundaries", surface, len(admitted))
+		}
+		for w, n := range admitted {
+			if n > limit {
+				t.Errorf("session=%v: window %d admitted %d requests, limit %d", surface, w, n, limit)
+			}
+		}
+	}
+}
+
+func TestRateLimitBackwardClockNeverReopensAWindow(t *testing.T) {
+	clock := NewManualClock(epoch)
+	cfg := defaultConfig()
+	cfg.publicLimit, cfg.ratePeriod = Limit{Requests: 2}, time.Second
+	l := newRateLimiter(cfg, clock)
+	clock.Set(epoch.Add(1500 * time.Millisecond)) // window epoch+1
+	for i := range 2 {
+		if v := l.count(false, "k"); !v.admitted() {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	// The clock jumps back into the previous window: the request still counts in
+	// the latest one, which is full, instead of opening a fresh budget.
+	clock.Set(epoch.Add(900 * time.Millisecond))
+	if v := l.count(false, "k"); v.admitted() || v.window != floorDiv(epoch.Add(1500*time.Millisecond).UnixNano(), int64(time.Second)) {
+		t.Fatalf("a backward clock reopened a window: %+v", v)
+	}
+	l.reset()
+	if v := l.count(false, "k"); !v.admitted() || v.count != 1 {
+		t.Fatalf("after reset: %+v", v)
+	}
+}
+
+func TestRateLimitPeriodPerSurface(t *testing.T) {
+	h := newHarness(t, WithRateLimits(Limit{Requests: 1, Period: time.Second}, Limit{Requests: 1, Period: time.Hour}))
+	h.srv.limiter.on.Store(false) // sign in without spending the budgets
+	buyer := h.login(h.srv.Buyer)
+	h.srv.limiter.on.Store(true)
+
+	expect(t, h.call("GET", "/tokens", "", nil), http.StatusOK, "")
+	res := h.call("GET", "/tokens", "", nil)
+	expect(t, res, http.StatusTooManyRequests, "rate_limited")
+	if got := res.header.Get("Retry-After"); got != "1" {
+		t.Fatalf("public Retry-After = %q, want 1", got)
+	}
+	expect(t, h.call("GET", "/payments", buyer, nil), http.StatusOK, "")
+	res = h.call("GET", "/payments", buyer, nil)
+	expect(t, res, http.StatusTooManyRequests, "rate_limited")
+	if got := res.header.Get("Retry-After"); got != "3600" {
+		t.Fatalf("session Retry-After = %q, want 3600", got)
+	}
+	// A second later the public window reopens; the session one stays closed.
+	h.clock.Advance(time.Second)
+	expect(t, h.call("GET", "/tokens", "", nil), http.StatusOK, "")
+	expect(t, h.call("GET", "/payments", buyer, nil), http.StatusTooManyRequests, "rate_limited")
+}
+
+func TestFloorDiv(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{{7, 2, 3}, {-7, 2, -4}, {-8, 2, -4}, {0, 5, 0}, {-1, 5, -1}} {
+		if got := floorDiv(c.a, c.b); got != c.want {
+			t.Errorf("floorDiv(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }

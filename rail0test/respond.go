@@ -249,11 +249,14 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) ([]T, *a
 	w.Header().Set("X-Total-Count", strconv.Itoa(len(items)))
 	w.Header().Set("X-Page", strconv.FormatInt(page, 10))
 	w.Header().Set("X-Per-Page", strconv.FormatInt(perPage, 10))
-	start := (page - 1) * perPage
-	if start >= int64(len(items)) {
+	// A page past the end is empty. Compare page numbers rather than offsets:
+	// (page-1)*perPage overflows for a page near the int64 limit.
+	total := int64(len(items))
+	if page-1 >= (total+perPage-1)/perPage {
 		return []T{}, nil
 	}
-	end := min(start+perPage, int64(len(items)))
+	start := (page - 1) * perPage
+	end := min(start+perPage, total)
 	return items[start:end], nil
 }
 

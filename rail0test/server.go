@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/hex"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethereum/go-ethereum/common"
@@ -44,7 +47,9 @@ type Server struct {
 	// URL is the base URL, e.g. "http://127.0.0.1:41233", with no trailing slash.
 	URL string
 	// Clock is the clock the server reads (the one given to WithClock, or the
-	// system clock). Choose it with WithClock; do not replace it afterwards.
+	// system clock; with WithControl, that clock plus the control surface's offset
+	// when it cannot move itself). Choose it with WithClock; do not replace it
+	// afterwards.
 	Clock Clock
 	// Faults injects failures into matching requests.
 	Faults *Faults
@@ -63,12 +68,14 @@ type Server struct {
 	cfg       config
 	ts        *httptest.Server
 	mux       *http.ServeMux
+	control   *http.ServeMux // nil unless WithControl
 	handler   http.Handler
 	ent       *entropy
 	limiter   *rateLimiter
 	log       *slog.Logger
 	domains   []string
-	jwtSecret []byte
+	jwtSecret atomic.Pointer[[]byte]
+	start     time.Time // the Clock's time at NewServer, to which Reset returns it
 
 	mu     sync.Mutex
 	st     *state
@@ -101,20 +108,26 @@ func NewServer(opts ...Option) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.jwtSecret = cfg.jwtSecret
-	if len(s.jwtSecret) == 0 {
-		s.jwtSecret = []byte(s.ent.hex(32))
+	if cfg.control {
+		if _, ok := cfg.clock.(advancer); !ok {
+			s.Clock = &offsetClock{base: cfg.clock}
+		}
 	}
+	s.start = s.Clock.Now()
+	s.newJWTSecret()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.hookClient = &http.Client{Transport: &http.Transport{
 		Proxy:             nil,
 		DisableKeepAlives: true,
 	}}
-	s.Faults = newFaults(s.ent.uint64())
+	s.Faults = newFaults(s.ent.uint64(), cfg.faults)
 	s.Ledger = &Ledger{}
-	s.limiter = newRateLimiter(cfg)
-	s.seed()
+	s.limiter = newRateLimiter(cfg, s.Clock)
+	s.Merchant.AccountID = s.seed()
 	s.mux = s.routes()
+	if cfg.control {
+		s.control = s.controlRoutes()
+	}
 	s.handler = http.HandlerFunc(s.serve)
 
 	s.ts = httptest.NewUnstartedServer(s.handler)
@@ -160,12 +173,51 @@ func (s *Server) SetHealth(status string) {
 	}
 }
 
+// Reset returns the server to the state NewServer left it in: the seeded catalog
+// and demo account with the same ids, no payments, sessions, webhooks or nonces,
+// an empty Ledger, the faults of WithFaults only, fresh rate-limit counters, health
+// "ok", and the Clock back at its start time when the server can set it (a
+// ManualClock, or the control surface's offset). Session tokens issued before are
+// refused afterwards unless WithJWTSecret fixed the signing key. Webhook
+// deliveries still retrying are dropped. Requests in flight during a Reset may see
+// either state.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch c := s.Clock.(type) {
+	case *offsetClock:
+		c.offset.Store(0)
+	case interface{ Set(time.Time) }:
+		c.Set(s.start)
+	}
+	s.ent.rewind()
+	s.Faults.reset(s.ent.uint64(), s.cfg.faults)
+	s.seed()
+	s.health = ""
+	s.Ledger.Reset()
+	s.limiter.reset()
+	s.newJWTSecret()
+}
+
+// newJWTSecret installs the WithJWTSecret key or a new random one.
+func (s *Server) newJWTSecret() {
+	key := s.cfg.jwtSecret
+	if len(key) == 0 {
+		key = []byte(hex.EncodeToString(randomSecret(32)))
+	}
+	s.jwtSecret.Store(&key)
+}
+
+// jwtKey is the current session signing key.
+func (s *Server) jwtKey() []byte { return *s.jwtSecret.Load() }
+
 // HTTPClient returns an *http.Client configured for the server whose idle
 // connections are closed by Close.
 func (s *Server) HTTPClient() *http.Client { return s.ts.Client() }
 
-// seed fills the catalog and the demo merchant account.
-func (s *Server) seed() {
+// seed replaces the state with the catalog and the demo merchant account, and
+// returns the account's id. Call with s.mu held, or before the server is shared.
+func (s *Server) seed() string {
 	st := &state{
 		accounts: map[string]*account{},
 		byID:     map[string]*payment{},
@@ -197,7 +249,6 @@ func (s *Server) seed() {
 	merchant := common.HexToAddress(s.Merchant.Address)
 	acc := &account{ID: s.ent.uuid(), Name: "Demo Merchant", Members: map[common.Address]bool{merchant: true}}
 	st.accounts[acc.ID] = acc
-	s.Merchant.AccountID = acc.ID
 	label := "Demo payee"
 	st.wallets = append(st.wallets, &wallet{
 		ID: s.ent.uuid(), AccountID: acc.ID, Address: merchant, Label: &label, Active: true,
@@ -206,6 +257,7 @@ func (s *Server) seed() {
 			{TokenID: mainUSDC.ID, Active: true},
 		},
 	})
+	return acc.ID
 }
 
 // now is the server clock in UTC, truncated to whole seconds like the gateway's
@@ -242,6 +294,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	ri := &reqInfo{requestID: rid}
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 
+	if s.control != nil && strings.HasPrefix(r.URL.Path, controlPrefix) {
+		s.serveControl(w, r)
+		return
+	}
 	_, route := s.mux.Handler(r)
 	fault := s.Faults.match(r.Method, route, r.URL.Path)
 	if fault != nil {
@@ -250,7 +306,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s.limiter.enabled() {
-		if throttled := s.limiter.check(w, r, s.Clock.Now()); throttled {
+		if throttled := s.limiter.check(w, r); throttled {
 			s.log.Debug("rail0test: throttled", "method", r.Method, "path", r.URL.Path, "request_id", rid)
 			return
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestRequestIDOnEveryResponse(t *testing.T) {
-	h := newHarness(t, WithRateLimits(Limit{1}, Limit{1}))
+	h := newHarness(t, WithRateLimits(Limit{Requests: 1}, Limit{Requests: 1}))
 	a := h.call("GET", "/tokens", "", nil)
 	b := h.call("GET", "/tokens", "", nil) // throttled
 	expect(t, b, http.StatusTooManyRequests, "rate_limited")
@@ -115,7 +115,7 @@ func (l *lockedBuffer) String() string {
 func TestLoggerNeverPrintsSecrets(t *testing.T) {
 	var buf lockedBuffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := newHarness(t, WithLogger(log), WithRateLimits(Limit{100}, Limit{1}))
+	h := newHarness(t, WithLogger(log), WithRateLimits(Limit{Requests: 100}, Limit{Requests: 1}))
 	tok := h.login(h.srv.Buyer)
 	h.call("GET", "/payments", tok, nil)
 	h.call("GET", "/payments", tok, nil) // throttled, logged too
@@ -123,7 +123,7 @@ func TestLoggerNeverPrintsSecrets(t *testing.T) {
 	if !strings.Contains(out, "/payments") || !strings.Contains(out, "throttled") {
 		t.Fatalf("log = %s", out)
 	}
-	for _, secret := range []string{tok, h.srv.Buyer.PrivateKey, string(h.srv.jwtSecret)} {
+	for _, secret := range []string{tok, h.srv.Buyer.PrivateKey, string(h.srv.jwtKey())} {
 		if strings.Contains(out, secret) {
 			t.Fatal("the log contains a secret")
 		}

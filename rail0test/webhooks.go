@@ -331,6 +331,7 @@ type delivery struct {
 	paymentID string
 	topic     string
 	body      []byte
+	st        *state // the state it belongs to; a Reset orphans it
 }
 
 // emit builds the event for topic and queues a delivery to every active webhook of
@@ -380,11 +381,13 @@ func (s *Server) emit(topic string, p *payment, tx *transaction) {
 	}
 }
 
-// startDelivery runs a delivery in a goroutine that Close waits for.
+// startDelivery runs a delivery in a goroutine that Close waits for. Call with
+// s.mu held.
 func (s *Server) startDelivery(d delivery) {
 	if s.ctx.Err() != nil {
 		return
 	}
+	d.st = s.st
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -408,7 +411,7 @@ func (s *Server) deliver(d delivery) {
 	for attempt := 1; attempt <= s.cfg.webhookAttempts; attempt++ {
 		s.mu.Lock()
 		i := slices.IndexFunc(s.st.webhooks, func(w *webhook) bool { return w.ID == d.webhookID })
-		if i < 0 || !s.st.webhooks[i].Active || s.st.webhooks[i].CircuitOpen {
+		if s.st != d.st || i < 0 || !s.st.webhooks[i].Active || s.st.webhooks[i].CircuitOpen {
 			s.mu.Unlock()
 			return // a disabled or open-circuit webhook drops deliveries silently
 		}
@@ -421,6 +424,10 @@ func (s *Server) deliver(d delivery) {
 		ok := code >= 200 && code < 300
 
 		s.mu.Lock()
+		if s.st != d.st { // reset while the request was out
+			s.mu.Unlock()
+			return
+		}
 		cb := &eventCallback{ID: s.ent.uuid(), WebhookID: d.webhookID, PaymentID: d.paymentID, Topic: d.topic,
 			CallbackURL: target, Status: "failed", CreatedAt: s.now(), Payload: string(d.body), seq: s.st.next()}
 		if code != 0 {

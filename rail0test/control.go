@@ -1,0 +1,194 @@
+package rail0test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// controlPrefix is where WithControl mounts the control surface. Its requests
+// bypass faults, the rate limiter and the Ledger.
+const controlPrefix = "/_rail0test/"
+
+// controlRoutes builds the control surface:
+//
+//	GET    /_rail0test/clock                 {"now": RFC 3339 time}
+//	POST   /_rail0test/clock/advance?by=2h   moves the clock forward; {"now": ...}
+//	POST   /_rail0test/reset                 Server.Reset
+//	GET    /_rail0test/ledger                the executions, oldest first; filters:
+//	                                         route, method, path, idempotency_key,
+//	                                         payment_id, operation, status
+//	DELETE /_rail0test/ledger                forgets the executions
+//	POST   /_rail0test/faults                body: a ParseFault line; {"id": n}
+//	GET    /_rail0test/faults/{id}           {"id": n, "hits": n, "installed": bool}
+//	DELETE /_rail0test/faults                removes every fault
+//	DELETE /_rail0test/faults/{id}           removes one fault
+//
+// POST /_rail0test/clock/advance also takes {"by": "2h"} as a JSON body.
+func (s *Server) controlRoutes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET "+controlPrefix+"clock", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now().UTC().Format(time.RFC3339Nano)})
+	})
+	m.HandleFunc("POST "+controlPrefix+"clock/advance", s.handleAdvance)
+	m.HandleFunc("POST "+controlPrefix+"reset", func(w http.ResponseWriter, r *http.Request) {
+		s.Reset()
+		writeJSON(w, http.StatusOK, map[string]any{"reset": true})
+	})
+	m.HandleFunc("GET "+controlPrefix+"ledger", s.handleLedger)
+	m.HandleFunc("DELETE "+controlPrefix+"ledger", func(w http.ResponseWriter, r *http.Request) {
+		s.Ledger.Reset()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	m.HandleFunc("POST "+controlPrefix+"faults", s.handleAddFault)
+	m.HandleFunc("DELETE "+controlPrefix+"faults", func(w http.ResponseWriter, r *http.Request) {
+		s.Faults.Clear()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	m.HandleFunc("GET "+controlPrefix+"faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := faultID(w, r)
+		if !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "hits": s.Faults.Hits(id), "installed": s.Faults.installed(id)})
+	})
+	m.HandleFunc("DELETE "+controlPrefix+"faults/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := faultID(w, r)
+		if !ok {
+			return
+		}
+		s.Faults.Remove(id)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	m.HandleFunc(controlPrefix, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, code: "not_found", title: "Not found",
+			detail: "No control route matches " + r.Method + " " + r.URL.Path + "."})
+	})
+	return m
+}
+
+// serveControl answers a control request from a loopback client addressed by a
+// loopback name, and refuses every other one: the surface can reset the server
+// and move its clock, so it must not be reachable from another machine, nor from
+// a web page through DNS rebinding.
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	if !loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host) {
+		writeError(w, errForbidden("forbidden", "The control surface answers loopback clients only."))
+		return
+	}
+	s.control.ServeHTTP(w, r)
+}
+
+func loopbackPeer(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) handleAdvance(w http.ResponseWriter, r *http.Request) {
+	by := r.URL.Query().Get("by")
+	if by == "" {
+		var body struct {
+			By *string `json:"by"`
+		}
+		if e := decodeBody(r, &body); e != nil {
+			writeError(w, e)
+			return
+		}
+		if body.By == nil {
+			writeError(w, errMissing("by", http.StatusBadRequest))
+			return
+		}
+		by = *body.By
+	}
+	d, err := time.ParseDuration(by)
+	if err != nil || d < 0 {
+		writeError(w, errBadRequest("invalid_param", "by", "by must be a non-negative duration such as 90s or 170h."))
+		return
+	}
+	c, ok := s.Clock.(advancer)
+	if !ok { // only a Clock given to WithClock can lack Advance
+		writeError(w, errUnprocessable("clock_not_movable", "Clock cannot move",
+			"The server's clock has no Advance method."))
+		return
+	}
+	c.Advance(d)
+	writeJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now().UTC().Format(time.RFC3339Nano)})
+}
+
+func (s *Server) handleLedger(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	status := -1
+	if v := q.Get("status"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeError(w, errBadRequest("invalid_param", "status", "status must be an integer."))
+			return
+		}
+		status = n
+	}
+	match := func(name, value string) bool { return !q.Has(name) || q.Get(name) == value }
+	out := []map[string]any{}
+	for _, e := range s.Ledger.Executions() {
+		if !match("route", e.Route) || !match("method", e.Method) || !match("path", e.Path) ||
+			!match("idempotency_key", e.IdempotencyKey) || !match("payment_id", e.PaymentID) ||
+			!match("operation", e.Operation) || status >= 0 && e.Status != status {
+			continue
+		}
+		out = append(out, map[string]any{
+			"route":           e.Route,
+			"method":          e.Method,
+			"path":            e.Path,
+			"idempotency_key": e.IdempotencyKey,
+			"payment_id":      e.PaymentID,
+			"operation":       e.Operation,
+			"status":          e.Status,
+			"request_id":      e.RequestID,
+			"at":              e.At.UTC().Format(time.RFC3339Nano),
+		})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// faultID reads the {id} of a fault route, answering 400 when it is not a number.
+func faultID(w http.ResponseWriter, r *http.Request) (int, bool) {
+	id, err := strconv.Atoi(r.PathValue("id"))
+	if err != nil {
+		writeError(w, errBadRequest("invalid_param", "id", "The fault id must be an integer."))
+		return 0, false
+	}
+	return id, true
+}
+
+func (s *Server) handleAddFault(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		writeError(w, errBadRequest("bad_request", "", "The request body could not be read."))
+		return
+	}
+	f, err := ParseFault(string(data))
+	if err != nil {
+		writeError(w, errBadRequest("invalid_param", "fault", strings.TrimPrefix(err.Error(), "rail0test: ")+"."))
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"id": s.Faults.Add(f)})
+}
