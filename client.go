@@ -15,7 +15,8 @@
 // # Errors
 //
 // Every non-2xx answer is an *APIError carrying the status, the gateway's
-// code, the request id and RetryAfter; errors.Is matches ErrRateLimited,
+// code, the request id and RetryAfter (a 3xx too: redirects are never
+// followed, so the token never reaches another origin); errors.Is matches ErrRateLimited,
 // ErrUnauthorized, ErrForbidden and ErrNotFound by status. A write whose
 // outcome is unknown (the connection broke after the request was written,
 // or a 5xx) is an *OutcomeUnknownError (errors.Is(err, ErrOutcomeUnknown)).
