@@ -343,6 +343,10 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	resp, err := c.send(ctx, r, out, use)
 	if use.ts != nil && errors.Is(err, ErrUnauthorized) {
 		use.ts.refused(use.gen)
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "rail0: session refused (401); signing in again and sending once more",
+				slog.String("method", r.method), slog.String("path", "/"+r.path))
+		}
 		resp, err = c.send(ctx, r, out, &tokenUse{})
 	}
 	if r.secretAnswer {
