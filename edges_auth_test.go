@@ -1,8 +1,10 @@
 package rail0
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -150,13 +152,16 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	anon := newAuthClient(t, srv, clock)
 	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, WithSessionClock(clock.Now))
 	require.NoError(t, err)
-	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
+	var logs bytes.Buffer // written by the calling goroutine only
+	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 
 	_, err = c.Payments.Get(context.Background(), "p1")
 
 	require.ErrorIs(t, err, ErrUnauthorized)
 	_, _, logins := g.counts()
 	assert.Equal(t, 2, logins)
+	assert.Equal(t, 1, strings.Count(logs.String(), "signing in again"), logs.String())
+	assert.NotContains(t, logs.String(), "jwt-")
 	g.mu.Lock()
 	assert.Equal(t, 2, g.refused)
 	g.mu.Unlock()
