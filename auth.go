@@ -130,14 +130,15 @@ func (s *AuthService) Verify(ctx context.Context, message, signature string) (*S
 // revoked false means the gateway could not store the revocation and the
 // token keeps working until it expires: discard it and treat it as exposed.
 // A client fed by a TokenSource should call its Invalidate afterwards (else
-// its next call gets a 401 and signs in again itself).
+// its next call gets a 401 and signs in again itself). A 401 to Logout itself
+// is returned as it is: the session is already refused.
 //
 // POST /auth/logout — any session.
 func (s *AuthService) Logout(ctx context.Context) (revoked bool, err error) {
 	var out struct {
 		Revoked bool `json:"revoked"`
 	}
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout"}, &out); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout", keep401: true}, &out); err != nil {
 		return false, err
 	}
 	return out.Revoked, nil

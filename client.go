@@ -324,6 +324,9 @@ type request struct {
 	// session token, a webhook secret): error values built from that answer
 	// keep none of its body.
 	secretAnswer bool
+	// keep401 returns a 401 as it is, without signing in again: logging out
+	// a session the gateway already refuses needs no new session.
+	keep401 bool
 }
 
 // do sends r and decodes a 2xx JSON answer into out (see send). It refuses
@@ -341,7 +344,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	}
 	use := &tokenUse{}
 	resp, err := c.send(ctx, r, out, use)
-	if use.ts != nil && errors.Is(err, ErrUnauthorized) {
+	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
 		use.ts.refused(use.gen)
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "rail0: session refused (401); signing in again and sending once more",

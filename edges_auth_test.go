@@ -37,6 +37,7 @@ type revocationGateway struct {
 	lateOnce sync.Once
 	refused  int
 	answered int
+	logouts  int
 }
 
 func newRevocationGateway(t *testing.T, holdFor int) (*revocationGateway, *httptest.Server, *authClock) {
@@ -50,6 +51,12 @@ func newRevocationGateway(t *testing.T, holdFor int) (*revocationGateway, *httpt
 	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
 	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
 	mux.HandleFunc("GET "+muxBasePath+"/payments/{id}", g.payment)
+	mux.HandleFunc("POST "+muxBasePath+"/auth/logout", func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.logouts++
+		g.mu.Unlock()
+		g.payment(w, r) // the same 401 rules
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return g, srv, clock
@@ -172,6 +179,16 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	g.mu.Lock()
 	assert.Equal(t, 3, g.refused)
 	g.mu.Unlock()
+
+	// Logging out a session the gateway refuses does not sign in again.
+	_, err = c.Auth.Logout(context.Background())
+	require.ErrorIs(t, err, ErrUnauthorized)
+	g.mu.Lock()
+	assert.Equal(t, 1, g.logouts)
+	assert.Equal(t, 4, g.refused)
+	g.mu.Unlock()
+	_, _, logins = g.counts()
+	assert.Equal(t, 2, logins)
 }
 
 // pipeListener is an in-memory network for an httptest.Server inside a
