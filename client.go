@@ -16,10 +16,11 @@
 //
 // Every non-2xx answer is an *APIError carrying the status, the gateway's
 // code, the request id and RetryAfter (a 3xx too: redirects are never
-// followed, so the token never reaches another origin); errors.Is matches ErrRateLimited,
-// ErrUnauthorized, ErrForbidden and ErrNotFound by status. A write whose
-// outcome is unknown (the connection broke after the request was written,
-// or a 5xx) is an *OutcomeUnknownError (errors.Is(err, ErrOutcomeUnknown)).
+// followed, so the token never reaches another origin); errors.Is matches
+// ErrRateLimited, ErrUnauthorized, ErrForbidden and ErrNotFound by status.
+// A write whose outcome is unknown (the connection broke after the request
+// was written, or a 5xx) is an *OutcomeUnknownError (errors.Is(err,
+// ErrOutcomeUnknown)).
 // A call cut short by its context returns an error that matches both the
 // context error and, if a 429 was being waited out, the *APIError.
 //
@@ -393,7 +394,7 @@ func pathSegment(field, id string) (string, error) {
 func checkHeaderValue(field, v string) error {
 	for i := 0; i < len(v); i++ {
 		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
-			return &ValidationError{Field: field, Reason: fmt.Sprintf("contains the control character %#02x, which cannot be sent in a header", b)}
+			return &ValidationError{Field: field, Reason: fmt.Sprintf("contains the control character %#04x, which cannot be sent in a header", b)}
 		}
 	}
 	return nil
