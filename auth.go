@@ -117,7 +117,7 @@ func (s *AuthService) Verify(ctx context.Context, message, signature string) (*S
 		Signature string `json:"signature"`
 	}{message, signature}
 	var sess Session
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth", body: body, anonymous: true}, &sess); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth", body: body, anonymous: true, secretAnswer: true}, &sess); err != nil {
 		return nil, err
 	}
 	return &sess, nil
@@ -128,14 +128,16 @@ func (s *AuthService) Verify(ctx context.Context, message, signature string) (*S
 //
 // revoked false means the gateway could not store the revocation and the
 // token keeps working until it expires: discard it and treat it as exposed.
-// A client fed by a TokenSource should call its Invalidate afterwards.
+// A client fed by a TokenSource should call its Invalidate afterwards (else
+// its next call gets a 401 and signs in again itself). A 401 to Logout itself
+// is returned as it is: the session is already refused.
 //
 // POST /auth/logout — any session.
 func (s *AuthService) Logout(ctx context.Context) (revoked bool, err error) {
 	var out struct {
 		Revoked bool `json:"revoked"`
 	}
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout"}, &out); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout", keep401: true}, &out); err != nil {
 		return false, err
 	}
 	return out.Revoked, nil
@@ -295,6 +297,10 @@ func WithSessionClock(now func() time.Time) TokenSourceOption {
 //	ts, _ := rail0.LoginTokenSource(anon.Auth, signer, rail0.LoginParams{})
 //	client, _ := rail0.NewClient(base, rail0.WithTokenSource(ts.Token))
 //
+// A call that a client sends with a session of the TokenSource and that the
+// gateway answers 401 (the session was revoked) makes the client drop that
+// session, sign in again and send the call once more: see WithTokenSource.
+//
 // The token is never logged or put in an error.
 type TokenSource struct {
 	auth   *AuthService
@@ -303,8 +309,9 @@ type TokenSource struct {
 	margin time.Duration
 	now    func() time.Time
 
-	mu       sync.Mutex // guards session, obtained and inflight
-	session  *Session
+	mu       sync.Mutex // guards session, gen, obtained and inflight
+	session  *Session   // never modified once stored: callers get copies
+	gen      uint64     // counts sign-ins; identifies session
 	obtained time.Time
 	inflight *loginCall
 }
@@ -313,6 +320,7 @@ type TokenSource struct {
 type loginCall struct {
 	done    chan struct{}
 	session *Session
+	gen     uint64
 	err     error
 }
 
@@ -349,43 +357,62 @@ func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts
 // Token returns a bearer token valid for at least the refresh margin,
 // signing in first when needed. Its signature matches WithTokenSource.
 func (ts *TokenSource) Token(ctx context.Context) (string, error) {
-	s, err := ts.Session(ctx)
+	s, gen, err := ts.current(ctx)
 	if err != nil {
 		return "", err
+	}
+	if use, ok := ctx.Value(tokenUseKey{}).(*tokenUse); ok && use != nil {
+		use.ts, use.gen = ts, gen // the client's call records which session it sends
 	}
 	return s.Token, nil
 }
 
-// Session returns (a copy of) the current session, signing in first when
-// there is none or it is within the refresh margin of its expiry.
+// Session returns a copy of the current session, signing in first when
+// there is none or it is within the refresh margin of its expiry. The copy
+// is deep: writing through its pointer fields does not change the cached
+// session.
 //
 // When another caller's sign-in is under way, Session waits for it (or for
-// ctx). If that sign-in was cut short by its caller's context, the waiting
-// callers try again with their own.
+// ctx). If that sign-in was cut short by its caller's context, or its 429
+// was refused because the wait did not fit its caller's allowance or
+// deadline (APIError.RetryRefused) while it fits this caller's, the waiting
+// callers sign in again with their own context and allowance instead of
+// inheriting a failure that was about another caller's budget.
 func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
+	s, _, err := ts.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return copySession(s), nil
+}
+
+// current returns the cached session (not to be modified) and its
+// generation, signing in first when needed; see Session.
+func (ts *TokenSource) current(ctx context.Context) (*Session, uint64, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		ts.mu.Lock()
 		if s := ts.session; s != nil && ts.fresh(s) {
+			gen := ts.gen
 			ts.mu.Unlock()
-			return copySession(s), nil
+			return s, gen, nil
 		}
 		if call := ts.inflight; call != nil {
 			ts.mu.Unlock()
 			select {
 			case <-call.done:
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, 0, ctx.Err()
 			}
 			if call.err == nil {
-				return copySession(call.session), nil
+				return call.session, call.gen, nil
 			}
-			if isContextErr(call.err) && ctx.Err() == nil {
-				continue // the leader gave up; lead a sign-in ourselves
+			if ctx.Err() == nil && (isContextErr(call.err) || ts.ownBudgetAdmits(ctx, call.err)) {
+				continue // the leader gave up or ran out of budget; lead a sign-in ourselves
 			}
-			return nil, call.err
+			return nil, 0, call.err
 		}
 		call := &loginCall{done: make(chan struct{})}
 		ts.inflight = call
@@ -399,27 +426,66 @@ func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
 		ts.mu.Lock()
 		ts.inflight = nil
 		if call.err == nil {
+			ts.gen++
+			call.gen = ts.gen
 			ts.session = call.session
 			ts.obtained = ts.now()
 		}
 		ts.mu.Unlock()
 		close(call.done)
 		if call.err != nil {
-			return nil, call.err
+			return nil, 0, call.err
 		}
-		return copySession(call.session), nil
+		return call.session, call.gen, nil
 	}
 }
 
-// copySession returns a copy that the caller may modify without touching
-// the cached session.
+// ownBudgetAdmits reports whether a sign-in led by another caller failed
+// only for that caller's budget: its 429 was refused (RetryRefused) for a
+// wait that fits the allowance of a fresh call and this caller's deadline.
+func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || !apiErr.RetryRefused {
+		return false
+	}
+	c := ts.auth.client
+	if !c.policy.retryOn429 {
+		return false
+	}
+	wait := apiErr.RetryAfter
+	return wait <= c.policy.maxRetryWait && wait < timeLeft(ctx, c.now())
+}
+
+// refused drops the session of generation gen, which the gateway answered
+// 401: it was revoked. A newer session (another call already signed in
+// again) is kept.
+func (ts *TokenSource) refused(gen uint64) {
+	ts.mu.Lock()
+	if ts.session != nil && ts.gen == gen {
+		ts.session = nil
+	}
+	ts.mu.Unlock()
+}
+
+// copySession returns a deep copy that the caller may modify without
+// touching the cached session.
 func copySession(s *Session) *Session {
 	c := *s
+	if s.AccountID != nil {
+		v := *s.AccountID
+		c.AccountID = &v
+	}
+	if s.Name != nil {
+		v := *s.Name
+		c.Name = &v
+	}
 	return &c
 }
 
 // Invalidate drops the cached session, so the next call signs in again.
-// Call it after a 401 (the token was revoked) or after Logout.
+// Clients fed by the TokenSource already do this for the session a 401
+// refused (see WithTokenSource); call it when you know better, for example
+// after Logout.
 func (ts *TokenSource) Invalidate() {
 	ts.mu.Lock()
 	ts.session = nil
@@ -429,6 +495,15 @@ func (ts *TokenSource) Invalidate() {
 // String describes the token source without any token.
 func (ts *TokenSource) String() string {
 	return fmt.Sprintf("rail0.TokenSource{address: %s, margin: %s}", ts.signer.Address(), ts.margin)
+}
+
+// Format implements fmt.Formatter so that every verb prints String: %d or
+// %x would otherwise walk the struct's fields.
+func (ts *TokenSource) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, ts.String()) }
+
+// LogValue implements slog.LogValuer without any token.
+func (ts *TokenSource) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("address", ts.signer.Address()), slog.Duration("margin", ts.margin))
 }
 
 // fresh reports whether s can still be handed out: now is before its

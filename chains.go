@@ -53,7 +53,7 @@ func (p *ListChainsParams) values() url.Values {
 // GET /blockchains — public.
 func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) ([]Blockchain, error) {
 	var out []Blockchain
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "blockchains", query: params.values()}, &out); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "blockchains", query: params.values(), anonymous: true}, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -24,7 +24,7 @@ func TestChainsRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return c.Chains.List(ctx, &ListChainsParams{NetworkType: NetworkTestnet, Symbol: "USDC"})
 			},
-			method: "GET", path: "/blockchains",
+			method: "GET", path: "/blockchains", public: true,
 			query: url.Values{"network_type": {"testnet"}, "symbol": {"USDC"}},
 			reply: muxOK("[" + fixtureBaseSepoliaJSON + "]"),
 			check: func(t *testing.T, got any) {
@@ -38,7 +38,7 @@ func TestChainsRequests(t *testing.T) {
 		{
 			name:   "List with nil params and an unknown network type",
 			call:   func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, nil) },
-			method: "GET", path: "/blockchains",
+			method: "GET", path: "/blockchains", public: true,
 			reply: muxOK("[" + fixtureBaseSepoliaJSON + ", " + fixtureNewNetworkJSON + "]"),
 			check: func(t *testing.T, got any) {
 				chains := got.([]Blockchain)
@@ -50,7 +50,7 @@ func TestChainsRequests(t *testing.T) {
 		{
 			name:   "List empty",
 			call:   func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, &ListChainsParams{}) },
-			method: "GET", path: "/blockchains",
+			method: "GET", path: "/blockchains", public: true,
 			reply: muxOK("[]"),
 			check: func(t *testing.T, got any) {
 				if chains := got.([]Blockchain); len(chains) != 0 {

@@ -15,10 +15,12 @@
 // # Errors
 //
 // Every non-2xx answer is an *APIError carrying the status, the gateway's
-// code, the request id and RetryAfter; errors.Is matches ErrRateLimited,
-// ErrUnauthorized, ErrForbidden and ErrNotFound by status. A write whose
-// outcome is unknown (the connection broke after the request was written,
-// or a 5xx) is an *OutcomeUnknownError (errors.Is(err, ErrOutcomeUnknown)).
+// code, the request id and RetryAfter (a 3xx too: redirects are never
+// followed, so the token never reaches another origin); errors.Is matches
+// ErrRateLimited, ErrUnauthorized, ErrForbidden and ErrNotFound by status.
+// A write whose outcome is unknown (the connection broke after the request
+// was written, or a 5xx) is an *OutcomeUnknownError (errors.Is(err,
+// ErrOutcomeUnknown)).
 // A call cut short by its context returns an error that matches both the
 // context error and, if a 429 was being waited out, the *APIError.
 //
@@ -189,13 +191,19 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		token := cfg.token
 		cfg.tokenSource = func(context.Context) (string, error) { return token, nil }
 	}
-	hc := cfg.httpClient
-	if hc == nil {
+	var hc *http.Client
+	if cfg.httpClient != nil {
+		// A copy, so that the redirect policy below does not change the
+		// caller's client; it shares the caller's Transport and Jar.
+		own := *cfg.httpClient
+		hc = &own
+	} else {
 		hc = &http.Client{
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
 			Timeout:   defaultTimeout,
 		}
 	}
+	hc.CheckRedirect = noRedirects
 	c := &Client{
 		base:        base,
 		baseStr:     base.String(),
@@ -337,17 +345,103 @@ func WithResponseHook(ctx context.Context, fn func(*Response)) context.Context {
 // request is one logical API call.
 type request struct {
 	method string
-	// path is relative to the base URL: no leading slash, segments escaped.
+	// path is relative to the base URL: no leading slash, segments escaped
+	// (ids through pathSegment).
 	path  string
 	query url.Values
 	// body is JSON-encoded once and replayed on every attempt; nil sends none.
 	body any
 	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
 	idempotencyKey string
-	// anonymous calls never resolve or send the bearer token (sign-in itself
-	// must not call a token source that signs in).
+	// anonymous calls never resolve or send the bearer token: the public
+	// operations (security: [] in the contract), and sign-in itself, which
+	// must not call a token source that signs in. They count against the
+	// public rate-limit partition.
 	anonymous bool
+	// secretAnswer marks an operation whose answer carries a credential (a
+	// session token, a webhook secret): error values built from that answer
+	// keep none of its body.
+	secretAnswer bool
+	// keep401 returns a 401 as it is, without signing in again: logging out
+	// a session the gateway already refuses needs no new session.
+	keep401 bool
 }
+
+// do sends r and decodes a 2xx JSON answer into out (see send). It refuses
+// a request that could not be sent as given before anything goes out.
+//
+// When a call sent with a session of a TokenSource is answered 401, do drops
+// that session (that one only: a newer session that another call obtained
+// meanwhile is kept, so late 401s for an old token do not discard a fresh
+// one), lets the TokenSource sign in again (one sign-in shared by all
+// callers) and sends the call once more. A 401 is answered before the
+// gateway runs anything, so the second send is safe on every method.
+func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
+		return nil, err
+	}
+	use := &tokenUse{}
+	resp, err := c.send(ctx, r, out, use)
+	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
+		use.ts.refused(use.gen)
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "rail0: session refused (401); signing in again and sending once more",
+				slog.String("method", r.method), slog.String("path", "/"+r.path))
+		}
+		resp, err = c.send(ctx, r, out, &tokenUse{})
+	}
+	if r.secretAnswer {
+		var decodeErr *DecodeError
+		if errors.As(err, &decodeErr) {
+			decodeErr.Body = nil // it holds the credential
+		}
+	}
+	return resp, err
+}
+
+// tokenUse records which session of a TokenSource a call was sent with. do
+// puts it in the context it hands the token source; TokenSource.Token fills
+// it in. Any token source that passes the context on to a TokenSource's
+// Token (as WithTokenSource(ts.Token) does) takes part.
+type tokenUse struct {
+	ts  *TokenSource
+	gen uint64 // the session's generation within ts
+}
+
+type tokenUseKey struct{}
+
+// pathSegment validates an id that goes into a request path and returns it
+// escaped. Empty, "." and ".." are refused: escaping leaves the dots as they
+// are, and a dot segment would address another resource (GET /payments/..
+// is GET /).
+func pathSegment(field, id string) (string, error) {
+	switch id {
+	case "":
+		return "", &ValidationError{Field: field, Reason: "is required"}
+	case ".", "..":
+		return "", &ValidationError{Field: field, Reason: fmt.Sprintf("%q is a dot segment, not an id", id)}
+	}
+	return url.PathEscape(id), nil
+}
+
+// checkHeaderValue refuses a header value that net/http would not send (a
+// control character such as CR or LF, or DEL), so that such a call fails at
+// once with a *ValidationError instead of as a transport error after
+// retries.
+func checkHeaderValue(field, v string) error {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return &ValidationError{Field: field, Reason: fmt.Sprintf("contains the control character %#04x, which cannot be sent in a header", b)}
+		}
+	}
+	return nil
+}
+
+// noRedirects is the CheckRedirect of every HTTP client the SDK sends with:
+// the gateway never redirects, and following a redirect would carry the
+// bearer token (and a signed transaction) to wherever it points. The 3xx
+// comes back as an *APIError with its Location.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // resolve builds the absolute URL of a path relative to the base URL. The
 // path's segments are already escaped by the caller (url.PathEscape).
@@ -359,16 +453,18 @@ func (c *Client) resolve(path string, query url.Values) string {
 	return u
 }
 
-func (c *Client) bearer(ctx context.Context) (string, error) {
+// bearer resolves the call's token, recording in use which TokenSource
+// session it is (see tokenUse).
+func (c *Client) bearer(ctx context.Context, use *tokenUse) (string, error) {
 	if c.tokenSource == nil {
 		return "", nil
 	}
-	tok, err := c.tokenSource(ctx)
+	tok, err := c.tokenSource(context.WithValue(ctx, tokenUseKey{}, use))
 	if err != nil {
 		return "", fmt.Errorf("rail0: token source: %w", err)
 	}
-	if strings.ContainsAny(tok, "\r\n") {
-		return "", errors.New("rail0: token source returned a token with a line break")
+	if err := checkHeaderValue("token", tok); err != nil {
+		return "", err
 	}
 	return tok, nil
 }

@@ -186,6 +186,12 @@ type APIError struct {
 	NotSent bool
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
+	// Location is the Location header of a redirect (a 3xx answer). The SDK
+	// never follows redirects, since following one would carry the bearer
+	// token to wherever it points; the gateway itself never redirects, so
+	// one means the base URL is wrong (for example http instead of https)
+	// or a proxy is in the way.
+	Location string
 	// Header holds the response headers.
 	Header http.Header
 	// Body is the raw response body, at most 1 MiB, kept for diagnosis
@@ -335,7 +341,9 @@ type DecodeError struct {
 	StatusCode  int
 	RequestID   string
 	ContentType string
-	// Body is the start of the body (at most 1 KiB), for diagnosis.
+	// Body is the start of the body (at most 1 KiB), for diagnosis. It is
+	// nil for the operations whose answer carries a credential (sign-in,
+	// webhook creation and secret rotation), so the error cannot leak it.
 	Body []byte
 	Err  error
 }
@@ -395,6 +403,12 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 		e.Category = eb.Status
 		e.Title = eb.Title
 		e.Detail = firstNonEmpty(eb.Detail, eb.Message)
+	}
+	if status >= 300 && status <= 399 {
+		e.Location = header.Get("Location")
+		if e.Detail == "" {
+			e.Detail = "HTTP " + strconv.Itoa(status) + " redirect, not followed"
+		}
 	}
 	if e.Detail == "" {
 		e.Detail = "HTTP " + strconv.Itoa(status)

@@ -47,8 +47,8 @@ func WithToken(token string) Option {
 		if strings.TrimSpace(token) == "" {
 			return errors.New("rail0: WithToken: empty token")
 		}
-		if strings.ContainsAny(token, "\r\n") {
-			return errors.New("rail0: WithToken: token contains a line break")
+		if checkHeaderValue("token", token) != nil {
+			return errors.New("rail0: WithToken: token contains a control character")
 		}
 		c.token = token
 		return nil
@@ -60,6 +60,11 @@ func WithToken(token string) Option {
 // refresh; it must be safe for concurrent use. An empty token sends no
 // Authorization header. See LoginTokenSource for one that signs in again
 // before the session expires.
+//
+// With a TokenSource's Token (or any function that passes the call's context
+// on to it), a call answered 401 makes the client drop the session the call
+// was sent with, sign in again (one sign-in for all the calls refused
+// together) and send the call once more; a second 401 is returned.
 func WithTokenSource(source func(context.Context) (string, error)) Option {
 	return func(c *config) error {
 		if source == nil {
@@ -71,8 +76,11 @@ func WithTokenSource(source func(context.Context) (string, error)) Option {
 }
 
 // WithHTTPClient sets the HTTP client used for every attempt (its Transport,
-// Timeout and redirect policy). The default has a 30 s timeout per attempt
-// and its own connection pool.
+// Timeout and cookie Jar). The default has a 30 s timeout per attempt and
+// its own connection pool. The client is copied and its redirect policy
+// replaced: the SDK never follows redirects, whatever hc.CheckRedirect says
+// (a 3xx comes back as an *APIError with its Location), so the bearer token
+// never travels to another origin. hc itself is not modified.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {
@@ -87,7 +95,7 @@ func WithHTTPClient(hc *http.Client) Option {
 // your application's name and version.
 func WithUserAgent(ua string) Option {
 	return func(c *config) error {
-		if strings.TrimSpace(ua) == "" || strings.ContainsAny(ua, "\r\n") {
+		if strings.TrimSpace(ua) == "" || checkHeaderValue("user_agent", ua) != nil {
 			return fmt.Errorf("rail0: WithUserAgent: invalid user agent %q", ua)
 		}
 		c.userAgent = ua

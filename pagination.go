@@ -2,6 +2,7 @@ package rail0
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
@@ -85,7 +86,9 @@ func listPage[T any](ctx context.Context, c *Client, path string, q url.Values) 
 
 // listAll walks every page from the one q asks for (the first by default).
 // It stops on the first error, which it yields, and checks ctx before each
-// page; q is copied, never modified.
+// page; q is copied, never modified. Pages the server does not advance, or
+// items past its x-total-count, stop the walk with a *PaginationError: going
+// on would ask for the same page forever and yield duplicates.
 func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -105,7 +108,17 @@ func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) i
 				yield(zero, err)
 				return
 			}
-			for _, item := range p.Items {
+			if p.Page != page {
+				yield(zero, &PaginationError{Path: "/" + path, Page: page, ServerPage: p.Page, TotalCount: p.TotalCount,
+					Reason: fmt.Sprintf("the server answered page %d: its pages do not advance", p.Page)})
+				return
+			}
+			for i, item := range p.Items {
+				if pos := (p.Page-1)*p.PerPage + int64(i); pos >= p.TotalCount {
+					yield(zero, &PaginationError{Path: "/" + path, Page: page, ServerPage: p.Page, TotalCount: p.TotalCount,
+						Reason: fmt.Sprintf("the server sent item %d of a list whose x-total-count is %d", pos+1, p.TotalCount)})
+					return
+				}
 				if !yield(item, nil) {
 					return
 				}
@@ -116,6 +129,28 @@ func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) i
 			page = p.Page + 1
 		}
 	}
+}
+
+// PaginationError stops an All… iterator when the server's pages cannot be
+// walked safely: a page other than the one asked for (x-page does not
+// advance, so walking on would repeat it forever and yield duplicates), or
+// more items than the server's own x-total-count. The items yielded before
+// it are genuine; the page-level List methods still work.
+type PaginationError struct {
+	// Path is the list's path (relative to the base URL, without the query).
+	Path string
+	// Page is the page asked for; ServerPage is the x-page answered.
+	Page       int64
+	ServerPage int64
+	// TotalCount is the x-total-count of that answer.
+	TotalCount int64
+	// Reason says what was wrong.
+	Reason string
+}
+
+// Error returns one readable line.
+func (e *PaginationError) Error() string {
+	return fmt.Sprintf("rail0: GET %s: pagination stopped at page %d: %s", e.Path, e.Page, e.Reason)
 }
 
 // headerInt parses an integer header, or returns def when it is missing or

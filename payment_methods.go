@@ -38,7 +38,7 @@ func (s *PaymentMethodsService) List(ctx context.Context, params ListPaymentMeth
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	}
 	var out []WalletWithTokens
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "payment_methods", query: q}, &out); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "payment_methods", query: q, anonymous: true}, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

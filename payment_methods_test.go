@@ -31,7 +31,7 @@ func TestPaymentMethodsRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return c.PaymentMethods.List(ctx, ListPaymentMethodsParams{AccountID: "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"})
 			},
-			method: "GET", path: "/payment_methods",
+			method: "GET", path: "/payment_methods", public: true,
 			query: url.Values{"account_id": {"0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"}},
 			reply: muxOK("[" + fixtureWalletWithTokensJSON + "]"),
 			check: func(t *testing.T, got any) {
@@ -47,7 +47,7 @@ func TestPaymentMethodsRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return c.PaymentMethods.List(ctx, ListPaymentMethodsParams{Address: fixturePayee})
 			},
-			method: "GET", path: "/payment_methods",
+			method: "GET", path: "/payment_methods", public: true,
 			query: url.Values{"address": {fixturePayee}},
 			reply: muxOK("[]"),
 			check: func(t *testing.T, got any) {

@@ -305,10 +305,11 @@ func (s *PaymentsService) All(ctx context.Context, params *ListPaymentsParams) i
 // paymentPath validates a payment id and returns its escaped path, followed
 // by the given literal segments (which are not escaped).
 func paymentPath(id string, segments ...string) (string, error) {
-	if id == "" {
-		return "", &ValidationError{Field: "id", Reason: "is required"}
+	seg, err := pathSegment("id", id)
+	if err != nil {
+		return "", err
 	}
-	p := "payments/" + url.PathEscape(id)
+	p := "payments/" + seg
 	for _, seg := range segments {
 		p += "/" + seg
 	}

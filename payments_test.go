@@ -182,6 +182,9 @@ type muxCase struct {
 	query  url.Values
 	body   string // JSON the request must carry; "" for no body
 	header map[string]string
+	// public operations (security: [] in the contract) are sent without
+	// the bearer token.
+	public bool
 	reply  muxReply
 	check  func(t *testing.T, got any)
 }
@@ -214,7 +217,9 @@ func runMuxCases(t *testing.T, cases []muxCase) {
 			if !reflect.DeepEqual(r.Query, wantQuery) {
 				t.Errorf("query = %v, want %v", r.Query, wantQuery)
 			}
-			if got := r.Header.Get("Authorization"); got != "Bearer t" {
+			if got := r.Header.Get("Authorization"); tc.public && got != "" {
+				t.Errorf("public operation sent Authorization = %q, want none", got)
+			} else if !tc.public && got != "Bearer t" {
 				t.Errorf("Authorization = %q, want the bearer token", got)
 			}
 			for k, v := range tc.header {

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 )
 
-// This file is the one send-and-check path: do builds the request, the
+// This file is the one send-and-check path: send builds the request, the
 // retryablehttp hooks (checkRetry, backoff, passthroughErrorHandler) apply
 // the policy of backoff.go, and finish turns what came back into a result or
 // a typed error.
@@ -105,10 +105,11 @@ func stateFrom(ctx context.Context) *callState {
 	return st
 }
 
-// do sends r through the retry policy and decodes a 2xx JSON body into out
-// (out may be nil). Every non-2xx becomes an *APIError, or an
-// *OutcomeUnknownError for a write that may have run.
-func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+// send sends r through the retry policy and decodes a 2xx JSON body into
+// out (out may be nil). Every non-2xx becomes an *APIError, or an
+// *OutcomeUnknownError for a write that may have run. use records which
+// token-source session the call was sent with (see do in client.go).
+func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse) (*Response, error) {
 	st := &callState{
 		method:         r.method,
 		path:           "/" + r.path,
@@ -128,7 +129,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	}
 	var token string
 	if !r.anonymous {
-		t, err := c.bearer(ctx)
+		t, err := c.bearer(ctx, use)
 		if err != nil {
 			return nil, err
 		}

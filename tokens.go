@@ -51,7 +51,7 @@ func (p *ListTokensParams) values() url.Values {
 // GET /tokens — public.
 func (s *TokensService) List(ctx context.Context, params *ListTokensParams) ([]Token, error) {
 	var out []Token
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "tokens", query: params.values()}, &out); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "tokens", query: params.values(), anonymous: true}, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -20,7 +20,7 @@ func TestTokensRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return c.Tokens.List(ctx, &ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &active})
 			},
-			method: "GET", path: "/tokens",
+			method: "GET", path: "/tokens", public: true,
 			query: url.Values{"chain_id": {"84532"}, "symbol": {"USDC"}, "active": {"true"}},
 			reply: muxOK("[" + fixtureUSDCJSON + "]"),
 			check: func(t *testing.T, got any) {
@@ -35,7 +35,7 @@ func TestTokensRequests(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return c.Tokens.List(ctx, &ListTokensParams{Active: &inactive})
 			},
-			method: "GET", path: "/tokens",
+			method: "GET", path: "/tokens", public: true,
 			query: url.Values{"active": {"false"}},
 			reply: muxOK("[" + fixtureRetiredJSON + "]"),
 			check: func(t *testing.T, got any) {
@@ -47,7 +47,7 @@ func TestTokensRequests(t *testing.T) {
 		{
 			name:   "List all with nil params",
 			call:   func(ctx context.Context, c *Client) (any, error) { return c.Tokens.List(ctx, nil) },
-			method: "GET", path: "/tokens",
+			method: "GET", path: "/tokens", public: true,
 			reply: muxOK("[" + fixtureUSDCJSON + ", " + fixtureRetiredJSON + "]"),
 			check: func(t *testing.T, got any) {
 				if tokens := got.([]Token); len(tokens) != 2 {

@@ -142,22 +142,22 @@ func setBool(q url.Values, key string, b *bool) {
 // walletsPath returns the escaped path of an account's wallets, followed by
 // the wallet id and the given literal segments. Every id is required.
 func walletsPath(accountID string, ids ...string) (string, error) {
-	if accountID == "" {
-		return "", &ValidationError{Field: "account_id", Reason: "is required"}
+	account, err := pathSegment("account_id", accountID)
+	if err != nil {
+		return "", err
 	}
-	p := "accounts/" + url.PathEscape(accountID) + "/wallets"
+	p := "accounts/" + account + "/wallets"
 	for i, id := range ids {
-		if id == "" {
-			field := "id"
-			if i == 1 {
-				field = "token_id"
-			}
-			return "", &ValidationError{Field: field, Reason: "is required"}
-		}
+		field := "id"
 		if i == 1 {
+			field = "token_id"
 			p += "/tokens"
 		}
-		p += "/" + url.PathEscape(id)
+		seg, err := pathSegment(field, id)
+		if err != nil {
+			return "", err
+		}
+		p += "/" + seg
 	}
 	return p, nil
 }

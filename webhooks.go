@@ -143,7 +143,7 @@ func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams
 		}
 	}
 	var w WebhookWithSecret
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "webhooks", body: params}, &w); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "webhooks", body: params, secretAnswer: true}, &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -194,10 +194,11 @@ func (s *WebhooksService) All(ctx context.Context, params *ListWebhooksParams) i
 // webhookPath returns the escaped path of a webhook followed by the given
 // literal segments.
 func webhookPath(id string, segments ...string) (string, error) {
-	if id == "" {
-		return "", &ValidationError{Field: "id", Reason: "is required"}
+	seg, err := pathSegment("id", id)
+	if err != nil {
+		return "", err
 	}
-	p := "webhooks/" + url.PathEscape(id)
+	p := "webhooks/" + seg
 	for _, seg := range segments {
 		p += "/" + seg
 	}
@@ -287,8 +288,12 @@ func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, err
 //
 // PUT /webhooks/{id}/rotate_secret — a session of the owning account.
 func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*WebhookWithSecret, error) {
+	path, err := webhookPath(id, "rotate_secret")
+	if err != nil {
+		return nil, err
+	}
 	var w WebhookWithSecret
-	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "rotate_secret"); err != nil {
+	if _, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, secretAnswer: true}, &w); err != nil {
 		return nil, err
 	}
 	return &w, nil
@@ -374,10 +379,11 @@ func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, para
 // POST /webhooks/{id}/event_callbacks/{callback_id}/redeliver — a session
 // of the owning account.
 func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (status string, err error) {
-	if callbackID == "" {
-		return "", &ValidationError{Field: "callback_id", Reason: "is required"}
+	callback, err := pathSegment("callback_id", callbackID)
+	if err != nil {
+		return "", err
 	}
-	path, err := webhookPath(id, "event_callbacks", url.PathEscape(callbackID), "redeliver")
+	path, err := webhookPath(id, "event_callbacks", callback, "redeliver")
 	if err != nil {
 		return "", err
 	}

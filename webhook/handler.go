@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 )
 
@@ -54,6 +55,20 @@ type Handler struct {
 // default tolerance, and passes each event to handle.
 func NewHandler(secret string, handle func(ctx context.Context, event Event) error) *Handler {
 	return &Handler{Verifier: Verifier{Secret: secret}, Handle: handle}
+}
+
+// String describes the handler without revealing any secret.
+func (h *Handler) String() string {
+	return fmt.Sprintf("webhook.Handler{verifier: %s, max_body_bytes: %d}", h.Verifier, h.MaxBodyBytes)
+}
+
+// Format implements fmt.Formatter so that every verb prints String and
+// never the secret.
+func (h *Handler) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, h.String()) }
+
+// LogValue implements slog.LogValuer without any secret.
+func (h *Handler) LogValue() slog.Value {
+	return slog.GroupValue(slog.Any("verifier", h.Verifier), slog.Int64("max_body_bytes", h.MaxBodyBytes))
 }
 
 // ServeHTTP implements http.Handler.

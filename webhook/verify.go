@@ -25,6 +25,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strconv"
 	"time"
 )
@@ -149,6 +151,16 @@ func (v Verifier) tolerance() time.Duration {
 
 // GoString is like String, so %#v does not reveal the secret either.
 func (v Verifier) GoString() string { return v.String() }
+
+// Format implements fmt.Formatter so that every verb prints String: String
+// and GoString alone leave %d, %x or %o to walk the fields and print the
+// secret's bytes.
+func (v Verifier) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, v.String()) }
+
+// LogValue implements slog.LogValuer without any secret.
+func (v Verifier) LogValue() slog.Value {
+	return slog.GroupValue(slog.Int("secrets", v.secretCount()), slog.Duration("tolerance", v.tolerance()))
+}
 
 func (v Verifier) secretCount() int {
 	n := len(v.PreviousSecrets)

@@ -275,6 +275,10 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 		t.Fatalf("release submitted %d times: %v", len(submits), submits)
 	}
 
+	oldSession, err := buyer.Session(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Reset: the payment and the session are gone, the demo account is the same.
 	if r := g.do("POST", "/_rail0test/reset", ""); r.status != http.StatusOK {
 		t.Fatalf("reset: %d %s", r.status, r.body)
@@ -282,8 +286,17 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	if n := len(g.ledger(nil)); n != 0 {
 		t.Fatalf("ledger after reset: %d executions", n)
 	}
-	if _, err := buyer.Payments.Get(ctx, p.ID); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
+	// The old session is refused: a client with that fixed token gets a 401
+	// (a WithSigner client would sign in again), and the payment is gone.
+	old, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client), rail0.WithToken(oldSession.Token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Payments.Get(ctx, p.ID); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("old session after reset: %v", err)
+	}
+	if _, err := buyer.Payments.Get(ctx, p.ID); !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("payment after reset: %v", err)
 	}
 	// Sign in again after the reset: the demo account kept the id the start-up
 	// record names.

@@ -1,0 +1,315 @@
+package rail0
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// revocationGateway is the sign-in routes of authGateway plus
+// GET /payments/{id}, which answers 401 to revoked tokens. Requests with a
+// revoked token are held until holdFor of them have arrived, so that all
+// were sent with the old session; then one 401 goes out, and the others
+// only once that call comes back with a new session: they are late 401s,
+// arriving after the token source has signed in again.
+type revocationGateway struct {
+	*authGateway
+	holdFor   int
+	refuseAll bool // answer 401 to every token, at once
+
+	mu       sync.Mutex
+	revoked  map[string]bool
+	held     int
+	allIn    chan struct{} // closed when holdFor revoked requests arrived
+	late     chan struct{} // closed when a new session is first used
+	lateOnce sync.Once
+	refused  int
+	answered int
+	logouts  int
+}
+
+func newRevocationGateway(t *testing.T, holdFor int) (*revocationGateway, *httptest.Server, *authClock) {
+	clock := newAuthClock()
+	g := &revocationGateway{
+		authGateway: &authGateway{t: t, clock: clock, lifetime: 10 * time.Minute,
+			nonces: map[string]bool{}, tokens: map[string]time.Time{}, verifyBegan: make(chan struct{}, 16)},
+		holdFor: holdFor, revoked: map[string]bool{}, allIn: make(chan struct{}), late: make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
+	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
+	mux.HandleFunc("GET "+muxBasePath+"/payments/{id}", g.payment)
+	mux.HandleFunc("POST "+muxBasePath+"/auth/logout", func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.logouts++
+		g.mu.Unlock()
+		g.payment(w, r) // the same 401 rules
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return g, srv, clock
+}
+
+func (g *revocationGateway) payment(w http.ResponseWriter, r *http.Request) {
+	refuse := func() {
+		authWriteJSON(w, http.StatusUnauthorized, `{"code":"unauthorized","title":"Unauthorized","detail":"Token revoked.","status":"unauthorized"}`)
+	}
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	g.mu.Lock()
+	if g.refuseAll {
+		g.refused++
+		g.mu.Unlock()
+		refuse()
+		return
+	}
+	if !g.revoked[tok] {
+		if len(g.revoked) > 0 {
+			g.lateOnce.Do(func() { close(g.late) })
+		}
+		g.answered++
+		g.mu.Unlock()
+		authWriteJSON(w, http.StatusOK, paymentBody)
+		return
+	}
+	g.held++
+	n := g.held
+	if n == g.holdFor {
+		close(g.allIn)
+	}
+	g.mu.Unlock()
+	for _, wait := range []chan struct{}{g.allIn, g.late} {
+		if wait == g.late && n == 1 {
+			break // the first 401 goes out at once
+		}
+		select {
+		case <-wait:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	g.mu.Lock()
+	g.refused++
+	g.mu.Unlock()
+	refuse()
+}
+
+func (g *revocationGateway) revoke(tok string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.revoked[tok] = true
+}
+
+// After a revocation, 40 concurrent calls that all carried the revoked
+// session cost exactly one sign-in: each 401 drops only the session it was
+// sent with (the late ones find a newer session and keep it), the sign-in
+// is shared, and every call is sent once more and succeeds.
+func TestRevokedSessionCostsOneSignIn(t *testing.T) {
+	const workers = 40
+	g, srv, clock := newRevocationGateway(t, workers)
+	anon := newAuthClient(t, srv, clock)
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, WithSessionClock(clock.Now))
+	require.NoError(t, err)
+	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
+	ctx := context.Background()
+	_, err = c.Payments.Get(ctx, "p1")
+	require.NoError(t, err)
+	first, err := ts.Token(ctx)
+	require.NoError(t, err)
+	g.revoke(first)
+
+	errs := make(chan error, workers)
+	for range workers {
+		go func() {
+			_, err := c.Payments.Get(ctx, "p1")
+			errs <- err
+		}()
+	}
+	for range workers {
+		assert.NoError(t, <-errs)
+	}
+	_, _, logins := g.counts()
+	assert.Equal(t, 2, logins, "sign-ins: the first one and one after the revocation")
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.Equal(t, workers, g.refused)
+	assert.Equal(t, 1+workers, g.answered)
+	now, err := ts.Token(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, first, now)
+}
+
+// A call refused 401 again after signing in again returns that 401: the
+// call is sent once more, not more. A fixed token (WithToken) has no one to
+// sign in again, so its 401 comes back after one attempt.
+func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
+	g, srv, clock := newRevocationGateway(t, 1)
+	g.refuseAll = true
+	anon := newAuthClient(t, srv, clock)
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, WithSessionClock(clock.Now))
+	require.NoError(t, err)
+	var logs bytes.Buffer // written by the calling goroutine only
+	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+
+	_, err = c.Payments.Get(context.Background(), "p1")
+
+	require.ErrorIs(t, err, ErrUnauthorized)
+	_, _, logins := g.counts()
+	assert.Equal(t, 2, logins)
+	assert.Equal(t, 1, strings.Count(logs.String(), "signing in again"), logs.String())
+	assert.NotContains(t, logs.String(), "jwt-")
+	g.mu.Lock()
+	assert.Equal(t, 2, g.refused)
+	g.mu.Unlock()
+
+	fixed := newAuthClient(t, srv, clock, WithToken("tok-fixed"))
+	_, err = fixed.Payments.Get(context.Background(), "p1")
+	require.ErrorIs(t, err, ErrUnauthorized)
+	g.mu.Lock()
+	assert.Equal(t, 3, g.refused)
+	g.mu.Unlock()
+
+	// Logging out a session the gateway refuses does not sign in again.
+	_, err = c.Auth.Logout(context.Background())
+	require.ErrorIs(t, err, ErrUnauthorized)
+	g.mu.Lock()
+	assert.Equal(t, 1, g.logouts)
+	assert.Equal(t, 4, g.refused)
+	g.mu.Unlock()
+	_, _, logins = g.counts()
+	assert.Equal(t, 2, logins)
+}
+
+// pipeListener is an in-memory network for an httptest.Server inside a
+// synctest bubble: real sockets are not durably blocking, so the bubble's
+// clock would never advance while a request is in flight.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// In a shared sign-in, the leader with 300 ms left is refused a 2 s
+// Retry-After at once (RetryRefused); a follower with 15 s left does not
+// inherit that refusal: it signs in itself, waiting the 2 s under its own
+// budget, and gets a session.
+func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &authClock{now: time.Now()}
+		g := &authGateway{t: t, clock: clock, lifetime: 10 * time.Minute,
+			nonces: map[string]bool{}, tokens: map[string]time.Time{}, verifyBegan: make(chan struct{}, 16)}
+		release := make(chan struct{})
+		var nonceCalls int
+		var mu sync.Mutex
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			nonceCalls++
+			first := nonceCalls == 1
+			mu.Unlock()
+			if first {
+				<-release
+				w.Header().Set("Retry-After", "2")
+				authWriteJSON(w, http.StatusTooManyRequests, rateLimitedBody)
+				return
+			}
+			g.nonce(w, r)
+		})
+		mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
+		ln := newPipeListener()
+		srv := httptest.NewUnstartedServer(mux)
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
+		transport := &http.Transport{DialContext: ln.dial}
+		defer func() {
+			srv.Close()
+			transport.CloseIdleConnections()
+		}()
+		anon, err := NewClient(srv.URL+muxBasePath, WithHTTPClient(&http.Client{Transport: transport}), WithRetryOn429(true))
+		require.NoError(t, err)
+		ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+		require.NoError(t, err)
+
+		leaderCtx, cancelLeader := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancelLeader()
+		leaderErr := make(chan error, 1)
+		go func() {
+			_, err := ts.Token(leaderCtx)
+			leaderErr <- err
+		}()
+		synctest.Wait() // the leader's nonce request is held by the gateway
+		followerCtx, cancelFollower := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancelFollower()
+		type result struct {
+			tok string
+			err error
+		}
+		follower := make(chan result, 1)
+		go func() {
+			tok, err := ts.Token(followerCtx)
+			follower <- result{tok, err}
+		}()
+		synctest.Wait() // the follower waits for the leader's sign-in
+		start := time.Now()
+		close(release)
+
+		var apiErr *APIError
+		err = <-leaderErr
+		require.ErrorAs(t, err, &apiErr)
+		assert.True(t, apiErr.RetryRefused, "the leader's 429: %v", err)
+		got := <-follower
+		require.NoError(t, got.err)
+		assert.Equal(t, "jwt-1", got.tok)
+		assert.GreaterOrEqual(t, time.Since(start), 2*time.Second, "the follower sent before the Retry-After")
+		mu.Lock()
+		assert.Equal(t, 2, nonceCalls)
+		mu.Unlock()
+		_, _, logins := g.counts()
+		assert.Equal(t, 1, logins)
+		assert.False(t, errors.Is(got.err, ErrRateLimited))
+	})
+}

@@ -1,0 +1,82 @@
+package rail0
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rail0/rail0-go/webhook"
+)
+
+// Every value of the root and webhook packages that holds a secret prints
+// and logs without it, under every verb and flag: String and GoString
+// alone leave %d, %x, %X and %o to walk the fields and print the secret or
+// its bytes.
+func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
+	const (
+		tokenSecret   = "eyJhbGciOiJIUzI1NiJ9.TOKEN-SECRET.sig"
+		webhookSecret = "WEBHOOK-SECRET-c0ffee"
+		oldSecret     = "OLD-WEBHOOK-SECRET-beef"
+	)
+	_, srv, clock, ts := newTokenSourceSetup(t)
+	liveToken, err := ts.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := newTestClient(t, "https://api.rail0.xyz", WithToken(tokenSecret))
+	sourced := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
+	account, name := "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9", "Acme"
+	session := Session{Token: tokenSecret, Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &account, Name: &name, ExpiresAt: time.Unix(1789381370, 0)}
+	hook := WebhookWithSecret{Webhook: Webhook{ID: "wh-1", Name: "orders"}, SharedSecret: webhookSecret}
+	verifier := webhook.Verifier{Secret: webhookSecret, PreviousSecrets: []string{oldSecret}}
+	handler := webhook.NewHandler(webhookSecret, nil)
+	handler.Verifier.PreviousSecrets = []string{oldSecret}
+
+	values := map[string]any{
+		"Session": session, "*Session": &session,
+		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
+		"webhook.Verifier": verifier, "*webhook.Verifier": &verifier,
+		"*webhook.Handler": handler, "webhook.Handler": *handler,
+		"*TokenSource": ts, "*Client with a token": fixed, "*Client with a token source": sourced,
+		"struct of them": struct {
+			S Session
+			H WebhookWithSecret
+			V webhook.Verifier
+			W webhook.Handler
+			T *TokenSource
+		}{session, hook, verifier, *handler, ts},
+		"slice of them": []any{session, &hook, verifier, handler, ts},
+	}
+	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, liveToken}
+	var forms []string // each secret as text, and its bytes in hex and octal
+	for _, s := range secrets {
+		forms = append(forms, s, hex.EncodeToString([]byte(s)), strings.ToUpper(hex.EncodeToString([]byte(s))), fmt.Sprintf("%o", []byte(s)))
+	}
+	verbs := []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x", "%X", "%o", "%O", "%b", "%c", "%U", "%e", "%t",
+		"% x", "%#x", "%-40s", "%.80s", "%+q", "%#q", "%08d"}
+	for name, v := range values {
+		for _, verb := range verbs {
+			out := fmt.Sprintf(verb, v)
+			for _, s := range forms {
+				if strings.Contains(out, s) {
+					t.Errorf("%s formatted with %s shows a secret: %s", name, verb, out)
+					break
+				}
+			}
+		}
+		var buf bytes.Buffer
+		slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "v", v)
+		slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "v", v)
+		for _, s := range forms {
+			if strings.Contains(buf.String(), s) {
+				t.Errorf("%s logged with slog shows a secret: %s", name, buf.String())
+				break
+			}
+		}
+	}
+}
