@@ -58,7 +58,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -112,8 +111,8 @@ type Client struct {
 	pacingOn    bool
 	cooldown    bool
 
-	retries  atomic.Uint64
-	refusals atomic.Uint64
+	stats retryCounters
+	quota *retryQuota // the client-wide retry budget
 }
 
 // Service types: each groups the operations of one resource. Their methods
@@ -196,6 +195,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		cooldown:    cfg.cooldown,
 		now:         cfg.now,
 		rand:        cfg.rand,
+		quota:       newRetryQuota(),
 		policy: policy{
 			retryOn429:    cfg.retryOn429,
 			retryAfterCap: cfg.retryAfterCap,
@@ -263,14 +263,18 @@ func (c *Client) BaseURL() string { return c.base.String() }
 type RetryStats struct {
 	// Retries is the number of retries sent.
 	Retries uint64
-	// Refusals is the number of 429s returned at once because the wait did
-	// not fit the call's allowance or its context deadline.
-	Refusals uint64
+	// Refusals counts, by reason, the failures returned at once although
+	// the client would have retried them.
+	Refusals RetryRefusals
+	// RetryBudget is what is left of the client-wide retry budget (100
+	// tokens when full): zero means failures other than 429 are not retried
+	// until successes refill it.
+	RetryBudget int
 }
 
 // RetryStats returns the client's retry counters.
 func (c *Client) RetryStats() RetryStats {
-	return RetryStats{Retries: c.retries.Load(), Refusals: c.refusals.Load()}
+	return RetryStats{Retries: c.stats.retries.Load(), Refusals: c.stats.refusals(), RetryBudget: c.quota.left()}
 }
 
 // Response is the metadata of a call's final response; the body has been

@@ -175,9 +175,11 @@ type APIError struct {
 	// without the query).
 	Method string
 	Path   string
-	// RetryRefused is true when the SDK would have retried this 429 but the
-	// wait did not fit the call's allowance or its context deadline, so it
-	// returned at once instead.
+	// RetryRefused is true when the SDK would have waited out this answer
+	// (a 429, or a 503 with Retry-After) and retried, but the server's wait,
+	// uncapped, did not fit what was left of the call's allowance or of its
+	// context deadline, or the cooldown or pacing would not admit the retry
+	// in time; so it returned this answer at once instead.
 	RetryRefused bool
 	// NotSent is true when the SDK answered this 429 itself without sending
 	// the request, because the rate-limit partition is cooling down or its
@@ -383,7 +385,7 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 		Header:     header,
 		Body:       body,
 	}
-	if ra, ok := ParseRetryAfter(header.Get("Retry-After"), now); ok {
+	if ra, ok := retryAfterOf(header, now); ok {
 		e.RetryAfter = ra
 	}
 	if rl, ok := ParseRateLimit(header, now); ok {
