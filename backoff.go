@@ -371,6 +371,9 @@ var operationRules = []operationRule{
 	{"POST", "payments/*/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"},
 	{"POST", "payments/*/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
 	{"POST", "payments/*/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "payments/*/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"},
+	{"POST", "payments/*/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "payments/*/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
 	{"POST", "payments/*/*/prepare", opRepeatable, "preparing again returns the pending transaction"},
 	{"POST", "payments/*/*/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
 	// The chain cannot mine the same signed bytes twice, but the gateway
