@@ -270,11 +270,13 @@ func (e *APIError) Temporary() bool {
 	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
 }
 
-// OutcomeUnknownError is returned when a write (POST or PATCH) may or may not
-// have been executed: the connection failed after the request was written, or
-// the gateway or a proxy answered 5xx. The SDK does not retry such a request
-// on its own unless it carries an Idempotency-Key, because a second capture
-// or refund could move money twice. Read the resource (or replay with the same
+// OutcomeUnknownError is returned when a write that must not run twice may
+// or may not have been executed: the connection failed after the request was
+// written, or the gateway or a proxy answered any 5xx (520, 524 and 507
+// included). Which writes those are is decided per operation: submitting a
+// signed transaction, rotating a webhook secret, creating a webhook or a
+// wallet, and creating a payment (which the SDK repeats only with the same
+// Idempotency-Key). Read the resource (or replay with the same
 // IdempotencyKey) to learn what happened.
 type OutcomeUnknownError struct {
 	Method   string
