@@ -427,8 +427,9 @@ func matchTemplate(template, path string) bool {
 // The client-wide retry budget (a token bucket, after the retry quota of
 // the AWS SDKs) keeps an outage from multiplying the load: each retry of a
 // failure other than a 429 takes retryCost tokens (timeoutRetryCost after
-// a timeout, which holds a connection the longest), and each successful
-// answer gives successCredit back, up to retryBudgetSize. An empty budget
+// a timeout, which holds a connection the longest), and each answer that is
+// not a failure (a 2xx, or a 4xx other than 429) gives successCredit back,
+// up to retryBudgetSize. An empty budget
 // makes failures come back at once. At 100 tokens a burst of failures gets
 // 20 retries client-wide, and in the long run retries keep going as long as
 // fewer than about one answer in six fails; 429s are not counted, since

@@ -262,7 +262,9 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 			st.rateLimit = &rl
 		}
 		c.closePartition(ctx, st, o)
-		if success && !o.failed {
+		if !o.failed && o.status < 500 && o.status != http.StatusTooManyRequests {
+			// The gateway answered and is healthy (a 4xx is its answer
+			// too): the retry budget refills.
 			c.quota.credit(successCredit)
 		}
 	}
@@ -399,7 +401,7 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		return nil
 	}
 	if !adm.OK {
-		c.stats.refuse(ReasonLimiter)
+		c.stats.refuse(reasonLimiter)
 		return &APIError{
 			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
 			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
@@ -484,9 +486,10 @@ func (r RetryRefusals) Total() uint64 {
 	return r.Allowance + r.Deadline + r.AttemptLimit + r.Limiter + r.RetryBudget
 }
 
-// ReasonLimiter is the reason RetryRefusals.Limiter counts: the cooldown or
-// the pacing budget would not admit the request in time.
-const ReasonLimiter RetryReason = "limiter"
+// reasonLimiter is the reason RetryRefusals.Limiter counts: the cooldown or
+// the pacing budget would not admit the request in time. No RetryEvent
+// carries it: the refusal happens before an attempt, not after one.
+const reasonLimiter RetryReason = "limiter"
 
 // retryCounters holds the client's retry counters.
 type retryCounters struct {
@@ -504,7 +507,7 @@ func (rc *retryCounters) refuse(reason RetryReason) {
 		rc.deadline.Add(1)
 	case ReasonMaxRetries:
 		rc.attemptLimit.Add(1)
-	case ReasonLimiter:
+	case reasonLimiter:
 		rc.limiter.Add(1)
 	case ReasonRetryBudget:
 		rc.quota.Add(1)

@@ -194,7 +194,7 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 		for range 40 {
 			steps = append(steps, step{status: 503})
 		}
-		steps = append(steps, throttled("1"), step{status: 200, body: paymentBody})
+		steps = append(steps, throttled("1"), step{status: 200, body: paymentBody}, step{status: 404, body: `{"code":"not_found"}`})
 		srv := newMemScript(steps...)
 		ev := &eventLog{}
 		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithOnRetry(ev.add))
@@ -232,6 +232,9 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 		require.NoError(t, err, "a 429 is retried with the budget empty")
 		assert.Len(t, srv.requests(), 42)
 		assert.Equal(t, successCredit, c.RetryStats().RetryBudget, "a success gives a token back")
+		_, err = c.Payments.Get(context.Background(), "p1")
+		require.ErrorIs(t, err, ErrNotFound)
+		assert.Equal(t, 2*successCredit, c.RetryStats().RetryBudget, "so does a 4xx: the gateway is answering")
 	})
 }
 
