@@ -16,7 +16,7 @@ import (
 const (
 	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.
 	DefaultRetryAfterCap = 60 * time.Second
-	// DefaultMaxRetryWait is the per-call allowance of rate-limit waiting.
+	// DefaultMaxRetryWait is the per-call allowance of server-given waiting.
 	DefaultMaxRetryWait = 3 * time.Minute
 	// DefaultMaxRetries bounds retries of failures other than 429.
 	DefaultMaxRetries = 2

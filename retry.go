@@ -74,7 +74,7 @@ type callState struct {
 	jitter         float64 // the draw of the last 429 decision, reused for its admission
 
 	attempts     int
-	waited       time.Duration // rate-limit waiting spent
+	waited       time.Duration // server-given and rate-limit waiting spent
 	otherRetries int
 	guesses429   int
 	next         time.Duration // the wait checkRetry decided, taken by backoff
