@@ -186,6 +186,12 @@ type APIError struct {
 	// pacing budget is spent for longer than the call may wait. RetryAfter
 	// is then the wait that would have been needed.
 	NotSent bool
+	// NotRetried says why the SDK returned this answer instead of retrying
+	// it: a limit (ReasonAllowance, ReasonDeadline, ReasonMaxRetries,
+	// ReasonRetryBudget, ReasonLimiter), an operation not safe to repeat
+	// (ReasonUnsafe) or RetryOn429 off (ReasonRetryOn429Off). Empty for an
+	// answer that is no retry matter (a 4xx, a 501).
+	NotRetried RetryReason
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
 	// Header holds the response headers.
@@ -314,7 +320,10 @@ type TransportError struct {
 	// Sent is false when the request provably never left the client (dial or
 	// DNS failure), so nothing was executed.
 	Sent bool
-	Err  error
+	// NotRetried says why the SDK gave up instead of retrying (see
+	// APIError.NotRetried); empty when the context ended.
+	NotRetried RetryReason
+	Err        error
 }
 
 // Error returns one readable line.

@@ -83,8 +83,9 @@ type callState struct {
 	last429        *APIError // kept so a call cut short while waiting or retrying still reports it
 	refused        bool
 	unknown        bool
-	maybeExecuted  bool // a write attempt may have run on the server
-	sent           bool // some attempt may have reached the server
+	notRetried     RetryReason // why the last failure was not retried
+	maybeExecuted  bool        // a write attempt may have run on the server
+	sent           bool        // some attempt may have reached the server
 	status         int
 	rateLimit      *RateLimitInfo
 	header         http.Header
@@ -182,7 +183,7 @@ func (c *Client) finish(ctx context.Context, st *callState, err error, out any) 
 		}
 	}
 	if err != nil {
-		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, Err: err}
+		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, NotRetried: st.notRetried, Err: err}
 		var local *APIError
 		if errors.As(err, &local) && local.NotSent {
 			// The limiter would not admit the retry in time. The server's
@@ -207,6 +208,7 @@ func (c *Client) finish(ctx context.Context, st *callState, err error, out any) 
 			apiErr = newAPIError(st, st.status, st.header, st.body, c.now())
 		}
 		apiErr.RetryRefused = st.refused
+		apiErr.NotRetried = st.notRetried
 		if st.unknown {
 			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: apiErr}
 		}
@@ -298,6 +300,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	default:
 		st.last429 = nil
 	}
+	st.notRetried = ""
 	if !d.relevant {
 		return false, failure
 	}
@@ -311,6 +314,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	if !d.retry {
 		st.refused = d.refused
 		st.unknown = d.unknown
+		st.notRetried = d.reason
 		c.stats.refuse(d.reason)
 		c.report(ctx, ev)
 		return false, failure
@@ -401,12 +405,12 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		return nil
 	}
 	if !adm.OK {
-		c.stats.refuse(reasonLimiter)
+		c.stats.refuse(ReasonLimiter)
 		return &APIError{
 			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
 			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
 			RetryAfter: adm.Wait, Attempts: st.attempts, Method: st.method, Path: st.path,
-			RetryRefused: true, NotSent: true,
+			RetryRefused: true, NotSent: true, NotRetried: ReasonLimiter,
 		}
 	}
 	if adm.Wait > 0 {
@@ -458,6 +462,7 @@ func (c *Client) lastAnswer(st *callState) *APIError {
 		e = newAPIError(st, st.status, st.header, st.body, c.now())
 	}
 	e.RetryRefused = true
+	e.NotRetried = ReasonLimiter
 	e.Attempts = st.attempts
 	return e
 }
@@ -486,10 +491,11 @@ func (r RetryRefusals) Total() uint64 {
 	return r.Allowance + r.Deadline + r.AttemptLimit + r.Limiter + r.RetryBudget
 }
 
-// reasonLimiter is the reason RetryRefusals.Limiter counts: the cooldown or
-// the pacing budget would not admit the request in time. No RetryEvent
-// carries it: the refusal happens before an attempt, not after one.
-const reasonLimiter RetryReason = "limiter"
+// ReasonLimiter is the APIError.NotRetried of an answer returned because
+// the cooldown or the pacing budget would not admit the request (or its
+// retry) within the allowance or the deadline; RetryRefusals.Limiter counts
+// them. No RetryEvent carries it: the refusal comes before an attempt.
+const ReasonLimiter RetryReason = "limiter"
 
 // retryCounters holds the client's retry counters.
 type retryCounters struct {
@@ -507,7 +513,7 @@ func (rc *retryCounters) refuse(reason RetryReason) {
 		rc.deadline.Add(1)
 	case ReasonMaxRetries:
 		rc.attemptLimit.Add(1)
-	case reasonLimiter:
+	case ReasonLimiter:
 		rc.limiter.Add(1)
 	case ReasonRetryBudget:
 		rc.quota.Add(1)

@@ -47,6 +47,7 @@ func TestRetryAfterBeyondAllowanceRefusedAtOnce(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
 		assert.True(t, apiErr.RetryRefused)
 		assert.Equal(t, 600*time.Second, apiErr.RetryAfter)
+		assert.Equal(t, ReasonAllowance, apiErr.NotRetried, "the error says why")
 		assert.Len(t, srv.requests(), 1)
 		require.Len(t, ev.all(), 1)
 		assert.Equal(t, ReasonAllowance, ev.all()[0].Reason)
@@ -71,6 +72,7 @@ func TestRetryAfterBeyondDeadlineRefusedAtOnce(t *testing.T) {
 		require.ErrorAs(t, err, &apiErr)
 		assert.True(t, apiErr.RetryRefused)
 		assert.NotErrorIs(t, err, context.DeadlineExceeded, "refused before the deadline")
+		assert.Equal(t, ReasonDeadline, apiErr.NotRetried)
 		assert.Len(t, srv.requests(), 1)
 		assert.Equal(t, RetryRefusals{Deadline: 1}, c.RetryStats().Refusals)
 	})
@@ -200,13 +202,16 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithOnRetry(ev.add))
 
 		var wg sync.WaitGroup
-		var failed atomic.Int32
+		var failed, saidBudget atomic.Int32
 		for range 20 {
 			wg.Go(func() {
 				_, err := c.Payments.Get(context.Background(), "p1")
 				var apiErr *APIError
 				if errors.As(err, &apiErr) && apiErr.StatusCode == 503 {
 					failed.Add(1)
+					if apiErr.NotRetried == ReasonRetryBudget {
+						saidBudget.Add(1)
+					}
 				}
 			})
 		}
@@ -227,6 +232,7 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 			}
 		}
 		assert.Equal(t, int(stats.Refusals.RetryBudget), budgetEvents)
+		assert.Equal(t, int32(budgetEvents), saidBudget.Load(), "the errors say the budget stopped them")
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 		require.NoError(t, err, "a 429 is retried with the budget empty")
@@ -432,6 +438,7 @@ func TestLimiterRefusalReturnsTheServers429(t *testing.T) {
 		assert.Equal(t, time.Second, apiErr.RetryAfter)
 		assert.True(t, apiErr.RetryRefused)
 		assert.False(t, apiErr.NotSent, "this 429 came from the server")
+		assert.Equal(t, ReasonLimiter, apiErr.NotRetried)
 		assert.Equal(t, 1, apiErr.Attempts)
 		assert.Len(t, srv.requests(), 1)
 		assert.Equal(t, RetryRefusals{Limiter: 1}, c.RetryStats().Refusals)
@@ -527,13 +534,32 @@ func TestRefusalsCountedByReason(t *testing.T) {
 		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), withRand(half))
 
 		_, err := c.Payments.Get(context.Background(), "p1")
-		require.Error(t, err)
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, ReasonMaxRetries, apiErr.NotRetried)
 		_, err = c.Payments.Get(context.Background(), "p1")
-		require.ErrorIs(t, err, ErrRateLimited)
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, ReasonAllowance, apiErr.NotRetried)
 
 		got := c.RetryStats().Refusals
 		assert.Equal(t, RetryRefusals{AttemptLimit: 1, Allowance: 1}, got)
 		assert.Equal(t, uint64(2), got.Total())
+	})
+}
+
+// A transport failure that is not retried says why too.
+func TestTransportErrorSaysWhyNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(step{hangUp: true})
+		c := newTestClient(t, memURL, memClient(srv), WithMaxRetries(1), withRand(half))
+
+		_, err := c.Payments.Get(context.Background(), "p1")
+
+		var te *TransportError
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, ReasonMaxRetries, te.NotRetried)
+		assert.Equal(t, 2, te.Attempts)
+		assert.Equal(t, RetryRefusals{AttemptLimit: 1}, c.RetryStats().Refusals)
 	})
 }
 
@@ -564,5 +590,6 @@ func TestRateLimitWithRetryOffIsReported(t *testing.T) {
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.False(t, apiErr.RetryRefused, "nothing was refused: the caller handles 429s")
+	assert.Equal(t, ReasonRetryOn429Off, apiErr.NotRetried)
 	assert.Zero(t, c.RetryStats().Refusals.Total())
 }
