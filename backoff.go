@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -15,7 +16,7 @@ import (
 const (
 	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.
 	DefaultRetryAfterCap = 60 * time.Second
-	// DefaultMaxRetryWait is the per-call allowance of rate-limit waiting.
+	// DefaultMaxRetryWait is the per-call allowance of server-given waiting.
 	DefaultMaxRetryWait = 3 * time.Minute
 	// DefaultMaxRetries bounds retries of failures other than 429.
 	DefaultMaxRetries = 2
@@ -63,19 +64,33 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	return d, true
 }
 
+// retryAfterOf reads the Retry-After of an answer. An HTTP-date is read
+// against the answer's own Date header when it has a valid one, so that a
+// server whose clock is ahead of or behind the local one still gets the wait
+// it asked for; local is the fallback "now" (and the only one delta-seconds
+// need).
+func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
+	now := local
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		now = t
+	}
+	return ParseRetryAfter(h.Get("Retry-After"), now)
+}
+
 // serverWait is the wait before retrying a server-given instruction:
 // min(retryAfter, cap) plus additive jitter drawn from U[0, 10%) of that, so
 // that clients told the same number do not wake together and none wakes
 // before the instruction. room is what is left of the allowance and of the
-// context deadline. When the un-jittered wait does not fit in room, ok is
-// false: the caller must not start a wait it cannot finish. Otherwise the
-// jitter shrinks to fit, and the wait never goes below the instruction.
-// u is a uniform draw from [0, 1).
+// context deadline. When the server's instruction, uncapped, does not fit in
+// room, ok is false: the server said the window stays closed longer than the
+// call may wait, so the call must not wait at all (the cap only shortens
+// waits the room admits). Otherwise the jitter shrinks to fit, and the wait
+// never goes below the capped instruction. u is a uniform draw from [0, 1).
 func serverWait(retryAfter, cap, room time.Duration, u float64) (wait time.Duration, ok bool) {
-	lower := min(retryAfter, cap)
-	if lower > room {
+	if retryAfter > room {
 		return 0, false
 	}
+	lower := min(retryAfter, cap)
 	jitter := time.Duration(float64(lower) * serverJitter * clampUnit(u))
 	if jitter > room-lower {
 		jitter = room - lower
@@ -127,23 +142,25 @@ type policy struct {
 
 // outcome is what one attempt produced, as the policy sees it.
 type outcome struct {
-	method         string
-	idempotencyKey bool // the request carries an Idempotency-Key
-	status         int  // 0 when no response arrived
+	op             opClass // what a repetition of the operation would do
+	idempotencyKey bool    // the request carries an Idempotency-Key
+	status         int     // 0 when no response arrived
 	retryAfter     time.Duration
 	hasRetryAfter  bool
 	failed         bool // transport error, or the body could not be read
+	timeout        bool // the failure was a timeout
 	notSent        bool // the request provably never left the client
 	ctxDone        bool
 }
 
-// budget is what the call has used so far.
+// budget is what the call has used so far, and what the client has left.
 type budget struct {
 	attempts     int           // attempts made, this one included
-	waited       time.Duration // rate-limit waiting already spent
+	waited       time.Duration // server-given and rate-limit waiting already spent
 	otherRetries int           // retries of non-429 failures so far
 	guesses429   int           // 429 retries without instruction so far
 	deadline     time.Duration // time left before the context deadline; maxDuration when none
+	tokens       int           // what is left of the client-wide retry budget
 }
 
 // RetryReason says why a retry was made or not.
@@ -155,20 +172,27 @@ const (
 	ReasonRateLimited RetryReason = "rate_limited"
 	// ReasonRateLimitedGuess: a 429 without a usable Retry-After, retried after a guessed wait.
 	ReasonRateLimitedGuess RetryReason = "rate_limited_no_retry_after"
-	// ReasonServerError: a 5xx on a request that is safe to repeat.
+	// ReasonRetryOn429Off: a 429 returned as it is, because WithRetryOn429 is off.
+	ReasonRetryOn429Off RetryReason = "retry_on_429_off"
+	// ReasonServerError: a 5xx on an operation that is safe to repeat.
 	ReasonServerError RetryReason = "server_error"
 	// ReasonNotSent: the connection could not be opened, so nothing was sent.
 	ReasonNotSent RetryReason = "not_sent"
 	// ReasonTransport: the connection failed after the request was written,
-	// on a request that is safe to repeat.
+	// on an operation that is safe to repeat.
 	ReasonTransport RetryReason = "transport_error"
-	// ReasonAllowance: the 429's wait does not fit in what is left of MaxRetryWait.
+	// ReasonAllowance: the server's wait does not fit in what is left of MaxRetryWait.
 	ReasonAllowance RetryReason = "allowance_exhausted"
-	// ReasonDeadline: the 429's wait would end after the context's deadline.
+	// ReasonDeadline: the wait would end after the context's deadline.
 	ReasonDeadline RetryReason = "deadline"
-	// ReasonMaxRetries: MaxRetries is used up.
+	// ReasonMaxRetries: MaxRetries (or, for 429s, the safety net of 100
+	// attempts) is used up.
 	ReasonMaxRetries RetryReason = "max_retries"
-	// ReasonUnsafe: a write that may have executed is not repeated blindly.
+	// ReasonRetryBudget: the client-wide retry budget is empty (an outage is
+	// under way), so the failure comes back at once.
+	ReasonRetryBudget RetryReason = "retry_budget_empty"
+	// ReasonUnsafe: an operation that may have run and is not safe to
+	// repeat is not repeated; its outcome is unknown.
 	ReasonUnsafe RetryReason = "outcome_unknown"
 )
 
@@ -177,16 +201,19 @@ type decision struct {
 	retry bool
 	wait  time.Duration
 	// relevant is false when the outcome is not a retry matter at all (a
-	// success, a 4xx, or a 429 with RetryOn429 off): nothing is reported.
+	// success or a definitive answer): nothing is reported.
 	relevant bool
 	reason   RetryReason
-	// refused429 marks a 429 that would have been retried but whose wait
-	// does not fit the allowance or the deadline.
-	refused429 bool
+	// refused marks a server-given wait (a 429, or a 503 with Retry-After)
+	// that the call would have waited out but whose wait does not fit the
+	// allowance, the deadline or the attempt limit.
+	refused bool
 	// unknown marks a write whose outcome is unknown (do not retry, tell the caller).
 	unknown bool
-	// rateWait is true when wait counts against the rate-limit allowance.
+	// rateWait is true when wait counts against the allowance (MaxRetryWait).
 	rateWait bool
+	// cost is what the retry takes from the client-wide retry budget.
+	cost int
 }
 
 // decide is the whole retry policy. u is a uniform draw from [0, 1).
@@ -195,28 +222,25 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		return decision{}
 	}
 	if o.status == http.StatusTooManyRequests {
-		// A 429 was refused before the application ran: safe on any method.
+		// A 429 was refused before the application ran: safe on any
+		// operation, and governed by the allowance, not the retry budget.
 		if !p.retryOn429 {
-			return decision{}
-		}
-		room := min(p.maxRetryWait-b.waited, b.deadline)
-		limitReason := ReasonAllowance
-		if b.deadline < p.maxRetryWait-b.waited {
-			limitReason = ReasonDeadline
+			return decision{relevant: true, reason: ReasonRetryOn429Off}
 		}
 		if b.attempts >= maxAttempts {
-			return decision{relevant: true, reason: ReasonMaxRetries, refused429: true}
+			return decision{relevant: true, reason: ReasonMaxRetries, refused: true}
 		}
+		room, limit := roomFor(p, b)
 		if o.hasRetryAfter {
 			w, ok := serverWait(o.retryAfter, p.retryAfterCap, room, u)
 			if !ok {
-				return decision{relevant: true, reason: limitReason, refused429: true}
+				return decision{relevant: true, reason: limit, refused: true}
 			}
 			return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimited, rateWait: true}
 		}
 		w, ok := guessWait(p.base, p.retryAfterCap, b.guesses429, room, u)
 		if !ok {
-			return decision{relevant: true, reason: limitReason, refused429: true}
+			return decision{relevant: true, reason: limit, refused: true}
 		}
 		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true}
 	}
@@ -227,24 +251,56 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		reason = ReasonNotSent
 	case o.failed:
 		reason = ReasonTransport
-	case retryableStatus(o.status):
+	case o.status >= 500 && o.status <= 599:
 		reason = ReasonServerError
 	default:
 		return decision{} // success or a definitive answer
 	}
-	safe := o.notSent || safeToRepeat(o.method, o.idempotencyKey)
-	if !safe {
+	// Every 5xx and every broken connection may have let the operation run.
+	unknown := !o.notSent && o.op.matters()
+	if !o.notSent && !o.op.repeatable(o.idempotencyKey) {
 		return decision{relevant: true, reason: ReasonUnsafe, unknown: true}
 	}
-	unknown := !o.notSent && !idempotentMethod(o.method)
+	if reason == ReasonServerError && !retryableStatus(o.status) {
+		if unknown {
+			return decision{relevant: true, reason: ReasonUnsafe, unknown: true}
+		}
+		return decision{} // a 5xx not worth repeating (501, 507...): definitive
+	}
 	if b.otherRetries >= p.maxRetries || b.attempts >= maxAttempts {
 		return decision{relevant: true, reason: ReasonMaxRetries, unknown: unknown}
 	}
-	w, ok := guessWait(p.base, p.retryAfterCap, b.otherRetries, b.deadline, u)
-	if !ok {
+	var w time.Duration
+	var ok, rateWait bool
+	if o.status == http.StatusServiceUnavailable && o.hasRetryAfter {
+		// The server said when to come back: a server wait, like a 429's.
+		room, limit := roomFor(p, b)
+		if w, ok = serverWait(o.retryAfter, p.retryAfterCap, room, u); !ok {
+			return decision{relevant: true, reason: limit, refused: true, unknown: unknown}
+		}
+		rateWait = true
+	} else if w, ok = guessWait(p.base, p.retryAfterCap, b.otherRetries, b.deadline, u); !ok {
 		return decision{relevant: true, reason: ReasonDeadline, unknown: unknown}
 	}
-	return decision{relevant: true, retry: true, wait: w, reason: reason}
+	cost := retryCost
+	if o.timeout {
+		cost = timeoutRetryCost
+	}
+	if b.tokens < cost {
+		return decision{relevant: true, reason: ReasonRetryBudget, unknown: unknown}
+	}
+	return decision{relevant: true, retry: true, wait: w, reason: reason, rateWait: rateWait, cost: cost}
+}
+
+// roomFor is what the call may still wait for a server-given instruction:
+// what is left of the allowance and of the deadline, and which of the two
+// is the limit.
+func roomFor(p policy, b budget) (time.Duration, RetryReason) {
+	left := p.maxRetryWait - b.waited
+	if b.deadline < left {
+		return b.deadline, ReasonDeadline
+	}
+	return left, ReasonAllowance
 }
 
 // retryableStatus lists the 5xx answers worth repeating a safe request for.
@@ -257,18 +313,162 @@ func retryableStatus(status int) bool {
 	return false
 }
 
-// idempotentMethod reports the methods whose repetition has the effect of one.
-func idempotentMethod(method string) bool {
-	switch method {
-	case http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete, http.MethodOptions:
-		return true
-	}
-	return false
+// opClass says what repeating an operation would do. It is decided per
+// operation of the gateway contract, not per HTTP method: PUT
+// /webhooks/{id}/rotate_secret is a PUT that must not run twice, and a
+// prepare is a POST that the gateway deduplicates.
+type opClass int
+
+const (
+	// opOnce: running it twice has two effects, or a second run is answered
+	// as a failure although the first one worked. Never repeated after it
+	// may have run; its outcome is then unknown.
+	opOnce opClass = iota
+	// opRead: no effect at all.
+	opRead
+	// opRepeatable: a repetition has the effect of one.
+	opRepeatable
+	// opKeyed: deduplicated by the gateway when it carries an
+	// Idempotency-Key (the same on every attempt); opOnce without one.
+	opKeyed
+)
+
+// repeatable reports whether an attempt that may have run can be sent again.
+func (c opClass) repeatable(hasIdempotencyKey bool) bool {
+	return c == opRead || c == opRepeatable || (c == opKeyed && hasIdempotencyKey)
 }
 
-// safeToRepeat reports whether a request that may have executed can be sent
-// again: idempotent methods, and writes that carry an Idempotency-Key (the
-// same on every attempt), which the gateway deduplicates.
-func safeToRepeat(method string, hasIdempotencyKey bool) bool {
-	return idempotentMethod(method) || hasIdempotencyKey
+// matters reports whether the caller must learn that an attempt may have
+// run: the operation has an effect that a repetition would not reproduce.
+func (c opClass) matters() bool { return c == opOnce || c == opKeyed }
+
+// operationRule classifies one operation of the contract. Its template is
+// the path relative to the base URL, "*" standing for one segment (an id,
+// or the operation name of the generic payment routes).
+type operationRule struct {
+	method   string
+	template string
+	class    opClass
+	why      string
+}
+
+// operationRules holds every write of the gateway contract (reads need no
+// rule). The first rule that matches wins, so specific templates come before
+// the generic ones. The reasons come from the gateway guide (sections 4 and 9).
+var operationRules = []operationRule{
+	{"POST", "auth/nonces", opRepeatable, "a second nonce is issued and expires unused"},
+	{"POST", "auth", opOnce, "consumes the nonce: a repeat is refused with nonce_used"},
+	{"POST", "auth/logout", opOnce, "a repeat with the revoked token is refused with 401"},
+	{"POST", "accounts/*/wallets", opOnce, "a repeat is refused with 409: the address is registered"},
+	{"PATCH", "accounts/*/wallets/*", opRepeatable, "sets the given fields"},
+	{"DELETE", "accounts/*/wallets/*", opRepeatable, "soft deactivation"},
+	{"POST", "accounts/*/wallets/*/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"},
+	{"DELETE", "accounts/*/wallets/*/tokens/*", opRepeatable, "soft disable"},
+	{"PATCH", "accounts/*/wallets/*/tokens/*/enable", opRepeatable, "sets a state"},
+	{"PATCH", "accounts/*/wallets/*/tokens/*/disable", opRepeatable, "sets a state"},
+	{"POST", "payments", opKeyed, "the Idempotency-Key replays the payment it created"},
+	{"PUT", "payments/*/sign", opRepeatable, "stores the one payer signature"},
+	{"POST", "payments/*/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"},
+	{"POST", "payments/*/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "payments/*/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "payments/*/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"},
+	{"POST", "payments/*/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "payments/*/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "payments/*/*/prepare", opRepeatable, "preparing again returns the pending transaction"},
+	{"POST", "payments/*/*/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	// The chain cannot mine the same signed bytes twice, but the gateway
+	// does not promise to answer a repeated submit like the first: it may be
+	// refused (transaction_not_overwritable) or recorded as a failed attempt
+	// (already_known, nonce_too_low) while the first one goes through. The
+	// caller reads the payment's transactions instead.
+	{"POST", "payments/*/*", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "webhooks", opOnce, "a repeat creates a second subscription"},
+	{"PATCH", "webhooks/*", opRepeatable, "sets the given fields"},
+	{"DELETE", "webhooks/*", opRepeatable, "deletes"},
+	{"PUT", "webhooks/*/enable", opRepeatable, "sets a state"},
+	{"PUT", "webhooks/*/disable", opRepeatable, "sets a state"},
+	{"PUT", "webhooks/*/reset_circuit", opRepeatable, "sets a state"},
+	{"PUT", "webhooks/*/rotate_secret", opOnce, "a second rotation invalidates the secret the first returned"},
+	{"POST", "webhooks/*/event_callbacks/*/redeliver", opOnce, "a repeat queues a second delivery"},
+}
+
+// classify names the class of the operation a request performs, from its
+// method and its path relative to the base URL (segments escaped, so an id
+// is always one segment). Reads are opRead; a write the table does not know
+// is opKeyed, so that it is repeated only when it carries an Idempotency-Key.
+func classify(method, path string) opClass {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return opRead
+	}
+	path = strings.Trim(path, "/")
+	for _, r := range operationRules {
+		if r.method == method && matchTemplate(r.template, path) {
+			return r.class
+		}
+	}
+	return opKeyed
+}
+
+// matchTemplate reports whether path has the template's segments, "*"
+// matching any one non-empty segment.
+func matchTemplate(template, path string) bool {
+	for template != "" || path != "" {
+		var t, p string
+		t, template, _ = strings.Cut(template, "/")
+		p, path, _ = strings.Cut(path, "/")
+		if p == "" || (t != "*" && t != p) {
+			return false
+		}
+	}
+	return true
+}
+
+// The client-wide retry budget (a token bucket, after the retry quota of
+// the AWS SDKs) keeps an outage from multiplying the load: each retry of a
+// failure other than a 429 takes retryCost tokens (timeoutRetryCost after
+// a timeout, which holds a connection the longest), and each answer that is
+// not a failure (a 2xx, or a 4xx other than 429) gives successCredit back,
+// up to retryBudgetSize. An empty budget
+// makes failures come back at once. At 100 tokens a burst of failures gets
+// 20 retries client-wide, and in the long run retries keep going as long as
+// fewer than about one answer in six fails; 429s are not counted, since
+// MaxRetryWait and the cooldown govern them.
+const (
+	retryBudgetSize  = 100
+	retryCost        = 5
+	timeoutRetryCost = 10
+	successCredit    = 1
+)
+
+// retryQuota is the client-wide retry budget; safe for concurrent use.
+type retryQuota struct {
+	mu     sync.Mutex
+	tokens int
+}
+
+func newRetryQuota() *retryQuota { return &retryQuota{tokens: retryBudgetSize} }
+
+// spend runs a decision against the tokens left and takes what it costs, in
+// one step so that concurrent calls cannot spend the same tokens.
+func (q *retryQuota) spend(decide func(tokens int) decision) decision {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d := decide(q.tokens)
+	q.tokens -= min(d.cost, q.tokens)
+	return d
+}
+
+// credit gives n tokens back, up to the budget's size.
+func (q *retryQuota) credit(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tokens = min(q.tokens+n, retryBudgetSize)
+}
+
+// left returns the tokens left.
+func (q *retryQuota) left() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.tokens
 }

@@ -155,4 +155,3 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 		})
 	}
 }
-

@@ -19,10 +19,10 @@
 // followed, so the token never reaches another origin); errors.Is matches
 // ErrRateLimited, ErrUnauthorized, ErrForbidden and ErrNotFound by status.
 // A write whose outcome is unknown (the connection broke after the request
-// was written, or a 5xx) is an *OutcomeUnknownError (errors.Is(err,
+// was written, or any 5xx) is an *OutcomeUnknownError (errors.Is(err,
 // ErrOutcomeUnknown)).
 // A call cut short by its context returns an error that matches both the
-// context error and, if a 429 was being waited out, the *APIError.
+// context error and, if a 429 was being waited out or retried, the *APIError.
 //
 // # Rate limits and retries
 //
@@ -33,18 +33,26 @@
 //  1. APIError.RetryAfter is always the server's instruction on that answer,
 //     uncapped; zero when absent or unusable.
 //  2. 429s are retried only with WithRetryOn429(true) (off by default), on
-//     any method, since a 429 was never executed.
-//  3. A server-given wait is min(RetryAfter, RetryAfterCap) plus additive
-//     jitter U[0, 10%) of it: never earlier than the instruction. A 429
-//     without a usable Retry-After, and any other retried failure, waits a
-//     full-jitter guess U[0, min(cap, 500ms·2ⁿ)).
-//  4. WithMaxRetryWait (default 3 min) bounds the rate-limit waiting of one
-//     call. A wait that does not fit the allowance or the context deadline is
-//     not started: the 429 comes back at once (APIError.RetryRefused).
-//  5. Other failures are retried at most WithMaxRetries times (default 2): a
-//     request that was never sent on any method; a 5xx or broken connection
-//     only for GET, HEAD, PUT, DELETE and for POSTs carrying an
-//     Idempotency-Key (payment creation always does).
+//     any operation, since a 429 was never executed. With it off, each 429
+//     is still reported (OnRetry, logger) with WillRetry false.
+//  3. A server-given wait (a 429's Retry-After, or a retried 503's) is
+//     min(RetryAfter, RetryAfterCap) plus additive jitter U[0, 10%) of it:
+//     never earlier than the instruction. An HTTP-date is read against the
+//     answer's Date header. A 429 without a usable Retry-After, and any
+//     other retried failure, waits a full-jitter guess U[0, min(cap, 500ms·2ⁿ)).
+//  4. WithMaxRetryWait (default 3 min) bounds the server-given waiting of one
+//     call. When the instruction, uncapped, does not fit what is left of the
+//     allowance or of the context deadline, no wait is started: the answer
+//     comes back at once (APIError.RetryRefused). RetryStats counts refusals
+//     by reason.
+//  5. Other failures are retried at most WithMaxRetries times (default 2),
+//     while the client-wide retry budget lasts (20 retries' worth, refilled
+//     by successes): a request that was never sent, on any operation; a 5xx
+//     or broken connection only on an operation safe to repeat (reads, the
+//     idempotent writes, payment creation with its Idempotency-Key, prepares
+//     and reports by hash). Submitting a signed transaction, rotating a
+//     webhook secret and the other writes that must not run twice are never
+//     repeated after they may have run.
 //
 // The /sync/* routes of the gateway belong to its chain indexer, not to
 // merchants or buyers, and have no methods here.
@@ -61,7 +69,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -124,8 +131,8 @@ type Client struct {
 	trustBase trust
 	catalog   catalogCache
 
-	retries  atomic.Uint64
-	refusals atomic.Uint64
+	stats retryCounters
+	quota *retryQuota // the client-wide retry budget
 }
 
 // Service types: each groups the operations of one resource. Their methods
@@ -219,6 +226,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		rand:        cfg.rand,
 		signer:      cfg.signer,
 		trustBase:   trust{contracts: cfg.contracts, maxGas: cfg.maxGas, maxFee: cfg.maxFee},
+		quota:       newRetryQuota(),
 		policy: policy{
 			retryOn429:    cfg.retryOn429,
 			retryAfterCap: cfg.retryAfterCap,
@@ -308,14 +316,18 @@ func (c *Client) BaseURL() string { return c.base.String() }
 type RetryStats struct {
 	// Retries is the number of retries sent.
 	Retries uint64
-	// Refusals is the number of 429s returned at once because the wait did
-	// not fit the call's allowance or its context deadline.
-	Refusals uint64
+	// Refusals counts, by reason, the failures returned at once although
+	// the client would have retried them.
+	Refusals RetryRefusals
+	// RetryBudget is what is left of the client-wide retry budget (100
+	// tokens when full): zero means failures other than 429 are not retried
+	// until successes refill it.
+	RetryBudget int
 }
 
 // RetryStats returns the client's retry counters.
 func (c *Client) RetryStats() RetryStats {
-	return RetryStats{Retries: c.retries.Load(), Refusals: c.refusals.Load()}
+	return RetryStats{Retries: c.stats.retries.Load(), Refusals: c.stats.refusals(), RetryBudget: c.quota.left()}
 }
 
 // Response is the metadata of a call's final response; the body has been

@@ -141,7 +141,7 @@ func TestCooldownRefusalIsNotSent(t *testing.T) {
 	assert.ErrorIs(t, err, ErrRateLimited)
 	assert.GreaterOrEqual(t, apiErr.RetryAfter, 59*time.Second)
 	assert.Empty(t, srv.at("/payments/b"))
-	assert.Equal(t, uint64(2), c.RetryStats().Refusals)
+	assert.Equal(t, RetryRefusals{Allowance: 1, Limiter: 1}, c.RetryStats().Refusals)
 }
 
 // Public and session requests are throttled separately: a 429 on one does

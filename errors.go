@@ -175,15 +175,23 @@ type APIError struct {
 	// without the query).
 	Method string
 	Path   string
-	// RetryRefused is true when the SDK would have retried this 429 but the
-	// wait did not fit the call's allowance or its context deadline, so it
-	// returned at once instead.
+	// RetryRefused is true when the SDK would have waited out this answer
+	// (a 429, or a 503 with Retry-After) and retried, but the server's wait,
+	// uncapped, did not fit what was left of the call's allowance or of its
+	// context deadline, or the cooldown or pacing would not admit the retry
+	// in time; so it returned this answer at once instead.
 	RetryRefused bool
 	// NotSent is true when the SDK answered this 429 itself without sending
 	// the request, because the rate-limit partition is cooling down or its
 	// pacing budget is spent for longer than the call may wait. RetryAfter
 	// is then the wait that would have been needed.
 	NotSent bool
+	// NotRetried says why the SDK returned this answer instead of retrying
+	// it: a limit (ReasonAllowance, ReasonDeadline, ReasonMaxRetries,
+	// ReasonRetryBudget, ReasonLimiter), an operation not safe to repeat
+	// (ReasonUnsafe) or RetryOn429 off (ReasonRetryOn429Off). Empty for an
+	// answer that is no retry matter (a 4xx, a 501).
+	NotRetried RetryReason
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
 	// Location is the Location header of a redirect (a 3xx answer). The SDK
@@ -274,11 +282,13 @@ func (e *APIError) Temporary() bool {
 	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
 }
 
-// OutcomeUnknownError is returned when a write (POST or PATCH) may or may not
-// have been executed: the connection failed after the request was written, or
-// the gateway or a proxy answered 5xx. The SDK does not retry such a request
-// on its own unless it carries an Idempotency-Key, because a second capture
-// or refund could move money twice. Read the resource (or replay with the same
+// OutcomeUnknownError is returned when a write that must not run twice may
+// or may not have been executed: the connection failed after the request was
+// written, or the gateway or a proxy answered any 5xx (520, 524 and 507
+// included). Which writes those are is decided per operation: submitting a
+// signed transaction, rotating a webhook secret, creating a webhook or a
+// wallet, and creating a payment (which the SDK repeats only with the same
+// Idempotency-Key). Read the resource (or replay with the same
 // IdempotencyKey) to learn what happened.
 type OutcomeUnknownError struct {
 	Method   string
@@ -316,7 +326,10 @@ type TransportError struct {
 	// Sent is false when the request provably never left the client (dial or
 	// DNS failure), so nothing was executed.
 	Sent bool
-	Err  error
+	// NotRetried says why the SDK gave up instead of retrying (see
+	// APIError.NotRetried); empty when the context ended.
+	NotRetried RetryReason
+	Err        error
 }
 
 // Error returns one readable line.
@@ -391,7 +404,7 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 		Header:     header,
 		Body:       body,
 	}
-	if ra, ok := ParseRetryAfter(header.Get("Retry-After"), now); ok {
+	if ra, ok := retryAfterOf(header, now); ok {
 		e.RetryAfter = ra
 	}
 	if rl, ok := ParseRateLimit(header, now); ok {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -329,34 +330,35 @@ func TestDialRefusedIsNotSent(t *testing.T) {
 
 // Rule 5: the allowance bounds the summed waiting; when the next wait does
 // not fit, the last 429 comes back at once, with its uncapped RetryAfter.
+// With a 60 s instruction and a 150 s allowance: waits of 63 s fit twice
+// (60 <= 150, 60 <= 87), and then not (60 > 24).
 func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
-	srv := newScriptServer(t, throttled("60"))
-	ev := &eventLog{}
-	c := newTestClient(t, srv.URL,
-		WithRetryOn429(true),
-		WithRetryAfterCap(100*time.Millisecond),
-		WithMaxRetryWait(250*time.Millisecond),
-		WithOnRetry(ev.add))
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("60"))
+		ev := &eventLog{}
+		c := newTestClient(t, "https://api.rail0.test", memClient(srv),
+			WithRetryOn429(true),
+			WithMaxRetryWait(150*time.Second),
+			WithOnRetry(ev.add), withRand(func() float64 { return 0.5 }))
 
-	_, err := c.Payments.Get(context.Background(), "p1")
+		_, err := c.Payments.Get(context.Background(), "p1")
 
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	assert.Equal(t, 60*time.Second, apiErr.RetryAfter, "RetryAfter is the server's value, uncapped")
-	assert.True(t, apiErr.RetryRefused)
-	assert.Equal(t, 3, apiErr.Attempts)
-	assert.Len(t, srv.requests(), 3)
-	events := ev.all()
-	require.Len(t, events, 3)
-	assert.True(t, events[0].WillRetry)
-	assert.True(t, events[1].WillRetry)
-	assert.False(t, events[2].WillRetry)
-	assert.Equal(t, ReasonAllowance, events[2].Reason)
-	for _, e := range events[:2] {
-		assert.GreaterOrEqual(t, e.Wait, 100*time.Millisecond)
-		assert.Less(t, e.Wait, 110*time.Millisecond)
-	}
-	assert.Equal(t, RetryStats{Retries: 2, Refusals: 1}, c.RetryStats())
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, 60*time.Second, apiErr.RetryAfter, "RetryAfter is the server's value, uncapped")
+		assert.True(t, apiErr.RetryRefused)
+		assert.Equal(t, 3, apiErr.Attempts)
+		assert.Len(t, srv.requests(), 3)
+		events := ev.all()
+		require.Len(t, events, 3)
+		for _, e := range events[:2] {
+			assert.True(t, e.WillRetry)
+			assert.Equal(t, 63*time.Second, e.Wait)
+		}
+		assert.False(t, events[2].WillRetry)
+		assert.Equal(t, ReasonAllowance, events[2].Reason)
+		assert.Equal(t, RetryStats{Retries: 2, Refusals: RetryRefusals{Allowance: 1}, RetryBudget: retryBudgetSize}, c.RetryStats())
+	})
 }
 
 // Rule 5: with no allowance at all, nothing waits.
@@ -479,26 +481,28 @@ func TestConcurrentCallsKeepTheirOwnWaits(t *testing.T) {
 // Rule 9: every retry decision is logged with attempt, status, wait and
 // will_retry, and the token never is.
 func TestRetriesAreLoggedWithoutTheToken(t *testing.T) {
-	srv := newScriptServer(t, throttled("60"), throttled("60"))
-	var buf bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c := newTestClient(t, srv.URL, WithToken("tok-SECRET-123"), WithLogger(logger), WithRetryOn429(true),
-		WithRetryAfterCap(10*time.Millisecond), WithMaxRetryWait(15*time.Millisecond))
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("60"), throttled("60"))
+		var buf bytes.Buffer
+		logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c := newTestClient(t, "https://api.rail0.test", memClient(srv), WithToken("tok-SECRET-123"), WithLogger(logger),
+			WithRetryOn429(true), WithMaxRetryWait(100*time.Second))
 
-	_, err := c.Payments.Get(context.Background(), "p1")
-	require.ErrorIs(t, err, ErrRateLimited)
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.ErrorIs(t, err, ErrRateLimited)
 
-	out := buf.String()
-	assert.NotContains(t, out, "tok-SECRET-123")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 2)
-	assert.Contains(t, lines[0], `"attempt":1`)
-	assert.Contains(t, lines[0], `"status":429`)
-	assert.Contains(t, lines[0], `"will_retry":true`)
-	assert.Contains(t, lines[0], `"wait":`)
-	assert.Contains(t, lines[1], `"will_retry":false`)
-	assert.Contains(t, lines[1], `"reason":"allowance_exhausted"`)
-	assert.Equal(t, "Bearer tok-SECRET-123", srv.requests()[0].header.Get("Authorization"))
+		out := buf.String()
+		assert.NotContains(t, out, "tok-SECRET-123")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		require.Len(t, lines, 2)
+		assert.Contains(t, lines[0], `"attempt":1`)
+		assert.Contains(t, lines[0], `"status":429`)
+		assert.Contains(t, lines[0], `"will_retry":true`)
+		assert.Contains(t, lines[0], `"wait":`)
+		assert.Contains(t, lines[1], `"will_retry":false`)
+		assert.Contains(t, lines[1], `"reason":"allowance_exhausted"`)
+		assert.Equal(t, "Bearer tok-SECRET-123", srv.requests()[0].header.Get("Authorization"))
+	})
 }
 
 // The client is silent without a logger, even when retrying.

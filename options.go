@@ -138,10 +138,12 @@ func WithRetryAfterCap(d time.Duration) Option {
 	}
 }
 
-// WithMaxRetryWait sets the per-call allowance of rate-limit waiting, summed
-// over the call's attempts (default 3 min). When the next wait does not fit
-// in what is left, the call returns the 429 at once rather than holding the
-// caller. Zero means never wait.
+// WithMaxRetryWait sets the per-call allowance of server-given waiting (429s,
+// 503s with Retry-After, cooldowns and pacing), summed over the call's
+// attempts (default 3 min). When the server asks for longer than what is
+// left, uncapped, the call returns its answer at once rather than holding
+// the caller for a window the server said stays closed. Zero means never
+// wait.
 func WithMaxRetryWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
@@ -153,8 +155,11 @@ func WithMaxRetryWait(d time.Duration) Option {
 }
 
 // WithMaxRetries bounds retries of failures other than 429: 5xx answers and
-// connection failures (default 2). It does not limit 429 retries, which
-// MaxRetryWait bounds.
+// connection failures (default 2). These retries also draw on a client-wide
+// retry budget (20 retries' worth, refilled one fifth of a retry per
+// success), so that an outage does not multiply the load; when it is empty
+// such failures come back at once (RetryStats().Refusals.RetryBudget). It
+// does not limit 429 retries, which MaxRetryWait bounds.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error {
 		if n < 0 {

@@ -18,6 +18,7 @@ import (
 type policyRow struct {
 	name     string
 	method   string
+	path     string // relative to the base URL; payments/p1/capture when empty
 	key      string // Idempotency-Key, for POSTs
 	steps    []step
 	opts     []Option
@@ -29,8 +30,8 @@ type policyRow struct {
 }
 
 var policyRows = []policyRow{
-	{name: "429 with retries off", method: "GET", steps: []step{throttled("60")},
-		attempts: 1, outcome: "api", status: 429},
+	{name: "429 with retries off is reported", method: "GET", steps: []step{throttled("60")},
+		attempts: 1, outcome: "api", status: 429, reasons: []RetryReason{ReasonRetryOn429Off}},
 	{name: "429 retried on GET", method: "GET", steps: []step{throttled("60"), {status: 200, body: `{}`}},
 		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimited}},
 	{name: "429 retried on POST without a key", method: "POST", steps: []step{throttled("1"), {status: 201, body: `{}`}},
@@ -40,11 +41,20 @@ var policyRows = []policyRow{
 	{name: "429 that does not fit the allowance", method: "GET", steps: []step{throttled("60")},
 		opts: []Option{WithRetryOn429(true), WithMaxRetryWait(0)}, attempts: 1, outcome: "api", status: 429,
 		reasons: []RetryReason{ReasonAllowance}},
+	{name: "429 asking longer than the allowance is refused, not capped", method: "GET", steps: []step{throttled("600"), {status: 200, body: `{}`}},
+		opts: []Option{WithRetryOn429(true)}, attempts: 1, outcome: "api", status: 429,
+		reasons: []RetryReason{ReasonAllowance}},
+	{name: "503 with Retry-After retried as a server wait", method: "GET",
+		steps:    []step{{status: 503, header: map[string]string{"Retry-After": "1"}}, {status: 200, body: `{}`}},
+		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
+	{name: "503 asking longer than the allowance is refused", method: "GET",
+		steps:    []step{{status: 503, header: map[string]string{"Retry-After": "600"}}, {status: 200, body: `{}`}},
+		attempts: 1, outcome: "api", status: 503, reasons: []RetryReason{ReasonAllowance}},
 	{name: "503 retried on GET", method: "GET", steps: []step{{status: 503}, {status: 200, body: `{}`}},
 		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
 	{name: "503 on POST without a key is not repeated", method: "POST", steps: []step{{status: 503}, {status: 201, body: `{}`}},
 		attempts: 1, outcome: "unknown", status: 503, reasons: []RetryReason{ReasonUnsafe}},
-	{name: "503 on POST with a key is retried", method: "POST", key: "k", steps: []step{{status: 503}, {status: 201, body: `{}`}},
+	{name: "503 on POST with a key is retried", method: "POST", path: "payments", key: "k", steps: []step{{status: 503}, {status: 201, body: `{}`}},
 		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
 	{name: "500s until MaxRetries", method: "GET", steps: []step{{status: 500}},
 		attempts: 3, outcome: "api", status: 500,
@@ -56,8 +66,35 @@ var policyRows = []policyRow{
 		reasons: []RetryReason{ReasonTransport, ReasonMaxRetries}},
 	{name: "connection closed after a POST was written", method: "POST", steps: []step{{hangUp: true}, {status: 201, body: `{}`}},
 		attempts: 1, outcome: "unknown", reasons: []RetryReason{ReasonUnsafe}},
+	{name: "520 on a capture: outcome unknown", method: "POST", steps: []step{{status: 520}, {status: 202, body: `{}`}},
+		attempts: 1, outcome: "unknown", status: 520, reasons: []RetryReason{ReasonUnsafe}},
+	{name: "524 on a capture: outcome unknown", method: "POST", steps: []step{{status: 524}, {status: 202, body: `{}`}},
+		attempts: 1, outcome: "unknown", status: 524, reasons: []RetryReason{ReasonUnsafe}},
+	{name: "507 on a capture: outcome unknown", method: "POST", steps: []step{{status: 507}, {status: 202, body: `{}`}},
+		attempts: 1, outcome: "unknown", status: 507, reasons: []RetryReason{ReasonUnsafe}},
+	{name: "507 on a read is definitive", method: "GET", steps: []step{{status: 507}, {status: 200, body: `{}`}},
+		attempts: 1, outcome: "api", status: 507},
+	{name: "502 on rotate_secret: outcome unknown", method: "PUT", path: "webhooks/w1/rotate_secret",
+		steps: []step{{status: 502}, {status: 200, body: `{}`}}, attempts: 1, outcome: "unknown", status: 502,
+		reasons: []RetryReason{ReasonUnsafe}},
+	{name: "502 on enable is retried", method: "PUT", path: "webhooks/w1/enable",
+		steps: []step{{status: 502}, {status: 200, body: `{}`}}, attempts: 2, outcome: "ok",
+		reasons: []RetryReason{ReasonServerError}},
+	{name: "502 on a prepare is retried", method: "POST", path: "payments/p1/capture/prepare",
+		steps: []step{{status: 502}, {status: 200, body: `{}`}}, attempts: 2, outcome: "ok",
+		reasons: []RetryReason{ReasonServerError}},
+	{name: "502 on a report by hash is retried", method: "POST", path: "payments/p1/capture/submitted",
+		steps: []step{{status: 502}, {status: 202, body: `{}`}}, attempts: 2, outcome: "ok",
+		reasons: []RetryReason{ReasonServerError}},
 	{name: "a definitive 422", method: "POST", steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
 		attempts: 1, outcome: "api", status: 422},
+}
+
+func (row policyRow) requestPath() string {
+	if row.path == "" {
+		return "payments/p1/capture"
+	}
+	return row.path
 }
 
 // The rows' first answers through the pure policy.
@@ -71,11 +108,11 @@ func TestPolicyRowsDecide(t *testing.T) {
 			p := policy{retryOn429: cfg.retryOn429, retryAfterCap: cfg.retryAfterCap, maxRetryWait: cfg.maxRetryWait,
 				maxRetries: cfg.maxRetries, base: defaultBackoffBase}
 			first := row.steps[0]
-			o := outcome{method: row.method, idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
+			o := outcome{op: classify(row.method, row.requestPath()), idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
 			if ra, ok := ParseRetryAfter(first.header["Retry-After"], time.Now()); ok {
 				o.retryAfter, o.hasRetryAfter = ra, true
 			}
-			d := decide(p, o, budget{attempts: 1, deadline: maxDuration}, 0.5)
+			d := decide(p, o, budget{attempts: 1, deadline: maxDuration, tokens: retryBudgetSize}, 0.5)
 			if len(row.reasons) == 0 {
 				assert.False(t, d.relevant, "no retry decision expected")
 				return
@@ -99,7 +136,7 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 			if row.method == http.MethodPost {
 				body = map[string]string{"amount": "1.00"}
 			}
-			_, err := c.do(context.Background(), &request{method: row.method, path: "payments/p1/capture", body: body, idempotencyKey: row.key}, nil)
+			_, err := c.do(context.Background(), &request{method: row.method, path: row.requestPath(), body: body, idempotencyKey: row.key}, nil)
 
 			assert.Len(t, srv.requests(), row.attempts)
 			var apiErr *APIError

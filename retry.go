@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -46,7 +48,9 @@ type RetryEvent struct {
 	// Wait is how long the SDK waits before the next attempt (zero when it
 	// does not retry).
 	Wait time.Duration
-	// WillRetry says whether another attempt follows.
+	// WillRetry says whether another attempt follows. It is false when the
+	// failure comes back to the caller: a limit was reached, the operation
+	// is not safe to repeat, or (for a 429) WithRetryOn429 is off.
 	WillRetry bool
 	// Reason says why.
 	Reason RetryReason
@@ -62,7 +66,7 @@ type callState struct {
 	method         string
 	path           string
 	idempotencyKey string
-	write          bool    // POST or PATCH
+	op             opClass // what repeating the operation would do
 	partition      string  // derived from the token when first needed
 	anonymous      bool    // no token: the public partition
 	token          string  // only to derive partition; never logged or stored elsewhere
@@ -70,17 +74,18 @@ type callState struct {
 	jitter         float64 // the draw of the last 429 decision, reused for its admission
 
 	attempts     int
-	waited       time.Duration // rate-limit waiting spent
+	waited       time.Duration // server-given and rate-limit waiting spent
 	otherRetries int
 	guesses429   int
 	next         time.Duration // the wait checkRetry decided, taken by backoff
 	waiting      bool          // between a retry decision and the next attempt
 
-	last429        *APIError // kept so a call cut short while waiting still reports it
+	last429        *APIError // kept so a call cut short while waiting or retrying still reports it
 	refused        bool
 	unknown        bool
-	maybeExecuted  bool // a write attempt may have run on the server
-	sent           bool // some attempt may have reached the server
+	notRetried     RetryReason // why the last failure was not retried
+	maybeExecuted  bool        // a write attempt may have run on the server
+	sent           bool        // some attempt may have reached the server
 	status         int
 	rateLimit      *RateLimitInfo
 	header         http.Header
@@ -114,7 +119,7 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse) (
 		method:         r.method,
 		path:           "/" + r.path,
 		idempotencyKey: r.idempotencyKey,
-		write:          r.method == http.MethodPost || r.method == http.MethodPatch,
+		op:             classify(r.method, r.path),
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
@@ -179,13 +184,18 @@ func (c *Client) finish(ctx context.Context, st *callState, err error, out any) 
 		}
 	}
 	if err != nil {
-		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, Err: err}
+		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, NotRetried: st.notRetried, Err: err}
 		var local *APIError
 		if errors.As(err, &local) && local.NotSent {
-			// The limiter would not admit the retry in time: answered here.
+			// The limiter would not admit the retry in time. The server's
+			// own last answer, not one built here, is what the caller gets.
 			failure = local
-		} else if isContextErr(err) && st.waiting && st.last429 != nil {
-			// Cut short while waiting out a 429: report that 429 too.
+			if last := c.lastAnswer(st); last != nil {
+				failure = last
+			}
+		} else if isContextErr(err) && st.last429 != nil {
+			// Cut short while waiting out a 429, or on the retry that
+			// followed the wait: report that 429 too.
 			failure = st.last429.withCause(err, st.attempts)
 		}
 		if st.maybeExecuted {
@@ -199,6 +209,7 @@ func (c *Client) finish(ctx context.Context, st *callState, err error, out any) 
 			apiErr = newAPIError(st, st.status, st.header, st.body, c.now())
 		}
 		apiErr.RetryRefused = st.refused
+		apiErr.NotRetried = st.notRetried
 		if st.unknown {
 			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: apiErr}
 		}
@@ -226,11 +237,12 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	st.attempts++
 	st.waiting = false
 	now := c.now()
-	o := outcome{method: st.method, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
+	o := outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
 	var failure error
 	if err != nil {
 		o.failed = true
 		o.notSent = isNotSent(err)
+		o.timeout = isTimeout(err)
 		failure = err
 		// No answer this time: an earlier attempt's must not be reported.
 		st.status, st.header, st.body, st.rateLimit = 0, nil, nil, nil
@@ -245,7 +257,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 			o.failed = true
 			failure = st.bodyErr
 		}
-		if ra, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+		if ra, ok := retryAfterOf(resp.Header, now); ok {
 			o.retryAfter, o.hasRetryAfter = ra, true
 		}
 		st.rateLimit = nil
@@ -253,10 +265,15 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 			st.rateLimit = &rl
 		}
 		c.closePartition(ctx, st, o)
+		if !o.failed && o.status < 500 && o.status != http.StatusTooManyRequests {
+			// The gateway answered and is healthy (a 4xx is its answer
+			// too): the retry budget refills.
+			c.quota.credit(successCredit)
+		}
 	}
 	if !o.notSent {
 		st.sent = true
-		if st.write && (o.failed || retryableStatus(o.status)) {
+		if st.op.matters() && (o.failed || o.status >= 500) {
 			st.maybeExecuted = true
 		}
 	}
@@ -264,17 +281,27 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 
 	u := c.rand()
 	st.jitter = u
-	d := decide(c.policy, o, budget{
+	b := budget{
 		attempts:     st.attempts,
 		waited:       st.waited,
 		otherRetries: st.otherRetries,
 		guesses429:   st.guesses429,
 		deadline:     timeLeft(ctx, now),
-	}, u)
-	st.last429 = nil
-	if o.status == http.StatusTooManyRequests {
-		st.last429 = newAPIError(st, o.status, st.header, st.body, now)
 	}
+	d := c.quota.spend(func(tokens int) decision {
+		b.tokens = tokens
+		return decide(c.policy, o, b, u)
+	})
+	switch {
+	case o.status == http.StatusTooManyRequests:
+		st.last429 = newAPIError(st, o.status, st.header, st.body, now)
+	case o.failed && o.ctxDone && st.last429 != nil:
+		// The retry after a 429 died on the context (say, a deadline that
+		// fitted the wait but not the retry): keep the 429 to report it.
+	default:
+		st.last429 = nil
+	}
+	st.notRetried = ""
 	if !d.relevant {
 		return false, failure
 	}
@@ -286,23 +313,24 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		ev.RequestID = st.header.Get("X-Request-Id")
 	}
 	if !d.retry {
-		st.refused = d.refused429
+		st.refused = d.refused
 		st.unknown = d.unknown
-		if d.refused429 {
-			c.refusals.Add(1)
-		}
+		st.notRetried = d.reason
+		c.stats.refuse(d.reason)
 		c.report(ctx, ev)
 		return false, failure
 	}
 	if d.rateWait {
 		st.waited += d.wait
+	}
+	if o.status == http.StatusTooManyRequests {
 		if !o.hasRetryAfter {
 			st.guesses429++
 		}
 	} else {
 		st.otherRetries++
 	}
-	c.retries.Add(1)
+	c.stats.retries.Add(1)
 	c.report(ctx, ev)
 	st.waiting = true
 	if resp == nil {
@@ -378,12 +406,12 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		return nil
 	}
 	if !adm.OK {
-		c.refusals.Add(1)
+		c.stats.refuse(ReasonLimiter)
 		return &APIError{
 			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
 			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
 			RetryAfter: adm.Wait, Attempts: st.attempts, Method: st.method, Path: st.path,
-			RetryRefused: true, NotSent: true,
+			RetryRefused: true, NotSent: true, NotRetried: ReasonLimiter,
 		}
 	}
 	if adm.Wait > 0 {
@@ -423,6 +451,92 @@ func (c *Client) closePartition(ctx context.Context, st *callState, o outcome) {
 	}
 }
 
+// lastAnswer returns the call's last answer from the server as an
+// *APIError marked RetryRefused, for a retry that the limiter refused
+// locally; nil when the last attempt got no answer.
+func (c *Client) lastAnswer(st *callState) *APIError {
+	if st.status == 0 {
+		return nil
+	}
+	e := st.last429
+	if e == nil {
+		e = newAPIError(st, st.status, st.header, st.body, c.now())
+	}
+	e.RetryRefused = true
+	e.NotRetried = ReasonLimiter
+	e.Attempts = st.attempts
+	return e
+}
+
+// RetryRefusals counts, by reason, the failures that the client would have
+// retried but returned instead because a limit was reached.
+type RetryRefusals struct {
+	// Allowance: the server's wait (a 429's, or a 503's Retry-After) did not
+	// fit in what was left of MaxRetryWait.
+	Allowance uint64
+	// Deadline: the wait would have ended after the context's deadline.
+	Deadline uint64
+	// AttemptLimit: MaxRetries was used up (or, for 429s, the safety net
+	// of 100 attempts).
+	AttemptLimit uint64
+	// Limiter: the cooldown or the pacing budget would not admit the
+	// request within the allowance or the deadline (APIError.NotSent, or
+	// the server's last answer marked RetryRefused).
+	Limiter uint64
+	// RetryBudget: the client-wide retry budget was empty.
+	RetryBudget uint64
+}
+
+// Total returns the refusals of every reason.
+func (r RetryRefusals) Total() uint64 {
+	return r.Allowance + r.Deadline + r.AttemptLimit + r.Limiter + r.RetryBudget
+}
+
+// ReasonLimiter is the APIError.NotRetried of an answer returned because
+// the cooldown or the pacing budget would not admit the request (or its
+// retry) within the allowance or the deadline; RetryRefusals.Limiter counts
+// them. No RetryEvent carries it: the refusal comes before an attempt.
+const ReasonLimiter RetryReason = "limiter"
+
+// retryCounters holds the client's retry counters.
+type retryCounters struct {
+	retries                                           atomic.Uint64
+	allowance, deadline, attemptLimit, limiter, quota atomic.Uint64
+}
+
+// refuse counts a refusal for reason; reasons that are not a limit (an
+// unsafe operation, RetryOn429 off) are not refusals.
+func (rc *retryCounters) refuse(reason RetryReason) {
+	switch reason {
+	case ReasonAllowance:
+		rc.allowance.Add(1)
+	case ReasonDeadline:
+		rc.deadline.Add(1)
+	case ReasonMaxRetries:
+		rc.attemptLimit.Add(1)
+	case ReasonLimiter:
+		rc.limiter.Add(1)
+	case ReasonRetryBudget:
+		rc.quota.Add(1)
+	}
+}
+
+func (rc *retryCounters) refusals() RetryRefusals {
+	return RetryRefusals{
+		Allowance:    rc.allowance.Load(),
+		Deadline:     rc.deadline.Load(),
+		AttemptLimit: rc.attemptLimit.Load(),
+		Limiter:      rc.limiter.Load(),
+		RetryBudget:  rc.quota.Load(),
+	}
+}
+
+// isTimeout reports whether a transport failure was a timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // passthroughErrorHandler keeps the final response and error: the default
 // handler would close the response and lose the status and Retry-After.
 func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Response, error) {
@@ -434,7 +548,11 @@ func (c *Client) report(ctx context.Context, ev RetryEvent) {
 	if c.logger != nil {
 		level := slog.LevelInfo
 		msg := "rail0: retrying"
-		if !ev.WillRetry {
+		switch {
+		case ev.Reason == ReasonRetryOn429Off:
+			// The caller chose to handle 429s: worth a line, not a warning.
+			msg = "rail0: rate limited; not retrying (WithRetryOn429 is off)"
+		case !ev.WillRetry:
 			level, msg = slog.LevelWarn, "rail0: not retrying"
 		}
 		attrs := []slog.Attr{

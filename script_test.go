@@ -2,10 +2,12 @@ package rail0
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,9 @@ type step struct {
 	// hangUp closes the connection after reading the request, without an
 	// answer: the request reached the server, its outcome is unknown.
 	hangUp bool
+	// delay is how long the server takes before answering (it gives up
+	// when the request's context ends).
+	delay time.Duration
 }
 
 // seenRequest is what a scriptServer recorded of one request.
@@ -51,7 +56,10 @@ func newScriptServer(t *testing.T, steps ...step) *scriptServer {
 }
 
 func (s *scriptServer) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	var body []byte
+	if r.Body != nil {
+		body, _ = io.ReadAll(r.Body)
+	}
 	s.mu.Lock()
 	n := len(s.seen)
 	s.seen = append(s.seen, seenRequest{
@@ -60,10 +68,20 @@ func (s *scriptServer) serve(w http.ResponseWriter, r *http.Request) {
 	})
 	st := s.steps[min(n, len(s.steps)-1)]
 	s.mu.Unlock()
+	if st.delay > 0 {
+		t := time.NewTimer(st.delay)
+		defer t.Stop()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-t.C:
+		}
+	}
 	if st.hangUp {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			conn.Close()
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+			}
 		}
 		return
 	}
@@ -77,6 +95,41 @@ func (s *scriptServer) serve(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(st.status)
 	io.WriteString(w, st.body)
 }
+
+// newMemScript returns a scriptServer that is not listening: its
+// RoundTrip hands each request to the script in memory. A client built with
+// memClient(s) inside a synctest bubble then waits on the bubble's fake
+// clock only (a real loopback connection is not "durably blocked", so time
+// in a bubble would not advance past it).
+func newMemScript(steps ...step) *scriptServer { return &scriptServer{steps: steps} }
+
+// RoundTrip implements http.RoundTripper for a script made by newMemScript.
+// A hangUp step is a connection reset after the request was read.
+func (s *scriptServer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	st := s.steps[min(len(s.seen), len(s.steps)-1)]
+	s.mu.Unlock()
+	rec := httptest.NewRecorder()
+	s.serve(rec, r)
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	if st.hangUp {
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	}
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
+// memClient is an option that sends through s in memory.
+func memClient(s *scriptServer) Option { return WithHTTPClient(&http.Client{Transport: s}) }
 
 func (s *scriptServer) requests() []seenRequest {
 	s.mu.Lock()

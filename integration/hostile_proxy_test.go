@@ -184,7 +184,9 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 		{"capture as a token transfer", authorized,
 			func(p string, b map[string]any) bool {
 				return onTx("capture", "to", gw.Token)(p, b) && onTx("capture", "data", transfer)(p, b)
-			}, func(id string) error { return errOnly(merchant.Payments.Capture(ctx, id, rail0.CaptureParams{Amount: "1.00"})) }, "to"},
+			}, func(id string) error {
+				return errOnly(merchant.Payments.Capture(ctx, id, rail0.CaptureParams{Amount: "1.00"}))
+			}, "to"},
 		{"void calling transfer", authorized,
 			onTx("void", "data", transfer), func(id string) error { return errOnly(merchant.Payments.Void(ctx, id)) }, "data.selector"},
 		{"release on chain 1", func() string {
@@ -281,4 +283,3 @@ func TestCaptureAfterAPendingLargerCapture(t *testing.T) {
 		t.Fatalf("capturable %s after the refusal, want 25000000", got.CapturableAmount)
 	}
 }
-
