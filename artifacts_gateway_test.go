@@ -95,6 +95,16 @@ func (g *artGateway) terms() *terms {
 // authDigest is the payer's TransferWithAuthorization digest under the
 // token domain "USDC"/"2".
 func (g *artGateway) authDigest(mode PaymentMode) word {
+	return g.authDigestFor(mode, "USDC", "2")
+}
+
+// authDigestUnder is authDigest of the payment's own mode under the token
+// domain name and version.
+func (g *artGateway) authDigestUnder(name, version string) word {
+	return g.authDigestFor(g.payment.Mode, name, version)
+}
+
+func (g *artGateway) authDigestFor(mode PaymentMode, name, version string) word {
 	t := g.terms()
 	t.configHash = t.computeConfigHash()
 	op := OpAuthorize
@@ -103,7 +113,7 @@ func (g *artGateway) authDigest(mode PaymentMode) word {
 	}
 	sh := keccakWords(keccakString("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
 		t.payer.word(), t.contract.word(), uintWord(t.amount), word{}, u64Word(t.authExpiry), t.nonce(op))
-	return eip712Digest(eip712Domain{name: "USDC", version: "2", chainID: t.chainID, contract: t.token}, sh)
+	return eip712Digest(eip712Domain{name: name, version: version, chainID: t.chainID, contract: t.token}, sh)
 }
 
 // payloadJSON builds the payer's payload (in.Operation empty) or a refund
