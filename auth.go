@@ -2,6 +2,7 @@ package rail0
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,18 @@ func (s Session) String() string {
 // Format implements fmt.Formatter so that every verb prints String: a
 // struct printed with %d or %x would otherwise show the token's bytes.
 func (s Session) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
+
+// MarshalJSON encodes the session with its token redacted, so that a
+// session inside a struct that a JSON logger (slog's JSONHandler, say)
+// marshals never writes the token. Persist s.Token explicitly if you must.
+func (s Session) MarshalJSON() ([]byte, error) {
+	type plain Session
+	p := plain(s)
+	if p.Token != "" {
+		p.Token = "[redacted]"
+	}
+	return json.Marshal(p)
+}
 
 // LogValue implements slog.LogValuer without the token.
 func (s Session) LogValue() slog.Value {
@@ -270,13 +283,12 @@ func WithRefreshMargin(d time.Duration) TokenSourceOption {
 	}
 }
 
-// WithSessionClock sets the clock used to judge expiry (default: the
-// clock of the AuthService's client, normally time.Now). Tests inject a
-// fake clock here.
-func WithSessionClock(now func() time.Time) TokenSourceOption {
+// withSessionClock sets the clock used to judge expiry (default: the
+// clock of the AuthService's client, normally time.Now); the tests' seam.
+func withSessionClock(now func() time.Time) TokenSourceOption {
 	return func(ts *TokenSource) error {
 		if now == nil {
-			return errors.New("rail0: WithSessionClock: nil clock")
+			return errors.New("rail0: withSessionClock: nil clock")
 		}
 		ts.now = now
 		return nil

@@ -487,7 +487,7 @@ func newTokenSourceSetup(t *testing.T, opts ...TokenSourceOption) (*authGateway,
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, append([]TokenSourceOption{WithSessionClock(clock.Now)}, opts...)...)
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, append([]TokenSourceOption{withSessionClock(clock.Now)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +668,7 @@ func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
 	anonSrvClock := newAuthClock()
 	_, srv := newAuthGateway(t, anonSrvClock)
 	anon := newAuthClient(t, srv, anonSrvClock)
-	bad, err := LoginTokenSource(anon.Auth, &wrongSigner{newSIWESigner()}, LoginParams{}, WithSessionClock(anonSrvClock.Now))
+	bad, err := LoginTokenSource(anon.Auth, &wrongSigner{newSIWESigner()}, LoginParams{}, withSessionClock(anonSrvClock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -694,7 +694,7 @@ func TestLoginTokenSourceValidates(t *testing.T) {
 		{"nil signer", c.Auth, nil, LoginParams{}, nil},
 		{"bad params", c.Auth, newSIWESigner(), LoginParams{Domain: "https://api.rail0.xyz"}, nil},
 		{"negative margin", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{WithRefreshMargin(-time.Second)}},
-		{"nil clock", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{WithSessionClock(nil)}},
+		{"nil clock", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{withSessionClock(nil)}},
 		{"nil option", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{nil}},
 	}
 	for _, tt := range tests {

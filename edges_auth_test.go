@@ -119,7 +119,7 @@ func TestRevokedSessionCostsOneSignIn(t *testing.T) {
 	const workers = 40
 	g, srv, clock := newRevocationGateway(t, workers)
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, WithSessionClock(clock.Now))
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, withSessionClock(clock.Now))
 	require.NoError(t, err)
 	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
 	ctx := context.Background()
@@ -157,7 +157,7 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	g, srv, clock := newRevocationGateway(t, 1)
 	g.refuseAll = true
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, WithSessionClock(clock.Now))
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, withSessionClock(clock.Now))
 	require.NoError(t, err)
 	var logs bytes.Buffer // written by the calling goroutine only
 	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

@@ -276,12 +276,6 @@ func (e *APIError) Hint() string {
 	return hints[e.Code]
 }
 
-// Temporary reports whether sending the same request later may succeed: a
-// 429, or a 5xx.
-func (e *APIError) Temporary() bool {
-	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
-}
-
 // OutcomeUnknownError is returned when a write that must not run twice may
 // or may not have been executed: the connection failed after the request was
 // written, or the gateway or a proxy answered any 5xx (520, 524 and 507

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rail0/rail0-go/webhook"
 )
 
 // Every value of the root and webhook packages that holds a secret prints
@@ -33,24 +32,17 @@ func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
 	account, name := "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9", "Acme"
 	session := Session{Token: tokenSecret, Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &account, Name: &name, ExpiresAt: time.Unix(1789381370, 0)}
 	hook := WebhookWithSecret{Webhook: Webhook{ID: "wh-1", Name: "orders"}, SharedSecret: webhookSecret}
-	verifier := webhook.Verifier{Secret: webhookSecret, PreviousSecrets: []string{oldSecret}}
-	handler := webhook.NewHandler(webhookSecret, nil)
-	handler.Verifier.PreviousSecrets = []string{oldSecret}
 
 	values := map[string]any{
 		"Session": session, "*Session": &session,
 		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
-		"webhook.Verifier": verifier, "*webhook.Verifier": &verifier,
-		"*webhook.Handler": handler, "webhook.Handler": *handler,
 		"*TokenSource": ts, "*Client with a token": fixed, "*Client with a token source": sourced,
 		"struct of them": struct {
 			S Session
 			H WebhookWithSecret
-			V webhook.Verifier
-			W webhook.Handler
 			T *TokenSource
-		}{session, hook, verifier, *handler, ts},
-		"slice of them": []any{session, &hook, verifier, handler, ts},
+		}{session, hook, ts},
+		"slice of them": []any{session, &hook, ts},
 	}
 	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, liveToken}
 	var forms []string // each secret as text, and its bytes in hex and octal

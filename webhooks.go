@@ -2,6 +2,7 @@ package rail0
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -9,28 +10,27 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/rail0/rail0-go/webhook"
 )
 
-// WebhookTopic is the event a webhook subscribes to. It is the same type as
-// webhook.Topic, so a subscription's topic compares directly with a
-// delivered event's. The gateway may add topics, which decode unchanged.
-type WebhookTopic = webhook.Topic
+// WebhookTopic is the event a webhook subscribes to, and the topic of a
+// delivery (package webhook decodes deliveries into this package's types).
+// The gateway may add topics; an unknown one decodes unchanged and compares
+// unequal to every constant below.
+type WebhookTopic string
 
-// Known webhook topics.
+// Topics known when this package was written.
 const (
-	TopicPaymentsCreated       = webhook.TopicPaymentsCreated
-	TopicPaymentsSigned        = webhook.TopicPaymentsSigned
-	TopicPaymentsAuthorized    = webhook.TopicPaymentsAuthorized
-	TopicPaymentsCharged       = webhook.TopicPaymentsCharged
-	TopicPaymentsCaptured      = webhook.TopicPaymentsCaptured
-	TopicPaymentsVoided        = webhook.TopicPaymentsVoided
-	TopicPaymentsReleased      = webhook.TopicPaymentsReleased
-	TopicPaymentsRefunded      = webhook.TopicPaymentsRefunded
-	TopicPaymentsFailed        = webhook.TopicPaymentsFailed
-	TopicPaymentsDisputed      = webhook.TopicPaymentsDisputed
-	TopicPaymentsDisputeClosed = webhook.TopicPaymentsDisputeClosed
+	TopicPaymentsCreated       WebhookTopic = "payments.created"
+	TopicPaymentsSigned        WebhookTopic = "payments.signed"
+	TopicPaymentsAuthorized    WebhookTopic = "payments.authorized"
+	TopicPaymentsCharged       WebhookTopic = "payments.charged"
+	TopicPaymentsCaptured      WebhookTopic = "payments.captured"
+	TopicPaymentsVoided        WebhookTopic = "payments.voided"
+	TopicPaymentsReleased      WebhookTopic = "payments.released"
+	TopicPaymentsRefunded      WebhookTopic = "payments.refunded"
+	TopicPaymentsFailed        WebhookTopic = "payments.failed"
+	TopicPaymentsDisputed      WebhookTopic = "payments.disputed"
+	TopicPaymentsDisputeClosed WebhookTopic = "payments.dispute_closed"
 )
 
 // CircuitState is the state of a webhook's delivery circuit breaker. The
@@ -71,11 +71,6 @@ type WebhookWithSecret struct {
 	SharedSecret string `json:"shared_secret"`
 }
 
-// Verifier returns a webhook.Verifier for this webhook's deliveries.
-func (w *WebhookWithSecret) Verifier() webhook.Verifier {
-	return webhook.Verifier{Secret: w.SharedSecret}
-}
-
 // String describes the webhook without its secret.
 func (w WebhookWithSecret) String() string {
 	return fmt.Sprintf("rail0.WebhookWithSecret{id: %s, name: %q, topic: %s, callback_url: %s, shared_secret: [redacted]}",
@@ -84,6 +79,17 @@ func (w WebhookWithSecret) String() string {
 
 // Format implements fmt.Formatter so that every verb prints String.
 func (w WebhookWithSecret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, w.String()) }
+
+// MarshalJSON encodes the webhook with its secret redacted, for the same
+// reason as Session.MarshalJSON. Store w.SharedSecret explicitly.
+func (w WebhookWithSecret) MarshalJSON() ([]byte, error) {
+	type plain WebhookWithSecret
+	p := plain(w)
+	if p.SharedSecret != "" {
+		p.SharedSecret = "[redacted]"
+	}
+	return json.Marshal(p)
+}
 
 // LogValue implements slog.LogValuer without the secret.
 func (w WebhookWithSecret) LogValue() slog.Value {

@@ -43,7 +43,6 @@ import (
 
 	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/internal/evmtest"
-	"github.com/rail0/rail0-go/webhook"
 )
 
 const contractPath = "../rail0test/openapi.json"
@@ -487,10 +486,10 @@ func contractCalls() []contractCall {
 		// Webhooks.
 		{"Webhooks.Create", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "orders", CallbackURL: "https://shop.example/hooks",
-				Topic: webhook.TopicPaymentsCaptured}))
+				Topic: rail0.TopicPaymentsCaptured}))
 		}},
 		{"Webhooks.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Webhooks.List(ctx, &rail0.ListWebhooksParams{Topic: webhook.TopicPaymentsCaptured, Active: &yes,
+			return errOnly(c.Webhooks.List(ctx, &rail0.ListWebhooksParams{Topic: rail0.TopicPaymentsCaptured, Active: &yes,
 				CircuitState: rail0.CircuitOpen}))
 		}},
 		{"Webhooks.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Webhooks.All(ctx, nil)) }},
@@ -505,7 +504,7 @@ func contractCalls() []contractCall {
 		{"Webhooks.ResetCircuit", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.ResetCircuit(ctx, hookID)) }},
 		{"Webhooks.ListEventCallbacks", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Webhooks.ListEventCallbacks(ctx, hookID, &rail0.ListEventCallbacksParams{Status: rail0.CallbackFailed,
-				Topic: webhook.TopicPaymentsCaptured, PaymentID: fixturePaymentID,
+				Topic: rail0.TopicPaymentsCaptured, PaymentID: fixturePaymentID,
 				Since: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)}))
 		}},
 		{"Webhooks.AllEventCallbacks", func(ctx context.Context, c *rail0.Client) error {

@@ -190,7 +190,7 @@ func ExampleWebhooksService_Create() {
 		return
 	}
 	// The shared secret is returned only here and on rotation: store it, and
-	// verify deliveries with hook.Verifier() (package webhook).
+	// verify deliveries with webhook.Verifier{Secret: hook.SharedSecret} (package webhook).
 	fmt.Println(hook.Topic, hook.SharedSecret != "", hook.CircuitState)
 	// Output: payments.captured true closed
 }

@@ -140,7 +140,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if hook.SharedSecret == "" {
 		t.Fatal("no shared secret on creation")
 	}
-	receiver.set(&webhook.Handler{Verifier: hook.Verifier(), Handle: func(_ context.Context, e webhook.Event) error {
+	receiver.set(&webhook.Handler{Verifier: webhook.Verifier{Secret: hook.SharedSecret}, Handle: func(_ context.Context, e webhook.Event) error {
 		events <- e
 		return nil
 	}})

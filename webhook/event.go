@@ -6,26 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// Topic names the kind of event a delivery reports. The gateway may add
-// topics; an unknown one decodes without error and compares unequal to
-// every constant below.
-type Topic string
-
-// Topics known when this package was written.
-const (
-	TopicPaymentsCreated       Topic = "payments.created"
-	TopicPaymentsSigned        Topic = "payments.signed"
-	TopicPaymentsAuthorized    Topic = "payments.authorized"
-	TopicPaymentsCharged       Topic = "payments.charged"
-	TopicPaymentsCaptured      Topic = "payments.captured"
-	TopicPaymentsVoided        Topic = "payments.voided"
-	TopicPaymentsReleased      Topic = "payments.released"
-	TopicPaymentsRefunded      Topic = "payments.refunded"
-	TopicPaymentsFailed        Topic = "payments.failed"
-	TopicPaymentsDisputed      Topic = "payments.disputed"
-	TopicPaymentsDisputeClosed Topic = "payments.dispute_closed"
+	"github.com/rail0/rail0-go"
 )
 
 // ErrMalformedEvent means a verified body is not a JSON object with a
@@ -39,51 +21,17 @@ var ErrMalformedEvent = errors.New("webhook: malformed event")
 //
 // ID is stable across redeliveries: deduplicate on it, because the gateway
 // delivers at least once.
+//
+// The payment and transaction are the root package's types: a delivery
+// carries a subset of their fields (the gateway's WebhookDelivery schema),
+// and the fields it does not carry are zero.
 type Event struct {
-	ID          string       // event id, identical on redelivery
-	EmittedAt   time.Time    // when the gateway produced the event; zero if absent
-	Topic       Topic        // from the body, or the X-Rail0-Topic header when the body has none
-	Payment     *Payment     // summary of the payment; nil if absent
-	Transaction *Transaction // the related transaction; nil if absent or null
+	ID          string               // event id, identical on redelivery
+	EmittedAt   time.Time            // when the gateway produced the event; zero if absent
+	Topic       rail0.WebhookTopic   // from the body, or the X-Rail0-Topic header when the body has none
+	Payment     *rail0.PaymentDetail // the payment as of the event (ChainID set, Transactions empty); nil if absent
+	Transaction *rail0.Transaction   // the related transaction; nil if absent or null
 	Raw         json.RawMessage
-}
-
-// Payment is the payment summary carried by an event. Amounts are base
-// units as decimal strings; Status and Mode hold the values documented for
-// rail0.PaymentStatus and rail0.PaymentMode.
-type Payment struct {
-	ID                  string          `json:"id"`
-	Rail0ID             string          `json:"rail0_id"`
-	Status              string          `json:"status"`
-	Mode                string          `json:"mode"`
-	Amount              string          `json:"amount"`
-	CapturableAmount    string          `json:"capturable_amount"`
-	RefundableAmount    string          `json:"refundable_amount"`
-	Payer               string          `json:"payer"`
-	Payee               string          `json:"payee"`
-	Token               string          `json:"token"`
-	ChainID             int64           `json:"chain_id"`
-	AuthorizationExpiry int64           `json:"authorization_expiry"` // Unix seconds
-	RefundExpiry        int64           `json:"refund_expiry"`        // Unix seconds
-	Disputed            bool            `json:"disputed"`
-	LastErrorCode       *string         `json:"last_error_code"`
-	LastErrorMessage    *string         `json:"last_error_message"`
-	Metadata            json.RawMessage `json:"metadata"`
-}
-
-// Transaction is the on-chain transaction an event relates to. Status and
-// Operation hold the values documented for rail0.TransactionStatus and
-// rail0.Operation.
-type Transaction struct {
-	ID              string  `json:"id"`
-	PaymentID       string  `json:"payment_id"`
-	Operation       string  `json:"operation"`
-	Status          string  `json:"status"`
-	TransactionHash *string `json:"transaction_hash"`
-	Amount          *string `json:"amount"` // base units
-	BlockNumber     *int64  `json:"block_number"`
-	ErrorCode       *string `json:"error_code"`
-	ErrorDetail     *string `json:"error_detail"`
 }
 
 // DecodeEvent decodes a delivery body leniently: unknown fields are
@@ -115,11 +63,11 @@ func DecodeEvent(body []byte) (Event, error) {
 	// not cost the others. Errors are deliberately dropped (see doc).
 	lenient(env.EmittedAt, &e.EmittedAt)
 	lenient(env.Topic, &e.Topic)
-	var p Payment
+	var p rail0.PaymentDetail
 	if lenient(env.Payment, &p) {
 		e.Payment = &p
 	}
-	var t Transaction
+	var t rail0.Transaction
 	if lenient(env.Transaction, &t) {
 		e.Transaction = &t
 	}

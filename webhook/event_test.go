@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rail0/rail0-go"
 )
 
 func TestDecodeEventReadme(t *testing.T) {
@@ -18,29 +21,28 @@ func TestDecodeEventReadme(t *testing.T) {
 	if !bytes.Equal(body, e.Raw) {
 		t.Errorf("Raw differs from the body")
 	}
-	if e.ID != "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b" || e.Topic != TopicPaymentsCaptured ||
+	if e.ID != "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b" || e.Topic != rail0.TopicPaymentsCaptured ||
 		!e.EmittedAt.Equal(time.Date(2026, 9, 14, 10, 22, 50, 0, time.UTC)) {
 		t.Errorf("envelope = %q %q %v", e.ID, e.Topic, e.EmittedAt)
 	}
 	if e.Payment == nil || e.Transaction == nil {
 		t.Fatalf("payment %v, transaction %v: want both", e.Payment, e.Transaction)
 	}
-	wantP := Payment{
+	wantP := rail0.PaymentDetail{Payment: rail0.Payment{
 		ID:                  "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b",
 		Rail0ID:             "0x9f2c4e1a7b3d5c8e0f6a2b4d6c8e0a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e2f",
-		Status:              "partially_captured",
-		Mode:                "authorize",
+		Status:              rail0.StatusPartiallyCaptured,
+		Mode:                rail0.ModeAuthorize,
 		Amount:              "25000000",
 		CapturableAmount:    "15000000",
 		Payer:               "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
 		Payee:               "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2",
 		Token:               "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-		ChainID:             84532,
 		AuthorizationExpiry: 1789985700,
-	}
+	}, ChainID: 84532}
 	gotP := *e.Payment
-	if string(gotP.Metadata) != `{"order_id": "1042"}` {
-		t.Errorf("Metadata = %s", gotP.Metadata)
+	if fmt.Sprint(gotP.Metadata) != "map[order_id:1042]" {
+		t.Errorf("Metadata = %v", gotP.Metadata)
 	}
 	gotP.Metadata = nil
 	if gotP.LastErrorCode != nil || gotP.LastErrorMessage != nil {
@@ -89,7 +91,7 @@ func TestDecodeEventLenient(t *testing.T) {
 			}
 		}},
 		{name: "unknown topic and fields", body: `{"id":"e1","topic":"payments.teleported","new_field":{"a":1}}`, check: func(t *testing.T, e Event) {
-			if e.Topic != Topic("payments.teleported") {
+			if e.Topic != rail0.WebhookTopic("payments.teleported") {
 				t.Errorf("Topic = %q", e.Topic)
 			}
 		}},

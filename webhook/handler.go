@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+
+	"github.com/rail0/rail0-go"
 )
 
 // DefaultMaxBodyBytes bounds the body a [Handler] reads when MaxBodyBytes
@@ -102,7 +104,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if event.Topic == "" {
-		event.Topic = Topic(r.Header.Get(TopicHeader))
+		event.Topic = rail0.WebhookTopic(r.Header.Get(TopicHeader))
 	}
 	if h.Handle == nil {
 		h.fail(w, r, http.StatusInternalServerError, ErrNoHandleFunc)

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rail0/rail0-go"
 )
 
 type ctxKey struct{}
@@ -31,12 +33,12 @@ func TestHandler(t *testing.T) {
 		wantStatus int
 		wantErr    error // passed to OnError; nil means OnError must not run
 		wantEvent  string
-		wantTopic  Topic
+		wantTopic  rail0.WebhookTopic
 	}{
 		{name: "valid delivery", body: body, sig: good, ts: readmeTimestamp,
-			wantStatus: http.StatusNoContent, wantEvent: "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b", wantTopic: TopicPaymentsCaptured},
+			wantStatus: http.StatusNoContent, wantEvent: "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b", wantTopic: rail0.TopicPaymentsCaptured},
 		{name: "topic falls back to the header", body: noTopic, sig: Sign(noTopic, ts, readmeSecret), ts: readmeTimestamp, topicHdr: "payments.voided",
-			wantStatus: http.StatusNoContent, wantEvent: "e2", wantTopic: TopicPaymentsVoided},
+			wantStatus: http.StatusNoContent, wantEvent: "e2", wantTopic: rail0.TopicPaymentsVoided},
 		{name: "bad signature", body: body, sig: Sign(body, ts, "nope"), ts: readmeTimestamp,
 			wantStatus: http.StatusUnauthorized, wantErr: ErrBadSignature},
 		{name: "stale", body: body, sig: Sign(body, ts-3600, readmeSecret), ts: "1789377770",
@@ -50,7 +52,7 @@ func TestHandler(t *testing.T) {
 		{name: "wrong method", method: http.MethodGet, body: nil, sig: good, ts: readmeTimestamp,
 			wantStatus: http.StatusMethodNotAllowed, wantErr: errAny},
 		{name: "handler failure asks for redelivery", body: body, sig: good, ts: readmeTimestamp, handleErr: errBoom,
-			wantStatus: http.StatusInternalServerError, wantErr: errBoom, wantEvent: "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b", wantTopic: TopicPaymentsCaptured},
+			wantStatus: http.StatusInternalServerError, wantErr: errBoom, wantEvent: "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b", wantTopic: rail0.TopicPaymentsCaptured},
 		{name: "no secret configured", body: body, sig: good, ts: readmeTimestamp, secret: "-",
 			wantStatus: http.StatusInternalServerError, wantErr: ErrNoSecret},
 		{name: "no handle func", body: body, sig: good, ts: readmeTimestamp, nilHandle: true,
