@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // Every value of the root and webhook packages that holds a secret prints
