@@ -173,10 +173,8 @@ func (t *terms) nonce(op Operation) word {
 	}
 }
 
-var (
-	maxUint120 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 120), big.NewInt(1))
-	maxUint48  = uint64(1)<<48 - 1
-)
+// maxUint48 bounds the expiries, which the contract stores as uint48.
+const maxUint48 = uint64(1)<<48 - 1
 
 // checkPayment decodes p's terms and checks them for consistency: well-formed
 // fields, terms the contract accepts, the contract pinned for the chain (or,

@@ -70,7 +70,7 @@ func flowByName(t *testing.T, name string) flowCase {
 
 // runFlow runs fc against a fresh gateway prepared by setup and returns the
 // error, the gateway and the signing key.
-func runFlow(t *testing.T, fc flowCase, setup func(g *artGateway), opts ...Option) (error, *artGateway, *evmtest.Key) {
+func runFlow(t *testing.T, fc flowCase, setup func(g *artGateway), opts ...Option) (*artGateway, *evmtest.Key, error) {
 	t.Helper()
 	g := newArtGateway(t, fc.mode, fc.status)
 	if setup != nil {
@@ -80,7 +80,7 @@ func runFlow(t *testing.T, fc flowCase, setup func(g *artGateway), opts ...Optio
 	if fc.payer {
 		key = g.payer
 	}
-	return fc.run(context.Background(), g.client(key, opts...)), g, key
+	return g, key, fc.run(context.Background(), g.client(key, opts...))
 }
 
 func TestFlowsSignWhatAnHonestGatewayPrepares(t *testing.T) {
@@ -88,7 +88,7 @@ func TestFlowsSignWhatAnHonestGatewayPrepares(t *testing.T) {
 	for _, fc := range flowCases {
 		t.Run(fc.name, func(t *testing.T) {
 			t.Parallel()
-			err, g, key := runFlow(t, fc, nil)
+			g, key, err := runFlow(t, fc, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,7 +211,7 @@ func TestFlowsRefuseTamperedArtifacts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.flow+"/"+tt.name, func(t *testing.T) {
 			t.Parallel()
-			err, g, key := runFlow(t, flowByName(t, tt.flow), tt.setup)
+			g, key, err := runFlow(t, flowByName(t, tt.flow), tt.setup)
 			var ae *ArtifactError
 			if !errors.As(err, &ae) || ae.Field != tt.field || !errors.Is(err, ErrArtifactMismatch) {
 				t.Fatalf("err = %v, want an *ArtifactError on %s", err, tt.field)
@@ -241,7 +241,7 @@ func evmN() *big.Int { return evm.N() }
 func TestCaptureNeverReusesAPendingCaptureForAnotherAmount(t *testing.T) {
 	t.Parallel()
 	for _, withRowAmount := range []bool{true, false} {
-		err, g, key := runFlow(t, flowByName(t, "Capture"), func(g *artGateway) {
+		g, key, err := runFlow(t, flowByName(t, "Capture"), func(g *artGateway) {
 			g.pending = g.txFields(OpCapture, PrepareParams{Amount: "20.00"})
 			if withRowAmount {
 				g.pending["amount"] = "20000000"
@@ -260,7 +260,7 @@ func TestCaptureNeverReusesAPendingCaptureForAnotherAmount(t *testing.T) {
 		}
 	}
 	// The same pending capture for the amount asked for is signed.
-	err, g, _ := runFlow(t, flowByName(t, "Capture"), func(g *artGateway) {
+	g, _, err := runFlow(t, flowByName(t, "Capture"), func(g *artGateway) {
 		g.pending = g.txFields(OpCapture, PrepareParams{Amount: "1.00"})
 	})
 	if err != nil || len(g.submitted()) != 1 {
@@ -272,11 +272,11 @@ func TestTrustedContracts(t *testing.T) {
 	t.Parallel()
 	fc := flowByName(t, "Capture")
 	// Pinned to the payment's contract: accepted.
-	if err, _, _ := runFlow(t, fc, nil, WithTrustedContracts(map[int64]string{artChain: strings.ToUpper(artContract[:2]) + artContract[2:]})); err != nil {
+	if _, _, err := runFlow(t, fc, nil, WithTrustedContracts(map[int64]string{artChain: strings.ToUpper(artContract[:2]) + artContract[2:]})); err != nil {
 		t.Fatalf("pinned to the right contract: %v", err)
 	}
 	// Pinned to another: refused before anything is prepared.
-	err, g, _ := runFlow(t, fc, nil, WithTrustedContracts(map[int64]string{artChain: artOther}))
+	g, _, err := runFlow(t, fc, nil, WithTrustedContracts(map[int64]string{artChain: artOther}))
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Field != "rail0_contract" || ae.Expected != artOther {
 		t.Fatalf("err = %v, want a rail0_contract refusal", err)
@@ -285,7 +285,7 @@ func TestTrustedContracts(t *testing.T) {
 		t.Error("submitted")
 	}
 	// A pin makes GET /blockchains unnecessary for that chain.
-	if err, _, _ := runFlow(t, fc, func(g *artGateway) { g.blockchains = "[]" }, WithTrustedContracts(map[int64]string{artChain: artContract})); err != nil {
+	if _, _, err := runFlow(t, fc, func(g *artGateway) { g.blockchains = "[]" }, WithTrustedContracts(map[int64]string{artChain: artContract})); err != nil {
 		t.Fatalf("pinned chain absent from /blockchains: %v", err)
 	}
 	if _, err := NewClient("http://x", WithTrustedContracts(map[int64]string{1: "0x12"})); err == nil {
@@ -297,13 +297,13 @@ func TestFeeCapOption(t *testing.T) {
 	t.Parallel()
 	fc := flowByName(t, "Capture")
 	big := tamperTx(func(tx map[string]any) { tx["gas_limit"] = 2_000_000 })
-	if err, _, _ := runFlow(t, fc, big); !errors.Is(err, ErrArtifactMismatch) {
+	if _, _, err := runFlow(t, fc, big); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("2,000,000 gas under the default cap: %v", err)
 	}
-	if err, _, _ := runFlow(t, fc, big, WithFeeCap(3_000_000, big10(18))); err != nil {
+	if _, _, err := runFlow(t, fc, big, WithFeeCap(3_000_000, big10(18))); err != nil {
 		t.Fatalf("2,000,000 gas under a 3,000,000 cap: %v", err)
 	}
-	if err, _, _ := runFlow(t, fc, nil, WithFeeCap(100_000, big10(18))); !errors.Is(err, ErrArtifactMismatch) {
+	if _, _, err := runFlow(t, fc, nil, WithFeeCap(100_000, big10(18))); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("200,000 gas over a 100,000 cap: %v", err)
 	}
 }

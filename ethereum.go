@@ -82,9 +82,6 @@ func keccakWords(ws ...word) word {
 
 func keccakString(s string) word { return evm.Keccak256([]byte(s)) }
 
-// maxUint256 bounds every integer the artifacts carry.
-var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
-
 // parseUint reads a non-negative integer that fits in bits bits, given as a
 // JSON number, a decimal string or a 0x-hex string (README section 12 allows
 // numbers or decimal strings; hex is common in EIP-712 documents).

@@ -235,10 +235,6 @@ func decodeCall(data []byte) (call, error) {
 	return c, nil
 }
 
-// secp256k1HalfN is half the curve order: a signature's s above it is the
-// malleable twin that the tokens' ecrecover refuses.
-var secp256k1HalfN = new(big.Int).Rsh(crypto.S256().Params().N, 1)
-
 // canonicalSignature reports whether sig (r || s || v, 65 bytes) is one a token
 // accepts: v 27 or 28 (0 or 1 is taken as its alias off chain, onChain false), r
 // and s in range, s in the lower half of the curve order.
