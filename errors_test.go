@@ -431,14 +431,16 @@ func TestContextCanceledDuringWait(t *testing.T) {
 // Rule 6 with a deadline: the wait fits when it starts, but the deadline is
 // moved up by a parent context.
 func TestDeadlineDuringWait(t *testing.T) {
-	srv := newScriptServer(t, throttled("1"))
-	c := newTestClient(t, srv.URL, WithRetryOn429(true))
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	// A 1 s wait does not fit 300 ms: refused at once, no DeadlineExceeded.
-	_, err := c.Payments.Get(ctx, "p1")
-	assert.NotErrorIs(t, err, context.DeadlineExceeded)
-	assert.ErrorIs(t, err, ErrRateLimited)
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeScript(t, throttled("1"))
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		// A 1 s wait does not fit 300 ms: refused at once, no DeadlineExceeded.
+		_, err := c.Payments.Get(ctx, "p1")
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, ErrRateLimited)
+	})
 }
 
 // Rule 7: per-call state. A 429's Retry-After paces only the attempt after
