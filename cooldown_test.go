@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,24 @@ type arrivals struct {
 func newArrivals(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, n int)) *arrivals {
 	t.Helper()
 	a := &arrivals{seen: map[string][]time.Time{}}
-	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a.Server = httptest.NewServer(a.record(answer))
+	t.Cleanup(a.Close)
+	return a
+}
+
+// newPipeArrivals is newArrivals on the in-memory network of pipeServer,
+// for tests in a synctest bubble; the option makes a client reach it.
+func newPipeArrivals(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, n int)) (*arrivals, Option) {
+	t.Helper()
+	a := &arrivals{seen: map[string][]time.Time{}}
+	var opt Option
+	a.Server, opt = pipeServer(t, a.record(answer))
+	return a, opt
+}
+
+// record is the handler that notes each arrival and then answers.
+func (a *arrivals) record(answer func(w http.ResponseWriter, r *http.Request, n int)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		now := time.Now()
 		a.seen[r.URL.Path] = append(a.seen[r.URL.Path], now)
@@ -38,9 +56,7 @@ func newArrivals(t *testing.T, answer func(w http.ResponseWriter, r *http.Reques
 		n := len(a.seen[r.URL.Path])
 		a.mu.Unlock()
 		answer(w, r, n)
-	}))
-	t.Cleanup(a.Close)
-	return a
+	})
 }
 
 func (a *arrivals) at(path string) []time.Time {
@@ -71,52 +87,48 @@ func firstThrottled(retryAfter string) func(http.ResponseWriter, *http.Request, 
 	}
 }
 
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "condition not met")
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // Issue 6, rule 2: after a 429, other calls on the partition wait for it to
 // reopen instead of sending a request the gateway would refuse.
 func TestCooldownHoldsOtherCalls(t *testing.T) {
-	srv := newArrivals(t, firstThrottled("1"))
-	ev := &eventLog{}
-	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithOnRetry(ev.add))
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Payments.Get(context.Background(), "a")
-		done <- err
-	}()
-	// Once a's retry is decided, its 429 has closed the partition.
-	waitFor(t, func() bool { return len(ev.all()) == 1 })
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeArrivals(t, firstThrottled("1"))
+		ev := &eventLog{}
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithOnRetry(ev.add))
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Payments.Get(context.Background(), "a")
+			done <- err
+		}()
+		// Once a waits out its Retry-After, its 429 has closed the partition.
+		synctest.Wait()
+		require.Len(t, ev.all(), 1)
 
-	_, err := c.Payments.Get(context.Background(), "b")
+		_, err := c.Payments.Get(context.Background(), "b")
 
-	require.NoError(t, err)
-	require.NoError(t, <-done)
-	throttledAt := srv.at("/payments/a")[0]
-	b := srv.at("/payments/b")
-	require.Len(t, b, 1)
-	assert.GreaterOrEqual(t, b[0].Sub(throttledAt), time.Second, "b must not be sent into a closed partition")
-	assert.Len(t, srv.at("/payments/a"), 2)
+		require.NoError(t, err)
+		require.NoError(t, <-done)
+		throttledAt := srv.at("/payments/a")[0]
+		b := srv.at("/payments/b")
+		require.Len(t, b, 1)
+		assert.GreaterOrEqual(t, b[0].Sub(throttledAt), time.Second, "b must not be sent into a closed partition")
+		assert.Len(t, srv.at("/payments/a"), 2)
+	})
 }
 
 // Calls with RetryOn429 off keep the request/response behaviour: they are
 // sent at once, cooldown or not.
 func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
-	srv := newArrivals(t, firstThrottled("30"))
-	c := newTestClient(t, srv.URL)
-	_, err := c.Payments.Get(context.Background(), "a")
-	require.ErrorIs(t, err, ErrRateLimited)
-	start := time.Now()
-	_, err = c.Payments.Get(context.Background(), "b")
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Len(t, srv.at("/payments/b"), 1)
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeArrivals(t, firstThrottled("30"))
+		c := newTestClient(t, srv.URL, viaPipe)
+		_, err := c.Payments.Get(context.Background(), "a")
+		require.ErrorIs(t, err, ErrRateLimited)
+		start := time.Now()
+		_, err = c.Payments.Get(context.Background(), "b")
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Len(t, srv.at("/payments/b"), 1)
+	})
 }
 
 // A wait for a closed partition that does not fit the allowance is refused
@@ -172,27 +184,29 @@ func TestCooldownPartitions(t *testing.T) {
 // Issue 6, rule 3: with pacing, no interval of one period sees more than the
 // budget arrive, and a fresh client still sends its whole budget at once.
 func TestPacingKeepsEveryIntervalUnderBudget(t *testing.T) {
-	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
+		})
+		const limit, period = 3, 400 * time.Millisecond
+		c := newTestClient(t, srv.URL, viaPipe, WithPacing(Pacing{Public: Budget{Limit: limit, Period: period}, Margin: 100 * time.Millisecond}))
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := c.Health.Get(context.Background())
+				assert.NoError(t, err)
+			}()
+		}
+		wg.Wait()
+		got := srv.everything()
+		require.Len(t, got, 8)
+		for i := limit; i < len(got); i++ {
+			assert.GreaterOrEqual(t, got[i].Sub(got[i-limit]), period, "arrivals %d..%d fall in one period", i-limit, i)
+		}
+		assert.Less(t, got[limit-1].Sub(got[0]), period, "the first budget goes at once")
 	})
-	const limit, period = 3, 400 * time.Millisecond
-	c := newTestClient(t, srv.URL, WithPacing(Pacing{Public: Budget{Limit: limit, Period: period}, Margin: 100 * time.Millisecond}))
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := c.Health.Get(context.Background())
-			assert.NoError(t, err)
-		}()
-	}
-	wg.Wait()
-	got := srv.everything()
-	require.Len(t, got, 8)
-	for i := limit; i < len(got); i++ {
-		assert.GreaterOrEqual(t, got[i].Sub(got[i-limit]), period, "arrivals %d..%d fall in one period", i-limit, i)
-	}
-	assert.Less(t, got[limit-1].Sub(got[0]), period, "the first budget goes at once")
 }
 
 // A pacing turn beyond the call's deadline is refused at once, not sent.
@@ -214,23 +228,25 @@ func TestPacingRefusalWithinDeadline(t *testing.T) {
 // Issue 6, rule 4: advertised exhaustion closes the partition until the
 // advertised reset; the parsed fields reach the caller.
 func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
-	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if r.URL.Path == "/payments/a" {
-			w.Header().Set("RateLimit-Policy", `"default";q=2;w=1`)
-			w.Header().Set("RateLimit", `"default";r=0;t=1`)
-		}
-		io.WriteString(w, paymentBody)
-	})
-	c := newTestClient(t, srv.URL, WithRetryOn429(true))
-	var meta *Response
-	_, err := c.Payments.Get(WithResponseHook(context.Background(), func(r *Response) { meta = r }), "a")
-	require.NoError(t, err)
-	require.NotNil(t, meta.RateLimit)
-	assert.Equal(t, RateLimitInfo{Policy: "default", Limit: 2, Window: time.Second, Remaining: 0, Reset: time.Second, HasRemaining: true}, *meta.RateLimit)
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			if r.URL.Path == "/payments/a" {
+				w.Header().Set("RateLimit-Policy", `"default";q=2;w=1`)
+				w.Header().Set("RateLimit", `"default";r=0;t=1`)
+			}
+			io.WriteString(w, paymentBody)
+		})
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
+		var meta *Response
+		_, err := c.Payments.Get(WithResponseHook(context.Background(), func(r *Response) { meta = r }), "a")
+		require.NoError(t, err)
+		require.NotNil(t, meta.RateLimit)
+		assert.Equal(t, RateLimitInfo{Policy: "default", Limit: 2, Window: time.Second, Remaining: 0, Reset: time.Second, HasRemaining: true}, *meta.RateLimit)
 
-	_, err = c.Payments.Get(context.Background(), "b")
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, srv.at("/payments/b")[0].Sub(srv.at("/payments/a")[0]), time.Second)
+		_, err = c.Payments.Get(context.Background(), "b")
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, srv.at("/payments/b")[0].Sub(srv.at("/payments/a")[0]), time.Second)
+	})
 }
 
 // Retry-After wins over RateLimit fields on a 429, and both reach the error.

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,19 +130,22 @@ func TestSentinelsMatchByStatus(t *testing.T) {
 	}
 }
 
-// Rule 2: one flag alone retries a 429, with a real one-second Retry-After.
+// Rule 2: one flag alone retries a 429, with a one-second Retry-After (in a
+// synctest bubble, so the second passes on the fake clock).
 func TestRetryOn429AloneRetries(t *testing.T) {
-	srv := newScriptServer(t, throttled("1"), step{status: 200, body: paymentBody})
-	c := newTestClient(t, srv.URL, WithRetryOn429(true))
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeScript(t, throttled("1"), step{status: 200, body: paymentBody})
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
 
-	p, err := c.Payments.Get(context.Background(), "p1")
+		p, err := c.Payments.Get(context.Background(), "p1")
 
-	require.NoError(t, err)
-	assert.Equal(t, "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", p.ID)
-	reqs := srv.requests()
-	require.Len(t, reqs, 2)
-	gap := reqs[1].at.Sub(reqs[0].at)
-	assert.GreaterOrEqual(t, gap, time.Second, "the retry must not go out before Retry-After")
+		require.NoError(t, err)
+		assert.Equal(t, "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", p.ID)
+		reqs := srv.requests()
+		require.Len(t, reqs, 2)
+		gap := reqs[1].at.Sub(reqs[0].at)
+		assert.GreaterOrEqual(t, gap, time.Second, "the retry must not go out before Retry-After")
+	})
 }
 
 // Rule 2: off by default, even with MaxRetries set.
@@ -224,76 +226,90 @@ func TestPOSTNotRetriedOn502(t *testing.T) {
 // Rule 8: the same 502 is retried on GET, and on a POST that carries a key.
 func TestSafeRequestsRetriedOn502(t *testing.T) {
 	t.Run("GET", func(t *testing.T) {
-		srv := newScriptServer(t, step{status: 502, body: "bad gateway"}, step{status: 200, body: paymentBody})
-		c := newTestClient(t, srv.URL)
-		_, err := c.Payments.Get(context.Background(), "p1")
-		require.NoError(t, err)
-		assert.Len(t, srv.requests(), 2)
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{status: 502, body: "bad gateway"}, step{status: 200, body: paymentBody})
+			c := newTestClient(t, srv.URL, viaPipe)
+			_, err := c.Payments.Get(context.Background(), "p1")
+			require.NoError(t, err)
+			assert.Len(t, srv.requests(), 2)
+		})
 	})
 	t.Run("POST with Idempotency-Key", func(t *testing.T) {
-		srv := newScriptServer(t, step{status: 503}, step{status: 201, body: paymentBody})
-		c := newTestClient(t, srv.URL)
-		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
-		require.NoError(t, err)
-		reqs := srv.requests()
-		require.Len(t, reqs, 2)
-		assert.Equal(t, reqs[0].header.Get("Idempotency-Key"), reqs[1].header.Get("Idempotency-Key"))
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{status: 503}, step{status: 201, body: paymentBody})
+			c := newTestClient(t, srv.URL, viaPipe)
+			_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+			require.NoError(t, err)
+			reqs := srv.requests()
+			require.Len(t, reqs, 2)
+			assert.Equal(t, reqs[0].header.Get("Idempotency-Key"), reqs[1].header.Get("Idempotency-Key"))
+		})
 	})
 	t.Run("GET gives up after MaxRetries with the last answer", func(t *testing.T) {
-		srv := newScriptServer(t, step{status: 500, body: `{"code":"boom","detail":"d","title":"t","status":"boom"}`})
-		c := newTestClient(t, srv.URL, WithMaxRetries(2))
-		_, err := c.Payments.Get(context.Background(), "p1")
-		var apiErr *APIError
-		require.ErrorAs(t, err, &apiErr)
-		assert.Equal(t, 500, apiErr.StatusCode)
-		assert.Equal(t, 3, apiErr.Attempts)
-		assert.NotErrorIs(t, err, ErrOutcomeUnknown)
-		assert.Len(t, srv.requests(), 3)
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{status: 500, body: `{"code":"boom","detail":"d","title":"t","status":"boom"}`})
+			c := newTestClient(t, srv.URL, viaPipe, WithMaxRetries(2))
+			_, err := c.Payments.Get(context.Background(), "p1")
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, 500, apiErr.StatusCode)
+			assert.Equal(t, 3, apiErr.Attempts)
+			assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+			assert.Len(t, srv.requests(), 3)
+		})
 	})
 	t.Run("keyed POST that keeps failing: outcome unknown, key reported", func(t *testing.T) {
-		srv := newScriptServer(t, step{status: 500})
-		c := newTestClient(t, srv.URL, WithMaxRetries(1))
-		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "k1"})
-		var unknown *OutcomeUnknownError
-		require.ErrorAs(t, err, &unknown)
-		assert.Equal(t, "k1", unknown.IdempotencyKey)
-		assert.Equal(t, 2, unknown.Attempts)
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{status: 500})
+			c := newTestClient(t, srv.URL, viaPipe, WithMaxRetries(1))
+			_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "k1"})
+			var unknown *OutcomeUnknownError
+			require.ErrorAs(t, err, &unknown)
+			assert.Equal(t, "k1", unknown.IdempotencyKey)
+			assert.Equal(t, 2, unknown.Attempts)
+		})
 	})
 }
 
 // Rule 8: a connection closed after the request was written.
 func TestConnectionClosedAfterWrite(t *testing.T) {
 	t.Run("POST without key: outcome unknown, one attempt", func(t *testing.T) {
-		srv := newScriptServer(t, step{hangUp: true})
-		c := newTestClient(t, srv.URL)
-		_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{}}, nil)
-		assert.ErrorIs(t, err, ErrOutcomeUnknown)
-		var apiErr *APIError
-		assert.False(t, errors.As(err, &apiErr), "no answer came back")
-		assert.Len(t, srv.requests(), 1)
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{hangUp: true})
+			c := newTestClient(t, srv.URL, viaPipe)
+			_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{}}, nil)
+			assert.ErrorIs(t, err, ErrOutcomeUnknown)
+			var apiErr *APIError
+			assert.False(t, errors.As(err, &apiErr), "no answer came back")
+			assert.Len(t, srv.requests(), 1)
+		})
 	})
 	t.Run("GET retried", func(t *testing.T) {
-		srv := newScriptServer(t, step{hangUp: true}, step{status: 200, body: paymentBody})
-		ev := &eventLog{}
-		c := newTestClient(t, srv.URL, WithOnRetry(ev.add))
-		_, err := c.Payments.Get(context.Background(), "p1")
-		require.NoError(t, err)
-		assert.Len(t, srv.requests(), 2)
-		events := ev.all()
-		require.Len(t, events, 1)
-		assert.Equal(t, ReasonTransport, events[0].Reason)
-		assert.Error(t, events[0].Err)
-		assert.Less(t, events[0].Wait, defaultBackoffBase)
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{hangUp: true}, step{status: 200, body: paymentBody})
+			ev := &eventLog{}
+			c := newTestClient(t, srv.URL, viaPipe, WithOnRetry(ev.add))
+			_, err := c.Payments.Get(context.Background(), "p1")
+			require.NoError(t, err)
+			assert.Len(t, srv.requests(), 2)
+			events := ev.all()
+			require.Len(t, events, 1)
+			assert.Equal(t, ReasonTransport, events[0].Reason)
+			assert.Error(t, events[0].Err)
+			assert.Less(t, events[0].Wait, defaultBackoffBase)
+		})
 	})
 	t.Run("GET gives up with a TransportError", func(t *testing.T) {
-		srv := newScriptServer(t, step{hangUp: true})
-		c := newTestClient(t, srv.URL, WithMaxRetries(1))
-		_, err := c.Payments.Get(context.Background(), "p1")
-		var te *TransportError
-		require.ErrorAs(t, err, &te)
-		assert.True(t, te.Sent)
-		assert.Equal(t, 2, te.Attempts)
-		assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+		synctest.Test(t, func(t *testing.T) {
+			srv, viaPipe := newPipeScript(t, step{hangUp: true})
+			c := newTestClient(t, srv.URL, viaPipe, WithMaxRetries(1))
+			_, err := c.Payments.Get(context.Background(), "p1")
+			var te *TransportError
+			require.ErrorAs(t, err, &te)
+			assert.True(t, te.Sent)
+			assert.Equal(t, 2, te.Attempts)
+			assert.NotErrorIs(t, err, ErrOutcomeUnknown)
+		})
 	})
 }
 
@@ -394,88 +410,94 @@ func TestDeadlineTooShortReturns429AtOnce(t *testing.T) {
 // Rule 6: a context that ends during a wait returns an error that is both
 // the context error and the last 429.
 func TestContextCanceledDuringWait(t *testing.T) {
-	srv := newScriptServer(t, throttled("30"))
-	c := newTestClient(t, srv.URL, WithRetryOn429(true))
-	ctx, cancel := context.WithCancel(context.Background())
-	c.onRetry = func(RetryEvent) { go func() { time.Sleep(50 * time.Millisecond); cancel() }() }
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeScript(t, throttled("30"))
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
+		ctx, cancel := context.WithCancel(context.Background())
+		c.onRetry = func(RetryEvent) { go func() { time.Sleep(50 * time.Millisecond); cancel() }() }
 
-	_, err := c.Payments.Get(ctx, "p1")
+		_, err := c.Payments.Get(ctx, "p1")
 
-	assert.ErrorIs(t, err, context.Canceled)
-	var apiErr *APIError
-	require.ErrorAs(t, err, &apiErr)
-	assert.Equal(t, 30*time.Second, apiErr.RetryAfter)
-	assert.Equal(t, 429, apiErr.StatusCode)
-	assert.Contains(t, err.Error(), "context canceled")
-	assert.Len(t, srv.requests(), 1)
+		assert.ErrorIs(t, err, context.Canceled)
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, 30*time.Second, apiErr.RetryAfter)
+		assert.Equal(t, 429, apiErr.StatusCode)
+		assert.Contains(t, err.Error(), "context canceled")
+		assert.Len(t, srv.requests(), 1)
+	})
 }
 
 // Rule 6 with a deadline: the wait fits when it starts, but the deadline is
 // moved up by a parent context.
 func TestDeadlineDuringWait(t *testing.T) {
-	srv := newScriptServer(t, throttled("1"))
-	c := newTestClient(t, srv.URL, WithRetryOn429(true))
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	// A 1 s wait does not fit 300 ms: refused at once, no DeadlineExceeded.
-	_, err := c.Payments.Get(ctx, "p1")
-	assert.NotErrorIs(t, err, context.DeadlineExceeded)
-	assert.ErrorIs(t, err, ErrRateLimited)
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeScript(t, throttled("1"))
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		// A 1 s wait does not fit 300 ms: refused at once, no DeadlineExceeded.
+		_, err := c.Payments.Get(ctx, "p1")
+		assert.NotErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, ErrRateLimited)
+	})
 }
 
 // Rule 7: per-call state. A 429's Retry-After paces only the attempt after
 // it: the next failure (a 503) waits a guess, not the server's 1 s.
 func TestOneResponseNeverPacesAnotherAttempt(t *testing.T) {
-	srv := newScriptServer(t, throttled("1"), step{status: 503}, step{status: 200, body: paymentBody})
-	ev := &eventLog{}
-	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithOnRetry(ev.add), withRand(func() float64 { return 0.99 }))
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeScript(t, throttled("1"), step{status: 503}, step{status: 200, body: paymentBody})
+		ev := &eventLog{}
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithOnRetry(ev.add), withRand(func() float64 { return 0.99 }))
 
-	_, err := c.Payments.Get(context.Background(), "p1")
+		_, err := c.Payments.Get(context.Background(), "p1")
 
-	require.NoError(t, err)
-	events := ev.all()
-	require.Len(t, events, 2)
-	assert.Equal(t, ReasonRateLimited, events[0].Reason)
-	assert.GreaterOrEqual(t, events[0].Wait, time.Second)
-	assert.Equal(t, ReasonServerError, events[1].Reason)
-	assert.Less(t, events[1].Wait, defaultBackoffBase)
-	reqs := srv.requests()
-	require.Len(t, reqs, 3)
-	assert.GreaterOrEqual(t, reqs[1].at.Sub(reqs[0].at), time.Second)
-	assert.Less(t, reqs[2].at.Sub(reqs[1].at), time.Second, "the 503 must not be paced by the earlier Retry-After")
+		require.NoError(t, err)
+		events := ev.all()
+		require.Len(t, events, 2)
+		assert.Equal(t, ReasonRateLimited, events[0].Reason)
+		assert.GreaterOrEqual(t, events[0].Wait, time.Second)
+		assert.Equal(t, ReasonServerError, events[1].Reason)
+		assert.Less(t, events[1].Wait, defaultBackoffBase)
+		reqs := srv.requests()
+		require.Len(t, reqs, 3)
+		assert.GreaterOrEqual(t, reqs[1].at.Sub(reqs[0].at), time.Second)
+		assert.Less(t, reqs[2].at.Sub(reqs[1].at), time.Second, "the 503 must not be paced by the earlier Retry-After")
+	})
 }
 
 // Rule 7: concurrent calls on one client do not share waits.
 func TestConcurrentCallsKeepTheirOwnWaits(t *testing.T) {
-	var slowSeen atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/payments/slow" && slowSeen.Add(1) == 1 {
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			return
-		}
-		io.WriteString(w, paymentBody)
-	}))
-	defer srv.Close()
-	ev := &eventLog{}
-	// The client-wide cooldown (issue 6) deliberately makes other calls wait
-	// out a 429; this test is about the hooks' per-call state, so it is off.
-	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithCooldown(false), WithOnRetry(ev.add))
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Payments.Get(context.Background(), "slow")
-		done <- err
-	}()
-	for slowSeen.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	start := time.Now()
-	_, err := c.Payments.Get(context.Background(), "fast")
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 900*time.Millisecond, "another call's Retry-After must not pace this one")
-	require.NoError(t, <-done)
-	require.Len(t, ev.all(), 1)
-	assert.Equal(t, "/payments/slow", ev.all()[0].Path)
+	synctest.Test(t, func(t *testing.T) {
+		var slowSeen atomic.Int32
+		srv, viaPipe := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/payments/slow" && slowSeen.Add(1) == 1 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				return
+			}
+			io.WriteString(w, paymentBody)
+		}))
+		ev := &eventLog{}
+		// The client-wide cooldown (issue 6) deliberately makes other calls wait
+		// out a 429; this test is about the hooks' per-call state, so it is off.
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithCooldown(false), WithOnRetry(ev.add))
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Payments.Get(context.Background(), "slow")
+			done <- err
+		}()
+		synctest.Wait() // the slow call waits out its Retry-After
+		require.Equal(t, int32(1), slowSeen.Load())
+		start := time.Now()
+		_, err := c.Payments.Get(context.Background(), "fast")
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 900*time.Millisecond, "another call's Retry-After must not pace this one")
+		require.NoError(t, <-done)
+		require.Len(t, ev.all(), 1)
+		assert.Equal(t, "/payments/slow", ev.all()[0].Path)
+	})
 }
 
 // Rule 9: every retry decision is logged with attempt, status, wait and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -128,42 +129,44 @@ func TestPolicyRowsDecide(t *testing.T) {
 func TestPolicyRowsEndToEnd(t *testing.T) {
 	for _, row := range policyRows {
 		t.Run(row.name, func(t *testing.T) {
-			srv := newScriptServer(t, row.steps...)
-			ev := &eventLog{}
-			opts := append([]Option{WithOnRetry(ev.add), WithRetryAfterCap(20 * time.Millisecond), withRand(func() float64 { return 0.5 })}, row.opts...)
-			c := newTestClient(t, srv.URL, opts...)
-			var body any
-			if row.method == http.MethodPost {
-				body = map[string]string{"amount": "1.00"}
-			}
-			_, err := c.do(context.Background(), &request{method: row.method, path: row.requestPath(), body: body, idempotencyKey: row.key}, nil)
+			synctest.Test(t, func(t *testing.T) {
+				srv, viaPipe := newPipeScript(t, row.steps...)
+				ev := &eventLog{}
+				opts := append([]Option{viaPipe, WithOnRetry(ev.add), WithRetryAfterCap(20 * time.Millisecond), withRand(func() float64 { return 0.5 })}, row.opts...)
+				c := newTestClient(t, srv.URL, opts...)
+				var body any
+				if row.method == http.MethodPost {
+					body = map[string]string{"amount": "1.00"}
+				}
+				_, err := c.do(context.Background(), &request{method: row.method, path: row.requestPath(), body: body, idempotencyKey: row.key}, nil)
 
-			assert.Len(t, srv.requests(), row.attempts)
-			var apiErr *APIError
-			var unknown *OutcomeUnknownError
-			var transport *TransportError
-			switch row.outcome {
-			case "ok":
-				assert.NoError(t, err)
-			case "api":
-				require.ErrorAs(t, err, &apiErr)
-				assert.Equal(t, row.status, apiErr.StatusCode)
-				assert.False(t, errors.As(err, &unknown))
-			case "unknown":
-				require.ErrorAs(t, err, &unknown)
-				assert.ErrorIs(t, err, ErrOutcomeUnknown)
-				if row.status != 0 {
+				assert.Len(t, srv.requests(), row.attempts)
+				var apiErr *APIError
+				var unknown *OutcomeUnknownError
+				var transport *TransportError
+				switch row.outcome {
+				case "ok":
+					assert.NoError(t, err)
+				case "api":
 					require.ErrorAs(t, err, &apiErr)
 					assert.Equal(t, row.status, apiErr.StatusCode)
+					assert.False(t, errors.As(err, &unknown))
+				case "unknown":
+					require.ErrorAs(t, err, &unknown)
+					assert.ErrorIs(t, err, ErrOutcomeUnknown)
+					if row.status != 0 {
+						require.ErrorAs(t, err, &apiErr)
+						assert.Equal(t, row.status, apiErr.StatusCode)
+					}
+				case "transport":
+					require.ErrorAs(t, err, &transport)
 				}
-			case "transport":
-				require.ErrorAs(t, err, &transport)
-			}
-			var reasons []RetryReason
-			for _, e := range ev.all() {
-				reasons = append(reasons, e.Reason)
-			}
-			assert.Equal(t, row.reasons, reasons)
+				var reasons []RetryReason
+				for _, e := range ev.all() {
+					reasons = append(reasons, e.Reason)
+				}
+				assert.Equal(t, row.reasons, reasons)
+			})
 		})
 	}
 }
