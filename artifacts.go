@@ -79,8 +79,9 @@ type Intent struct {
 	Operation Operation
 	// Signer is the address that will sign (and send) the artifact.
 	Signer string
-	// Amount is the amount asked for, in base units, for capture and
-	// refund.
+	// Amount is the amount asked for, for capture and refund: a human
+	// decimal such as "10.00", which VerifyPayload and VerifyTransaction
+	// turn into base units with the token's decimals (GET /tokens).
 	Amount string
 	// Reason is the bytes32 reason of a dispute or a dispute close; empty
 	// means zero.
@@ -90,7 +91,7 @@ type Intent struct {
 	Signature string
 }
 
-// Trust is what the checks take as given besides the payment: the RAIL0
+// trust is what the checks take as given besides the payment: the RAIL0
 // contract pinned per chain, the chains the gateway serves, the limits on
 // gas, and token domains already seen.
 type trust struct {
@@ -114,14 +115,16 @@ type tokenKey struct {
 	token   address
 }
 
-// Default bounds on the gas of a prepared transaction: far above what any
-// RAIL0 call spends (authorize, the dearest, about 155,000 gas) and what an
-// L2 or L1 charges, but low enough that a gateway cannot drain a signer.
-const DefaultMaxGasLimit = 1_000_000
-
-// DefaultMaxFee is the default bound on gas_limit × max_fee_per_gas of one
-// transaction: 0.05 ETH, in wei.
-var DefaultMaxFee = big.NewInt(5e16)
+// Default bounds on the gas of a prepared transaction (see WithFeeCap): far
+// above what any RAIL0 call spends (authorize, the dearest, about 155,000
+// gas) at any fee an L2 or L1 charges, but low enough that a gateway cannot
+// drain a signer.
+const (
+	// DefaultMaxGasLimit bounds gas_limit.
+	DefaultMaxGasLimit = 1_000_000
+	// DefaultMaxFeeWei bounds gas_limit × max_fee_per_gas: 0.05 ETH.
+	DefaultMaxFeeWei = 50_000_000_000_000_000
+)
 
 // terms is the contract's Payment struct, decoded from a PaymentDetail.
 type terms struct {

@@ -192,7 +192,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
 	if cfg.maxGas == 0 {
-		cfg.maxGas, cfg.maxFee = DefaultMaxGasLimit, new(big.Int).Set(DefaultMaxFee)
+		cfg.maxGas, cfg.maxFee = DefaultMaxGasLimit, big.NewInt(DefaultMaxFeeWei)
 	}
 	if cfg.token != "" {
 		token := cfg.token

@@ -278,7 +278,7 @@ func WithTrustedContracts(contracts map[int64]string) Option {
 // WithFeeCap bounds the gas of every transaction the client signs:
 // gas_limit at most maxGas and gas_limit × max_fee_per_gas at most maxFee
 // wei, so a gateway cannot spend the signer's ETH on gas. The defaults,
-// DefaultMaxGasLimit and DefaultMaxFee (0.05 ETH), are far above what a
+// DefaultMaxGasLimit and DefaultMaxFeeWei (0.05 ETH), are far above what a
 // RAIL0 call costs.
 func WithFeeCap(maxGas uint64, maxFee *big.Int) Option {
 	return func(c *config) error {
