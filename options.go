@@ -27,6 +27,7 @@ type config struct {
 	maxRetryWait  time.Duration
 	maxRetries    int
 	onRetry       func(RetryEvent)
+	observer      Observer
 	now           func() time.Time
 	rand          func() float64
 	pacing        Pacing
