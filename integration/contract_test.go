@@ -457,7 +457,9 @@ func contractCalls() []contractCall {
 		{"Wallets.Update", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, rail0.UpdateWalletParams{Label: contractPtr("Shop 2"), Active: &yes}))
 		}},
-		{"Wallets.Deactivate", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Wallets.Deactivate(ctx, acct, fixturePayee)) }},
+		{"Wallets.Deactivate", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.Deactivate(ctx, acct, fixturePayee))
+		}},
 		{"Wallets.Balances", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, &rail0.BalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
 		}},

@@ -39,8 +39,8 @@ var (
 		"rail0.Payment.Token": true, "rail0.CreatePaymentParams.Token": true, "rail0.ListPaymentsParams.Token": true,
 		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.AddTokenParams.Token": true,
 		"rail0.AddTokenResult.Token": true,
-		"webhook.Payment.Token":  true,
-		"rail0.AnalyticsRow.Key": true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
+		"webhook.Payment.Token":      true,
+		"rail0.AnalyticsRow.Key":     true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
 		"rail0.CreatePaymentParams.IdempotencyKey": true,
 	}
 )

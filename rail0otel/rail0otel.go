@@ -214,9 +214,9 @@ func (o *Observer) SendAttempt(ctx context.Context, _ *rail0.Call, h rail0.Attem
 // carrier lets a propagator write an attempt's headers; it reads none.
 type carrier struct{ h rail0.AttemptHeader }
 
-func (c carrier) Get(string) string      { return "" }
+func (c carrier) Get(string) string     { return "" }
 func (c carrier) Set(key, value string) { c.h.Set(key, value) }
-func (c carrier) Keys() []string         { return nil }
+func (c carrier) Keys() []string        { return nil }
 
 // EndAttempt adds the attempt's event and counts its 429, retry or refusal.
 func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.Attempt) {
