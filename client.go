@@ -54,6 +54,24 @@
 //     webhook secret and the other writes that must not run twice are never
 //     repeated after they may have run.
 //
+// # What a call tells
+//
+// Every struct a call returns carries the call's metadata in its Response
+// field: status, headers, the request id to log, attempts, rate-limit state,
+// and the call's transcript (Call: every attempt, wait and decision, and the
+// outcome; Call.String prints it). Every error a call returns carries the
+// same transcript (CallOf). Response is set on the value the call returns,
+// not on values nested in it, and a flow of several calls returns its last
+// call's. This follows stripe-go's LastResponse rather than go-github's
+// (T, *Response, error): the metadata sits where the result already is, so
+// the common call site stays two results, and a flow need not choose which
+// of its calls' responses to return beside its result.
+//
+// WithLogger logs one line per attempt at debug, retries and refusals at
+// info, and what needs the user at warn; WithObserver hands every call to a
+// hook such as package rail0otel (OpenTelemetry), which this package does
+// not import.
+//
 // The /sync/* routes of the gateway belong to its chain indexer, not to
 // merchants or buyers, and have no methods here.
 package rail0

@@ -176,7 +176,7 @@ func (c *Call) String() string {
 			b.WriteString("no answer: ")
 			b.WriteString(oneLine(a.Err))
 		}
-		fmt.Fprintf(&b, " in %v", a.Duration.Round(time.Millisecond))
+		fmt.Fprintf(&b, " in %v", roundDuration(a.Duration))
 		if a.RequestID != "" {
 			fmt.Fprintf(&b, " request_id=%s", oneLine(a.RequestID))
 		}
@@ -203,6 +203,15 @@ func (c *Call) String() string {
 		writeLimiterLine(&b, c.Limiter[li])
 	}
 	return b.String()
+}
+
+// roundDuration keeps a transcript readable: milliseconds, or microseconds
+// under one millisecond.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 func writeLimiterLine(b *strings.Builder, w LimiterWait) {
