@@ -429,15 +429,15 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		}
 		resp, err = c.send(ctx, r, out, &tokenUse{}, call)
 	}
-	c.endCall(ctx, call, resp, err)
-	if err != nil {
-		resp = nil // the error carries the answer and the transcript
-	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError
 		if errors.As(err, &decodeErr) {
 			decodeErr.Body = nil // it holds the credential
 		}
+	}
+	c.endCall(ctx, call, resp, err)
+	if err != nil {
+		resp = nil // the error carries the answer and the transcript
 	}
 	return resp, err
 }

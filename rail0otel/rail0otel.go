@@ -245,8 +245,6 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 	}
 	reason := AttrReason.String(string(a.Reason))
 	switch {
-	case a.Retry && a.Reason == rail0.ReasonSessionRefused:
-		// A sign-in and one more send: neither a retry nor a wait.
 	case a.Retry:
 		o.retries.Add(ctx, 1, metric.WithAttributes(reason))
 		source := "guess"
