@@ -188,7 +188,7 @@ func TestSpanEventsTraceparentAndMetrics(t *testing.T) {
 		rail0otel.AttrOutcome:       attribute.StringValue("ok"),
 	} {
 		if got, ok := attr(s.Attributes, key); !ok || got != want {
-			t.Errorf("attribute %s = %v, want %v", key, got.Emit(), want.Emit())
+			t.Errorf("attribute %s = %v, want %v", key, got.String(), want.String())
 		}
 	}
 	var names []string
@@ -312,7 +312,7 @@ func TestNoSecretInTelemetry(t *testing.T) {
 	var values []string
 	add := func(kvs []attribute.KeyValue) {
 		for _, kv := range kvs {
-			values = append(values, string(kv.Key)+"="+kv.Value.Emit())
+			values = append(values, string(kv.Key)+"="+kv.Value.String())
 		}
 	}
 	for _, s := range h.spans.GetSpans() {
