@@ -55,6 +55,7 @@ type Call struct {
 	Outcome CallOutcome
 
 	first [1]Attempt // backing of Attempts for the common single attempt
+	resp  Response   // the call's Response, allocated with it
 }
 
 // Attempt is one request of a call and what became of it.

@@ -185,7 +185,9 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, c
 func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	var meta *Response
 	if st.status != 0 {
-		meta = &Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts, RateLimit: st.rateLimit}
+		// Allocated with the transcript: one allocation for both.
+		meta = &st.call.resp
+		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts, RateLimit: st.rateLimit}
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, NotRetried: st.notRetried, Err: err}
