@@ -301,3 +301,37 @@ func TestDescribeKeepsUnknownFields(t *testing.T) {
 	assert.Equal(t, map[string]json.RawMessage{"region": json.RawMessage(`"eu"`)}, d.Extra)
 	assert.Equal(t, "getRoot", d.Response.Call.Operation)
 }
+
+// A 503's Retry-After is a server-given wait in the transcript; a guess is
+// marked as one.
+func TestTranscriptWaitSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(step{status: 503, header: map[string]string{"Retry-After": "3"}}, step{status: 503}, step{status: 200, body: paymentBody})
+		c := newTestClient(t, "https://api.rail0.test", memClient(srv), WithToken("t"), withRand(func() float64 { return 0.5 }))
+		p, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		a := p.Response.Call.Attempts
+		require.Len(t, a, 3)
+		assert.True(t, a[0].ServerWait)
+		assert.Equal(t, 3*time.Second, a[0].RetryAfter)
+		assert.Equal(t, ReasonServerError, a[0].Reason)
+		assert.False(t, a[1].ServerWait)
+		assert.True(t, a[1].Retry)
+		assert.Contains(t, p.Response.Call.String(), "(server_error, guessed)")
+	})
+}
+
+// A redirect is logged at warn: the base URL is wrong or a proxy is in
+// the way.
+func TestRedirectLoggedAtWarn(t *testing.T) {
+	srv := newScriptServer(t, step{status: 302, header: map[string]string{"Location": "https://elsewhere.example/"}})
+	var buf bytes.Buffer
+	c := newTestClient(t, srv.URL, WithToken("t"), WithLogger(slogJSON(&buf)))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.Error(t, err)
+	lines := logLines(t, &buf)
+	last := lines[len(lines)-1]
+	assert.Equal(t, "WARN", last["level"])
+	assert.Equal(t, "rail0: redirect not followed; check the base URL", last["msg"])
+	assert.Equal(t, 1.0, last["call_id"])
+}
