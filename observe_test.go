@@ -335,3 +335,14 @@ func TestRedirectLoggedAtWarn(t *testing.T) {
 	assert.Equal(t, "rail0: redirect not followed; check the base URL", last["msg"])
 	assert.Equal(t, 1.0, last["call_id"])
 }
+
+// Attempt.Refused and RetryStats().Refusals agree on what a refusal is.
+func TestRefusalReasonsAgree(t *testing.T) {
+	for _, r := range []RetryReason{ReasonRateLimited, ReasonRateLimitedGuess, ReasonRetryOn429Off, ReasonServerError,
+		ReasonNotSent, ReasonTransport, ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget,
+		ReasonUnsafe, ReasonLimiter, ReasonSessionRefused} {
+		var rc retryCounters
+		rc.refuse(r)
+		assert.Equal(t, rc.refusals().Total() == 1, isRefusal(r), r)
+	}
+}

@@ -523,9 +523,6 @@ type retryCounters struct {
 // refuse counts a refusal for reason; reasons that are not a limit (an
 // unsafe operation, RetryOn429 off) are not refusals.
 func (rc *retryCounters) refuse(reason RetryReason) {
-	if !isRefusal(reason) {
-		return
-	}
 	switch reason {
 	case ReasonAllowance:
 		rc.allowance.Add(1)
