@@ -319,8 +319,9 @@ func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *C
 	return ctx, call
 }
 
-// beforeAttempt is the RequestLogHook: it opens the transcript's entry of
-// an attempt that is about to leave.
+// beforeAttempt runs just before each attempt leaves (requestHook): it
+// opens the attempt's entry in the transcript and lets the observer add its
+// headers.
 func (c *Client) beforeAttempt(req *http.Request, st *callState) {
 	call := st.call
 	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: st.requestBytes})
@@ -387,9 +388,6 @@ func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d d
 // it.
 func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission) {
 	call := st.call
-	if call == nil {
-		return
-	}
 	call.Limiter = append(call.Limiter, LimiterWait{
 		Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
 		Wait: adm.Wait, Cooldown: adm.Cooldown, Refused: !adm.OK,
