@@ -63,6 +63,9 @@ type AnalyticsSummary struct {
 	ByStatus map[PaymentStatus]int64 `json:"by_status"`
 	// Volume has one row per token and chain.
 	Volume []AnalyticsVolume `json:"volume"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // AnalyticsVolume is the volume of one token on one chain. Amounts are base
@@ -93,9 +96,11 @@ func (s *AnalyticsService) Summary(ctx context.Context, filter *AnalyticsFilter)
 	q := url.Values{}
 	filter.encode(q)
 	var out AnalyticsSummary
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/summary", query: q}, &out); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/summary", query: q}, &out)
+	if err != nil {
 		return nil, err
 	}
+	out.Response = resp
 	return &out, nil
 }
 
@@ -157,7 +162,7 @@ func (b *AnalyticsBucket) UnmarshalJSON(data []byte) error {
 //
 // GET /analytics/timeseries — a session with an account (403
 // account_required otherwise).
-func (s *AnalyticsService) Timeseries(ctx context.Context, params *TimeseriesParams) ([]AnalyticsBucket, error) {
+func (s *AnalyticsService) Timeseries(ctx context.Context, params *TimeseriesParams) (*List[AnalyticsBucket], error) {
 	q := url.Values{}
 	if params != nil {
 		params.AnalyticsFilter.encode(q)
@@ -165,11 +170,13 @@ func (s *AnalyticsService) Timeseries(ctx context.Context, params *TimeseriesPar
 			q.Set("interval", string(params.Interval))
 		}
 	}
-	var out []AnalyticsBucket
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/timeseries", query: q}, &out); err != nil {
+	var out List[AnalyticsBucket]
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/timeseries", query: q}, &out.Items)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
 }
 
 // BreakdownBy is the dimension a breakdown splits payments by. The gateway
@@ -232,21 +239,23 @@ func (r *AnalyticsRow) UnmarshalJSON(data []byte) error {
 }
 
 // Breakdown counts the merchant's payments per token, chain, mode or status.
-// params.By is required: without it Breakdown returns a *ValidationError
-// and sends nothing.
+// params.By is required: without it (or with a nil params) Breakdown
+// returns a *ValidationError and sends nothing.
 //
 // GET /analytics/breakdown — a session with an account (403
 // account_required otherwise).
-func (s *AnalyticsService) Breakdown(ctx context.Context, params BreakdownParams) ([]AnalyticsRow, error) {
-	if params.By == "" {
+func (s *AnalyticsService) Breakdown(ctx context.Context, params *BreakdownParams) (*List[AnalyticsRow], error) {
+	if params == nil || params.By == "" {
 		return nil, &ValidationError{Field: "by", Reason: "is required (token, chain, mode or status)"}
 	}
 	q := url.Values{}
 	params.AnalyticsFilter.encode(q)
 	q.Set("by", string(params.By))
-	var out []AnalyticsRow
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/breakdown", query: q}, &out); err != nil {
+	var out List[AnalyticsRow]
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/breakdown", query: q}, &out.Items)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
 }

@@ -81,7 +81,7 @@ func TestAnalyticsRequests(t *testing.T) {
 			query: filterQuery("interval", "week"),
 			reply: muxOK(fixtureBucketsJSON),
 			check: func(t *testing.T, got any) {
-				b := got.([]AnalyticsBucket)
+				b := got.(*List[AnalyticsBucket]).Items
 				if len(b) != 2 {
 					t.Fatalf("buckets = %+v", b)
 				}
@@ -102,13 +102,13 @@ func TestAnalyticsRequests(t *testing.T) {
 		{
 			name: "Breakdown by chain",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Analytics.Breakdown(ctx, BreakdownParams{AnalyticsFilter: AnalyticsFilter{Mode: ModeCharge}, By: BreakdownByChain})
+				return c.Analytics.Breakdown(ctx, &BreakdownParams{AnalyticsFilter: AnalyticsFilter{Mode: ModeCharge}, By: BreakdownByChain})
 			},
 			method: "GET", path: "/analytics/breakdown",
 			query: url.Values{"mode": {"charge"}, "by": {"chain"}},
 			reply: muxOK(fixtureBreakdownJSON),
 			check: func(t *testing.T, got any) {
-				rows := got.([]AnalyticsRow)
+				rows := got.(*List[AnalyticsRow]).Items
 				if len(rows) != 3 {
 					t.Fatalf("rows = %+v", rows)
 				}
@@ -131,7 +131,7 @@ func TestAnalyticsRequests(t *testing.T) {
 func TestAnalyticsBreakdownNeedsBy(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
-	rows, err := c.Analytics.Breakdown(context.Background(), BreakdownParams{AnalyticsFilter: AnalyticsFilter{ChainID: 1}})
+	rows, err := c.Analytics.Breakdown(context.Background(), &BreakdownParams{AnalyticsFilter: AnalyticsFilter{ChainID: 1}})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || ve.Field != "by" || rows != nil {
 		t.Fatalf("Breakdown without By = %v, %v; want a *ValidationError", rows, err)

@@ -39,6 +39,9 @@ type Signer interface {
 type Nonce struct {
 	Nonce     string    `json:"nonce"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // Session is a signed-in session. Token is the bearer JWT to send; it is
@@ -59,6 +62,9 @@ type Session struct {
 	// ExpiresAt is when the token stops working. There is no refresh call:
 	// sign in again before then (LoginTokenSource does).
 	ExpiresAt time.Time `json:"expires_at"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // HasAccount reports whether the session belongs to a merchant account.
@@ -105,9 +111,11 @@ func (s Session) LogValue() slog.Value {
 // client's token source).
 func (s *AuthService) CreateNonce(ctx context.Context) (*Nonce, error) {
 	var n Nonce
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/nonces", anonymous: true}, &n); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/nonces", anonymous: true}, &n)
+	if err != nil {
 		return nil, err
 	}
+	n.Response = resp
 	return &n, nil
 }
 
@@ -130,30 +138,40 @@ func (s *AuthService) Verify(ctx context.Context, message, signature string) (*S
 		Signature string `json:"signature"`
 	}{message, signature}
 	var sess Session
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth", body: body, anonymous: true, secretAnswer: true}, &sess); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth", body: body, anonymous: true, secretAnswer: true}, &sess)
+	if err != nil {
 		return nil, err
 	}
+	sess.Response = resp
 	return &sess, nil
 }
 
 // Logout revokes the token the client sends. It only revokes that token;
 // other tokens of the same address stay valid.
 //
-// revoked false means the gateway could not store the revocation and the
+// Revoked false means the gateway could not store the revocation and the
 // token keeps working until it expires: discard it and treat it as exposed.
 // A client fed by a TokenSource should call its Invalidate afterwards (else
 // its next call gets a 401 and signs in again itself). A 401 to Logout itself
 // is returned as it is: the session is already refused.
 //
 // POST /auth/logout — any session.
-func (s *AuthService) Logout(ctx context.Context) (revoked bool, err error) {
-	var out struct {
-		Revoked bool `json:"revoked"`
+func (s *AuthService) Logout(ctx context.Context) (*LogoutResult, error) {
+	var out LogoutResult
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout", keep401: true}, &out)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout", keep401: true}, &out); err != nil {
-		return false, err
-	}
-	return out.Revoked, nil
+	out.Response = resp
+	return &out, nil
+}
+
+// LogoutResult is the answer to Logout.
+type LogoutResult struct {
+	// Revoked is false when the gateway could not store the revocation.
+	Revoked bool `json:"revoked"`
+	// Response is the metadata of the call.
+	Response *Response `json:"-"`
 }
 
 // LoginParams describes where a SIWE message is used. Zero fields take

@@ -319,7 +319,7 @@ func TestAuthRequests(t *testing.T) {
 			method: "POST", path: "/auth/logout",
 			reply: muxOK(`{"revoked": true}`),
 			check: func(t *testing.T, got any) {
-				if got != true {
+				if r := got.(*LogoutResult); !r.Revoked || r.Response.StatusCode != http.StatusOK {
 					t.Errorf("revoked = %v, want true", got)
 				}
 			},
@@ -330,7 +330,7 @@ func TestAuthRequests(t *testing.T) {
 			method: "POST", path: "/auth/logout",
 			reply: muxOK(`{"revoked": false}`),
 			check: func(t *testing.T, got any) {
-				if got != false {
+				if got.(*LogoutResult).Revoked {
 					t.Errorf("revoked = %v, want false", got)
 				}
 			},

@@ -51,10 +51,12 @@ func (p *ListChainsParams) values() url.Values {
 // list is not paginated. params may be nil.
 //
 // GET /blockchains — public.
-func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) ([]Blockchain, error) {
-	var out []Blockchain
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "blockchains", query: params.values(), anonymous: true}, &out); err != nil {
+func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) (*List[Blockchain], error) {
+	var out List[Blockchain]
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "blockchains", query: params.values(), anonymous: true}, &out.Items)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
 }

@@ -54,6 +54,24 @@
 //     webhook secret and the other writes that must not run twice are never
 //     repeated after they may have run.
 //
+// # What a call tells
+//
+// Every struct a call returns carries the call's metadata in its Response
+// field: status, headers, the request id to log, attempts, rate-limit state,
+// and the call's transcript (Call: every attempt, wait and decision, and the
+// outcome; Call.String prints it). Every error a call returns carries the
+// same transcript (CallOf). Response is set on the value the call returns,
+// not on values nested in it, and a flow of several calls returns its last
+// call's. This follows stripe-go's LastResponse rather than go-github's
+// (T, *Response, error): the metadata sits where the result already is, so
+// the common call site stays two results, and a flow need not choose which
+// of its calls' responses to return beside its result.
+//
+// WithLogger logs one line per attempt at debug, retries and refusals at
+// info, and what needs the user at warn; WithObserver hands every call to a
+// hook such as package rail0otel (OpenTelemetry), which this package does
+// not import.
+//
 // The /sync/* routes of the gateway belong to its chain indexer, not to
 // merchants or buyers, and have no methods here.
 package rail0
@@ -69,6 +87,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -133,6 +152,9 @@ type Client struct {
 
 	stats retryCounters
 	quota *retryQuota // the client-wide retry budget
+
+	observer Observer
+	calls    atomic.Uint64 // the last call id given
 }
 
 // Service types: each groups the operations of one resource. Their methods
@@ -218,6 +240,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		userAgent:   cfg.userAgent,
 		logger:      cfg.logger,
 		onRetry:     cfg.onRetry,
+		observer:    cfg.observer,
 		limiter:     cfg.limiter,
 		pacing:      cfg.pacing,
 		pacingOn:    cfg.pacingOn,
@@ -246,6 +269,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		Backoff:      c.backoff,
 		ErrorHandler: passthroughErrorHandler,
 		PrepareRetry: c.prepareRetry,
+		// Called before every attempt: the transcript's send time, and the
+		// observer's headers (trace context).
+		RequestLogHook: c.requestHook,
 	}
 	if c.limiter == nil {
 		c.limiter = NewMemoryLimiter(c.now)
@@ -331,27 +357,23 @@ func (c *Client) RetryStats() RetryStats {
 }
 
 // Response is the metadata of a call's final response; the body has been
-// read and closed.
+// read and closed. Every struct a call returns carries it in its Response
+// field (stripe-go's LastResponse, go-github's *Response): the value the
+// call itself returns, not the values nested in it (the Transactions of a
+// PaymentDetail, the Items of a page), and not the values a flow of several
+// calls builds from them, whose Response is that of the flow's last call.
 type Response struct {
 	StatusCode int
 	Header     http.Header
-	// RequestID is the X-Request-Id header.
+	// RequestID is the X-Request-Id header: the id to log and to quote to
+	// support.
 	RequestID string
 	// Attempts is how many requests the call sent, retries included.
 	Attempts int
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
-}
-
-type responseHookKey struct{}
-
-// WithResponseHook returns a context that makes every call made with it
-// report its final response's metadata (status, headers, request id,
-// attempts, rate-limit state) to fn, on success and on error alike, before
-// the call returns. A call whose last attempt got no answer (a broken
-// connection) reports nothing.
-func WithResponseHook(ctx context.Context, fn func(*Response)) context.Context {
-	return context.WithValue(ctx, responseHookKey{}, fn)
+	// Call is the call's transcript: every attempt, wait and decision.
+	Call *Call
 }
 
 // request is one logical API call.
@@ -392,21 +414,30 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err
 	}
+	ctx, call := c.startCall(ctx, r)
 	use := &tokenUse{}
-	resp, err := c.send(ctx, r, out, use)
+	resp, err := c.send(ctx, r, out, use, call)
 	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
 		use.ts.refused(use.gen)
+		if n := len(call.Attempts); n > 0 {
+			a := &call.Attempts[n-1]
+			a.Retry, a.Reason = true, ReasonSessionRefused
+		}
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelInfo, "rail0: session refused (401); signing in again and sending once more",
-				slog.String("method", r.method), slog.String("path", "/"+r.path))
+				slog.Uint64("call_id", call.ID), slog.String("method", r.method), slog.String("path", call.Path))
 		}
-		resp, err = c.send(ctx, r, out, &tokenUse{})
+		resp, err = c.send(ctx, r, out, &tokenUse{}, call)
 	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError
 		if errors.As(err, &decodeErr) {
 			decodeErr.Body = nil // it holds the credential
 		}
+	}
+	c.endCall(ctx, call, resp, err)
+	if err != nil {
+		resp = nil // the error carries the answer and the transcript
 	}
 	return resp, err
 }

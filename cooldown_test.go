@@ -237,9 +237,9 @@ func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
 			io.WriteString(w, paymentBody)
 		})
 		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
-		var meta *Response
-		_, err := c.Payments.Get(WithResponseHook(context.Background(), func(r *Response) { meta = r }), "a")
+		p, err := c.Payments.Get(context.Background(), "a")
 		require.NoError(t, err)
+		meta := p.Response
 		require.NotNil(t, meta.RateLimit)
 		assert.Equal(t, RateLimitInfo{Policy: "default", Limit: 2, Window: time.Second, Remaining: 0, Reset: time.Second, HasRemaining: true}, *meta.RateLimit)
 

@@ -6,16 +6,63 @@ import (
 	"net/http"
 )
 
-// Describe returns the gateway's service descriptor: a small document whose
-// fields the contract leaves open, hence a map.
+// ServiceDescriptor is the gateway's service descriptor (GET /). The
+// contract leaves its fields open: the known ones are decoded, and every
+// other field is kept in Extra as it was sent.
+type ServiceDescriptor struct {
+	// Name names the deployment.
+	Name string `json:"name"`
+	// APIVersion is the version of the API the gateway serves.
+	APIVersion string `json:"api_version"`
+	// OpenAPI and Health are the paths of the contract and health routes.
+	OpenAPI string `json:"openapi"`
+	Health  string `json:"health"`
+	// Extra holds the fields not named above, undecoded.
+	Extra map[string]json.RawMessage `json:"-"`
+	// Response is the metadata of the call.
+	Response *Response `json:"-"`
+}
+
+// UnmarshalJSON decodes the known fields and keeps the others in Extra.
+func (d *ServiceDescriptor) UnmarshalJSON(data []byte) error {
+	type known ServiceDescriptor
+	var k known
+	if err := json.Unmarshal(data, &k); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	for _, name := range []string{"name", "api_version", "openapi", "health"} {
+		delete(all, name)
+	}
+	if len(all) > 0 {
+		k.Extra = all
+	}
+	*d = ServiceDescriptor(k)
+	return nil
+}
+
+// Describe returns the gateway's service descriptor.
 //
 // GET / — public.
-func (s *DiscoveryService) Describe(ctx context.Context) (map[string]any, error) {
-	var out map[string]any
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "", anonymous: true}, &out); err != nil {
+func (s *DiscoveryService) Describe(ctx context.Context) (*ServiceDescriptor, error) {
+	var out ServiceDescriptor
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "", anonymous: true}, &out)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
+}
+
+// OpenAPIDocument is the gateway's own contract, exactly as served.
+type OpenAPIDocument struct {
+	// JSON is the OpenAPI 3.1 document.
+	JSON json.RawMessage
+	// Response is the metadata of the call.
+	Response *Response `json:"-"`
 }
 
 // OpenAPI returns the gateway's own contract (OpenAPI 3.1 JSON), exactly as
@@ -23,10 +70,12 @@ func (s *DiscoveryService) Describe(ctx context.Context) (map[string]any, error)
 // or load it with an OpenAPI library.
 //
 // GET /openapi.json — public.
-func (s *DiscoveryService) OpenAPI(ctx context.Context) (json.RawMessage, error) {
-	var out json.RawMessage
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "openapi.json", anonymous: true}, &out); err != nil {
+func (s *DiscoveryService) OpenAPI(ctx context.Context) (*OpenAPIDocument, error) {
+	var out OpenAPIDocument
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "openapi.json", anonymous: true}, &out.JSON)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
 }

@@ -165,6 +165,14 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	_, err = c.Payments.Get(context.Background(), "p1")
 
 	require.ErrorIs(t, err, ErrUnauthorized)
+	// One call, one transcript: the 401 that made it sign in, then the
+	// second 401 returned.
+	call := CallOf(err)
+	require.NotNil(t, call)
+	require.Len(t, call.Attempts, 2)
+	assert.True(t, call.Attempts[0].Retry)
+	assert.Equal(t, ReasonSessionRefused, call.Attempts[0].Reason)
+	assert.False(t, call.Attempts[1].Retry)
 	_, _, logins := g.counts()
 	assert.Equal(t, 2, logins)
 	assert.Equal(t, 1, strings.Count(logs.String(), "signing in again"), logs.String())

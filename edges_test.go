@@ -108,7 +108,7 @@ func TestPublicOperationsAreSentAnonymously(t *testing.T) {
 		"Chains.List": func() error { _, err := c.Chains.List(ctx, nil); return err },
 		"Tokens.List": func() error { _, err := c.Tokens.List(ctx, nil); return err },
 		"PaymentMethods.List": func() error {
-			_, err := c.PaymentMethods.List(ctx, ListPaymentMethodsParams{AccountID: "acct"})
+			_, err := c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{AccountID: "acct"})
 			return err
 		},
 	}
@@ -150,15 +150,15 @@ func TestDotSegmentIdsRefused(t *testing.T) {
 		"Payments.ListTransactions": func(id string) error { _, err := c.Payments.ListTransactions(ctx, id, nil); return err },
 		"Payments.PrepareVoid":      func(id string) error { _, err := c.Payments.Prepare(ctx, id, OpVoid, PrepareParams{}); return err },
 		"Webhooks.Get":              func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
-		"Webhooks.Delete":           func(id string) error { return c.Webhooks.Delete(ctx, id) },
+		"Webhooks.Delete":           func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
 		"Webhooks.RotateSecret":     func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
 		"Webhooks.Redeliver callback_id": func(id string) error {
 			_, err := c.Webhooks.Redeliver(ctx, "wh-1", id)
 			return err
 		},
 		"Wallets.Get account_id":       func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
-		"Wallets.Deactivate":           func(id string) error { return c.Wallets.Deactivate(ctx, "acct", id) },
-		"Wallets.RemoveToken token_id": func(id string) error { return c.Wallets.RemoveToken(ctx, "acct", "w-1", id) },
+		"Wallets.Deactivate":           func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
+		"Wallets.RemoveToken token_id": func(id string) error { _, err := c.Wallets.RemoveToken(ctx, "acct", "w-1", id); return err },
 		"Wallets.Balances":             func(id string) error { _, err := c.Wallets.Balances(ctx, "acct", id, nil); return err },
 		"Webhooks.ListEventCallbacks":  func(id string) error { _, err := c.Webhooks.ListEventCallbacks(ctx, id, nil); return err },
 	}

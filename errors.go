@@ -205,6 +205,8 @@ type APIError struct {
 	// Body is the raw response body, at most 1 MiB, kept for diagnosis
 	// (for example the HTML page of a proxy).
 	Body []byte
+	// Call is the transcript of the call that returned this answer.
+	Call *Call
 
 	cause error // the context error when the call was cut short
 }
@@ -293,6 +295,8 @@ type OutcomeUnknownError struct {
 	IdempotencyKey string
 	// Err is the last failure: an *APIError for a 5xx, or the transport error.
 	Err error
+	// Call is the transcript of the call.
+	Call *Call
 }
 
 // Error returns one readable line.
@@ -324,6 +328,8 @@ type TransportError struct {
 	// APIError.NotRetried); empty when the context ended.
 	NotRetried RetryReason
 	Err        error
+	// Call is the transcript of the call.
+	Call *Call
 }
 
 // Error returns one readable line.
@@ -353,6 +359,8 @@ type DecodeError struct {
 	// webhook creation and secret rotation), so the error cannot leak it.
 	Body []byte
 	Err  error
+	// Call is the transcript of the call.
+	Call *Call
 }
 
 // Error returns one readable line.

@@ -225,3 +225,40 @@ func ExampleFormatAmount() {
 	// 25
 	// 0.000001
 }
+
+// Every result carries its call's metadata (Response) and transcript
+// (Response.Call); every error carries the transcript too (CallOf). The
+// request id is the one to log and to quote to support.
+func ExampleResponse() {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", fmt.Sprintf("req-%d", n))
+		if strings.HasSuffix(r.URL.Path, "/missing") {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"code": "not_found", "detail": "Payment not found."}`)
+			return
+		}
+		io.WriteString(w, examplePaymentDetailJSON("authorized", "25000000", ""))
+	}))
+	defer srv.Close()
+	client, err := rail0.NewClient(srv.URL, rail0.WithToken("token"))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	p, err := client.Payments.Get(context.Background(), "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b")
+	if err != nil {
+		log.Fatal(err)
+	}
+	call := p.Response.Call
+	fmt.Println(p.Response.StatusCode, p.Response.RequestID, call.Operation, call.Route, len(call.Attempts), call.Outcome)
+
+	_, err = client.Payments.Get(context.Background(), "missing")
+	call = rail0.CallOf(err)
+	fmt.Println(call.StatusCode(), call.RequestID(), call.Operation, call.PaymentID, call.Outcome)
+	// Output:
+	// 200 req-1 getPayment /payments/{id} 1 ok
+	// 404 req-2 getPayment missing api_error
+}

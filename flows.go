@@ -818,7 +818,9 @@ func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID strin
 	}
 	for i := range p.Transactions {
 		if p.Transactions[i].ID == txID {
-			return &p.Transactions[i], nil
+			tx := p.Transactions[i]
+			tx.Response = p.Response // the last poll's
+			return &tx, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, txID, id)

@@ -61,6 +61,9 @@ func TestWaitForTransaction(t *testing.T) {
 		if tx.ID != "tx1" || tx.Status != TxConfirmed {
 			t.Errorf("tx = %+v", tx)
 		}
+		if tx.Response == nil || tx.Response.Call.Operation != "getPayment" {
+			t.Errorf("tx.Response = %+v, want the last poll's", tx.Response)
+		}
 		want := []time.Duration{time.Second, 1500 * time.Millisecond, 2 * time.Second, 2 * time.Second}
 		if got := rec.all(); !slices.Equal(got, want) {
 			t.Errorf("waits = %v, want %v", got, want)

@@ -33,6 +33,9 @@ type Health struct {
 	// ActiveChains and ActiveContracts are nil for anonymous callers.
 	ActiveChains    *int64 `json:"active_chains,omitempty"`
 	ActiveContracts *int64 `json:"active_contracts,omitempty"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // WorkersHealth reports the gateway's background workers.
@@ -51,15 +54,20 @@ type WorkersHealth struct {
 // returns without an error: check Status.
 func (s *HealthService) Get(ctx context.Context) (*Health, error) {
 	var h Health
-	_, err := s.client.do(ctx, &request{method: http.MethodGet, path: "health"}, &h)
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "health"}, &h)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusServiceUnavailable && len(apiErr.Body) > 0 {
 		if json.Unmarshal(apiErr.Body, &h) == nil && h.Status != "" {
+			h.Response = &Response{
+				StatusCode: apiErr.StatusCode, Header: apiErr.Header, RequestID: apiErr.RequestID,
+				Attempts: apiErr.Attempts, RateLimit: apiErr.RateLimit, Call: apiErr.Call,
+			}
 			return &h, nil
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
+	h.Response = resp
 	return &h, nil
 }

@@ -27,6 +27,7 @@ type config struct {
 	maxRetryWait  time.Duration
 	maxRetries    int
 	onRetry       func(RetryEvent)
+	observer      Observer
 	now           func() time.Time
 	rand          func() float64
 	pacing        Pacing
@@ -104,8 +105,12 @@ func WithUserAgent(ua string) Option {
 }
 
 // WithLogger sets a structured logger. The client logs nothing by default;
-// with a logger it logs every retry decision (attempt, status, wait,
-// will_retry). It never logs the bearer token or request bodies.
+// with a logger it logs, at debug, one line per attempt (method, path,
+// status, duration, request id, attempt, body sizes, call id); at info, every
+// retry decision (attempt, status, wait, will_retry, reason) and limiter
+// refusal; at warn, what the user must act on (an unknown outcome, a
+// redirect, a limiter that cannot be reached). It never logs a header, a
+// body, the bearer token or any other credential.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		c.logger = l

@@ -131,17 +131,31 @@ func TestTokenSourceOncePerCall(t *testing.T) {
 	assert.Len(t, srv.requests(), 2)
 }
 
-func TestResponseHook(t *testing.T) {
+// A failed call's error carries its transcript: both attempts, the
+// decision on the first, the request id of the last.
+func TestErrorCarriesTranscript(t *testing.T) {
 	srv := newScriptServer(t, step{status: 503}, step{status: 404, body: `{"code":"not_found","title":"t","detail":"d","status":"not_found"}`})
 	c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }))
-	var got *Response
-	ctx := WithResponseHook(context.Background(), func(r *Response) { got = r })
-	_, err := c.Payments.Get(ctx, "p1")
+	_, err := c.Payments.Get(context.Background(), "p1")
 	require.ErrorIs(t, err, ErrNotFound)
-	require.NotNil(t, got)
-	assert.Equal(t, 404, got.StatusCode)
-	assert.Equal(t, 2, got.Attempts)
-	assert.Equal(t, "req-xx", got.RequestID)
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	call := apiErr.Call
+	require.NotNil(t, call)
+	assert.Same(t, call, CallOf(err))
+	assert.Equal(t, OutcomeAPIError, call.Outcome)
+	assert.Equal(t, "getPayment", call.Operation)
+	assert.Equal(t, "/payments/{id}", call.Route)
+	assert.Equal(t, "p1", call.PaymentID)
+	require.Len(t, call.Attempts, 2)
+	assert.Equal(t, 503, call.Attempts[0].StatusCode)
+	assert.True(t, call.Attempts[0].Retry)
+	assert.Equal(t, ReasonServerError, call.Attempts[0].Reason)
+	assert.False(t, call.Attempts[0].ServerWait)
+	assert.Equal(t, 404, call.Attempts[1].StatusCode)
+	assert.False(t, call.Attempts[1].Retry)
+	assert.Equal(t, "req-xx", call.RequestID())
+	assert.Equal(t, 404, call.StatusCode())
 }
 
 func TestCanceledContextSendsNothing(t *testing.T) {
@@ -179,15 +193,22 @@ func TestHealth503IsAReport(t *testing.T) {
 	assert.Nil(t, h.ActiveChains)
 }
 
-// After a 503 and then a broken connection, no stale answer is reported.
-func TestResponseHookNotStaleAfterTransportError(t *testing.T) {
+// After a 503 and then a broken connection, the transcript's last attempt
+// has no answer: no stale status or request id.
+func TestTranscriptNotStaleAfterTransportError(t *testing.T) {
 	srv := newScriptServer(t, step{status: 503}, step{hangUp: true})
 	c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }), WithMaxRetries(1))
-	called := false
-	ctx := WithResponseHook(context.Background(), func(*Response) { called = true })
-	_, err := c.Payments.Get(ctx, "p1")
+	_, err := c.Payments.Get(context.Background(), "p1")
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, 2, te.Attempts)
-	assert.False(t, called, "the last attempt got no answer")
+	require.NotNil(t, te.Call)
+	assert.Equal(t, OutcomeTransport, te.Call.Outcome)
+	require.Len(t, te.Call.Attempts, 2)
+	last := te.Call.Attempts[1]
+	assert.Zero(t, last.StatusCode)
+	assert.Empty(t, last.RequestID)
+	assert.NotEmpty(t, last.Err)
+	assert.Equal(t, ReasonMaxRetries, last.Reason)
+	assert.True(t, last.Refused)
 }

@@ -61,8 +61,16 @@ type Page[T any] struct {
 	Page int64
 	// PerPage is the page size the server used (x-per-page).
 	PerPage int64
-	// Response is the response's metadata.
-	Response *Response
+	// Response is the metadata of the call that fetched this page.
+	Response *Response `json:"-"`
+}
+
+// List is a list that the gateway returns whole (not paginated), with the
+// metadata of the call that returned it.
+type List[T any] struct {
+	Items []T
+	// Response is the metadata of the call that returned the list.
+	Response *Response `json:"-"`
 }
 
 // HasNext reports whether pages follow this one.

@@ -25,9 +25,11 @@ type ListPaymentMethodsParams struct {
 // sending anything.
 //
 // GET /payment_methods — public.
-func (s *PaymentMethodsService) List(ctx context.Context, params ListPaymentMethodsParams) ([]WalletWithTokens, error) {
+func (s *PaymentMethodsService) List(ctx context.Context, params *ListPaymentMethodsParams) (*List[WalletWithTokens], error) {
 	q := url.Values{}
 	switch {
+	case params == nil:
+		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	case params.AccountID != "" && params.Address != "":
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one, not both"}
 	case params.AccountID != "":
@@ -37,9 +39,11 @@ func (s *PaymentMethodsService) List(ctx context.Context, params ListPaymentMeth
 	default:
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	}
-	var out []WalletWithTokens
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "payment_methods", query: q, anonymous: true}, &out); err != nil {
+	var out List[WalletWithTokens]
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "payment_methods", query: q, anonymous: true}, &out.Items)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
 }

@@ -29,13 +29,13 @@ func TestPaymentMethodsRequests(t *testing.T) {
 		{
 			name: "List by account",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.PaymentMethods.List(ctx, ListPaymentMethodsParams{AccountID: "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"})
+				return c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{AccountID: "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"})
 			},
 			method: "GET", path: "/payment_methods", public: true,
 			query: url.Values{"account_id": {"0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"}},
 			reply: muxOK("[" + fixtureWalletWithTokensJSON + "]"),
 			check: func(t *testing.T, got any) {
-				methods := got.([]WalletWithTokens)
+				methods := got.(*List[WalletWithTokens]).Items
 				if len(methods) != 1 {
 					t.Fatalf("methods = %+v", methods)
 				}
@@ -45,13 +45,13 @@ func TestPaymentMethodsRequests(t *testing.T) {
 		{
 			name: "List by address, unknown gives empty",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.PaymentMethods.List(ctx, ListPaymentMethodsParams{Address: fixturePayee})
+				return c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{Address: fixturePayee})
 			},
 			method: "GET", path: "/payment_methods", public: true,
 			query: url.Values{"address": {fixturePayee}},
 			reply: muxOK("[]"),
 			check: func(t *testing.T, got any) {
-				if methods := got.([]WalletWithTokens); len(methods) != 0 {
+				if methods := got.(*List[WalletWithTokens]).Items; len(methods) != 0 {
 					t.Errorf("methods = %+v", methods)
 				}
 			},
@@ -64,7 +64,7 @@ func TestPaymentMethodsNeedsExactlyOneSelector(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	for _, p := range []ListPaymentMethodsParams{{}, {AccountID: "a", Address: fixturePayee}} {
-		got, err := c.PaymentMethods.List(context.Background(), p)
+		got, err := c.PaymentMethods.List(context.Background(), &p)
 		var ve *ValidationError
 		if !errors.As(err, &ve) || ve.Field != "account_id|address" || got != nil {
 			t.Errorf("List(%+v) = %v, %v; want a *ValidationError", p, got, err)

@@ -120,6 +120,9 @@ type PaymentDetail struct {
 	// Replayed is true when Create returned the payment an earlier call with
 	// the same Idempotency-Key created (HTTP 200 instead of 201).
 	Replayed bool `json:"-"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // Transaction is one on-chain attempt of a payment's step.
@@ -148,6 +151,9 @@ type Transaction struct {
 	ConfirmedAt         *time.Time `json:"confirmed_at"`
 	CreatedAt           time.Time  `json:"created_at"`
 	UpdatedAt           time.Time  `json:"updated_at"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // CreatePaymentParams opens a payment.
@@ -204,6 +210,7 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 		return nil, err
 	}
 	p.Replayed = resp.StatusCode == http.StatusOK
+	p.Response = resp
 	return &p, nil
 }
 
@@ -216,9 +223,11 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 		return nil, err
 	}
 	var p PaymentDetail
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &p); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &p)
+	if err != nil {
 		return nil, err
 	}
+	p.Response = resp
 	return &p, nil
 }
 
@@ -333,9 +342,11 @@ func (s *PaymentsService) Sign(ctx context.Context, id, signature string) (*Paym
 	}
 	var p PaymentDetail
 	body := map[string]string{"signature": signature}
-	if _, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, body: body}, &p); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, body: body}, &p)
+	if err != nil {
 		return nil, err
 	}
+	p.Response = resp
 	return &p, nil
 }
 
@@ -458,6 +469,9 @@ type PreparedTransaction struct {
 	// The close-dispute route answers 200 either way, so Reused is always
 	// false for it.
 	Reused bool `json:"-"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // RefundAuthorization is the answer to the first refund phase: an EIP-3009
@@ -467,6 +481,9 @@ type RefundAuthorization struct {
 	// check it with VerifyPayload, sign the digest that returns, and pass
 	// the signature to Prepare(OpRefund) with the same amount.
 	SigningPayload json.RawMessage `json:"signing_payload"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // operationRoute maps an operation to its route segment under
@@ -526,6 +543,7 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 	}
 	// The close-dispute route answers 200 for new transactions too.
 	out.Reused = resp.StatusCode == http.StatusOK && op != OpCloseDispute
+	out.Response = resp
 	return &out, nil
 }
 
@@ -623,9 +641,11 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 
 func doTransaction(ctx context.Context, c *Client, path string, body any) (*Transaction, error) {
 	var tx Transaction
-	if _, err := c.do(ctx, &request{method: http.MethodPost, path: path, body: body}, &tx); err != nil {
+	resp, err := c.do(ctx, &request{method: http.MethodPost, path: path, body: body}, &tx)
+	if err != nil {
 		return nil, err
 	}
+	tx.Response = resp
 	return &tx, nil
 }
 
@@ -648,9 +668,11 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params R
 		return nil, err
 	}
 	var out RefundAuthorization
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: PrepareParams{Amount: amount}}, &out); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: PrepareParams{Amount: amount}}, &out)
+	if err != nil {
 		return nil, err
 	}
+	out.Response = resp
 	if len(out.SigningPayload) == 0 || string(out.SigningPayload) == "null" {
 		return nil, &DecodeError{Method: http.MethodPost, Path: path, StatusCode: http.StatusOK,
 			Err: errors.New("refund phase 1 answer carries no signing_payload")}

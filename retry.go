@@ -56,6 +56,9 @@ type RetryEvent struct {
 	Reason RetryReason
 	// RequestID is the failed answer's X-Request-Id, if any.
 	RequestID string
+	// CallID identifies the call within the Client (Call.ID), so that the
+	// events of two concurrent calls to one path can be told apart.
+	CallID uint64
 }
 
 // callState is the per-call state. It rides in the request's context under
@@ -63,6 +66,8 @@ type RetryEvent struct {
 // one response's header never paces another call or attempt. Only the
 // calling goroutine touches it (retryablehttp runs the hooks synchronously).
 type callState struct {
+	call           *Call // the transcript, shared by the sends of one call
+	requestBytes   int
 	method         string
 	path           string
 	idempotencyKey string
@@ -114,10 +119,11 @@ func stateFrom(ctx context.Context) *callState {
 // out (out may be nil). Every non-2xx becomes an *APIError, or an
 // *OutcomeUnknownError for a write that may have run. use records which
 // token-source session the call was sent with (see do in client.go).
-func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse) (*Response, error) {
+func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, call *Call) (*Response, error) {
 	st := &callState{
+		call:           call,
 		method:         r.method,
-		path:           "/" + r.path,
+		path:           call.Path,
 		idempotencyKey: r.idempotencyKey,
 		op:             classify(r.method, r.path),
 	}
@@ -131,6 +137,7 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse) (
 			return nil, fmt.Errorf("rail0: %s %s: encoding the request body: %w", st.method, st.path, err)
 		}
 		body = b // replayed from these bytes on every attempt
+		st.requestBytes = len(b)
 	}
 	var token string
 	if !r.anonymous {
@@ -151,7 +158,7 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse) (
 			return nil, err
 		}
 	}
-	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, callStateKey{}, st), r.method, c.resolve(r.path, r.query), body)
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, callStateKey{}, st), r.method, call.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
 	}
@@ -171,17 +178,16 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse) (
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close() // checkRetry has read it already
 	}
-	return c.finish(ctx, st, err, out)
+	return c.finish(st, err, out)
 }
 
 // finish turns the final state of a call into its result.
-func (c *Client) finish(ctx context.Context, st *callState, err error, out any) (*Response, error) {
+func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	var meta *Response
 	if st.status != 0 {
-		meta = &Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts, RateLimit: st.rateLimit}
-		if hook, ok := ctx.Value(responseHookKey{}).(func(*Response)); ok && hook != nil {
-			hook(meta)
-		}
+		// Allocated with the transcript: one allocation for both.
+		meta = &st.call.resp
+		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts, RateLimit: st.rateLimit}
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, NotRetried: st.notRetried, Err: err}
@@ -302,12 +308,14 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		st.last429 = nil
 	}
 	st.notRetried = ""
+	c.afterAttempt(ctx, st, o, d, failure, now)
 	if !d.relevant {
 		return false, failure
 	}
 	ev := RetryEvent{
 		Method: st.method, Path: st.path, Attempt: st.attempts, StatusCode: o.status,
 		Err: failure, RetryAfter: o.retryAfter, Wait: d.wait, WillRetry: d.retry, Reason: d.reason,
+		CallID: st.call.ID,
 	}
 	if st.header != nil && err == nil {
 		ev.RequestID = st.header.Get("X-Request-Id")
@@ -374,6 +382,13 @@ func (c *Client) prepareRetry(req *http.Request) error {
 	return c.admit(req.Context(), st)
 }
 
+// requestHook is the RequestLogHook: it runs before every attempt.
+func (c *Client) requestHook(_ retryablehttp.Logger, req *http.Request, _ int) {
+	if st := stateFrom(req.Context()); st != nil {
+		c.beforeAttempt(req, st)
+	}
+}
+
 // admit waits for the call's turn on its rate-limit partition: after a
 // cooldown, and within the pacing budget. The wait counts against the call's
 // allowance; when it does not fit the allowance or the deadline, the call
@@ -405,6 +420,7 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		}
 		return nil
 	}
+	c.noteAdmission(ctx, st, adm)
 	if !adm.OK {
 		c.stats.refuse(ReasonLimiter)
 		return &APIError{
@@ -416,11 +432,6 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 	}
 	if adm.Wait > 0 {
 		st.waited += adm.Wait
-		if c.logger != nil {
-			c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: waiting for the rate limit",
-				slog.String("method", st.method), slog.String("path", st.path),
-				slog.Duration("wait", adm.Wait), slog.Bool("cooldown", adm.Cooldown))
-		}
 		if !sleepCtx(ctx, adm.Wait) {
 			return ctx.Err()
 		}
@@ -498,6 +509,11 @@ func (r RetryRefusals) Total() uint64 {
 // them. No RetryEvent carries it: the refusal comes before an attempt.
 const ReasonLimiter RetryReason = "limiter"
 
+// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
+// client signed in again and sent the call once more (a transcript entry,
+// not a RetryEvent).
+const ReasonSessionRefused RetryReason = "session_refused"
+
 // retryCounters holds the client's retry counters.
 type retryCounters struct {
 	retries                                           atomic.Uint64
@@ -543,19 +559,20 @@ func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Respo
 	return resp, err
 }
 
-// report logs a retry decision and hands it to the OnRetry hook.
+// report logs a retry decision (at info: retries and refusals; what the
+// user must act on is logged at warn when the call ends) and hands it to
+// the OnRetry hook.
 func (c *Client) report(ctx context.Context, ev RetryEvent) {
 	if c.logger != nil {
-		level := slog.LevelInfo
 		msg := "rail0: retrying"
 		switch {
 		case ev.Reason == ReasonRetryOn429Off:
-			// The caller chose to handle 429s: worth a line, not a warning.
 			msg = "rail0: rate limited; not retrying (WithRetryOn429 is off)"
 		case !ev.WillRetry:
-			level, msg = slog.LevelWarn, "rail0: not retrying"
+			msg = "rail0: not retrying"
 		}
 		attrs := []slog.Attr{
+			slog.Uint64("call_id", ev.CallID),
 			slog.String("method", ev.Method),
 			slog.String("path", ev.Path),
 			slog.Int("attempt", ev.Attempt),
@@ -573,7 +590,7 @@ func (c *Client) report(ctx context.Context, ev RetryEvent) {
 		if ev.Err != nil {
 			attrs = append(attrs, slog.String("error", ev.Err.Error()))
 		}
-		c.logger.LogAttrs(ctx, level, msg, attrs...)
+		c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
 	}
 	if c.onRetry != nil {
 		c.onRetry(ev)

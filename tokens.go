@@ -49,10 +49,12 @@ func (p *ListTokensParams) values() url.Values {
 // params.Active is true. The list is not paginated. params may be nil.
 //
 // GET /tokens — public.
-func (s *TokensService) List(ctx context.Context, params *ListTokensParams) ([]Token, error) {
-	var out []Token
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: "tokens", query: params.values(), anonymous: true}, &out); err != nil {
+func (s *TokensService) List(ctx context.Context, params *ListTokensParams) (*List[Token], error) {
+	var out List[Token]
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "tokens", query: params.values(), anonymous: true}, &out.Items)
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	out.Response = resp
+	return &out, nil
 }

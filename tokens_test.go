@@ -25,7 +25,7 @@ func TestTokensRequests(t *testing.T) {
 			reply: muxOK("[" + fixtureUSDCJSON + "]"),
 			check: func(t *testing.T, got any) {
 				want := Token{ChainID: 84532, Symbol: "USDC", Address: fixtureToken, Decimals: 6, Active: true}
-				if tokens := got.([]Token); len(tokens) != 1 || tokens[0] != want {
+				if tokens := got.(*List[Token]).Items; len(tokens) != 1 || tokens[0] != want {
 					t.Errorf("tokens = %+v, want [%+v]", tokens, want)
 				}
 			},
@@ -39,7 +39,7 @@ func TestTokensRequests(t *testing.T) {
 			query: url.Values{"active": {"false"}},
 			reply: muxOK("[" + fixtureRetiredJSON + "]"),
 			check: func(t *testing.T, got any) {
-				if tokens := got.([]Token); len(tokens) != 1 || tokens[0].Active || tokens[0].Decimals != 18 {
+				if tokens := got.(*List[Token]).Items; len(tokens) != 1 || tokens[0].Active || tokens[0].Decimals != 18 {
 					t.Errorf("tokens = %+v", tokens)
 				}
 			},
@@ -50,7 +50,7 @@ func TestTokensRequests(t *testing.T) {
 			method: "GET", path: "/tokens", public: true,
 			reply: muxOK("[" + fixtureUSDCJSON + ", " + fixtureRetiredJSON + "]"),
 			check: func(t *testing.T, got any) {
-				if tokens := got.([]Token); len(tokens) != 2 {
+				if tokens := got.(*List[Token]).Items; len(tokens) != 2 {
 					t.Errorf("tokens = %+v", tokens)
 				}
 			},

@@ -17,6 +17,9 @@ type Wallet struct {
 	Label string `json:"label"`
 	// Active is false once the wallet was deactivated.
 	Active bool `json:"active"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // WalletTokenHolding is one token a wallet accepts, as listed under a
@@ -45,6 +48,9 @@ type WalletToken struct {
 	Wallet     Wallet     `json:"wallet"`
 	Token      Token      `json:"token"`
 	Blockchain Blockchain `json:"blockchain"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // WalletBalances are a wallet's live on-chain balances, one entry per chain.
@@ -52,6 +58,9 @@ type WalletBalances struct {
 	WalletID string         `json:"wallet_id"`
 	Address  string         `json:"address"`
 	Balances []ChainBalance `json:"balances"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // ChainBalance is a wallet's balances on one chain. When the chain's node
@@ -214,9 +223,11 @@ func (s *WalletsService) Create(ctx context.Context, accountID string, params Cr
 		}
 	}
 	var w Wallet
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: params}, &w); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: params}, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -229,9 +240,11 @@ func (s *WalletsService) Get(ctx context.Context, accountID, id string) (*Wallet
 		return nil, err
 	}
 	var w Wallet
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &w); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -255,9 +268,11 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 		return nil, err
 	}
 	var w Wallet
-	if _, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -265,13 +280,14 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 // id is the wallet's UUID or address.
 //
 // DELETE /accounts/{account_id}/wallets/{id} — a session of that account.
-func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) error {
+//
+// The answer has no body; the *Response is the call's metadata.
+func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) (*Response, error) {
 	path, err := walletsPath(accountID, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
-	return err
+	return s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
 }
 
 // BalancesParams filters GET .../wallets/{id}/balances. Zero values are not
@@ -307,9 +323,11 @@ func (s *WalletsService) Balances(ctx context.Context, accountID, id string, par
 		return nil, err
 	}
 	var b WalletBalances
-	if _, err := s.client.do(ctx, &request{method: http.MethodGet, path: path + "/balances", query: params.values()}, &b); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: path + "/balances", query: params.values()}, &b)
+	if err != nil {
 		return nil, err
 	}
+	b.Response = resp
 	return &b, nil
 }
 
@@ -324,30 +342,43 @@ type AddTokenParams struct {
 	Default *bool `json:"default,omitempty"`
 }
 
-// AddToken makes a wallet accept a token (an upsert). created is true when
+// AddToken makes a wallet accept a token (an upsert). Created is true when
 // the holding is new (201) and false when an existing one was reactivated
 // or updated (200); both return the holding.
 //
 // POST /accounts/{account_id}/wallets/{id}/tokens — a session of that
 // account. 422 unknown_chain or unknown_token for a token not in the
 // catalog.
-func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params AddTokenParams) (token *WalletToken, created bool, err error) {
+func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params AddTokenParams) (*AddTokenResult, error) {
 	if params.ChainID <= 0 {
-		return nil, false, &ValidationError{Field: "chain_id", Reason: "is required"}
+		return nil, &ValidationError{Field: "chain_id", Reason: "is required"}
 	}
 	if params.Token == "" {
-		return nil, false, &ValidationError{Field: "token", Reason: "is required"}
+		return nil, &ValidationError{Field: "token", Reason: "is required"}
 	}
 	path, err := walletsPath(accountID, id)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	var wt WalletToken
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path + "/tokens", body: params}, &wt)
+	var out AddTokenResult
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path + "/tokens", body: params}, &out.Token)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return &wt, resp.StatusCode == http.StatusCreated, nil
+	out.Created = resp.StatusCode == http.StatusCreated
+	out.Response = resp
+	return &out, nil
+}
+
+// AddTokenResult is the answer to AddToken.
+type AddTokenResult struct {
+	// Token is the holding.
+	Token WalletToken
+	// Created is true when the holding is new (201), false when an
+	// existing one was reactivated or updated (200).
+	Created bool
+	// Response is the metadata of the call.
+	Response *Response `json:"-"`
 }
 
 // RemoveToken stops a wallet accepting a token (a soft disable; EnableToken
@@ -356,13 +387,14 @@ func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, par
 //
 // DELETE /accounts/{account_id}/wallets/{id}/tokens/{token_id} — a session
 // of that account.
-func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) error {
+//
+// The answer has no body; the *Response is the call's metadata.
+func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
 	path, err := walletsPath(accountID, id, tokenID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
-	return err
+	return s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
 }
 
 // EnableToken re-enables an existing holding. tokenID is the token's UUID.
@@ -389,8 +421,10 @@ func (s *WalletsService) toggleToken(ctx context.Context, accountID, id, tokenID
 		return nil, err
 	}
 	var wt WalletToken
-	if _, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path + "/" + action}, &wt); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path + "/" + action}, &wt)
+	if err != nil {
 		return nil, err
 	}
+	wt.Response = resp
 	return &wt, nil
 }

@@ -33,12 +33,6 @@ func checkWalletToken(t *testing.T, got any) {
 	}
 }
 
-// addTokenResult carries AddToken's two results through a muxCase.
-type addTokenResult struct {
-	token   *WalletToken
-	created bool
-}
-
 func TestWalletsRequests(t *testing.T) {
 	t.Parallel()
 	yes, no := true, false
@@ -75,7 +69,7 @@ func TestWalletsRequests(t *testing.T) {
 			body:  `{"address": "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2", "message": "siwe text", "signature": "0xsig", "label": "Main"}`,
 			reply: muxReply{status: http.StatusCreated, body: fixtureWalletJSON},
 			check: func(t *testing.T, got any) {
-				if w := got.(*Wallet); *w != (Wallet{ID: fixtureWalletID, Address: fixturePayee, Active: true}) {
+				if w := got.(*Wallet); *w != (Wallet{ID: fixtureWalletID, Address: fixturePayee, Active: true, Response: w.Response}) || w.Response == nil {
 					t.Errorf("wallet = %+v", w)
 				}
 			},
@@ -134,7 +128,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Deactivate",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return nil, c.Wallets.Deactivate(ctx, fixtureAccountID, fixtureWalletID)
+				return c.Wallets.Deactivate(ctx, fixtureAccountID, fixtureWalletID)
 			},
 			method: "DELETE", path: walletsBase() + "/" + fixtureWalletID,
 			reply: muxReply{status: http.StatusNoContent},
@@ -178,41 +172,39 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "AddToken new holding (201)",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				wt, created, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
-				return addTokenResult{wt, created}, err
+				return c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
 			},
 			method: "POST", path: walletsBase() + "/" + fixtureWalletID + "/tokens",
 			body:  `{"chain_id": 84532, "token": "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "default": true}`,
 			reply: muxReply{status: http.StatusCreated, body: fixtureWalletTokenJSON},
 			check: func(t *testing.T, got any) {
-				r := got.(addTokenResult)
-				if !r.created {
+				r := got.(*AddTokenResult)
+				if !r.Created || r.Response == nil || r.Response.StatusCode != http.StatusCreated {
 					t.Errorf("created = false for a 201")
 				}
-				checkWalletToken(t, r.token)
+				checkWalletToken(t, &r.Token)
 			},
 		},
 		{
 			name: "AddToken existing holding (200)",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				wt, created, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 84532, Token: "USDC"})
-				return addTokenResult{wt, created}, err
+				return c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 84532, Token: "USDC"})
 			},
 			method: "POST", path: walletsBase() + "/" + fixtureWalletID + "/tokens",
 			body:  `{"chain_id": 84532, "token": "USDC"}`,
 			reply: muxOK(fixtureWalletTokenJSON),
 			check: func(t *testing.T, got any) {
-				r := got.(addTokenResult)
-				if r.created {
+				r := got.(*AddTokenResult)
+				if r.Created {
 					t.Errorf("created = true for a 200")
 				}
-				checkWalletToken(t, r.token)
+				checkWalletToken(t, &r.Token)
 			},
 		},
 		{
 			name: "RemoveToken",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return nil, c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, fixtureTokenID)
+				return c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, fixtureTokenID)
 			},
 			method: "DELETE", path: walletsBase() + "/" + fixtureWalletID + "/tokens/" + fixtureTokenID,
 			reply: muxReply{status: http.StatusNoContent},
@@ -306,17 +298,17 @@ func TestWalletsValidation(t *testing.T) {
 			_, err := c.Wallets.Update(ctx, "", fixtureWalletID, UpdateWalletParams{Active: &yes})
 			return err
 		}},
-		{"Deactivate without wallet", "id", func() error { return c.Wallets.Deactivate(ctx, fixtureAccountID, "") }},
+		{"Deactivate without wallet", "id", func() error { _, err := c.Wallets.Deactivate(ctx, fixtureAccountID, ""); return err }},
 		{"Balances without wallet", "id", func() error { _, err := c.Wallets.Balances(ctx, fixtureAccountID, "", nil); return err }},
 		{"AddToken without chain", "chain_id", func() error {
-			_, _, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{Token: "USDC"})
+			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{Token: "USDC"})
 			return err
 		}},
 		{"AddToken without token", "token", func() error {
-			_, _, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 1})
+			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 1})
 			return err
 		}},
-		{"RemoveToken without token id", "token_id", func() error { return c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, "") }},
+		{"RemoveToken without token id", "token_id", func() error { _, err := c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, ""); return err }},
 		{"EnableToken without wallet", "id", func() error {
 			_, err := c.Wallets.EnableToken(ctx, fixtureAccountID, "", fixtureTokenID)
 			return err

@@ -60,6 +60,9 @@ type Webhook struct {
 	CircuitFailureCount int64     `json:"circuit_failure_count"`
 	CreatedAt           time.Time `json:"created_at"`
 	UpdatedAt           time.Time `json:"updated_at"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // WebhookWithSecret is a webhook with its shared secret, which the gateway
@@ -69,6 +72,9 @@ type Webhook struct {
 type WebhookWithSecret struct {
 	Webhook
 	SharedSecret string `json:"shared_secret"`
+	// Response is the metadata of the call that returned this value; nil
+	// on a value nested in another call's result.
+	Response *Response `json:"-"`
 }
 
 // String describes the webhook without its secret.
@@ -149,9 +155,11 @@ func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams
 		}
 	}
 	var w WebhookWithSecret
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: "webhooks", body: params, secretAnswer: true}, &w); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "webhooks", body: params, secretAnswer: true}, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -213,13 +221,12 @@ func webhookPath(id string, segments ...string) (string, error) {
 
 // webhookCall sends a body-less request to a webhook route and decodes the
 // answer into out.
-func (s *WebhooksService) webhookCall(ctx context.Context, method, id string, out any, segments ...string) error {
+func (s *WebhooksService) webhookCall(ctx context.Context, method, id string, out any, segments ...string) (*Response, error) {
 	path, err := webhookPath(id, segments...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.client.do(ctx, &request{method: method, path: path}, out)
-	return err
+	return s.client.do(ctx, &request{method: method, path: path}, out)
 }
 
 // Get reads a webhook.
@@ -227,9 +234,11 @@ func (s *WebhooksService) webhookCall(ctx context.Context, method, id string, ou
 // GET /webhooks/{id} — a session of the owning account.
 func (s *WebhooksService) Get(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	if err := s.webhookCall(ctx, http.MethodGet, id, &w); err != nil {
+	resp, err := s.webhookCall(ctx, http.MethodGet, id, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -253,16 +262,20 @@ func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWe
 		return nil, err
 	}
 	var w Webhook
-	if _, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
 // Delete removes a webhook.
 //
 // DELETE /webhooks/{id} — a session of the owning account.
-func (s *WebhooksService) Delete(ctx context.Context, id string) error {
+//
+// The answer has no body; the *Response is the call's metadata.
+func (s *WebhooksService) Delete(ctx context.Context, id string) (*Response, error) {
 	return s.webhookCall(ctx, http.MethodDelete, id, nil)
 }
 
@@ -271,9 +284,11 @@ func (s *WebhooksService) Delete(ctx context.Context, id string) error {
 // PUT /webhooks/{id}/enable — a session of the owning account.
 func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "enable"); err != nil {
+	resp, err := s.webhookCall(ctx, http.MethodPut, id, &w, "enable")
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -282,9 +297,11 @@ func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, erro
 // PUT /webhooks/{id}/disable — a session of the owning account.
 func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "disable"); err != nil {
+	resp, err := s.webhookCall(ctx, http.MethodPut, id, &w, "disable")
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -299,9 +316,11 @@ func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*Webhook
 		return nil, err
 	}
 	var w WebhookWithSecret
-	if _, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, secretAnswer: true}, &w); err != nil {
+	resp, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, secretAnswer: true}, &w)
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -311,9 +330,11 @@ func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*Webhook
 // PUT /webhooks/{id}/reset_circuit — a session of the owning account.
 func (s *WebhooksService) ResetCircuit(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	if err := s.webhookCall(ctx, http.MethodPut, id, &w, "reset_circuit"); err != nil {
+	resp, err := s.webhookCall(ctx, http.MethodPut, id, &w, "reset_circuit")
+	if err != nil {
 		return nil, err
 	}
+	w.Response = resp
 	return &w, nil
 }
 
@@ -379,25 +400,33 @@ func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, para
 
 // Redeliver queues a recorded delivery to be sent again: the same body (same
 // event id) with a new timestamp and signature. It returns the queue status
-// ("queued"); queued is not delivered. A disabled or open-circuit webhook
+// (Status "queued"); queued is not delivered. A disabled or open-circuit webhook
 // silently drops it, so call ResetCircuit first.
 //
 // POST /webhooks/{id}/event_callbacks/{callback_id}/redeliver — a session
 // of the owning account.
-func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (status string, err error) {
+func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (*RedeliverResult, error) {
 	callback, err := pathSegment("callback_id", callbackID)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	path, err := webhookPath(id, "event_callbacks", callback, "redeliver")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	var out struct {
-		Status string `json:"status"`
+	var out RedeliverResult
+	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path}, &out)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := s.client.do(ctx, &request{method: http.MethodPost, path: path}, &out); err != nil {
-		return "", err
-	}
-	return out.Status, nil
+	out.Response = resp
+	return &out, nil
+}
+
+// RedeliverResult is the answer to Redeliver.
+type RedeliverResult struct {
+	// Status is the queue status ("queued").
+	Status string `json:"status"`
+	// Response is the metadata of the call.
+	Response *Response `json:"-"`
 }

@@ -33,8 +33,13 @@ func checkWebhook(t *testing.T, got any) {
 	w := got.(*Webhook)
 	want := Webhook{ID: fixtureWebhookID, Name: "orders", CallbackURL: "https://shop.example/hooks/rail0", Topic: TopicPaymentsCaptured,
 		Active: true, CircuitState: CircuitClosed, CreatedAt: time.Date(2026, 9, 14, 9, 0, 0, 0, time.UTC), UpdatedAt: time.Date(2026, 9, 14, 9, 30, 0, 0, time.UTC)}
-	if !reflect.DeepEqual(*w, want) {
-		t.Errorf("webhook = %+v\nwant %+v", *w, want)
+	if w.Response == nil || w.Response.StatusCode != http.StatusOK || w.Response.Call == nil {
+		t.Errorf("webhook.Response = %+v, want the call's metadata", w.Response)
+	}
+	cp := *w
+	cp.Response = nil
+	if !reflect.DeepEqual(cp, want) {
+		t.Errorf("webhook = %+v\nwant %+v", cp, want)
 	}
 }
 
@@ -78,7 +83,12 @@ func TestWebhooksRequests(t *testing.T) {
 				if len(p.Items) != 1 || p.TotalCount != 1 || p.HasNext() {
 					t.Fatalf("page = %+v", p)
 				}
-				checkWebhook(t, &p.Items[0])
+				if p.Response == nil || p.Items[0].Response != nil {
+					t.Errorf("page.Response = %v, item.Response = %v: the page carries the call's metadata, its items none", p.Response, p.Items[0].Response)
+				}
+				item := p.Items[0]
+				item.Response = &Response{StatusCode: http.StatusOK, Call: &Call{}}
+				checkWebhook(t, &item)
 			},
 		},
 		{
@@ -101,7 +111,7 @@ func TestWebhooksRequests(t *testing.T) {
 		{
 			name: "Delete",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return nil, c.Webhooks.Delete(ctx, fixtureWebhookID)
+				return c.Webhooks.Delete(ctx, fixtureWebhookID)
 			},
 			method: "DELETE", path: base,
 			reply: muxReply{status: http.StatusNoContent},
@@ -178,7 +188,7 @@ func TestWebhooksRequests(t *testing.T) {
 			method: "POST", path: base + "/event_callbacks/" + fixtureCallbackID + "/redeliver",
 			reply: muxReply{status: http.StatusAccepted, body: `{"status": "queued"}`},
 			check: func(t *testing.T, got any) {
-				if got != "queued" {
+				if r := got.(*RedeliverResult); r.Status != "queued" || r.Response.StatusCode != http.StatusAccepted {
 					t.Errorf("status = %v", got)
 				}
 			},
@@ -247,7 +257,7 @@ func TestWebhooksValidation(t *testing.T) {
 		}},
 		{"Get without id", "id", func() error { _, err := c.Webhooks.Get(ctx, ""); return err }},
 		{"Update with nothing", "params", func() error { _, err := c.Webhooks.Update(ctx, fixtureWebhookID, UpdateWebhookParams{}); return err }},
-		{"Delete without id", "id", func() error { return c.Webhooks.Delete(ctx, "") }},
+		{"Delete without id", "id", func() error { _, err := c.Webhooks.Delete(ctx, ""); return err }},
 		{"RotateSecret without id", "id", func() error { _, err := c.Webhooks.RotateSecret(ctx, ""); return err }},
 		{"ListEventCallbacks without id", "id", func() error { _, err := c.Webhooks.ListEventCallbacks(ctx, "", nil); return err }},
 		{"AllEventCallbacks without id", "id", func() error {

@@ -393,7 +393,7 @@ func contractCalls() []contractCall {
 			return errOnly(c.Tokens.List(ctx, &rail0.ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &yes}))
 		}},
 		{"PaymentMethods.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.PaymentMethods.List(ctx, rail0.ListPaymentMethodsParams{Address: fixturePayee}))
+			return errOnly(c.PaymentMethods.List(ctx, &rail0.ListPaymentMethodsParams{Address: fixturePayee}))
 		}},
 		// Auth.
 		{"Auth.CreateNonce", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.CreateNonce(ctx)) }},
@@ -456,16 +456,17 @@ func contractCalls() []contractCall {
 		{"Wallets.Update", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, rail0.UpdateWalletParams{Label: contractPtr("Shop 2"), Active: &yes}))
 		}},
-		{"Wallets.Deactivate", func(ctx context.Context, c *rail0.Client) error { return c.Wallets.Deactivate(ctx, acct, fixturePayee) }},
+		{"Wallets.Deactivate", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.Deactivate(ctx, acct, fixturePayee))
+		}},
 		{"Wallets.Balances", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, &rail0.BalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
 		}},
 		{"Wallets.AddToken", func(ctx context.Context, c *rail0.Client) error {
-			_, _, err := c.Wallets.AddToken(ctx, acct, fixturePayee, rail0.AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
-			return err
+			return errOnly(c.Wallets.AddToken(ctx, acct, fixturePayee, rail0.AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes}))
 		}},
 		{"Wallets.RemoveToken", func(ctx context.Context, c *rail0.Client) error {
-			return c.Wallets.RemoveToken(ctx, acct, fixturePayee, tokenID)
+			return errOnly(c.Wallets.RemoveToken(ctx, acct, fixturePayee, tokenID))
 		}},
 		{"Wallets.EnableToken", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.EnableToken(ctx, acct, fixturePayee, tokenID))
@@ -481,7 +482,7 @@ func contractCalls() []contractCall {
 			return errOnly(c.Analytics.Timeseries(ctx, &rail0.TimeseriesParams{AnalyticsFilter: filter, Interval: rail0.IntervalWeek}))
 		}},
 		{"Analytics.Breakdown", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Analytics.Breakdown(ctx, rail0.BreakdownParams{AnalyticsFilter: filter, By: rail0.BreakdownByToken}))
+			return errOnly(c.Analytics.Breakdown(ctx, &rail0.BreakdownParams{AnalyticsFilter: filter, By: rail0.BreakdownByToken}))
 		}},
 		// Webhooks.
 		{"Webhooks.Create", func(ctx context.Context, c *rail0.Client) error {
@@ -497,7 +498,7 @@ func contractCalls() []contractCall {
 		{"Webhooks.Update", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Webhooks.Update(ctx, hookID, rail0.UpdateWebhookParams{Name: "orders-2"}))
 		}},
-		{"Webhooks.Delete", func(ctx context.Context, c *rail0.Client) error { return c.Webhooks.Delete(ctx, hookID) }},
+		{"Webhooks.Delete", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Delete(ctx, hookID)) }},
 		{"Webhooks.Enable", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Enable(ctx, hookID)) }},
 		{"Webhooks.Disable", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Disable(ctx, hookID)) }},
 		{"Webhooks.RotateSecret", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.RotateSecret(ctx, hookID)) }},

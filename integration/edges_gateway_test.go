@@ -58,8 +58,8 @@ func TestGatewayRevokedSessionCostsOneSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if revoked, err := elsewhere.Auth.Logout(ctx); err != nil || !revoked {
-		t.Fatalf("Logout = %v, %v", revoked, err)
+	if out, err := elsewhere.Auth.Logout(ctx); err != nil || !out.Revoked {
+		t.Fatalf("Logout = %+v, %v", out, err)
 	}
 
 	const workers = 40
@@ -100,7 +100,7 @@ func TestGatewayDotSegmentIdsRefused(t *testing.T) {
 		if !errors.As(err, &ve) || p != nil {
 			t.Errorf("Payments.Get(%q) = %v, %v; want a *ValidationError", id, p, err)
 		}
-		if err := c.Webhooks.Delete(ctx, id); !errors.As(err, &ve) {
+		if _, err := c.Webhooks.Delete(ctx, id); !errors.As(err, &ve) {
 			t.Errorf("Webhooks.Delete(%q) = %v; want a *ValidationError", id, err)
 		}
 	}

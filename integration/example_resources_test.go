@@ -61,7 +61,7 @@ func ExampleChainsService_List() {
 		fmt.Println(err)
 		return
 	}
-	for _, c := range chains {
+	for _, c := range chains.Items {
 		fmt.Println(c.ChainID, c.Name, c.NetworkType)
 	}
 	// Output: 84532 Base Sepolia testnet
@@ -78,7 +78,7 @@ func ExampleTokensService_List() {
 		fmt.Println(err)
 		return
 	}
-	for _, t := range tokens {
+	for _, t := range tokens.Items {
 		fmt.Println(t.Symbol, t.Decimals)
 	}
 	// Output: USDC 6
@@ -89,18 +89,18 @@ func ExamplePaymentMethodsService_List() {
 	defer srv.Close()
 	client, _ := rail0.NewClient(srv.URL)
 
-	wallets, err := client.PaymentMethods.List(context.Background(), rail0.ListPaymentMethodsParams{Address: srv.Merchant.Address})
+	wallets, err := client.PaymentMethods.List(context.Background(), &rail0.ListPaymentMethodsParams{Address: srv.Merchant.Address})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, w := range wallets {
+	for _, w := range wallets.Items {
 		for _, h := range w.Tokens {
 			fmt.Println(w.Address == srv.Merchant.Address, h.Token.Symbol, h.Token.ChainID)
 		}
 	}
 	// Neither or both selectors is refused before any request.
-	_, err = client.PaymentMethods.List(context.Background(), rail0.ListPaymentMethodsParams{})
+	_, err = client.PaymentMethods.List(context.Background(), &rail0.ListPaymentMethodsParams{})
 	var ve *rail0.ValidationError
 	fmt.Println(errors.As(err, &ve))
 	// Output:
@@ -255,7 +255,7 @@ func ExampleDiscoveryService_OpenAPI() {
 	defer srv.Close()
 	client, _ := rail0.NewClient(srv.URL)
 
-	raw, err := client.Discovery.OpenAPI(context.Background())
+	contract, err := client.Discovery.OpenAPI(context.Background())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -264,11 +264,11 @@ func ExampleDiscoveryService_OpenAPI() {
 		OpenAPI string `json:"openapi"`
 		Paths   map[string]json.RawMessage
 	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
+	if err := json.Unmarshal(contract.JSON, &doc); err != nil {
 		fmt.Println(err)
 		return
 	}
 	desc, err := client.Discovery.Describe(context.Background())
-	fmt.Println(doc.OpenAPI[:3], len(doc.Paths), "paths;", "descriptor fields:", len(desc) > 0, err)
-	// Output: 3.1 45 paths; descriptor fields: true <nil>
+	fmt.Println(doc.OpenAPI[:3], len(doc.Paths), "paths;", "descriptor:", desc.Name, desc.APIVersion != "", err)
+	// Output: 3.1 45 paths; descriptor: RAIL0 gateway (rail0test) true <nil>
 }

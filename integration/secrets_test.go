@@ -38,8 +38,9 @@ var (
 		"rail0.AnalyticsFilter.Token": true, "rail0.AnalyticsVolume.Token": true, "rail0.AnalyticsRow.Token": true,
 		"rail0.Payment.Token": true, "rail0.CreatePaymentParams.Token": true, "rail0.ListPaymentsParams.Token": true,
 		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.AddTokenParams.Token": true,
-		"webhook.Payment.Token":  true,
-		"rail0.AnalyticsRow.Key": true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
+		"rail0.AddTokenResult.Token": true,
+		"webhook.Payment.Token":      true,
+		"rail0.AnalyticsRow.Key":     true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
 		"rail0.CreatePaymentParams.IdempotencyKey": true,
 	}
 )

@@ -77,11 +77,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 
 	// Public catalog and discovery.
 	chains, err := anon.Chains.List(ctx, &rail0.ListChainsParams{NetworkType: rail0.NetworkTestnet})
-	if err != nil || len(chains) == 0 || chains[0].ChainID != gw.ChainID {
+	if err != nil || len(chains.Items) == 0 || chains.Items[0].ChainID != gw.ChainID {
 		t.Fatalf("testnet chains = %+v, %v", chains, err)
 	}
-	methods, err := anon.PaymentMethods.List(ctx, rail0.ListPaymentMethodsParams{AccountID: acct})
-	if err != nil || len(methods) != 1 || len(methods[0].Tokens) == 0 {
+	methods, err := anon.PaymentMethods.List(ctx, &rail0.ListPaymentMethodsParams{AccountID: acct})
+	if err != nil || len(methods.Items) != 1 || len(methods.Items[0].Tokens) == 0 {
 		t.Fatalf("payment methods = %+v, %v", methods, err)
 	}
 
@@ -179,7 +179,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil || summary.Orders < 1 {
 		t.Errorf("summary = %+v, %v", summary, err)
 	}
-	if revoked, err := client.Auth.Logout(ctx); err != nil || !revoked {
-		t.Errorf("Logout = %v, %v", revoked, err)
+	if out, err := client.Auth.Logout(ctx); err != nil || !out.Revoked {
+		t.Errorf("Logout = %+v, %v", out, err)
 	}
 }

@@ -9,6 +9,10 @@
 // sessions at 5 requests per 2 s so that the effect shows in seconds; set
 // RAIL0_BASE_URL to use a real gateway (see examples/internal/demo), whose
 // budgets rail0.PublishedLimits describes.
+//
+// After each job it prints what the calls' transcripts (Response.Call) say:
+// how long the job waited on the gateway's Retry-After and in the limiter,
+// and the story of its slowest call, attempt by attempt.
 package main
 
 import (
@@ -16,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,17 +85,55 @@ func run(ctx context.Context, w io.Writer) error {
 			return err
 		}
 		start := time.Now()
-		done, failed := work(ctx, client)
+		r := work(ctx, client)
 		fmt.Fprintf(w, "%-27s %d reads done, %d failed, %d answered 429, %.1fs\n",
-			job.name+":", done, failed, throttled.Load(), time.Since(start).Seconds())
+			job.name+":", r.done, r.failed, throttled.Load(), time.Since(start).Seconds())
+		fmt.Fprintf(w, "  waited %.1fs on Retry-After and %.1fs in the limiter; the slowest call:\n",
+			r.retryWait.Seconds(), r.limiterWait.Seconds())
+		if r.slowest != nil {
+			fmt.Fprintln(w, "  "+strings.ReplaceAll(r.slowest.String(), "\n", "\n  "))
+		}
 	}
 	return nil
 }
 
+// result sums up a job from its calls' transcripts.
+type result struct {
+	done, failed           int
+	retryWait, limiterWait time.Duration
+	slowest                *rail0.Call
+}
+
+// add counts one call, successful or not, from its transcript.
+func (r *result) add(call *rail0.Call, err error) {
+	if err != nil {
+		r.failed++
+	} else {
+		r.done++
+	}
+	if call == nil {
+		return
+	}
+	for _, a := range call.Attempts {
+		if a.Retry {
+			r.retryWait += a.Wait
+		}
+	}
+	for _, l := range call.Limiter {
+		if !l.Refused {
+			r.limiterWait += l.Wait
+		}
+	}
+	if r.slowest == nil || call.Duration > r.slowest.Duration {
+		r.slowest = call
+	}
+}
+
 // work lists the buyer's payments requests times from a few goroutines.
-func work(ctx context.Context, client *rail0.Client) (done, failed int32) {
+func work(ctx context.Context, client *rail0.Client) result {
 	var wg sync.WaitGroup
-	var d, f atomic.Int32
+	var mu sync.Mutex
+	var r result
 	jobs := make(chan struct{}, requests)
 	for range requests {
 		jobs <- struct{}{}
@@ -101,14 +144,17 @@ func work(ctx context.Context, client *rail0.Client) (done, failed int32) {
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				if _, err := client.Payments.List(ctx, &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{PerPage: 10}}); err != nil {
-					f.Add(1)
-					continue
+				page, err := client.Payments.List(ctx, &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{PerPage: 10}})
+				call := rail0.CallOf(err) // a failed call's transcript rides on its error
+				if err == nil {
+					call = page.Response.Call
 				}
-				d.Add(1)
+				mu.Lock()
+				r.add(call, err)
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return d.Load(), f.Load()
+	return r
 }

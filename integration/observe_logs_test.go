@@ -1,0 +1,188 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/rail0test"
+	"github.com/rail0/rail0-go/signing"
+)
+
+// recordingSigner remembers every signature it makes (sign-ins included),
+// so that the test can look for them.
+type recordingSigner struct {
+	rail0.Signer
+	mu   sync.Mutex
+	sigs [][]byte
+}
+
+func (r *recordingSigner) SignDigest(ctx context.Context, digest [32]byte) ([]byte, error) {
+	sig, err := r.Signer.SignDigest(ctx, digest)
+	r.mu.Lock()
+	r.sigs = append(r.sigs, append([]byte(nil), sig...))
+	r.mu.Unlock()
+	return sig, err
+}
+
+// encodings returns s as it could leak: raw, base64, hex and JSON-escaped.
+func encodings(s string) []string {
+	js, _ := json.Marshal(s)
+	return []string{s, base64.StdEncoding.EncodeToString([]byte(s)), base64.RawURLEncoding.EncodeToString([]byte(s)),
+		hex.EncodeToString([]byte(s)), strings.Trim(string(js), `"`)}
+}
+
+// bytesEncodings returns b as it could leak: hex (with and without 0x, in
+// both cases) and base64.
+func bytesEncodings(b []byte) []string {
+	h := hex.EncodeToString(b)
+	return []string{h, strings.ToUpper(h), base64.StdEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b)}
+}
+
+// TestDebugLogsOfALifecycleHoldNoSecret runs a payment's whole life against
+// rail0test (sign-ins, a webhook and its rotated secret, retried faults and
+// rate limits, authorize, capture, refund, logout) with the SDK logging at
+// debug level, and searches every log line, and every call's transcript,
+// for the session tokens, the private keys, the webhook secrets and every
+// signature (the sign-in ones included), in raw, base64, hex and
+// JSON-escaped form.
+func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	gw := rail0test.NewServer(rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 8}),
+		rail0test.WithRateLimitPeriod(time.Second))
+	defer gw.Close()
+	gw.Faults.Add(rail0test.Fault{Method: http.MethodGet, Path: "/payments/*", Times: 2, Kind: rail0test.FaultStatus, Status: http.StatusBadGateway})
+	ctx := context.Background()
+
+	var transcripts []string
+	keep := func(r *rail0.Response) {
+		if r != nil && r.Call != nil {
+			transcripts = append(transcripts, r.Call.String())
+		}
+	}
+	var signers []*recordingSigner
+	var tokens []string
+	clientFor := func(hexKey string) *rail0.Client {
+		key, err := signing.NewPrivateKeySigner(hexKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := &recordingSigner{Signer: key}
+		signers = append(signers, rs)
+		c, err := rail0.NewClient(gw.URL, rail0.WithLogger(logger), rail0.WithRetryOn429(true),
+			rail0.WithHTTPClient(gw.HTTPClient()), rail0.WithSigner(rs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := c.Session(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep(s.Response)
+		tokens = append(tokens, s.Token)
+		return c
+	}
+	buyer, merchant := clientFor(gw.Buyer.PrivateKey), clientFor(gw.Merchant.PrivateKey)
+
+	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "n", CallbackURL: "https://example.invalid/hook", Topic: rail0.TopicPaymentsCaptured})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep(hook.Response)
+	rotated, err := merchant.Webhooks.RotateSecret(ctx, hook.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep(rotated.Response)
+	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+		Amount: "3.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep(p.Response)
+	signed, err := buyer.Payments.PayerSign(ctx, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep(signed.Response)
+	poll := rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)
+	for _, step := range []func() (*rail0.Transaction, error){
+		func() (*rail0.Transaction, error) { return merchant.Payments.Authorize(ctx, p.ID) },
+		func() (*rail0.Transaction, error) {
+			return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "1.00"})
+		},
+		func() (*rail0.Transaction, error) {
+			return merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "0.50"})
+		},
+	} {
+		tx, err := step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep(tx.Response)
+		done, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, poll)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep(done.Response)
+	}
+	out, err := buyer.Auth.Logout(ctx)
+	if err != nil || !out.Revoked {
+		t.Fatalf("Logout = %+v, %v", out, err)
+	}
+	keep(out.Response)
+
+	var secrets []string
+	for _, s := range append(tokens, hook.SharedSecret, rotated.SharedSecret) {
+		secrets = append(secrets, encodings(s)...)
+	}
+	for _, k := range []string{gw.Buyer.PrivateKey, gw.Merchant.PrivateKey} {
+		bare := strings.TrimPrefix(k, "0x")
+		secrets = append(secrets, encodings(bare)...)
+		raw, err := hex.DecodeString(bare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, bytesEncodings(raw)...)
+	}
+	sigs := 0
+	for _, rs := range signers {
+		for _, sig := range rs.sigs {
+			sigs++
+			secrets = append(secrets, bytesEncodings(sig)...)
+		}
+	}
+	if sigs < 3 || len(tokens) != 2 {
+		t.Fatalf("%d signatures and %d tokens recorded; the run proves little", sigs, len(tokens))
+	}
+
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	text := logs.String() + strings.Join(transcripts, "\n")
+	for _, want := range []string{`"msg":"rail0: attempt"`, `"will_retry":true`} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the logs hold no %s, so they prove little", want)
+		}
+	}
+	if len(lines) < 30 || len(transcripts) < 10 {
+		t.Fatalf("%d log lines and %d transcripts; the run proves little", len(lines), len(transcripts))
+	}
+	for _, s := range secrets {
+		if len(s) < 16 {
+			continue
+		}
+		for i, line := range append(lines, transcripts...) {
+			if strings.Contains(line, s) {
+				t.Errorf("line %d holds a secret (an encoding of length %d)", i, len(s))
+			}
+		}
+	}
+}

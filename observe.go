@@ -1,0 +1,602 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// This file is what a call tells about itself: its transcript (Call), the
+// Observer hook that package rail0otel implements, and the log lines. The
+// send path (retry.go) reports to it at four points: an attempt leaves, an
+// attempt's answer and decision, a limiter admission, the call's end. The
+// policy stays in backoff.go; nothing here decides anything.
+
+// Call is the transcript of one call: every attempt with its answer and the
+// retry decision taken on it, every limiter admission, and the outcome. A
+// successful call's Response.Call holds it, and so does every error a call
+// returns (the Call field of *APIError, *OutcomeUnknownError,
+// *TransportError and *DecodeError; CallOf finds it). It is filled in by the
+// calling goroutine while the call runs and not changed once the call has
+// returned. It holds no credential: no header, no body.
+type Call struct {
+	// ID identifies the call within its Client (RetryEvent.CallID,
+	// log lines' call_id); it counts from 1.
+	ID uint64
+	// Operation is the gateway operation (the contract's operationId, such
+	// as "getPayment" or "submitPaymentOperation"); empty for a path the
+	// contract does not name.
+	Operation string
+	// Route is the contract's path template ("/payments/{id}/{operation}"),
+	// or the path itself when the contract does not name it.
+	Route string
+	// Method and Path identify the call (Path is relative to the base URL).
+	Method string
+	Path   string
+	// URL is the URL sent to, with the query.
+	URL string
+	// PaymentID is the payment the call addresses (the {id} of a
+	// /payments/{id}... route), as the caller gave it.
+	PaymentID string
+	// Start is when the call began; Duration how long it took in all.
+	Start    time.Time
+	Duration time.Duration
+	// Attempts are the requests sent, in order.
+	Attempts []Attempt
+	// Limiter lists the limiter's admissions (with WithPacing, or with
+	// WithRetryOn429 and the cooldown), in order.
+	Limiter []LimiterWait
+	// Outcome is how the call ended.
+	Outcome CallOutcome
+
+	first [1]Attempt // backing of Attempts for the common single attempt
+	resp  Response   // the call's Response, allocated with it
+}
+
+// Attempt is one request of a call and what became of it.
+type Attempt struct {
+	// N is the 1-based number of the attempt within the call.
+	N int
+	// Sent is when the request left; Duration how long its answer took
+	// (body included).
+	Sent     time.Time
+	Duration time.Duration
+	// StatusCode is the answer's status; zero when none came.
+	StatusCode int
+	// RequestID is the answer's X-Request-Id.
+	RequestID string
+	// Err is the transport failure, one line; empty when an answer came.
+	Err string
+	// RequestBytes and ResponseBytes are the sizes of the bodies.
+	RequestBytes  int
+	ResponseBytes int
+	// RetryAfter is the answer's Retry-After, uncapped; zero when absent.
+	RetryAfter time.Duration
+	// RateLimit is the rate-limit state the answer advertised, if any.
+	RateLimit *RateLimitInfo
+	// Retry says whether another attempt followed, after Wait. Reason says
+	// why it was retried or not; empty when the answer was no retry matter
+	// (a success, a 4xx). ServerWait says the wait is the server's
+	// instruction (Retry-After) rather than a guess.
+	Retry      bool
+	Reason     RetryReason
+	Wait       time.Duration
+	ServerWait bool
+	// Refused is true when a limit (the allowance, the deadline, the
+	// attempt limit, the retry budget) stopped a retry: RetryStats counts
+	// it under Refusals.
+	Refused bool
+}
+
+// LimiterWait is one admission of the client's limiter before an attempt.
+type LimiterWait struct {
+	// Before is the number of the attempt it admitted (or refused).
+	Before int
+	// At is when the limiter answered.
+	At time.Time
+	// Partition is the rate-limit partition: "public", or "session:"
+	// followed by a hash of the token (never the token).
+	Partition string
+	// Wait is how long the call waited for its turn (or, when Refused,
+	// would have had to wait).
+	Wait time.Duration
+	// Cooldown says a cooldown after a 429 set the wait; otherwise pacing.
+	Cooldown bool
+	// Refused is true when the wait did not fit the allowance or the
+	// deadline: the attempt was not sent (reason ReasonLimiter).
+	Refused bool
+}
+
+// CallOutcome says how a call ended.
+type CallOutcome string
+
+// Outcomes of a call.
+const (
+	// OutcomeOK: a 2xx answer, decoded.
+	OutcomeOK CallOutcome = "ok"
+	// OutcomeRateLimited: a 429 came back (or the limiter refused to send).
+	OutcomeRateLimited CallOutcome = "rate_limited"
+	// OutcomeAPIError: another non-2xx answer came back (*APIError).
+	OutcomeAPIError CallOutcome = "api_error"
+	// OutcomeUnknown: a write may or may not have run (*OutcomeUnknownError).
+	OutcomeUnknown CallOutcome = "outcome_unknown"
+	// OutcomeTransport: no answer (*TransportError).
+	OutcomeTransport CallOutcome = "transport_error"
+	// OutcomeDecode: a 2xx whose body could not be decoded (*DecodeError).
+	OutcomeDecode CallOutcome = "decode_error"
+	// OutcomeCanceled: the context ended the call.
+	OutcomeCanceled CallOutcome = "canceled"
+	// OutcomeError: the call failed before sending (for example the token
+	// source failed).
+	OutcomeError CallOutcome = "error"
+)
+
+// StatusCode returns the status of the call's last answer; zero when none
+// came.
+func (c *Call) StatusCode() int {
+	if n := len(c.Attempts); n > 0 {
+		return c.Attempts[n-1].StatusCode
+	}
+	return 0
+}
+
+// RequestID returns the request id of the call's last answer.
+func (c *Call) RequestID() string {
+	if n := len(c.Attempts); n > 0 {
+		return c.Attempts[n-1].RequestID
+	}
+	return ""
+}
+
+// String prints the transcript as a few readable lines: the call, then its
+// attempts and limiter admissions in order.
+func (c *Call) String() string {
+	if c == nil {
+		return "<no call>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "call %d %s %s", c.ID, c.Method, c.Path)
+	if c.Operation != "" {
+		fmt.Fprintf(&b, " (%s)", c.Operation)
+	}
+	fmt.Fprintf(&b, ": %s after %d attempt(s) in %v", c.Outcome, len(c.Attempts), c.Duration.Round(time.Millisecond))
+	li := 0
+	for _, a := range c.Attempts {
+		for ; li < len(c.Limiter) && c.Limiter[li].Before <= a.N; li++ {
+			writeLimiterLine(&b, c.Limiter[li])
+		}
+		fmt.Fprintf(&b, "\n  #%d %s ", a.N, a.Sent.UTC().Format("15:04:05.000"))
+		if a.StatusCode != 0 {
+			fmt.Fprintf(&b, "%d", a.StatusCode)
+		} else {
+			b.WriteString("no answer: ")
+			b.WriteString(oneLine(a.Err))
+		}
+		fmt.Fprintf(&b, " in %v", roundDuration(a.Duration))
+		if a.RequestID != "" {
+			fmt.Fprintf(&b, " request_id=%s", oneLine(a.RequestID))
+		}
+		if a.RetryAfter > 0 {
+			fmt.Fprintf(&b, " retry_after=%v", a.RetryAfter)
+		}
+		if rl := a.RateLimit; rl != nil && rl.HasRemaining {
+			fmt.Fprintf(&b, " ratelimit_remaining=%d reset=%v", rl.Remaining, rl.Reset)
+		}
+		switch {
+		case a.Retry:
+			src := "guessed"
+			if a.ServerWait {
+				src = "server-given"
+			}
+			fmt.Fprintf(&b, " -> retry in %v (%s, %s)", a.Wait.Round(time.Millisecond), a.Reason, src)
+		case a.Reason != "":
+			fmt.Fprintf(&b, " -> return (%s)", a.Reason)
+		default:
+			b.WriteString(" -> return")
+		}
+	}
+	for ; li < len(c.Limiter); li++ {
+		writeLimiterLine(&b, c.Limiter[li])
+	}
+	return b.String()
+}
+
+// roundDuration keeps a transcript readable: milliseconds, or microseconds
+// under one millisecond.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
+
+func writeLimiterLine(b *strings.Builder, w LimiterWait) {
+	kind := "pacing"
+	if w.Cooldown {
+		kind = "cooldown"
+	}
+	switch {
+	case w.Refused:
+		fmt.Fprintf(b, "\n  limiter refused #%d: %s wait of %v does not fit", w.Before, kind, w.Wait.Round(time.Millisecond))
+	case w.Wait > 0:
+		fmt.Fprintf(b, "\n  limiter held #%d for %v (%s)", w.Before, w.Wait.Round(time.Millisecond), kind)
+	default:
+		fmt.Fprintf(b, "\n  limiter admitted #%d at once", w.Before)
+	}
+}
+
+// CallOf returns the transcript of the call that returned err (see Call),
+// or nil when err carries none (a *ValidationError refused before any call,
+// or an error from elsewhere).
+func CallOf(err error) *Call {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Call != nil {
+		return apiErr.Call
+	}
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &unknown) && unknown.Call != nil {
+		return unknown.Call
+	}
+	var te *TransportError
+	if errors.As(err, &te) && te.Call != nil {
+		return te.Call
+	}
+	var de *DecodeError
+	if errors.As(err, &de) && de.Call != nil {
+		return de.Call
+	}
+	return nil
+}
+
+// Observer watches calls as they run; package rail0otel implements it with
+// OpenTelemetry spans and metrics, and WithObserver installs one. Its
+// methods are called synchronously on the calling goroutine and must not
+// block; the *Call they get is the live transcript, to be read, not kept
+// and not changed.
+type Observer interface {
+	// StartCall is called when a call begins, before anything is sent. The
+	// context it returns is the call's context from then on (for example
+	// with a span in it); it must derive from ctx.
+	StartCall(ctx context.Context, call *Call) context.Context
+	// SendAttempt is called just before each attempt leaves, with the
+	// attempt already in call.Attempts. It may add headers to the attempt
+	// (trace context) through h.
+	SendAttempt(ctx context.Context, call *Call, h AttemptHeader)
+	// EndAttempt is called when an attempt's answer (or failure) has been
+	// read and the retry decision taken on it.
+	EndAttempt(ctx context.Context, call *Call, a *Attempt)
+	// LimiterWait is called when the limiter admits (or refuses) an
+	// attempt, before the wait it asks for.
+	LimiterWait(ctx context.Context, call *Call, w *LimiterWait)
+	// EndCall is called when the call returns, with what it returns.
+	EndCall(ctx context.Context, call *Call, err error)
+}
+
+// AttemptHeader lets an Observer add headers to one attempt, such as
+// traceparent. It cannot read the request's headers, and it will not set
+// the ones the SDK owns (Authorization, Idempotency-Key, Content-Type, ...).
+type AttemptHeader struct{ h http.Header }
+
+// Set sets a header of the attempt, unless the SDK owns it or the name or
+// value cannot be sent in a header.
+func (a AttemptHeader) Set(key, value string) {
+	if a.h == nil || key == "" || checkHeaderValue("header", key) != nil || checkHeaderValue("header", value) != nil {
+		return
+	}
+	switch http.CanonicalHeaderKey(key) {
+	case "Authorization", "Proxy-Authorization", "Cookie", "Idempotency-Key", "Content-Type",
+		"Content-Length", "Host", "User-Agent", "Accept", "Transfer-Encoding", "Connection":
+		return
+	}
+	a.h.Set(key, value)
+}
+
+// WithObserver installs an Observer of every call (package rail0otel
+// provides one for OpenTelemetry).
+func WithObserver(o Observer) Option {
+	return func(c *config) error {
+		if o == nil {
+			return errors.New("rail0: WithObserver: nil observer")
+		}
+		c.observer = o
+		return nil
+	}
+}
+
+// startCall opens the transcript of a call and tells the observer.
+func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *Call) {
+	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
+	call.Attempts = call.first[:0]
+	call.Operation, call.Route, call.PaymentID = routeOf(r.method, r.path)
+	if c.observer != nil {
+		ctx = c.observer.StartCall(ctx, call)
+	}
+	return ctx, call
+}
+
+// beforeAttempt runs just before each attempt leaves (requestHook): it
+// opens the attempt's entry in the transcript and lets the observer add its
+// headers.
+func (c *Client) beforeAttempt(req *http.Request, st *callState) {
+	call := st.call
+	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: st.requestBytes})
+	if c.observer != nil {
+		c.observer.SendAttempt(req.Context(), call, AttemptHeader{req.Header})
+	}
+}
+
+// afterAttempt completes the transcript's entry of the attempt that just
+// came back with what it got and the decision taken, logs it (debug) and
+// tells the observer.
+func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d decision, failure error, now time.Time) {
+	call := st.call
+	if len(call.Attempts) == 0 {
+		return
+	}
+	a := &call.Attempts[len(call.Attempts)-1]
+	a.Duration = now.Sub(a.Sent)
+	a.StatusCode = o.status
+	a.ResponseBytes = len(st.body)
+	if o.status != 0 {
+		a.RequestID = st.header.Get("X-Request-Id")
+		a.RateLimit = st.rateLimit
+		if o.hasRetryAfter {
+			a.RetryAfter = o.retryAfter
+		}
+	}
+	if failure != nil {
+		a.Err = errorText(failure)
+	}
+	if d.relevant {
+		a.Retry, a.Reason = d.retry, d.reason
+		if d.retry {
+			a.Wait = d.wait
+			a.ServerWait = o.hasRetryAfter && (o.status == http.StatusTooManyRequests || o.status == http.StatusServiceUnavailable)
+		} else {
+			a.Refused = isRefusal(d.reason)
+		}
+	}
+	if c.logger != nil && c.logger.Enabled(ctx, slog.LevelDebug) {
+		attrs := []slog.Attr{
+			slog.Uint64("call_id", call.ID),
+			slog.String("method", call.Method),
+			slog.String("path", call.Path),
+			slog.Int("attempt", a.N),
+			slog.Int("status", a.StatusCode),
+			slog.Duration("duration", a.Duration),
+			slog.String("request_id", a.RequestID),
+			slog.Int("request_bytes", a.RequestBytes),
+			slog.Int("response_bytes", a.ResponseBytes),
+		}
+		if a.Err != "" {
+			attrs = append(attrs, slog.String("error", a.Err))
+		}
+		c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: attempt", attrs...)
+	}
+	if c.observer != nil {
+		c.observer.EndAttempt(ctx, call, a)
+	}
+}
+
+// noteAdmission records one answer of the limiter in the call's transcript,
+// logs it and tells the observer. Every limiter call site reports through
+// it.
+func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission) {
+	call := st.call
+	call.Limiter = append(call.Limiter, LimiterWait{
+		Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
+		Wait: adm.Wait, Cooldown: adm.Cooldown, Refused: !adm.OK,
+	})
+	w := &call.Limiter[len(call.Limiter)-1]
+	if c.logger != nil && (w.Wait > 0 || w.Refused) {
+		level, msg := slog.LevelDebug, "rail0: waiting for the rate limit"
+		if w.Refused {
+			level, msg = slog.LevelInfo, "rail0: not sent: the rate-limit wait does not fit the call's allowance or deadline"
+		}
+		c.logger.LogAttrs(ctx, level, msg,
+			slog.Uint64("call_id", call.ID), slog.String("method", st.method), slog.String("path", st.path),
+			slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))
+	}
+	if c.observer != nil {
+		c.observer.LimiterWait(ctx, call, w)
+	}
+}
+
+// endCall closes the transcript, attaches it to what the call returns, logs
+// what the user must act on (warn) and tells the observer.
+func (c *Client) endCall(ctx context.Context, call *Call, resp *Response, err error) {
+	call.Duration = c.now().Sub(call.Start)
+	call.Outcome = outcomeOf(err)
+	if err == nil {
+		if resp != nil {
+			resp.Call = call
+			resp.Attempts = len(call.Attempts)
+		}
+	} else {
+		attachCall(err, call)
+		if c.logger != nil {
+			c.logOutcome(ctx, call, err)
+		}
+	}
+	if c.observer != nil {
+		c.observer.EndCall(ctx, call, err)
+	}
+}
+
+// logOutcome logs, at warn, the failures the user must act on: a write
+// whose outcome is unknown (read the resource before doing it again), and a
+// redirect (the base URL is wrong or a proxy is in the way).
+func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
+	var msg string
+	var apiErr *APIError
+	switch {
+	case call.Outcome == OutcomeUnknown:
+		msg = "rail0: outcome unknown; read the resource before doing this again"
+	case errors.As(err, &apiErr) && apiErr.StatusCode >= 300 && apiErr.StatusCode <= 399:
+		msg = "rail0: redirect not followed; check the base URL"
+	default:
+		return
+	}
+	c.logger.LogAttrs(ctx, slog.LevelWarn, msg,
+		slog.Uint64("call_id", call.ID), slog.String("method", call.Method), slog.String("path", call.Path),
+		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))
+}
+
+// outcomeOf names how a call ended from the error it returns.
+func outcomeOf(err error) CallOutcome {
+	if err == nil {
+		return OutcomeOK
+	}
+	var apiErr *APIError
+	var te *TransportError
+	var de *DecodeError
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return OutcomeUnknown
+	case isContextErr(err):
+		return OutcomeCanceled
+	case errors.As(err, &apiErr):
+		if apiErr.StatusCode == http.StatusTooManyRequests {
+			return OutcomeRateLimited
+		}
+		return OutcomeAPIError
+	case errors.As(err, &de):
+		return OutcomeDecode
+	case errors.As(err, &te):
+		return OutcomeTransport
+	}
+	return OutcomeError
+}
+
+// attachCall sets the transcript on every SDK error in err's chain.
+func attachCall(err error, call *Call) {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch t := e.(type) {
+		case *APIError:
+			t.Call = call
+		case *OutcomeUnknownError:
+			t.Call = call
+		case *TransportError:
+			t.Call = call
+		case *DecodeError:
+			t.Call = call
+		}
+	}
+}
+
+// isRefusal reports whether reason is a limit that stopped a retry the
+// client would have made (counted in RetryStats().Refusals).
+func isRefusal(reason RetryReason) bool {
+	switch reason {
+	case ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonLimiter, ReasonRetryBudget:
+		return true
+	}
+	return false
+}
+
+// route is one operation of the gateway contract: its method, its path
+// template relative to the base URL ("{...}" stands for one segment) and its
+// operationId.
+type route struct {
+	method, template, operation string
+}
+
+// routes lists the contract's operations (templates with their leading
+// slash, as Call.Route shows them), the specific templates before the
+// generic ones (the first match wins).
+var routes = []route{
+	{"GET", "/", "getRoot"},
+	{"GET", "/openapi.json", "getOpenapiSpec"},
+	{"GET", "/health", "getHealth"},
+	{"POST", "/auth/nonces", "createNonce"},
+	{"POST", "/auth", "verifySiwe"},
+	{"POST", "/auth/logout", "logout"},
+	{"GET", "/blockchains", "listBlockchains"},
+	{"GET", "/tokens", "listTokens"},
+	{"GET", "/accounts/{account_id}/wallets", "listAccountWallets"},
+	{"POST", "/accounts/{account_id}/wallets", "createWallet"},
+	{"GET", "/accounts/{account_id}/wallets/{id}", "getWallet"},
+	{"DELETE", "/accounts/{account_id}/wallets/{id}", "deactivateWallet"},
+	{"PATCH", "/accounts/{account_id}/wallets/{id}", "updateWallet"},
+	{"GET", "/accounts/{account_id}/wallets/{id}/balances", "getWalletBalances"},
+	{"POST", "/accounts/{account_id}/wallets/{id}/tokens", "enableWalletToken"},
+	{"DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", "disableWalletToken"},
+	{"PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", "enableExistingWalletToken"},
+	{"PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", "disableExistingWalletToken"},
+	{"GET", "/payment_methods", "listPaymentMethods"},
+	{"GET", "/disputes", "listAccountDisputes"},
+	{"GET", "/payments", "listPayments"},
+	{"POST", "/payments", "createPayment"},
+	{"GET", "/payments/{id}", "getPayment"},
+	{"PUT", "/payments/{id}/sign", "signPayment"},
+	{"GET", "/payments/{id}/transactions", "listPaymentTransactions"},
+	{"GET", "/payments/{id}/disputes", "listDisputes"},
+	{"POST", "/payments/{id}/dispute/close/submitted", "submitCloseDisputeByHash"},
+	{"POST", "/payments/{id}/dispute/close/prepare", "prepareCloseDispute"},
+	{"POST", "/payments/{id}/dispute/close", "submitCloseDispute"},
+	{"POST", "/payments/{id}/dispute/submitted", "submitDisputeByHash"},
+	{"POST", "/payments/{id}/dispute/prepare", "prepareDispute"},
+	{"POST", "/payments/{id}/dispute", "submitDispute"},
+	{"POST", "/payments/{id}/{operation}/prepare", "preparePaymentOperation"},
+	{"POST", "/payments/{id}/{operation}/submitted", "submitPaymentOperationByHash"},
+	{"POST", "/payments/{id}/{operation}", "submitPaymentOperation"},
+	{"GET", "/analytics/summary", "analyticsSummary"},
+	{"GET", "/analytics/timeseries", "analyticsTimeseries"},
+	{"GET", "/analytics/breakdown", "analyticsBreakdown"},
+	{"GET", "/webhooks", "listWebhooks"},
+	{"POST", "/webhooks", "createWebhook"},
+	{"GET", "/webhooks/{id}", "getWebhook"},
+	{"DELETE", "/webhooks/{id}", "deleteWebhook"},
+	{"PATCH", "/webhooks/{id}", "updateWebhook"},
+	{"PUT", "/webhooks/{id}/enable", "enableWebhook"},
+	{"PUT", "/webhooks/{id}/disable", "disableWebhook"},
+	{"PUT", "/webhooks/{id}/rotate_secret", "rotateWebhookSecret"},
+	{"PUT", "/webhooks/{id}/reset_circuit", "resetWebhookCircuit"},
+	{"GET", "/webhooks/{id}/event_callbacks", "listWebhookEventCallbacks"},
+	{"POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", "redeliverEventCallback"},
+}
+
+// routeOf names the contract operation of a request (path relative to the
+// base URL, segments escaped), its template and the payment id it
+// addresses. A path the contract does not name is its own route.
+func routeOf(method, path string) (operation, template, paymentID string) {
+	for _, r := range routes {
+		if r.method == method && matchRoute(r.template[1:], path) {
+			operation, template = r.operation, r.template
+			break
+		}
+	}
+	if template == "" {
+		template = "/" + path
+	}
+	if rest, ok := strings.CutPrefix(path, "payments/"); ok {
+		id, _, _ := strings.Cut(rest, "/")
+		if u, err := url.PathUnescape(id); err == nil {
+			id = u
+		}
+		paymentID = id
+	}
+	return operation, template, paymentID
+}
+
+// matchRoute reports whether path has the template's segments, a "{...}"
+// segment matching any one non-empty segment.
+func matchRoute(template, path string) bool {
+	if template == "" || path == "" {
+		return template == path
+	}
+	for template != "" || path != "" {
+		var t, p string
+		t, template, _ = strings.Cut(template, "/")
+		p, path, _ = strings.Cut(path, "/")
+		if p == "" || (!strings.HasPrefix(t, "{") && t != p) {
+			return false
+		}
+	}
+	return true
+}

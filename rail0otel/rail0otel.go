@@ -1,0 +1,309 @@
+// Package rail0otel reports the calls of a rail0.Client to OpenTelemetry: a
+// span per call, an event per attempt and per wait, trace context on every
+// attempt, and metrics. It lives apart from package rail0 so that programs
+// that do not use OpenTelemetry never compile or download it.
+//
+//	obs, err := rail0otel.New() // the global providers, or WithTracerProvider...
+//	client, err := rail0.NewClient(baseURL, rail0.WithObserver(obs))
+//
+// # Spans
+//
+// Each call is one span of kind client, named "{method} {route}" (for
+// example "GET /payments/{id}"), with the HTTP client semantic conventions
+// (http.request.method, url.full, url.template, server.address,
+// server.port, http.response.status_code, http.request.resend_count,
+// error.type) and the RAIL0 attributes rail0.operation (the contract's
+// operationId), rail0.payment_id, rail0.call_id, rail0.attempts and
+// rail0.outcome. Every attempt adds a "rail0.attempt" event (attempt,
+// status, request id, decision); every wait before a retry a "rail0.wait"
+// event; every limiter admission a "rail0.limiter" event. The traceparent
+// of the call's span is sent on every attempt. No attribute carries a
+// header, a body or a credential.
+//
+// # Metrics
+//
+//	rail0.client.calls           counter    calls, by rail0.operation and rail0.outcome
+//	rail0.client.call.duration   histogram  s, by rail0.operation and rail0.outcome
+//	rail0.client.rate_limited    counter    429 answers, by rail0.operation
+//	rail0.client.retries         counter    retries, by rail0.reason
+//	rail0.client.refusals        counter    retries refused by a limit, by rail0.reason
+//	rail0.client.retry.wait      histogram  s waited before a retry, by rail0.reason and rail0.wait.source (server, guess)
+//	rail0.client.limiter.wait    histogram  s waited for the limiter, by rail0.limiter.kind (cooldown, pacing)
+//
+// The cooldown state per partition is not reported: rail0.Limiter does not
+// expose it.
+package rail0otel
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rail0/rail0-go"
+)
+
+// ScopeName is the instrumentation scope of the spans and metrics.
+const ScopeName = "github.com/rail0/rail0-go/rail0otel"
+
+// The RAIL0 attribute keys.
+const (
+	AttrOperation   = attribute.Key("rail0.operation")
+	AttrPaymentID   = attribute.Key("rail0.payment_id")
+	AttrCallID      = attribute.Key("rail0.call_id")
+	AttrAttempts    = attribute.Key("rail0.attempts")
+	AttrOutcome     = attribute.Key("rail0.outcome")
+	AttrAttempt     = attribute.Key("rail0.attempt")
+	AttrRequestID   = attribute.Key("rail0.request_id")
+	AttrRetry       = attribute.Key("rail0.retry")
+	AttrReason      = attribute.Key("rail0.reason")
+	AttrWait        = attribute.Key("rail0.wait")
+	AttrWaitSource  = attribute.Key("rail0.wait.source")
+	AttrRetryAfter  = attribute.Key("rail0.retry_after")
+	AttrLimiterKind = attribute.Key("rail0.limiter.kind")
+	AttrRefused     = attribute.Key("rail0.refused")
+	AttrPartition   = attribute.Key("rail0.partition")
+)
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	tp   trace.TracerProvider
+	mp   metric.MeterProvider
+	prop propagation.TextMapPropagator
+}
+
+// WithTracerProvider sets where spans go (default: otel.GetTracerProvider
+// at New).
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// WithMeterProvider sets where metrics go (default: otel.GetMeterProvider
+// at New).
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// WithPropagator sets how trace context is sent to the gateway (default:
+// otel.GetTextMapPropagator at New, or W3C trace context when that
+// propagates nothing).
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(c *config) { c.prop = p }
+}
+
+// Observer is a rail0.Observer that reports to OpenTelemetry. Install it
+// with rail0.WithObserver; one Observer may serve several clients.
+type Observer struct {
+	tracer trace.Tracer
+	prop   propagation.TextMapPropagator
+
+	calls, rateLimited, retries, refusals metric.Int64Counter
+	callDuration, retryWait, limiterWait  metric.Float64Histogram
+}
+
+var _ rail0.Observer = (*Observer)(nil)
+
+// New returns an Observer; an error comes only from creating the
+// instruments.
+func New(opts ...Option) (*Observer, error) {
+	var c config
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&c)
+		}
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	if c.prop == nil {
+		c.prop = otel.GetTextMapPropagator()
+		if len(c.prop.Fields()) == 0 {
+			c.prop = propagation.TraceContext{}
+		}
+	}
+	o := &Observer{tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)), prop: c.prop}
+	m := c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
+	var err error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		if err != nil {
+			return nil
+		}
+		var ctr metric.Int64Counter
+		ctr, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		return ctr
+	}
+	histogram := func(name, desc string) metric.Float64Histogram {
+		if err != nil {
+			return nil
+		}
+		var h metric.Float64Histogram
+		h, err = m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		return h
+	}
+	o.calls = counter("rail0.client.calls", "{call}", "Calls to the RAIL0 gateway, by operation and outcome.")
+	o.rateLimited = counter("rail0.client.rate_limited", "{response}", "429 answers, by operation.")
+	o.retries = counter("rail0.client.retries", "{retry}", "Retries sent, by reason.")
+	o.refusals = counter("rail0.client.refusals", "{refusal}", "Retries a limit refused, by reason.")
+	o.callDuration = histogram("rail0.client.call.duration", "Duration of calls, retries and waits included.")
+	o.retryWait = histogram("rail0.client.retry.wait", "Time waited before a retry, by reason and source.")
+	o.limiterWait = histogram("rail0.client.limiter.wait", "Time waited for the client's limiter, by kind.")
+	if err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func operation(call *rail0.Call) string {
+	if call.Operation != "" {
+		return call.Operation
+	}
+	return "unknown"
+}
+
+// StartCall starts the call's span.
+func (o *Observer) StartCall(ctx context.Context, call *rail0.Call) context.Context {
+	attrs := []attribute.KeyValue{
+		semconv.HTTPRequestMethodKey.String(call.Method),
+		semconv.URLTemplateKey.String(call.Route),
+		AttrOperation.String(operation(call)),
+		AttrCallID.Int64(int64(call.ID)),
+	}
+	if u, err := url.Parse(call.URL); err == nil {
+		u.User = nil
+		attrs = append(attrs, semconv.URLFullKey.String(u.String()), semconv.ServerAddressKey.String(u.Hostname()))
+		if port := portOf(u); port > 0 {
+			attrs = append(attrs, semconv.ServerPortKey.Int(port))
+		}
+	}
+	if call.PaymentID != "" {
+		attrs = append(attrs, AttrPaymentID.String(call.PaymentID))
+	}
+	ctx, _ = o.tracer.Start(ctx, call.Method+" "+call.Route,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...), trace.WithTimestamp(call.Start))
+	return ctx
+}
+
+func portOf(u *url.URL) int {
+	if p := u.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	switch u.Scheme {
+	case "https":
+		return 443
+	case "http":
+		return 80
+	}
+	return 0
+}
+
+// SendAttempt sends the span's trace context with the attempt.
+func (o *Observer) SendAttempt(ctx context.Context, _ *rail0.Call, h rail0.AttemptHeader) {
+	o.prop.Inject(ctx, carrier{h})
+}
+
+// carrier lets a propagator write an attempt's headers; it reads none.
+type carrier struct{ h rail0.AttemptHeader }
+
+func (c carrier) Get(string) string     { return "" }
+func (c carrier) Set(key, value string) { c.h.Set(key, value) }
+func (c carrier) Keys() []string        { return nil }
+
+// EndAttempt adds the attempt's event and counts its 429, retry or refusal.
+func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.Attempt) {
+	span := trace.SpanFromContext(ctx)
+	attrs := []attribute.KeyValue{
+		AttrAttempt.Int(a.N),
+		semconv.HTTPResponseStatusCodeKey.Int(a.StatusCode),
+		AttrRetry.Bool(a.Retry),
+	}
+	if a.RequestID != "" {
+		attrs = append(attrs, AttrRequestID.String(a.RequestID))
+	}
+	if a.Reason != "" {
+		attrs = append(attrs, AttrReason.String(string(a.Reason)))
+	}
+	if a.RetryAfter > 0 {
+		attrs = append(attrs, AttrRetryAfter.Float64(a.RetryAfter.Seconds()))
+	}
+	if a.Err != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String("transport"))
+	}
+	span.AddEvent("rail0.attempt", trace.WithAttributes(attrs...), trace.WithTimestamp(a.Sent.Add(a.Duration)))
+	op := AttrOperation.String(operation(call))
+	if a.StatusCode == 429 {
+		o.rateLimited.Add(ctx, 1, metric.WithAttributes(op))
+	}
+	reason := AttrReason.String(string(a.Reason))
+	switch {
+	case a.Retry:
+		o.retries.Add(ctx, 1, metric.WithAttributes(reason))
+		source := "guess"
+		if a.ServerWait {
+			source = "server"
+		}
+		o.retryWait.Record(ctx, a.Wait.Seconds(), metric.WithAttributes(reason, AttrWaitSource.String(source)))
+		span.AddEvent("rail0.wait", trace.WithAttributes(AttrAttempt.Int(a.N), reason,
+			AttrWait.Float64(a.Wait.Seconds()), AttrWaitSource.String(source)))
+	case a.Refused:
+		o.refusals.Add(ctx, 1, metric.WithAttributes(reason))
+	}
+}
+
+// LimiterWait adds the admission's event and records its wait, or counts
+// its refusal.
+func (o *Observer) LimiterWait(ctx context.Context, _ *rail0.Call, w *rail0.LimiterWait) {
+	kind := "pacing"
+	if w.Cooldown {
+		kind = "cooldown"
+	}
+	partition, _, _ := strings.Cut(w.Partition, ":") // "public" or "session", never the hash
+	trace.SpanFromContext(ctx).AddEvent("rail0.limiter", trace.WithAttributes(
+		AttrAttempt.Int(w.Before), AttrWait.Float64(w.Wait.Seconds()), AttrLimiterKind.String(kind),
+		AttrRefused.Bool(w.Refused), AttrPartition.String(partition)), trace.WithTimestamp(w.At))
+	if w.Refused {
+		o.refusals.Add(ctx, 1, metric.WithAttributes(AttrReason.String(string(rail0.ReasonLimiter))))
+		return
+	}
+	if w.Wait > 0 {
+		o.limiterWait.Record(ctx, w.Wait.Seconds(), metric.WithAttributes(AttrLimiterKind.String(kind)))
+	}
+}
+
+// EndCall ends the call's span and counts the call.
+func (o *Observer) EndCall(ctx context.Context, call *rail0.Call, err error) {
+	span := trace.SpanFromContext(ctx)
+	attrs := []attribute.KeyValue{
+		AttrAttempts.Int(len(call.Attempts)),
+		AttrOutcome.String(string(call.Outcome)),
+	}
+	if status := call.StatusCode(); status != 0 {
+		attrs = append(attrs, semconv.HTTPResponseStatusCodeKey.Int(status))
+	}
+	if n := len(call.Attempts); n > 1 {
+		attrs = append(attrs, semconv.HTTPRequestResendCountKey.Int(n-1))
+	}
+	if err != nil {
+		errType := string(call.Outcome)
+		if status := call.StatusCode(); status >= 400 {
+			errType = strconv.Itoa(status)
+		}
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+		// The outcome, not err's text: the span keeps no server-given detail.
+		span.SetStatus(codes.Error, string(call.Outcome))
+	}
+	span.SetAttributes(attrs...)
+	span.End(trace.WithTimestamp(call.Start.Add(call.Duration)))
+	set := metric.WithAttributes(AttrOperation.String(operation(call)), AttrOutcome.String(string(call.Outcome)))
+	o.calls.Add(ctx, 1, set)
+	o.callDuration.Record(ctx, call.Duration.Seconds(), set)
+}

@@ -1,0 +1,353 @@
+package rail0otel_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/rail0otel"
+)
+
+const secretToken = "tok-SECRET-otel-5f3a"
+
+// gateway answers each path with its scripted statuses in turn (then 200),
+// and records the traceparent of every request.
+type gateway struct {
+	mu          sync.Mutex
+	script      map[string][]int
+	traceparent []string
+	auth        []string
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	g.traceparent = append(g.traceparent, r.Header.Get("Traceparent"))
+	g.auth = append(g.auth, r.Header.Get("Authorization"))
+	status := http.StatusOK
+	if s := g.script[r.URL.Path]; len(s) > 0 {
+		status, g.script[r.URL.Path] = s[0], s[1:]
+	}
+	n := len(g.traceparent)
+	g.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", fmt.Sprintf("req-%d", n))
+	switch status {
+	case http.StatusOK:
+		fmt.Fprint(w, `{"id":"p1","status":"authorized"}`)
+	case http.StatusTooManyRequests:
+		// Long enough to be refused when the allowance is short, and
+		// capped to a millisecond (WithRetryAfterCap) when retried.
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(status)
+		fmt.Fprint(w, `{"code":"rate_limited","title":"Too many requests","detail":"slow down"}`)
+	default:
+		w.WriteHeader(status)
+		fmt.Fprint(w, `{"code":"internal","detail":"boom"}`)
+	}
+}
+
+type harness struct {
+	gw     *gateway
+	spans  *tracetest.InMemoryExporter
+	reader *sdkmetric.ManualReader
+	client *rail0.Client
+}
+
+func newHarness(t *testing.T, script map[string][]int, opts ...rail0.Option) *harness {
+	t.Helper()
+	h := &harness{gw: &gateway{script: script}, spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	srv := httptest.NewServer(h.gw)
+	t.Cleanup(srv.Close)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(h.spans))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
+	obs, err := rail0otel.New(rail0otel.WithTracerProvider(tp), rail0otel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []rail0.Option{rail0.WithToken(secretToken), rail0.WithObserver(obs), rail0.WithRetryOn429(true),
+		rail0.WithRetryAfterCap(time.Millisecond)}
+	h.client, err = rail0.NewClient(srv.URL, append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) metrics(t *testing.T) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// sum returns the counter's value for the data point with all of want's
+// attributes.
+func sum(t *testing.T, data metricdata.Aggregation, want ...attribute.KeyValue) int64 {
+	t.Helper()
+	s, ok := data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("not an int64 sum: %T", data)
+	}
+	var total int64
+	for _, dp := range s.DataPoints {
+		if hasAll(dp.Attributes, want) {
+			total += dp.Value
+		}
+	}
+	return total
+}
+
+func histCount(t *testing.T, data metricdata.Aggregation, want ...attribute.KeyValue) uint64 {
+	t.Helper()
+	h, ok := data.(metricdata.Histogram[float64])
+	if !ok {
+		t.Fatalf("not a float64 histogram: %T", data)
+	}
+	var n uint64
+	for _, dp := range h.DataPoints {
+		if hasAll(dp.Attributes, want) {
+			n += dp.Count
+		}
+	}
+	return n
+}
+
+func hasAll(set attribute.Set, want []attribute.KeyValue) bool {
+	for _, kv := range want {
+		if v, ok := set.Value(kv.Key); !ok || v != kv.Value {
+			return false
+		}
+	}
+	return true
+}
+
+func attr(kvs []attribute.KeyValue, key attribute.Key) (attribute.Value, bool) {
+	for _, kv := range kvs {
+		if kv.Key == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// A call throttled once: one client span with the semantic-convention and
+// RAIL0 attributes, an event per attempt and one for the wait, the span's
+// traceparent on both attempts, and the metrics of the 429 and the retry.
+func TestSpanEventsTraceparentAndMetrics(t *testing.T) {
+	h := newHarness(t, map[string][]int{"/payments/p1": {429}})
+	p, err := h.client.Payments.Get(context.Background(), "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Response.Call.ID == 0 || len(p.Response.Call.Attempts) != 2 {
+		t.Fatalf("transcript = %v", p.Response.Call)
+	}
+
+	spans := h.spans.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	s := spans[0]
+	if s.Name != "GET /payments/{id}" || s.SpanKind != trace.SpanKindClient {
+		t.Errorf("span %q kind %v", s.Name, s.SpanKind)
+	}
+	for key, want := range map[attribute.Key]attribute.Value{
+		"http.request.method":       attribute.StringValue("GET"),
+		"url.template":              attribute.StringValue("/payments/{id}"),
+		"http.response.status_code": attribute.IntValue(200),
+		"http.request.resend_count": attribute.IntValue(1),
+		"server.address":            attribute.StringValue("127.0.0.1"),
+		rail0otel.AttrOperation:     attribute.StringValue("getPayment"),
+		rail0otel.AttrPaymentID:     attribute.StringValue("p1"),
+		rail0otel.AttrAttempts:      attribute.IntValue(2),
+		rail0otel.AttrOutcome:       attribute.StringValue("ok"),
+	} {
+		if got, ok := attr(s.Attributes, key); !ok || got != want {
+			t.Errorf("attribute %s = %v, want %v", key, got.String(), want.String())
+		}
+	}
+	var names []string
+	for _, ev := range s.Events {
+		names = append(names, ev.Name)
+	}
+	// The limiter admits each attempt (WithRetryOn429 waits out cooldowns).
+	if strings.Join(names, ",") != "rail0.limiter,rail0.attempt,rail0.wait,rail0.limiter,rail0.attempt" {
+		t.Fatalf("events = %v", names)
+	}
+	if got, _ := attr(s.Events[1].Attributes, rail0otel.AttrRequestID); got.AsString() != "req-1" {
+		t.Errorf("first attempt's request id = %q", got.AsString())
+	}
+	if got, _ := attr(s.Events[2].Attributes, rail0otel.AttrWaitSource); got.AsString() != "server" {
+		t.Errorf("wait source = %q, want server", got.AsString())
+	}
+
+	want := fmt.Sprintf("00-%s-%s-01", s.SpanContext.TraceID(), s.SpanContext.SpanID())
+	if len(h.gw.traceparent) != 2 {
+		t.Fatalf("%d requests, want 2", len(h.gw.traceparent))
+	}
+	for i, tp := range h.gw.traceparent {
+		if tp != want {
+			t.Errorf("attempt %d traceparent = %q, want %q", i+1, tp, want)
+		}
+		if h.gw.auth[i] != "Bearer "+secretToken {
+			t.Errorf("attempt %d Authorization changed: %q", i+1, h.gw.auth[i])
+		}
+	}
+
+	m := h.metrics(t)
+	op := rail0otel.AttrOperation.String("getPayment")
+	if n := sum(t, m["rail0.client.calls"], op, rail0otel.AttrOutcome.String("ok")); n != 1 {
+		t.Errorf("calls{getPayment,ok} = %d", n)
+	}
+	if n := sum(t, m["rail0.client.rate_limited"], op); n != 1 {
+		t.Errorf("rate_limited = %d", n)
+	}
+	if n := sum(t, m["rail0.client.retries"], rail0otel.AttrReason.String(string(rail0.ReasonRateLimited))); n != 1 {
+		t.Errorf("retries{rate_limited} = %d", n)
+	}
+	if n := histCount(t, m["rail0.client.retry.wait"], rail0otel.AttrWaitSource.String("server")); n != 1 {
+		t.Errorf("retry.wait{server} count = %d", n)
+	}
+	if n := histCount(t, m["rail0.client.call.duration"], op); n != 1 {
+		t.Errorf("call.duration count = %d", n)
+	}
+}
+
+// A refused 429 and a failed write: error spans, and refusals by reason.
+func TestFailuresAndRefusals(t *testing.T) {
+	h := newHarness(t, map[string][]int{"/payments/p2": {429}, "/payments/p3/capture": {500}},
+		rail0.WithMaxRetryWait(500*time.Millisecond))
+	_, err := h.client.Payments.Get(context.Background(), "p2")
+	if !errors.Is(err, rail0.ErrRateLimited) {
+		t.Fatalf("err = %v, want the 429", err)
+	}
+	_, err = h.client.Payments.Submit(context.Background(), "p3", rail0.OpCapture, "0x02f8")
+	if !errors.Is(err, rail0.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want an unknown outcome", err)
+	}
+
+	spans := h.spans.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	for i, want := range []struct{ outcome, errType string }{{"rate_limited", "429"}, {"outcome_unknown", "500"}} {
+		s := spans[i]
+		if s.Status.Code != codes.Error || s.Status.Description != want.outcome {
+			t.Errorf("span %d status = %+v", i, s.Status)
+		}
+		if got, _ := attr(s.Attributes, "error.type"); got.AsString() != want.errType {
+			t.Errorf("span %d error.type = %q, want %q", i, got.AsString(), want.errType)
+		}
+	}
+	if got, _ := attr(spans[1].Attributes, rail0otel.AttrOperation); got.AsString() != "submitPaymentOperation" {
+		t.Errorf("operation = %q", got.AsString())
+	}
+
+	m := h.metrics(t)
+	if n := sum(t, m["rail0.client.refusals"], rail0otel.AttrReason.String(string(rail0.ReasonAllowance))); n != 1 {
+		t.Errorf("refusals{allowance} = %d", n)
+	}
+	if n := sum(t, m["rail0.client.calls"], rail0otel.AttrOutcome.String("outcome_unknown")); n != 1 {
+		t.Errorf("calls{outcome_unknown} = %d", n)
+	}
+	if n := sum(t, m["rail0.client.calls"], rail0otel.AttrOutcome.String("rate_limited")); n != 1 {
+		t.Errorf("calls{rate_limited} = %d", n)
+	}
+}
+
+// Pacing holds the second call back: a limiter event and the limiter wait
+// metric.
+func TestLimiterWaits(t *testing.T) {
+	h := newHarness(t, nil, rail0.WithPacing(rail0.Pacing{Session: rail0.Budget{Limit: 1, Period: 5 * time.Millisecond}, Margin: time.Millisecond}))
+	for range 2 {
+		if _, err := h.client.Payments.Get(context.Background(), "p1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spans := h.spans.GetSpans()
+	ev := spans[1].Events[0]
+	if ev.Name != "rail0.limiter" {
+		t.Fatalf("first event of the second call = %q", ev.Name)
+	}
+	if got, _ := attr(ev.Attributes, rail0otel.AttrPartition); got.AsString() != "session" {
+		t.Errorf("partition = %q", got.AsString())
+	}
+	if n := histCount(t, h.metrics(t)["rail0.client.limiter.wait"], rail0otel.AttrLimiterKind.String("pacing")); n != 1 {
+		t.Errorf("limiter.wait{pacing} count = %d, want 1", n)
+	}
+}
+
+// No attribute of any span, event or metric holds the token, in any
+// encoding.
+func TestNoSecretInTelemetry(t *testing.T) {
+	h := newHarness(t, map[string][]int{"/payments/p1": {429, 500}})
+	_, _ = h.client.Payments.Get(context.Background(), "p1")
+	_, _ = h.client.Payments.Submit(context.Background(), "p1", rail0.OpCapture, "0x02f8")
+
+	var values []string
+	add := func(kvs []attribute.KeyValue) {
+		for _, kv := range kvs {
+			values = append(values, string(kv.Key)+"="+kv.Value.String())
+		}
+	}
+	for _, s := range h.spans.GetSpans() {
+		values = append(values, s.Name, s.Status.Description)
+		add(s.Attributes)
+		for _, ev := range s.Events {
+			values = append(values, ev.Name)
+			add(ev.Attributes)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, dp := range d.DataPoints {
+					add(dp.Attributes.ToSlice())
+				}
+			case metricdata.Histogram[float64]:
+				for _, dp := range d.DataPoints {
+					add(dp.Attributes.ToSlice())
+				}
+			}
+		}
+	}
+	if len(values) < 20 {
+		t.Fatalf("only %d values collected", len(values))
+	}
+	all := strings.Join(values, "\n")
+	for _, enc := range []string{secretToken, base64.StdEncoding.EncodeToString([]byte(secretToken)), hex.EncodeToString([]byte(secretToken))} {
+		if strings.Contains(all, enc) {
+			t.Errorf("telemetry holds the token (%q)", enc)
+		}
+	}
+}
