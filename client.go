@@ -111,6 +111,7 @@ type Client struct {
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
+	delays      delayLog // recent round trips, for the pacing margin
 
 	retries  atomic.Uint64
 	refusals atomic.Uint64
