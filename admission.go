@@ -131,6 +131,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		ob.Throttled, tell = true, true
 		if o.hasRetryAfter {
 			ob.RetryAfter = min(o.retryAfter, c.policy.retryAfterCap)
+			ob.Capped = o.retryAfter > c.policy.retryAfterCap
 		}
 	}
 	if rl := st.rateLimit; rl != nil {

@@ -26,7 +26,8 @@ type learning struct {
 // learnFrom is the estimator. log holds the partition's admissions (Unix
 // nanoseconds, ascending) without the refused one, which was sent at sent;
 // coolStart and coolUntil are the cooldown before this 429; cur is the budget
-// in force (configured or learned, zero when none).
+// in force (configured or learned, zero when none). A Retry-After beyond
+// the cap teaches nothing: the period is unknown.
 //
 //   - Distrust: when the refused request was sent after the previous
 //     cooldown ended, within one cooldown length of it, and fewer requests
@@ -46,10 +47,14 @@ type learning struct {
 //     in the window before, can only make it larger, and each later 429 of
 //     the streak takes the smaller count. A 429 for a request sent after the
 //     last cooldown (so paced at the budget in force) lowers the budget by
-//     at least one.
+//     at least one. A first 429 with nothing let through before it teaches
+//     no budget.
 func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64) learning {
 	ra := o.RetryAfter
 	l := learning{cooldown: ra}
+	if o.Capped {
+		return l // the period is longer than the client will wait: unknown
+	}
 	margin := int64(max(o.Margin, 0))
 	prevLen := coolUntil - coolStart
 	if ra > 0 && coolUntil > 0 && sent >= coolUntil && sent < coolUntil+prevLen &&
@@ -74,6 +79,11 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	n := countIn(log, sent-int64(period)-margin, sent+margin+1)
 	limit := n
 	switch {
+	case cur.Limit == 0 && n == 0:
+		// Nothing went through before it: the budget was spent by others
+		// (another process behind the IP), or the refusal is not about a
+		// budget at all. Only the period is known; nothing is paced.
+		return l
 	case cur.Limit == 0:
 	case sent >= coolUntil:
 		limit = min(cur.Limit-1, n)

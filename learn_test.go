@@ -73,8 +73,20 @@ func TestLearnFrom(t *testing.T) {
 			want: learning{budget: Budget{3, 2 * s}, cooldown: 2 * s},
 		},
 		{
-			name: "never below one",
+			name: "nothing let through before the first 429: no budget",
 			log:  nil, cur: Budget{},
+			o: Observation{Throttled: true, RetryAfter: 2 * s}, sent: 0,
+			want: learning{cooldown: 2 * s},
+		},
+		{
+			name: "Retry-After beyond the cap: the period is unknown, nothing learned",
+			log:  burst(20, 0), cur: Budget{},
+			o: Observation{Throttled: true, RetryAfter: time.Minute, Capped: true, MaxCooldown: time.Minute}, sent: 10 * ms,
+			want: learning{cooldown: time.Minute},
+		},
+		{
+			name: "paced, never below one",
+			log:  nil, cur: Budget{3, 2 * s},
 			o: Observation{Throttled: true, RetryAfter: 2 * s}, sent: 0,
 			want: learning{budget: Budget{1, 2 * s}, cooldown: 2 * s},
 		},

@@ -129,6 +129,9 @@ type Observation struct {
 	// RetryAfter is the server's instruction on a 429, already bounded by
 	// the client's RetryAfterCap; zero when the answer carried none.
 	RetryAfter time.Duration
+	// Capped is true when the instruction was longer than the cap: the
+	// gateway's period is then unknown, and the 429 teaches no budget.
+	Capped bool
 	// MaxCooldown bounds a cooldown the limiter lengthens because the
 	// server's Retry-After proved short (the client's RetryAfterCap).
 	MaxCooldown time.Duration

@@ -353,6 +353,7 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observa
 		l.nowArg(),
 		microsCeil(ttlSlack),
 		microsCeil(idleAfter),
+		btoi(o.Capped),
 	)
 	if err != nil {
 		return rail0.Feedback{}, err
@@ -549,7 +550,7 @@ return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 //	ARGV: 1 ticket, 2 throttled, 3 Retry-After µs, 4 max cooldown µs,
 //	      5 advertised limit, 6 advertised period µs, 7 reset µs,
 //	      8 configured limit, 9 configured period µs, 10 margin µs,
-//	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs
+//	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped
 //	returns {cooldown left µs, distrusted, learned limit, learned period µs}
 var observeScript = redis.NewScript(luaCommon + `
 local now = clock(ARGV[11])
@@ -574,7 +575,9 @@ if tonumber(ARGV[2]) == 1 then
   local budL, budP = 0, 0
   local lcool = ra
   local prevLen = cu - cs
-  if ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countIn(KEYS[2], cu, sent) < math.max(curL, 1) then
+  if tonumber(ARGV[14]) == 1 then
+    -- Retry-After beyond the cap: the period is unknown; nothing learned.
+  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countIn(KEYS[2], cu, sent) < math.max(curL, 1) then
     local d = math.max(ra, 2 * prevLen)
     if maxcool > 0 then d = math.min(d, math.max(maxcool, ra)) end
     lcool, distrusted = d, 1
@@ -585,10 +588,12 @@ if tonumber(ARGV[2]) == 1 then
     if period > 0 then
       local n = countIn(KEYS[2], sent - period - margin, sent + margin + 1)
       local lim = n
-      if curL == 0 then
+      if curL == 0 and n == 0 then
+        lim = -1
+      elseif curL == 0 then
       elseif sent >= cu then lim = math.min(curL - 1, n)
       else lim = math.min(curL, n) end
-      budL, budP = math.max(lim, 1), period
+      if lim >= 0 then budL, budP = math.max(lim, 1), period end
     end
   end
   if budL > 0 and budP > 0 and not advertised then ll, lp = budL, budP end

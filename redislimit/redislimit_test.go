@@ -480,6 +480,9 @@ func genOps(rng *mrand.Rand, n int, advances bool) []op {
 			if rng.IntN(2) == 0 {
 				o.Budget = budgets[p]
 			}
+			if rng.IntN(8) == 0 {
+				o.RetryAfter, o.Capped = o.MaxCooldown, true
+			}
 			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20)})
 		case k < 7:
 			o := rail0.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
@@ -611,7 +614,7 @@ func TestDifferentialFakeClock(t *testing.T) {
 	w.red.now = clk.now
 
 	var refused, cooled, waited, confirmed int
-	for i, o := range genOps(mrand.New(mrand.NewPCG(6, 42)), 1500, true) {
+	for i, o := range genOps(mrand.New(mrand.NewPCG(6, 46)), 1500, true) {
 		if o.advance > 0 {
 			clk.advance(o.advance)
 			continue
