@@ -140,6 +140,7 @@ type Client struct {
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
+	delays      delayLog // recent round trips, for the pacing margin
 
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.

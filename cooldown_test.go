@@ -276,8 +276,12 @@ func (b *brokenLimiter) Reserve(context.Context, Reservation) (Admission, error)
 	return Admission{}, errors.New("redis: connection refused")
 }
 
-func (b *brokenLimiter) Cooldown(context.Context, string, time.Duration) error {
+func (b *brokenLimiter) Release(context.Context, string, int64) error {
 	return errors.New("redis: connection refused")
+}
+
+func (b *brokenLimiter) Observe(context.Context, string, Observation) (Feedback, error) {
+	return Feedback{}, errors.New("redis: connection refused")
 }
 
 // A failing shared limiter does not stop payments: the call goes ahead and

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,8 +35,9 @@ func (b Budget) validate(name string) error {
 type Pacing struct {
 	Public  Budget
 	Session Budget
-	// Margin stretches each period to absorb jitter in how long requests
-	// take to reach the gateway. Zero picks max(Period/50, 20ms).
+	// Margin stretches each period to absorb the spread in how long requests
+	// take to reach the gateway. Zero measures it: the longest round trip
+	// among the client's recent requests (before any, max(Period/50, 20ms)).
 	Margin time.Duration
 }
 
@@ -48,29 +50,27 @@ func PublishedLimits() Pacing {
 	}
 }
 
-// margin returns the period stretch for b.
-func (p Pacing) margin(b Budget) time.Duration {
-	if p.Margin > 0 {
-		return p.Margin
-	}
-	return max(b.Period/50, 20*time.Millisecond)
-}
-
-// Limiter holds the client's rate-limit state per partition: the pacing log
-// and the cooldowns. The default lives in memory; an implementation backed by
-// a shared store (package redislimit) lets many processes behind one egress
-// IP, or sharing one session, respect one budget. Implementations must be
-// safe for concurrent use. Durations are relative, so the processes sharing a
-// limiter need not agree on the wall clock.
+// Limiter holds the client's rate-limit state per partition: the log of
+// admissions, the cooldown, and the budget learned from the gateway's
+// answers. The default lives in memory; an implementation backed by a shared
+// store (package redislimit) lets many processes behind one egress IP, or
+// sharing one session, respect one budget and share what they learn.
+// Implementations must be safe for concurrent use. Durations are relative,
+// so the processes sharing a limiter need not agree on the wall clock.
 type Limiter interface {
 	// Reserve returns how long to wait before sending one request on
-	// r.Partition, and records that request as sent then. When the wait
-	// would exceed r.MaxWait it records nothing and reports OK false.
+	// r.Partition. When it holds a slot for the request (Admission.Ticket
+	// non-zero), the caller sleeps Wait and then confirms the slot by
+	// reserving again with that Ticket: what happened during the sleep (a
+	// new 429, a lower budget) is checked then. When the wait would exceed
+	// r.MaxWait it holds nothing and reports OK false.
 	Reserve(ctx context.Context, r Reservation) (Admission, error)
-	// Cooldown closes a partition for d from now: the gateway refused a
-	// request there and told the client to wait d. It never shortens a
-	// cooldown already in force.
-	Cooldown(ctx context.Context, partition string, d time.Duration) error
+	// Release gives back the slot of a ticket that will not be used: the
+	// caller gave up while waiting for it.
+	Release(ctx context.Context, partition string, ticket int64) error
+	// Observe records what an answer on partition said: a 429 (which closes
+	// the partition and teaches the budget) or advertised RateLimit fields.
+	Observe(ctx context.Context, partition string, o Observation) (Feedback, error)
 }
 
 // Reservation asks a Limiter for a sending slot.
@@ -78,27 +78,87 @@ type Reservation struct {
 	// Partition is "public" or "session:" followed by a hash of the token;
 	// never the token itself.
 	Partition string
-	// Budget paces the partition; the zero Budget does not.
+	// Budget is the configured budget (WithPacing); the zero Budget leaves
+	// the partition to the budget the limiter learned, if any. When both
+	// exist the stricter of the two applies.
 	Budget Budget
-	// Period is the budget's period stretched by the pacing margin.
-	Period time.Duration
-	// Jitter is a uniform draw from [0, 1): a request admitted after a
+	// Margin stretches the period to absorb the spread of delivery delays.
+	Margin time.Duration
+	// Retry is true for the retry of a call the gateway refused: retries go
+	// before fresh calls when a partition reopens.
+	Retry bool
+	// Jitter is a uniform draw from [0, 1): a retry admitted after a
 	// cooldown waits an extra Jitter × 10% of the cooldown, its own additive
-	// jitter, so that waiters do not wake together.
+	// jitter, so that waiters do not wake together. Fresh calls wait the
+	// whole 10%, so that no draw puts a retry behind them.
 	Jitter float64
 	// MaxWait is the longest acceptable wait.
 	MaxWait time.Duration
+	// Ticket confirms a slot held by an earlier Reserve whose Wait has
+	// passed; zero asks for a new slot.
+	Ticket int64
 }
 
 // Admission is a Limiter's answer.
 type Admission struct {
-	// Wait is how long to wait before sending.
+	// Wait is how long to wait before sending (or, without a Ticket, before
+	// asking again).
 	Wait time.Duration
 	// OK is false when Wait exceeds the reservation's MaxWait: nothing was
-	// recorded and the request must not be sent.
+	// held and the request must not be sent.
 	OK bool
 	// Cooldown is true when a cooldown set the wait.
 	Cooldown bool
+	// Ticket identifies the slot held for the request: confirm it after
+	// Wait, Release it when giving up, and pass it in the Observation of
+	// the answer. Zero when nothing is held: a fresh call waiting for a
+	// closed partition to reopen asks again after Wait.
+	Ticket int64
+	// Budget is the budget in force on the partition, configured or
+	// learned; zero when none is known.
+	Budget Budget
+}
+
+// Observation is what one answer said about its partition.
+type Observation struct {
+	// Ticket is the admission of the request answered (Admission.Ticket);
+	// zero when it is unknown.
+	Ticket int64
+	// Throttled is true for a 429.
+	Throttled bool
+	// RetryAfter is the server's instruction on a 429, already bounded by
+	// the client's RetryAfterCap; zero when the answer carried none.
+	RetryAfter time.Duration
+	// Capped is true when the instruction was longer than the cap: the
+	// gateway's period is then unknown, and the 429 teaches no budget.
+	Capped bool
+	// MaxCooldown bounds a cooldown the limiter lengthens because the
+	// server's Retry-After proved short (the client's RetryAfterCap).
+	MaxCooldown time.Duration
+	// Advertised is the quota the answer's RateLimit fields state; zero when
+	// absent. It replaces the learned budget outright.
+	Advertised Budget
+	// Reset closes the partition for this long: the answer's RateLimit
+	// fields said the quota is exhausted until then.
+	Reset time.Duration
+	// Budget is the configured budget of the request (see Reservation).
+	Budget Budget
+	// Margin is the request's margin (see Reservation).
+	Margin time.Duration
+}
+
+// Feedback is what a Limiter concluded from an Observation.
+type Feedback struct {
+	// Cooldown is how long the partition stays closed from now; zero when
+	// it is open.
+	Cooldown time.Duration
+	// Distrusted is true when this 429 came after the previous one's
+	// Retry-After had been honoured, in the same streak: the header was
+	// short, and the cooldown was lengthened to at least twice the previous
+	// one (bounded by MaxCooldown).
+	Distrusted bool
+	// Budget is the learned budget after the observation; zero when none.
+	Budget Budget
 }
 
 // partitionFor names the rate-limit partition of a call: the gateway counts
@@ -113,8 +173,25 @@ func partitionFor(token string) string {
 	return "session:" + hex.EncodeToString(sum[:12])
 }
 
-// MemoryLimiter is the in-process Limiter: a sliding log of send times per
-// partition for pacing, and a cooldown deadline per partition.
+const (
+	// logHorizon is how long the log keeps an admission for learning when
+	// no longer period is known: a 429 whose Retry-After is within the
+	// default cap can still count what was admitted before it.
+	logHorizon = 2 * time.Minute
+	// maxLog bounds a partition's log; a budget larger than this raises it.
+	maxLog = 4096
+	// idleAfter is how long a partition must have been unconstrained (no
+	// cooldown, no admission within its period) before MemoryLimiter
+	// forgets it, learned budget included.
+	idleAfter = 10 * time.Minute
+	// sweepEvery is how often, in limiter operations, MemoryLimiter looks
+	// for idle partitions.
+	sweepEvery = 1024
+)
+
+// MemoryLimiter is the in-process Limiter: per partition, a log of admission
+// times (sliding-log pacing and the budget estimate), a cooldown deadline
+// and the learned budget. Partitions idle for ten minutes are forgotten.
 //
 // Why a sliding log rather than golang.org/x/time/rate: a token bucket of
 // rate L/P and burst b lets b + L requests through in some interval of
@@ -128,13 +205,18 @@ type MemoryLimiter struct {
 	now func() time.Time
 	mu  sync.Mutex
 	ps  map[string]*partitionState
+	ops int
 }
 
+// partitionState is one partition's state. Times are Unix nanoseconds. An
+// admission's time is its ticket: admissions at the same time are
+// interchangeable, whichever of their holders releases or confirms.
 type partitionState struct {
-	sends     []time.Time // ring of the last Limit send times, oldest first
-	coolStart time.Time
-	coolUntil time.Time
-	lastAdmit time.Time // admissions are first-in-first-out
+	log       []int64 // admissions (sent or held), oldest first; refused ones removed
+	coolStart int64
+	coolUntil int64
+	learned   Budget
+	touched   int64 // the last time anything constrained the partition
 }
 
 // NewMemoryLimiter returns an empty in-memory limiter. now is the clock; nil
@@ -146,13 +228,44 @@ func NewMemoryLimiter(now func() time.Time) *MemoryLimiter {
 	return &MemoryLimiter{now: now, ps: map[string]*partitionState{}}
 }
 
-func (m *MemoryLimiter) state(p string) *partitionState {
+// state returns p's state, creating it, and now and then forgets idle
+// partitions. Called with m.mu held.
+func (m *MemoryLimiter) state(p string, now int64) *partitionState {
+	m.ops++
+	if m.ops%sweepEvery == 0 {
+		m.sweep(now)
+	}
 	s := m.ps[p]
 	if s == nil {
 		s = &partitionState{}
 		m.ps[p] = s
 	}
 	return s
+}
+
+// sweep forgets the partitions idle since idleAfter.
+func (m *MemoryLimiter) sweep(now int64) {
+	for p, s := range m.ps {
+		if s.idle(now) {
+			delete(m.ps, p)
+		}
+	}
+}
+
+// idle reports whether s has constrained nothing for idleAfter.
+func (s *partitionState) idle(now int64) bool {
+	last := max(s.touched, s.coolUntil)
+	if n := len(s.log); n > 0 {
+		last = max(last, s.log[n-1])
+	}
+	return now-last >= int64(idleAfter)+int64(max(s.learned.Period, 0))
+}
+
+// partitions returns how many partitions the limiter holds.
+func (m *MemoryLimiter) partitions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.ps)
 }
 
 // Reserve implements Limiter.
@@ -162,61 +275,200 @@ func (m *MemoryLimiter) Reserve(ctx context.Context, r Reservation) (Admission, 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	s := m.state(r.Partition)
-	at, cooled := admitTime(s, r, now)
-	wait := at.Sub(now)
-	if wait > r.MaxWait {
-		return Admission{Wait: wait, Cooldown: cooled}, nil
-	}
-	if at.After(s.lastAdmit) {
-		s.lastAdmit = at
-	}
-	if r.Budget.enabled() {
-		s.sends = append(s.sends, at)
-		if len(s.sends) > r.Budget.Limit {
-			s.sends = s.sends[len(s.sends)-r.Budget.Limit:]
-		}
-	}
-	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled}, nil
+	now := m.now().UnixNano()
+	s := m.state(r.Partition, now)
+	return s.reserve(r, now), nil
 }
 
-// admitTime is the pure admission rule: the earliest time at or after now
-// when every earlier admission has gone (first in, first out), the cooldown
-// is over plus the request's own jitter, and the pacing log has room.
-func admitTime(s *partitionState, r Reservation, now time.Time) (time.Time, bool) {
-	at := now
-	if s.lastAdmit.After(at) {
-		at = s.lastAdmit
-	}
-	cooled := false
-	if s.coolUntil.After(now) {
-		jitter := time.Duration(float64(s.coolUntil.Sub(s.coolStart)) * serverJitter * clampUnit(r.Jitter))
-		if t := s.coolUntil.Add(jitter); t.After(at) {
-			at = t
-		}
-		cooled = true
-	}
-	if r.Budget.enabled() && len(s.sends) >= r.Budget.Limit {
-		period := max(r.Period, r.Budget.Period)
-		if t := s.sends[len(s.sends)-r.Budget.Limit].Add(period); t.After(at) {
-			at = t
-		}
-	}
-	return at, cooled
-}
-
-// Cooldown implements Limiter.
-func (m *MemoryLimiter) Cooldown(ctx context.Context, partition string, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
+// Release implements Limiter.
+func (m *MemoryLimiter) Release(_ context.Context, partition string, ticket int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
-	s := m.state(partition)
-	if until := now.Add(d); until.After(s.coolUntil) {
-		s.coolStart, s.coolUntil = now, until
+	if s := m.ps[partition]; s != nil {
+		s.remove(ticket)
 	}
 	return nil
+}
+
+// Observe implements Limiter.
+func (m *MemoryLimiter) Observe(_ context.Context, partition string, o Observation) (Feedback, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now().UnixNano()
+	s := m.state(partition, now)
+	return s.observe(o, now), nil
+}
+
+// effective is the budget in force: the configured one, the learned one, or
+// the stricter combination of both.
+func effective(configured, learned Budget) Budget {
+	switch {
+	case !learned.enabled():
+		return configured
+	case !configured.enabled():
+		return learned
+	}
+	return Budget{Limit: min(configured.Limit, learned.Limit), Period: max(configured.Period, learned.Period)}
+}
+
+// prune drops admissions too old to matter for pacing or learning.
+func (s *partitionState) prune(now int64, keep int, period time.Duration) {
+	horizon := int64(max(logHorizon, 2*period))
+	i := 0
+	for i < len(s.log) && now-s.log[i] > horizon {
+		i++
+	}
+	if extra := len(s.log) - i - max(maxLog, keep); extra > 0 {
+		i += extra
+	}
+	if i > 0 {
+		s.log = append(s.log[:0], s.log[i:]...)
+	}
+}
+
+// index returns the position of ticket in the log, or -1. Admissions at
+// the same time are interchangeable, so the last of them stands for the
+// ticket (the strictest for the budget check).
+func (s *partitionState) index(ticket int64) int {
+	if ticket == 0 {
+		return -1
+	}
+	i, _ := slices.BinarySearch(s.log, ticket+1)
+	if i == 0 || s.log[i-1] != ticket {
+		return -1
+	}
+	return i - 1
+}
+
+// remove takes ticket out of the log, if it is there.
+func (s *partitionState) remove(ticket int64) {
+	if i := s.index(ticket); i >= 0 {
+		s.log = slices.Delete(s.log, i, i+1)
+	}
+}
+
+// reserve is the admission rule; see admitAt.
+func (s *partitionState) reserve(r Reservation, now int64) Admission {
+	b := effective(r.Budget, s.learned)
+	period := b.Period + max(r.Margin, 0)
+	s.prune(now, b.Limit, period)
+	s.touched = now
+	if i := s.index(r.Ticket); i >= 0 {
+		switch {
+		case r.Ticket > now && holdValid(s.log, i, s.coolUntil, b, period):
+			// Woke early: the slot still stands.
+			return Admission{Wait: time.Duration(r.Ticket - now), OK: true, Ticket: r.Ticket, Budget: b}
+		case r.Ticket <= now:
+			// Sent now, perhaps later than planned: the log records when,
+			// if that time still admits it (the holds after it are checked
+			// against it when their turn comes).
+			s.log = slices.Delete(s.log, i, i+1)
+			if s.coolUntil <= now && (!b.enabled() || countIn(s.log, now-int64(period)+1, now+1) < b.Limit) {
+				j, _ := slices.BinarySearch(s.log, now+1)
+				s.log = slices.Insert(s.log, j, now)
+				return Admission{OK: true, Ticket: now, Budget: b}
+			}
+		default:
+			s.log = slices.Delete(s.log, i, i+1)
+		}
+		// The partition closed again, or the budget shrank, while the
+		// caller slept: its slot is gone; it queues again.
+	}
+	at, hold, cooled := admitAt(s.log, s.coolStart, s.coolUntil, b, period, r, now)
+	wait := time.Duration(at - now)
+	if wait > r.MaxWait {
+		return Admission{Wait: wait, Cooldown: cooled, Budget: b}
+	}
+	adm := Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Budget: b}
+	if hold {
+		s.log = append(s.log, at)
+		adm.Ticket = at
+	}
+	return adm
+}
+
+// holdValid reports whether the held admission log[i] still stands: no
+// cooldown began after it was placed and covers it, and the budget in force
+// (perhaps lowered since, or an earlier admission sent late) admits it.
+func holdValid(log []int64, i int, coolUntil int64, b Budget, period time.Duration) bool {
+	at := log[i]
+	if coolUntil > at {
+		return false
+	}
+	if b.enabled() && i >= b.Limit && at-log[i-b.Limit] < int64(period) {
+		return false
+	}
+	return true
+}
+
+// admitAt is the pure admission rule. It returns the time at which the
+// request may go, whether the limiter holds that slot for it, and whether a
+// cooldown set the time.
+//
+//   - First in, first out: a new slot comes after every slot already held.
+//   - While the partition is closed, a retry waits for the reopening plus
+//     its own jitter (a share of 10% of the cooldown) and holds its slot; a
+//     fresh call holds nothing and asks again after the whole jitter window,
+//     so retries always go first.
+//   - Pacing: with the budget's log full, a slot opens when the Limit-th
+//     previous admission is one (stretched) period old, so that at most
+//     Limit go in any interval of that period: after a cooldown the
+//     partition reopens for at most the budget.
+func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Duration, r Reservation, now int64) (at int64, hold, cooled bool) {
+	at = now
+	if n := len(log); n > 0 {
+		at = max(at, log[n-1])
+	}
+	if coolUntil > now {
+		cooled = true
+		window := float64(coolUntil-coolStart) * serverJitter
+		if !r.Retry {
+			return max(coolUntil+int64(window), at), false, true
+		}
+		at = max(at, coolUntil+int64(window*clampUnit(r.Jitter)))
+	}
+	if b.enabled() && len(log) >= b.Limit {
+		at = max(at, log[len(log)-b.Limit]+int64(period))
+	}
+	return at, true, cooled
+}
+
+// observe applies an Observation; see learnFrom. Advertised RateLimit
+// fields set the budget outright; a 429 teaches it otherwise.
+func (s *partitionState) observe(o Observation, now int64) Feedback {
+	s.touched = now
+	if o.Advertised.enabled() {
+		s.learned = o.Advertised
+	}
+	fb := Feedback{}
+	cool := o.Reset
+	if o.Throttled {
+		sent := now
+		if i := s.index(o.Ticket); i >= 0 {
+			sent = s.log[i]
+			s.log = slices.Delete(s.log, i, i+1) // refused: it used no budget
+		}
+		l := learnFrom(s.log, s.coolStart, s.coolUntil, effective(o.Budget, s.learned), o, sent)
+		if l.budget.enabled() && !o.Advertised.enabled() {
+			s.learned = l.budget
+		}
+		if l.cooldown > 0 {
+			cool = l.cooldown
+		}
+		fb.Distrusted = l.distrusted
+	}
+	s.close(now, cool)
+	fb.Cooldown, fb.Budget = time.Duration(max(s.coolUntil-now, 0)), s.learned
+	return fb
+}
+
+// close closes the partition for d from now, never shortening a cooldown in
+// force.
+func (s *partitionState) close(now int64, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	if until := now + int64(d); until > s.coolUntil {
+		s.coolStart, s.coolUntil = now, until
+	}
 }

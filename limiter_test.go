@@ -2,6 +2,7 @@ package rail0
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -33,59 +34,112 @@ func (f *fakeClock) Advance(d time.Duration) {
 
 var epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func TestAdmitTime(t *testing.T) {
+// ns is a time after epoch, in the limiter's Unix nanoseconds.
+func ns(d time.Duration) int64 { return epoch.Add(d).UnixNano() }
+
+// The admission order, as a pure function: first in, first out; retries
+// before fresh calls while a partition is closed; the sliding log.
+func TestAdmitAt(t *testing.T) {
 	const s = time.Second
 	b := Budget{Limit: 2, Period: 10 * s}
+	now := ns(0)
 	tests := []struct {
-		name   string
-		state  partitionState
-		r      Reservation
-		want   time.Duration // after epoch
-		cooled bool
+		name              string
+		log               []int64
+		coolStart, cUntil int64
+		b                 Budget
+		period            time.Duration
+		r                 Reservation
+		want              time.Duration // after epoch
+		hold, cooled      bool
 	}{
-		{"empty partition", partitionState{}, Reservation{Budget: b, Period: 10 * s}, 0, false},
-		{"log not full", partitionState{sends: []time.Time{epoch.Add(-s)}}, Reservation{Budget: b, Period: 10 * s}, 0, false},
-		{"log full: oldest + period", partitionState{sends: []time.Time{epoch.Add(-4 * s), epoch.Add(-s)}}, Reservation{Budget: b, Period: 10 * s}, 6 * s, false},
-		{"margin stretches the period", partitionState{sends: []time.Time{epoch.Add(-4 * s), epoch.Add(-s)}}, Reservation{Budget: b, Period: 11 * s}, 7 * s, false},
-		{"old sends do not count", partitionState{sends: []time.Time{epoch.Add(-40 * s), epoch.Add(-20 * s)}}, Reservation{Budget: b, Period: 10 * s}, 0, false},
-		{"cooldown plus own jitter", partitionState{coolStart: epoch.Add(-10 * s), coolUntil: epoch.Add(50 * s)}, Reservation{Jitter: 0.5}, 53 * s, true},
-		{"cooldown over", partitionState{coolStart: epoch.Add(-60 * s), coolUntil: epoch.Add(-s)}, Reservation{Jitter: 0.5}, 0, false},
-		{"first in, first out", partitionState{coolStart: epoch, coolUntil: epoch.Add(10 * s), lastAdmit: epoch.Add(10*s + 900*time.Millisecond)}, Reservation{Jitter: 0}, 10*s + 900*time.Millisecond, true},
-		{"own jitter after the queue", partitionState{coolStart: epoch, coolUntil: epoch.Add(10 * s), lastAdmit: epoch.Add(10*s + 100*time.Millisecond)}, Reservation{Jitter: 0.5}, 10*s + 500*time.Millisecond, true},
-		{"pacing after a cooldown", partitionState{coolStart: epoch, coolUntil: epoch.Add(s), sends: []time.Time{epoch.Add(-s), epoch}}, Reservation{Budget: b, Period: 10 * s}, 9 * s, true},
+		{"empty partition", nil, 0, 0, b, 10 * s, Reservation{}, 0, true, false},
+		{"no budget: goes now", []int64{ns(-s), ns(-s / 2)}, 0, 0, Budget{}, 0, Reservation{}, 0, true, false},
+		{"log not full", []int64{ns(-s)}, 0, 0, b, 10 * s, Reservation{}, 0, true, false},
+		{"log full: oldest + period", []int64{ns(-4 * s), ns(-s)}, 0, 0, b, 10 * s, Reservation{}, 6 * s, true, false},
+		{"margin stretches the period", []int64{ns(-4 * s), ns(-s)}, 0, 0, b, 11 * s, Reservation{}, 7 * s, true, false},
+		{"old admissions do not count", []int64{ns(-40 * s), ns(-20 * s)}, 0, 0, b, 10 * s, Reservation{}, 0, true, false},
+		{"first in, first out: after the last hold", []int64{ns(3 * s)}, 0, 0, Budget{}, 0, Reservation{}, 3 * s, true, false},
+		{"retry: reopening plus own jitter", nil, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Retry: true, Jitter: 0.5}, 53 * s, true, true},
+		{"fresh: the whole jitter window, nothing held", nil, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Jitter: 0}, 56 * s, false, true},
+		{"fresh never before a retry whatever the draws", nil, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Jitter: 0}, 56 * s, false, true},
+		{"retry queues behind an earlier retry", []int64{ns(55 * s)}, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Retry: true, Jitter: 0.1}, 55 * s, true, true},
+		{"cooldown over", nil, ns(-60 * s), ns(-s), Budget{}, 0, Reservation{Jitter: 0.5}, 0, true, false},
+		{"reopens for at most the budget", []int64{ns(-s), ns(0)}, ns(0), ns(s), b, 10 * s, Reservation{Retry: true}, 9 * s, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := tt.state
-			at, cooled := admitTime(&st, tt.r, epoch)
-			assert.Equal(t, tt.want, at.Sub(epoch))
+			at, hold, cooled := admitAt(tt.log, tt.coolStart, tt.cUntil, tt.b, tt.period, tt.r, now)
+			assert.Equal(t, tt.want, time.Duration(at-now))
+			assert.Equal(t, tt.hold, hold)
 			assert.Equal(t, tt.cooled, cooled)
 		})
 	}
 }
 
-// The guarantee: whatever the arrival pattern, in any interval of one period
-// at most Limit requests are admitted, so no fixed window can be overrun.
+// reserve is a test helper: Reserve on a MemoryLimiter that cannot fail.
+func reserve(t *testing.T, m *MemoryLimiter, r Reservation) Admission {
+	t.Helper()
+	adm, err := m.Reserve(context.Background(), r)
+	require.NoError(t, err)
+	return adm
+}
+
+// The guarantee: whatever the arrival pattern (fresh calls and retries,
+// confirmations after the wait, callers who give up, 429s that teach and
+// lower the budget), in any interval of one period at most the budget in
+// force is sent, so no fixed window can be overrun.
 func TestMemoryLimiterNeverExceedsBudgetInAnyInterval(t *testing.T) {
-	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
-	b := Budget{Limit: 5, Period: time.Second}
-	rng := rand.New(rand.NewPCG(1, 2))
-	var admitted []time.Time
-	for i := 0; i < 400; i++ {
-		clock.Advance(time.Duration(rng.IntN(150)) * time.Millisecond)
-		adm, err := m.Reserve(context.Background(), Reservation{Partition: "p", Budget: b, Period: b.Period, Jitter: rng.Float64(), MaxWait: time.Hour})
-		require.NoError(t, err)
-		require.True(t, adm.OK)
-		admitted = append(admitted, clock.Now().Add(adm.Wait))
-		if i%50 == 0 {
-			require.NoError(t, m.Cooldown(context.Background(), "p", 700*time.Millisecond))
+	for seed := range uint64(20) {
+		clock := &fakeClock{t: epoch}
+		m := NewMemoryLimiter(clock.Now)
+		b := Budget{Limit: 5, Period: time.Second}
+		rng := rand.New(rand.NewPCG(seed, 2))
+		type pending struct {
+			r    Reservation
+			wake time.Time
 		}
-	}
-	sort.Slice(admitted, func(i, j int) bool { return admitted[i].Before(admitted[j]) })
-	for i := b.Limit; i < len(admitted); i++ {
-		gap := admitted[i].Sub(admitted[i-b.Limit])
-		require.GreaterOrEqual(t, gap, b.Period, "admissions %d and %d are in one period", i-b.Limit, i)
+		var sent []time.Time
+		var waiting []pending
+		// ask reserves for r and either sends, or queues the caller.
+		ask := func(r Reservation) {
+			adm := reserve(t, m, r)
+			require.True(t, adm.OK)
+			if adm.Wait == 0 {
+				sent = append(sent, clock.Now())
+				return
+			}
+			r.Ticket = adm.Ticket
+			waiting = append(waiting, pending{r, clock.Now().Add(adm.Wait)})
+		}
+		for i := 0; i < 600; i++ {
+			clock.Advance(time.Duration(rng.IntN(150)) * time.Millisecond)
+			// Waiters whose time has come confirm their slot, or give up.
+			due := waiting
+			waiting = nil
+			for _, w := range due {
+				switch {
+				case clock.Now().Before(w.wake):
+					waiting = append(waiting, w)
+				case rng.IntN(10) == 0:
+					require.NoError(t, m.Release(context.Background(), "p", w.r.Ticket))
+				default:
+					ask(w.r)
+				}
+			}
+			ask(Reservation{Partition: "p", Budget: b, Retry: rng.IntN(3) == 0, Jitter: rng.Float64(), MaxWait: time.Hour})
+			if i%50 == 0 {
+				// A 429 that closes the partition; the advertised quota
+				// keeps the budget where it is.
+				_, err := m.Observe(context.Background(), "p", Observation{Throttled: true, RetryAfter: 700 * time.Millisecond, Advertised: b})
+				require.NoError(t, err)
+			}
+		}
+		sort.Slice(sent, func(i, j int) bool { return sent[i].Before(sent[j]) })
+		require.Greater(t, len(sent), 100)
+		for i := b.Limit; i < len(sent); i++ {
+			require.GreaterOrEqual(t, sent[i].Sub(sent[i-b.Limit]), b.Period, "seed %d: sends %d and %d are in one period", seed, i-b.Limit, i)
+		}
 	}
 }
 
@@ -97,9 +151,7 @@ func TestMemoryLimiterFullBurstThenPeriod(t *testing.T) {
 	b := Budget{Limit: 3, Period: 2 * time.Second}
 	var waits []time.Duration
 	for range 7 {
-		adm, err := m.Reserve(context.Background(), Reservation{Partition: "p", Budget: b, Period: b.Period, MaxWait: time.Hour})
-		require.NoError(t, err)
-		waits = append(waits, adm.Wait)
+		waits = append(waits, reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour}).Wait)
 	}
 	s := time.Second
 	assert.Equal(t, []time.Duration{0, 0, 0, 2 * s, 2 * s, 2 * s, 4 * s}, waits)
@@ -109,14 +161,14 @@ func TestMemoryLimiterMaxWaitRecordsNothing(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	m := NewMemoryLimiter(clock.Now)
 	b := Budget{Limit: 1, Period: 10 * time.Second}
-	ctx := context.Background()
-	adm, _ := m.Reserve(ctx, Reservation{Partition: "p", Budget: b, Period: b.Period, MaxWait: time.Second})
+	adm := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Second})
 	require.True(t, adm.OK)
-	adm, _ = m.Reserve(ctx, Reservation{Partition: "p", Budget: b, Period: b.Period, MaxWait: time.Second})
+	adm = reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Second})
 	assert.False(t, adm.OK)
+	assert.Zero(t, adm.Ticket)
 	assert.Equal(t, 10*time.Second, adm.Wait)
 	// The refused request took no slot: the next one still waits 10 s, not 20 s.
-	adm, _ = m.Reserve(ctx, Reservation{Partition: "p", Budget: b, Period: b.Period, MaxWait: time.Hour})
+	adm = reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
 	assert.True(t, adm.OK)
 	assert.Equal(t, 10*time.Second, adm.Wait)
 }
@@ -125,15 +177,92 @@ func TestMemoryLimiterCooldownNeverShortened(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	m := NewMemoryLimiter(clock.Now)
 	ctx := context.Background()
-	require.NoError(t, m.Cooldown(ctx, "p", 60*time.Second))
-	require.NoError(t, m.Cooldown(ctx, "p", 5*time.Second))
-	adm, _ := m.Reserve(ctx, Reservation{Partition: "p", MaxWait: time.Hour})
+	_, err := m.Observe(ctx, "p", Observation{Throttled: true, RetryAfter: 60 * time.Second})
+	require.NoError(t, err)
+	fb, err := m.Observe(ctx, "p", Observation{Throttled: true, RetryAfter: 5 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, 60*time.Second, fb.Cooldown)
+	adm := reserve(t, m, Reservation{Partition: "p", Retry: true, MaxWait: time.Hour})
 	assert.Equal(t, 60*time.Second, adm.Wait)
 	assert.True(t, adm.Cooldown)
 	// Partitions are independent.
-	adm, _ = m.Reserve(ctx, Reservation{Partition: "other", MaxWait: time.Hour})
+	adm = reserve(t, m, Reservation{Partition: "other", MaxWait: time.Hour})
 	assert.Zero(t, adm.Wait)
 	assert.False(t, adm.Cooldown)
+}
+
+// Issue 12, item 20: a slot given back is free again. Fifty callers queued
+// at 5 per second and gave up; the next caller goes at once.
+func TestMemoryLimiterReleaseGivesSlotBack(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	m := NewMemoryLimiter(clock.Now)
+	b := Budget{Limit: 5, Period: time.Second}
+	ctx := context.Background()
+	var tickets []int64
+	for range 55 {
+		adm := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
+		if adm.Wait > 0 {
+			tickets = append(tickets, adm.Ticket)
+		}
+	}
+	require.Len(t, tickets, 50)
+	for _, tk := range tickets {
+		require.NoError(t, m.Release(ctx, "p", tk))
+	}
+	clock.Advance(time.Second)
+	adm := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: 3 * time.Second})
+	require.True(t, adm.OK)
+	assert.Zero(t, adm.Wait)
+}
+
+// Every admission is checked again after its sleep: a 429 that closed the
+// partition meanwhile, or a lower budget, takes the slot away.
+func TestMemoryLimiterRechecksAfterSleep(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	m := NewMemoryLimiter(clock.Now)
+	b := Budget{Limit: 1, Period: time.Second}
+	ctx := context.Background()
+	reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
+	held := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
+	require.Equal(t, time.Second, held.Wait)
+
+	clock.Advance(time.Second)
+	ok := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour, Ticket: held.Ticket})
+	assert.Equal(t, Admission{OK: true, Ticket: held.Ticket, Budget: b}, ok, "nothing changed: confirmed")
+	late := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
+	require.Equal(t, time.Second, late.Wait)
+	clock.Advance(1500 * time.Millisecond)
+	ok = reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour, Ticket: late.Ticket})
+	assert.Equal(t, Admission{OK: true, Ticket: clock.Now().UnixNano(), Budget: b}, ok, "a late confirmation records the real send time")
+	next := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
+	assert.Equal(t, time.Second, next.Wait, "one period after the real send")
+
+	held = next
+	clock.Advance(500 * time.Millisecond)
+	_, err := m.Observe(ctx, "p", Observation{Throttled: true, RetryAfter: 2 * time.Second, Budget: b})
+	require.NoError(t, err)
+	clock.Advance(500 * time.Millisecond)
+	again := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour, Ticket: held.Ticket})
+	assert.True(t, again.Cooldown)
+	assert.Greater(t, again.Wait, time.Second, "the partition closed during the sleep")
+	assert.Zero(t, again.Ticket, "a fresh call holds nothing while the partition is closed")
+}
+
+// Issue 12, item 22: one-off partitions are forgotten once idle.
+func TestMemoryLimiterEvictsIdlePartitions(t *testing.T) {
+	clock := &fakeClock{t: epoch}
+	m := NewMemoryLimiter(clock.Now)
+	for i := range 5000 {
+		reserve(t, m, Reservation{Partition: fmt.Sprintf("session:%d", i), MaxWait: time.Hour})
+	}
+	_, err := m.Observe(context.Background(), "session:0", Observation{Throttled: true, RetryAfter: 30 * time.Minute})
+	require.NoError(t, err)
+	require.Equal(t, 5000, m.partitions())
+	clock.Advance(idleAfter + time.Second)
+	for range sweepEvery {
+		reserve(t, m, Reservation{Partition: "public", MaxWait: time.Hour})
+	}
+	assert.Equal(t, 2, m.partitions(), "only the busy partition and the one still cooling down remain")
 }
 
 func TestMemoryLimiterHonoursContext(t *testing.T) {
@@ -168,6 +297,4 @@ func TestPacingValidation(t *testing.T) {
 	c, err := NewClient("https://api.rail0.xyz", WithPacing(PublishedLimits()))
 	require.NoError(t, err)
 	assert.True(t, c.pacingOn)
-	assert.Equal(t, 1200*time.Millisecond, c.pacing.margin(c.pacing.Public))
-	assert.Equal(t, 20*time.Millisecond, Pacing{}.margin(Budget{Limit: 1, Period: 100 * time.Millisecond}))
 }

@@ -187,14 +187,17 @@ func WithOnRetry(fn func(RetryEvent)) Option {
 	}
 }
 
-// WithPacing keeps each rate-limit partition under a budget, so that the
-// gateway's limit is never reached: at most Limit requests are sent in any
-// interval of Period (stretched by a small margin), on the public surface
-// and on each session. PublishedLimits returns the hosted gateway's
-// budgets. With pacing, calls take their turn first in, first out and wait
-// out cooldowns; a call whose turn does not come within its allowance
-// (WithMaxRetryWait) or its context deadline gets a 429 at once, without
-// sending (APIError.NotSent). Off by default.
+// WithPacing keeps each rate-limit partition under a budget from the first
+// request, so that the gateway's limit is never reached: at most Limit
+// requests are sent in any interval of Period (stretched by a margin
+// measured from recent round trips), on the public surface and on each
+// session. PublishedLimits returns the hosted gateway's budgets. Without it,
+// a client that retries 429s paces at the budget it learns from the first
+// 429; with it, a 429 while paced still lowers the budget. With pacing,
+// calls take their turn first in, first out and wait out cooldowns; a call
+// whose turn does not come within its allowance (WithMaxRetryWait) or its
+// context deadline gets a 429 at once, without sending (APIError.NotSent).
+// Off by default.
 func WithPacing(p Pacing) Option {
 	return func(c *config) error {
 		if err := p.Public.validate("public"); err != nil {
@@ -211,12 +214,14 @@ func WithPacing(p Pacing) Option {
 	}
 }
 
-// WithCooldown turns the client-wide cooldown on or off (on by default; it
-// only acts with WithRetryOn429 or WithPacing). When any call on a partition
-// gets a 429 with a usable Retry-After, the partition is closed until
+// WithCooldown turns the client-wide cooldown, and with it the budget
+// learned from 429s, on or off (on by default; it only acts with
+// WithRetryOn429 or WithPacing). When any call on a partition gets a 429
+// with a usable Retry-After, the partition is closed until
 // min(Retry-After, RetryAfterCap) after that answer, and calls that would
 // retry 429s wait for it to reopen instead of sending a request the gateway
-// would refuse. Calls with RetryOn429 off and no pacing still go to the
+// would refuse; it then reopens for at most the learned budget, retried
+// calls first. Calls with RetryOn429 off and no pacing still go to the
 // server, as a request/response app expects.
 func WithCooldown(on bool) Option {
 	return func(c *config) error {
@@ -225,10 +230,10 @@ func WithCooldown(on bool) Option {
 	}
 }
 
-// WithLimiter sets where the pacing and cooldown state lives. The default
-// is in memory, per Client; a shared Limiter (see package redislimit) makes
-// several processes behind one egress IP, or sharing one session, respect
-// one budget.
+// WithLimiter sets where the pacing, cooldown and learned-budget state
+// lives. The default is in memory, per Client; a shared Limiter (see package
+// redislimit) makes several processes behind one egress IP, or sharing one
+// session, respect one budget.
 func WithLimiter(l Limiter) Option {
 	return func(c *config) error {
 		if l == nil {

@@ -77,6 +77,7 @@ type callState struct {
 	token          string  // only to derive partition; never logged or stored elsewhere
 	gated          bool    // waits for the limiter before each attempt
 	jitter         float64 // the draw of the last 429 decision, reused for its admission
+	turn           turn    // the limiter's admission of the attempt in flight
 
 	attempts     int
 	waited       time.Duration // server-given and rate-limit waiting spent
@@ -270,7 +271,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		if rl, ok := ParseRateLimit(resp.Header, now); ok {
 			st.rateLimit = &rl
 		}
-		c.closePartition(ctx, st, o)
+		c.observe(ctx, st, o)
 		if !o.failed && o.status < 500 && o.status != http.StatusTooManyRequests {
 			// The gateway answered and is healthy (a 4xx is its answer
 			// too): the retry budget refills.
@@ -298,6 +299,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		b.tokens = tokens
 		return decide(c.policy, o, b, u)
 	})
+	d = distrust(d, st.turn.fb, c.policy.maxRetryWait-st.waited, timeLeft(ctx, now), u)
 	switch {
 	case o.status == http.StatusTooManyRequests:
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now)
@@ -389,30 +391,17 @@ func (c *Client) requestHook(_ retryablehttp.Logger, req *http.Request, _ int) {
 	}
 }
 
-// admit waits for the call's turn on its rate-limit partition: after a
-// cooldown, and within the pacing budget. The wait counts against the call's
-// allowance; when it does not fit the allowance or the deadline, the call
-// gets a 429 at once without sending. A failing limiter (say, an unreachable
-// shared store) does not stop payments: the call goes ahead, and the failure
-// is logged.
+// admit waits for the call's turn on its rate-limit partition (see
+// takeTurn). The wait counts against the call's allowance; when it does not
+// fit the allowance or the deadline, the call gets a 429 at once without
+// sending. A failing limiter (say, an unreachable shared store) does not
+// stop payments: the call goes ahead, and the failure is logged.
 func (c *Client) admit(ctx context.Context, st *callState) error {
-	now := c.now()
-	var b Budget
-	var period time.Duration
-	if c.pacingOn {
-		b = c.pacing.Session
-		if st.anonymous {
-			b = c.pacing.Public
-		}
-		if b.enabled() {
-			period = b.Period + c.pacing.margin(b)
-		}
-	}
-	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
-	adm, err := c.limiter.Reserve(ctx, Reservation{Partition: st.partitionKey(), Budget: b, Period: period, Jitter: st.jitter, MaxWait: room})
+	noted := len(st.call.Limiter) // takeTurn notes each wait it sleeps
+	adm, err := c.takeTurn(ctx, st)
 	if err != nil {
-		if isContextErr(err) {
-			return err
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; sending without it",
@@ -420,7 +409,9 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		}
 		return nil
 	}
-	c.noteAdmission(ctx, st, adm)
+	if !adm.OK || len(st.call.Limiter) == noted {
+		c.noteAdmission(ctx, st, adm) // a refusal, or an admission at once
+	}
 	if !adm.OK {
 		c.stats.refuse(ReasonLimiter)
 		return &APIError{
@@ -430,36 +421,7 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 			RetryRefused: true, NotSent: true, NotRetried: ReasonLimiter,
 		}
 	}
-	if adm.Wait > 0 {
-		st.waited += adm.Wait
-		if !sleepCtx(ctx, adm.Wait) {
-			return ctx.Err()
-		}
-	}
 	return nil
-}
-
-// closePartition records what an answer says about its partition: a 429
-// with a usable Retry-After closes it for min(Retry-After, cap) (the
-// instruction wins over RateLimit fields); advertised exhaustion closes it
-// until the advertised reset.
-func (c *Client) closePartition(ctx context.Context, st *callState, o outcome) {
-	if !c.cooldown && !c.pacingOn {
-		return
-	}
-	var d time.Duration
-	switch {
-	case o.status == http.StatusTooManyRequests && o.hasRetryAfter:
-		d = min(o.retryAfter, c.policy.retryAfterCap)
-	case st.rateLimit.Exhausted():
-		d = min(st.rateLimit.Reset, c.policy.retryAfterCap)
-	default:
-		return
-	}
-	if err := c.limiter.Cooldown(ctx, st.partitionKey(), d); err != nil && c.logger != nil {
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; cooldown not recorded",
-			slog.String("path", st.path), slog.String("error", err.Error()))
-	}
 }
 
 // lastAnswer returns the call's last answer from the server as an

@@ -417,7 +417,11 @@ func (l *closedLimiter) Reserve(context.Context, Reservation) (Admission, error)
 	return Admission{Wait: 10 * time.Minute, Cooldown: true}, nil
 }
 
-func (l *closedLimiter) Cooldown(context.Context, string, time.Duration) error { return nil }
+func (l *closedLimiter) Release(context.Context, string, int64) error { return nil }
+
+func (l *closedLimiter) Observe(context.Context, string, Observation) (Feedback, error) {
+	return Feedback{}, nil
+}
 
 // Item 14: when the limiter refuses the retry locally, the caller gets the
 // server's last 429 (its request id, headers and body), marked

@@ -1,26 +1,31 @@
 // Package redislimit is a rail0.Limiter kept in Redis, so that many
 // processes or machines behind one egress IP, or sharing one session token,
-// pace themselves against one budget and honour one another's cooldowns.
+// pace themselves against one budget, honour one another's cooldowns and
+// share the budget they learn from the gateway's answers.
 //
 // Plug it into a client with rail0.WithLimiter:
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 //	c, err := rail0.NewClient("https://api.rail0.xyz",
-//		rail0.WithPacing(rail0.PublishedLimits()),
 //		rail0.WithRetryOn429(true),
 //		rail0.WithLimiter(redislimit.New(rdb)),
 //	)
 //
 // # Semantics
 //
-// The Limiter has exactly the semantics of rail0.MemoryLimiter: a sliding
-// log of the last Limit admission times per partition, a cooldown deadline
-// per partition that is never shortened, and first-in-first-out admission.
-// Each operation is one Lua script that runs atomically on the partition's
-// keys, so concurrent callers in any number of processes see one consistent
-// state. Every time comes from the Redis server's TIME inside the script, and
-// only relative durations cross the wire: processes whose clocks disagree
-// still agree on the schedule.
+// The Limiter has exactly the semantics of rail0.MemoryLimiter: a log of
+// admission times per partition (the sliding log that paces, and the
+// requests the budget estimate counts), a cooldown that is never shortened,
+// the learned budget, first-in-first-out admission with retries before
+// fresh calls while a partition is closed, and slots that are confirmed
+// after the caller's sleep and given back when it gives up. Each operation
+// is one Lua script that runs atomically on the partition's keys, so
+// concurrent callers in any number of processes see one consistent state.
+// Every time comes from the Redis server's TIME inside the script, and only
+// relative durations cross the wire: processes whose clocks disagree still
+// agree on the schedule. A call admitted at once costs one round trip; a
+// call that waits costs a second one, the confirmation after its sleep; a
+// 429 costs one more, to record it.
 //
 // # Why not redis_rate (GCRA)
 //
@@ -36,27 +41,35 @@
 // pacing log to keep admissions first-in-first-out. So this package keeps
 // the sliding log of rail0.MemoryLimiter, which holds "at most Limit sends in
 // any interval of Period" exactly and still lets a fresh client send Limit
-// at once, at the cost of Limit timestamps per partition in a Redis list.
+// at once, at the cost of a list of recent admission times per partition.
 //
 // # Keys and expiry
 //
 // A partition p uses two keys, prefix + "{" + p + "}:state" (a hash with the
-// last admission and the cooldown) and prefix + "{" + p + "}:sends" (a list
-// of admission times). The braces form a Redis Cluster hash tag, so both land
-// on one slot and the scripts work with a cluster client. Both keys carry a
-// TTL covering the last admission or cooldown end plus one period, after
-// which the state no longer constrains anything, so idle partitions vanish
-// by themselves. Partitions never contain a token: the SDK hashes it.
+// cooldown and the learned budget) and prefix + "{" + p + "}:sends" (a list
+// of admission times in microseconds, ascending, at most 4096 and none older
+// than the longer of two minutes and two periods). The braces form a Redis
+// Cluster hash tag, so both land on one slot and the scripts work with a
+// cluster client. Both keys expire ten minutes after the partition last
+// constrained anything, as MemoryLimiter forgets idle partitions.
+// Partitions never contain a token: the SDK hashes it.
 //
-// The scripts read TIME before writing, which needs Redis 5 or later (the
-// Debian and Alpine packages of any supported release qualify).
+// The scripts use LPOS, which needs Redis 6.0.6 or later.
 //
-// # Errors
+// # Failures
 //
-// Reserve and Cooldown return an *Error when Redis cannot be reached or a
-// script fails. The rail0 client then fails open (it sends without pacing)
-// and logs the error, because a broken limiter store must not stop
-// payments.
+// Every operation is bounded by its context (the SDK passes what the call
+// can still spend on rate limiting) and by the Limiter's own timeout
+// (WithTimeout, default 500 ms), even when the Redis client does not enforce
+// context deadlines itself. An operation that fails or runs out of time
+// returns an *Error, and the rail0 client then fails open (it sends without
+// pacing) and logs it, because a broken limiter store must not stop
+// payments. The Limiter then stops asking Redis for a while (1 s, doubling
+// up to 30 s while failures go on) and keeps pacing, cooldowns and the
+// learned budget in a local rail0.MemoryLimiter meanwhile, so that a dead
+// store costs each call nothing and the process still honours the 429s it
+// sees. Give the Redis client short DialTimeout, ReadTimeout and PoolTimeout
+// values anyway, so that connections stuck on a dead server are reclaimed.
 package redislimit
 
 import (
@@ -65,6 +78,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,23 +89,47 @@ import (
 // DefaultPrefix is the key prefix used unless WithKeyPrefix says otherwise.
 const DefaultPrefix = "rail0:rl:"
 
-// cooldownJitter is the share of a cooldown's length over which waiters
-// spread their admission, as documented on rail0.Reservation.Jitter.
-const cooldownJitter = 0.10
+// DefaultTimeout bounds every Redis operation unless WithTimeout says
+// otherwise.
+const DefaultTimeout = 500 * time.Millisecond
 
-// ttlSlack is added to every key's time to live, so that a key never
-// expires while its state can still constrain an admission.
-const ttlSlack = time.Second
+const (
+	// cooldownJitter is the share of a cooldown's length over which retries
+	// spread their admission, as documented on rail0.Reservation.Jitter.
+	cooldownJitter = 0.10
+	// ttlSlack is added to every key's time to live.
+	ttlSlack = time.Second
+	// The log's bounds and the idle time, as in rail0.MemoryLimiter.
+	logHorizon = 2 * time.Minute
+	maxLog     = 4096
+	idleAfter  = 10 * time.Minute
+	// firstBackoff and maxBackoff bound how long the Limiter uses its local
+	// fallback after Redis failed.
+	firstBackoff = time.Second
+	maxBackoff   = 30 * time.Second
+)
 
 // Limiter is a rail0.Limiter backed by Redis. It is safe for concurrent use
-// and holds no state of its own: any number of Limiters on any number of
-// machines that share a Redis server and a key prefix share one budget.
+// and holds no rate-limit state of its own while Redis answers: any number
+// of Limiters on any number of machines that share a Redis server and a key
+// prefix share one budget.
 type Limiter struct {
-	rdb    redis.UniversalClient
-	prefix string
+	rdb     redis.UniversalClient
+	prefix  string
+	timeout time.Duration
 	// now, when set, replaces the server's TIME; tests use it to replay a
 	// schedule exactly. It is nil in every Limiter that New returns.
 	now func() time.Time
+	// wall is the local clock of the failure backoff.
+	wall func() time.Time
+
+	local *rail0.MemoryLimiter // used while Redis is down
+	mu    sync.Mutex
+	down  time.Time     // Redis is not asked before this
+	wait  time.Duration // the current backoff
+	// inflight counts operations still waiting for Redis after their
+	// caller was answered; tests wait for them.
+	inflight sync.WaitGroup
 }
 
 var _ rail0.Limiter = (*Limiter)(nil)
@@ -110,20 +148,32 @@ func WithKeyPrefix(prefix string) Option {
 	}
 }
 
+// WithTimeout bounds every Redis operation (default DefaultTimeout), on top
+// of the caller's context. A non-positive d keeps the default.
+func WithTimeout(d time.Duration) Option {
+	return func(l *Limiter) {
+		if d > 0 {
+			l.timeout = d
+		}
+	}
+}
+
 // New returns a Limiter that keeps its state in rdb, which may be a single
 // node, a failover or a cluster client. It does no I/O.
 func New(rdb redis.UniversalClient, opts ...Option) *Limiter {
-	l := &Limiter{rdb: rdb, prefix: DefaultPrefix}
+	l := &Limiter{rdb: rdb, prefix: DefaultPrefix, timeout: DefaultTimeout, wall: time.Now}
 	for _, o := range opts {
 		o(l)
 	}
+	l.local = rail0.NewMemoryLimiter(l.wall)
 	return l
 }
 
 // Error reports a failed limiter operation. It unwraps to the cause, such
-// as a network error from go-redis or the context's error.
+// as a network error from go-redis or a context error when the operation
+// ran out of time.
 type Error struct {
-	// Op is "reserve" or "cooldown".
+	// Op is "reserve", "release" or "observe".
 	Op string
 	// Partition is the partition operated on ("public" or "session:<hash>").
 	Partition string
@@ -156,6 +206,76 @@ func (l *Limiter) nowArg() string {
 	return strconv.FormatInt(l.now().UnixMicro(), 10)
 }
 
+// useLocal reports whether Redis is in its failure backoff.
+func (l *Limiter) useLocal() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wall().Before(l.down)
+}
+
+// failed starts or lengthens the failure backoff.
+func (l *Limiter) failed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.wait = min(max(2*l.wait, firstBackoff), maxBackoff)
+	l.down = l.wall().Add(l.wait)
+}
+
+// recovered ends the failure backoff.
+func (l *Limiter) recovered() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.wait, l.down = 0, time.Time{}
+}
+
+// run runs one script within the caller's context and the Limiter's
+// timeout. The script runs on its own goroutine, so that a Redis client
+// that ignores context deadlines (go-redis does unless
+// ContextTimeoutEnabled is set) cannot hold the caller past the bound; it
+// finishes in the background. A failure, or no answer before the caller's
+// deadline, starts the failure backoff.
+func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	fail := func(err error) ([]int64, error) {
+		return nil, &Error{Op: op, Partition: partition, Err: err}
+	}
+	if l.rdb == nil {
+		return fail(errNilClient)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	type result struct {
+		v   []int64
+		err error
+	}
+	done := make(chan result, 1)
+	l.inflight.Add(1)
+	go func() {
+		defer l.inflight.Done()
+		v, err := script.Run(bctx, l.rdb, keys, args...).Int64Slice()
+		done <- result{v, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-bctx.Done():
+		r.err = bctx.Err()
+	}
+	if r.err != nil {
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			// Not an answer within what the call could spend: for the
+			// next calls, the store is down. (A caller that gave up says
+			// nothing about the store.)
+			l.failed()
+		}
+		return fail(r.err)
+	}
+	l.recovered()
+	return r.v, nil
+}
+
 // Reserve implements rail0.Limiter.
 func (l *Limiter) Reserve(ctx context.Context, r rail0.Reservation) (rail0.Admission, error) {
 	a, _, err := l.reserve(ctx, r)
@@ -165,60 +285,94 @@ func (l *Limiter) Reserve(ctx context.Context, r rail0.Reservation) (rail0.Admis
 // reserve is Reserve that also returns the admission time on the Redis
 // clock, which tests use to check the pacing guarantee exactly.
 func (l *Limiter) reserve(ctx context.Context, r rail0.Reservation) (rail0.Admission, time.Time, error) {
-	fail := func(err error) (rail0.Admission, time.Time, error) {
-		return rail0.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: err}
-	}
-	if l.rdb == nil {
-		return fail(errNilClient)
-	}
-	if err := ctx.Err(); err != nil {
-		return fail(err)
-	}
-	limit, period := 0, time.Duration(0)
-	if r.Budget.Limit > 0 && r.Budget.Period > 0 {
-		limit, period = r.Budget.Limit, max(r.Period, r.Budget.Period)
+	if l.useLocal() {
+		a, err := l.local.Reserve(ctx, r)
+		return a, l.wall().Add(a.Wait), err
 	}
 	state, sends := l.keys(r.Partition)
-	res, err := reserveScript.Run(ctx, l.rdb, []string{state, sends},
-		limit,
-		microsCeil(period),
+	res, err := l.run(ctx, "reserve", r.Partition, reserveScript, []string{state, sends},
+		r.Budget.Limit,
+		microsCeil(r.Budget.Period),
+		microsCeil(max(r.Margin, 0)),
+		btoi(r.Retry),
 		strconv.FormatFloat(clampUnit(r.Jitter), 'g', -1, 64),
 		microsFloor(r.MaxWait),
+		r.Ticket,
 		l.nowArg(),
 		microsCeil(ttlSlack),
-	).Int64Slice()
+		maxLog,
+		microsCeil(logHorizon),
+		microsCeil(idleAfter),
+	)
 	if err != nil {
-		return fail(err)
+		return rail0.Admission{}, time.Time{}, err
 	}
-	if len(res) != 4 {
-		return fail(fmt.Errorf("reserve script returned %d values, want 4", len(res)))
+	if len(res) != 7 {
+		return rail0.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 7", len(res))}
 	}
 	a := rail0.Admission{
 		OK:       res[0] == 1,
 		Wait:     time.Duration(res[1]) * time.Microsecond,
 		Cooldown: res[2] == 1,
+		Ticket:   res[3],
+		Budget:   rail0.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
 	}
-	return a, time.UnixMicro(res[3]), nil
+	return a, time.UnixMicro(res[6]).Add(a.Wait), nil
 }
 
-// Cooldown implements rail0.Limiter.
-func (l *Limiter) Cooldown(ctx context.Context, partition string, d time.Duration) error {
-	if d <= 0 {
+// Release implements rail0.Limiter.
+func (l *Limiter) Release(ctx context.Context, partition string, ticket int64) error {
+	if ticket == 0 {
 		return nil
 	}
-	if l.rdb == nil {
-		return &Error{Op: "cooldown", Partition: partition, Err: errNilClient}
+	if l.useLocal() {
+		return l.local.Release(ctx, partition, ticket)
 	}
-	state, _ := l.keys(partition)
-	err := cooldownScript.Run(ctx, l.rdb, []string{state},
-		microsCeil(d),
+	_, sends := l.keys(partition)
+	_, err := l.run(ctx, "release", partition, releaseScript, []string{sends}, ticket)
+	return err
+}
+
+// Observe implements rail0.Limiter.
+func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observation) (rail0.Feedback, error) {
+	if l.useLocal() {
+		return l.local.Observe(ctx, partition, o)
+	}
+	state, sends := l.keys(partition)
+	res, err := l.run(ctx, "observe", partition, observeScript, []string{state, sends},
+		o.Ticket,
+		btoi(o.Throttled),
+		microsCeil(o.RetryAfter),
+		microsCeil(o.MaxCooldown),
+		o.Advertised.Limit,
+		microsCeil(o.Advertised.Period),
+		microsCeil(o.Reset),
+		o.Budget.Limit,
+		microsCeil(o.Budget.Period),
+		microsCeil(max(o.Margin, 0)),
 		l.nowArg(),
 		microsCeil(ttlSlack),
-	).Err()
+		microsCeil(idleAfter),
+		btoi(o.Capped),
+	)
 	if err != nil {
-		return &Error{Op: "cooldown", Partition: partition, Err: err}
+		return rail0.Feedback{}, err
 	}
-	return nil
+	if len(res) != 4 {
+		return rail0.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 4", len(res))}
+	}
+	return rail0.Feedback{
+		Cooldown:   time.Duration(res[0]) * time.Microsecond,
+		Distrusted: res[1] == 1,
+		Budget:     rail0.Budget{Limit: int(res[2]), Period: time.Duration(res[3]) * time.Microsecond},
+	}, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // microsCeil converts d to whole microseconds, rounding up so that a period
@@ -252,9 +406,9 @@ func clampUnit(u float64) float64 {
 	return u
 }
 
-// luaClock reads the clock: ARGV[i] when the caller fixed it, else the
-// server's TIME, in microseconds since the epoch (exact in a Lua double).
-const luaClock = `
+// luaCommon holds the helpers every script shares. Times are microseconds
+// since the epoch (exact in a Lua double).
+const luaCommon = `
 local function clock(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
@@ -263,72 +417,192 @@ end
 -- str formats an integral number in full: Lua's default formatting would
 -- turn 1.7e15 into "1.7e+15" and lose digits.
 local function str(x) return string.format('%.0f', x) end
--- extend sets a key's TTL to at least ms milliseconds, never shortening it.
-local function extend(key, ms)
-  local cur = redis.call('PTTL', key)
-  if cur < ms then redis.call('PEXPIRE', key, str(ms)) end
+-- expire sets a key's TTL to ms milliseconds.
+local function expire(key, ms)
+  redis.call('PEXPIRE', key, str(math.max(ms, 1)))
+end
+-- effective is the budget in force: configured, learned, or the stricter.
+local function effective(cl, cp, ll, lp)
+  if not (ll > 0 and lp > 0) then return cl, cp end
+  if not (cl > 0 and cp > 0) then return ll, lp end
+  return math.min(cl, ll), math.max(cp, lp)
+end
+-- countIn counts the log's entries in [from, to).
+local function countIn(key, from, to)
+  if to <= from then return 0 end
+  local n = 0
+  for _, x in ipairs(redis.call('LRANGE', key, 0, -1)) do
+    local v = tonumber(x)
+    if v >= from and v < to then n = n + 1 end
+  end
+  return n
 end
 `
 
 // reserveScript is the admission rule of rail0.MemoryLimiter.
 //
-//	KEYS: state hash (last, cs, cu), sends list
-//	ARGV: limit (0: no pacing), period µs, jitter draw in [0,1), max wait µs,
-//	      clock override µs or '', TTL slack µs
-//	returns {ok, wait µs, cooled, admission time µs}
-var reserveScript = redis.NewScript(luaClock + `
-local now = clock(ARGV[5])
-local limit = tonumber(ARGV[1])
-local period = tonumber(ARGV[2])
-local jitter = tonumber(ARGV[3])
-local maxwait = tonumber(ARGV[4])
-local slack = tonumber(ARGV[6])
-local st = redis.call('HMGET', KEYS[1], 'last', 'cs', 'cu')
-local last = tonumber(st[1]) or 0
-local cs = tonumber(st[2]) or 0
-local cu = tonumber(st[3]) or 0
+//	KEYS: state hash (cs, cu, ll, lp), sends list
+//	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
+//	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
+//	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs
+//	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
+var reserveScript = redis.NewScript(luaCommon + `
+local now = clock(ARGV[8])
+local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp')
+local cs = tonumber(st[1]) or 0
+local cu = tonumber(st[2]) or 0
+local ll = tonumber(st[3]) or 0
+local lp = tonumber(st[4]) or 0
+local limit, bper = effective(tonumber(ARGV[1]), tonumber(ARGV[2]), ll, lp)
+local per = bper + tonumber(ARGV[3])
+local retry = tonumber(ARGV[4])
+local jitter = tonumber(ARGV[5])
+local maxwait = tonumber(ARGV[6])
+local ticket = tonumber(ARGV[7])
+local slack = tonumber(ARGV[9])
+local idle = tonumber(ARGV[12])
 
+-- Prune what is too old to matter.
+local horizon = math.max(tonumber(ARGV[11]), 2 * per)
+while true do
+  local h = redis.call('LINDEX', KEYS[2], 0)
+  if not h or now - tonumber(h) <= horizon then break end
+  redis.call('LPOP', KEYS[2])
+end
+local keep = math.max(tonumber(ARGV[10]), limit)
+local len = redis.call('LLEN', KEYS[2])
+if len > keep then redis.call('LTRIM', KEYS[2], len - keep, -1) end
+
+local function keepalive(horizonAt)
+  local ms = math.ceil((math.max(horizonAt, cu, now) - now + idle + lp + slack) / 1000)
+  expire(KEYS[1], ms)
+  expire(KEYS[2], ms)
+end
+
+-- A confirmation after the caller's sleep.
+if ticket > 0 then
+  local i = redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1)
+  if i then
+    local valid = cu <= ticket
+    if valid and limit > 0 and i >= limit then
+      valid = ticket - tonumber(redis.call('LINDEX', KEYS[2], i - limit)) >= per
+    end
+    if ticket > now and valid then
+      return {1, ticket - now, 0, ticket, limit, bper, now}
+    end
+    redis.call('LREM', KEYS[2], -1, ARGV[7])
+    if ticket <= now and cu <= now and (limit == 0 or countIn(KEYS[2], now - per + 1, now + 1) < limit) then
+      -- Sent now: record when, before the holds that come later.
+      local later = {}
+      while true do
+        local x = redis.call('LINDEX', KEYS[2], -1)
+        if not x or tonumber(x) <= now then break end
+        table.insert(later, 1, redis.call('RPOP', KEYS[2]))
+      end
+      redis.call('RPUSH', KEYS[2], str(now))
+      if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
+      keepalive(now)
+      return {1, 0, 0, now, limit, bper, now}
+    end
+  end
+end
+
+-- A new slot: first in, first out; retries before fresh calls while the
+-- partition is closed; the sliding log.
 local at = now
-if last > at then at = last end
+local last = redis.call('LINDEX', KEYS[2], -1)
+if last then at = math.max(at, tonumber(last)) end
 local cooled = 0
 if cu > now then
-  local t = cu + math.floor((cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + ` * jitter)
-  if t > at then at = t end
   cooled = 1
+  local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
+  if retry == 0 then
+    local wait = math.max(cu + math.floor(window), at) - now
+    if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
+    return {1, wait, 1, 0, limit, bper, now}
+  end
+  at = math.max(at, cu + math.floor(window * jitter))
 end
 if limit > 0 and redis.call('LLEN', KEYS[2]) >= limit then
-  local t = tonumber(redis.call('LINDEX', KEYS[2], -limit)) + period
-  if t > at then at = t end
+  at = math.max(at, tonumber(redis.call('LINDEX', KEYS[2], -limit)) + per)
 end
-
 local wait = at - now
-if wait > maxwait then return {0, wait, cooled, at} end
-
-redis.call('HSET', KEYS[1], 'last', str(at))
-local horizon = at
-if cu > horizon then horizon = cu end
-local ttl = math.ceil((horizon - now + period + slack) / 1000)
-extend(KEYS[1], ttl)
-if limit > 0 then
-  redis.call('RPUSH', KEYS[2], str(at))
-  redis.call('LTRIM', KEYS[2], -limit, -1)
-  extend(KEYS[2], ttl)
-end
-return {1, wait, cooled, at}
+if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
+redis.call('RPUSH', KEYS[2], str(at))
+keepalive(at)
+return {1, wait, cooled, at, limit, bper, now}
 `)
 
-// cooldownScript closes a partition until now + d unless a longer cooldown
-// is already in force.
+// releaseScript gives back a slot: it removes one admission at the ticket's
+// time (admissions at one time are interchangeable).
 //
-//	KEYS: state hash
-//	ARGV: d µs, clock override µs or '', TTL slack µs
-//	returns 1 when the cooldown was extended, else 0
-var cooldownScript = redis.NewScript(luaClock + `
-local now = clock(ARGV[2])
-local fin = now + tonumber(ARGV[1])
-local cu = tonumber(redis.call('HGET', KEYS[1], 'cu')) or 0
-if fin <= cu then return 0 end
-redis.call('HSET', KEYS[1], 'cs', str(now), 'cu', str(fin))
-extend(KEYS[1], math.ceil((fin - now + tonumber(ARGV[3])) / 1000))
-return 1
+//	KEYS: sends list
+//	ARGV: ticket
+var releaseScript = redis.NewScript(`
+return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
+`)
+
+// observeScript applies an Observation as rail0.MemoryLimiter does: the
+// advertised quota, the 429's estimate and distrust (see learnFrom in
+// package rail0), and the cooldown.
+//
+//	KEYS: state hash, sends list
+//	ARGV: 1 ticket, 2 throttled, 3 Retry-After µs, 4 max cooldown µs,
+//	      5 advertised limit, 6 advertised period µs, 7 reset µs,
+//	      8 configured limit, 9 configured period µs, 10 margin µs,
+//	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped
+//	returns {cooldown left µs, distrusted, learned limit, learned period µs}
+var observeScript = redis.NewScript(luaCommon + `
+local now = clock(ARGV[11])
+local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp')
+local cs = tonumber(st[1]) or 0
+local cu = tonumber(st[2]) or 0
+local ll = tonumber(st[3]) or 0
+local lp = tonumber(st[4]) or 0
+local advL, advP = tonumber(ARGV[5]), tonumber(ARGV[6])
+local advertised = advL > 0 and advP > 0
+if advertised then ll, lp = advL, advP end
+local distrusted = 0
+local cool = tonumber(ARGV[7])
+if tonumber(ARGV[2]) == 1 then
+  local ra = tonumber(ARGV[3])
+  local maxcool = tonumber(ARGV[4])
+  local margin = tonumber(ARGV[10])
+  local sent = now
+  local ticket = tonumber(ARGV[1])
+  if ticket > 0 and redis.call('LREM', KEYS[2], -1, ARGV[1]) > 0 then sent = ticket end
+  local curL, curP = effective(tonumber(ARGV[8]), tonumber(ARGV[9]), ll, lp)
+  local budL, budP = 0, 0
+  local lcool = ra
+  local prevLen = cu - cs
+  if tonumber(ARGV[14]) == 1 then
+    -- Retry-After beyond the cap: the period is unknown; nothing learned.
+  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countIn(KEYS[2], cu, sent) < math.max(curL, 1) then
+    local d = math.max(ra, 2 * prevLen)
+    if maxcool > 0 then d = math.min(d, math.max(maxcool, ra)) end
+    lcool, distrusted = d, 1
+    if curL > 0 then budL, budP = curL, math.max(curP, d) end
+  else
+    local period = curP
+    if period <= 0 then period = ra end
+    if period > 0 then
+      local n = countIn(KEYS[2], sent - period - margin, sent + margin + 1)
+      local lim = n
+      if curL == 0 and n == 0 then
+        lim = -1
+      elseif curL == 0 then
+      elseif sent >= cu then lim = math.min(curL - 1, n)
+      else lim = math.min(curL, n) end
+      if lim >= 0 then budL, budP = math.max(lim, 1), period end
+    end
+  end
+  if budL > 0 and budP > 0 and not advertised then ll, lp = budL, budP end
+  if lcool > 0 then cool = lcool end
+end
+if cool > 0 and now + cool > cu then cs, cu = now, now + cool end
+redis.call('HSET', KEYS[1], 'cs', str(cs), 'cu', str(cu), 'll', str(ll), 'lp', str(lp))
+local ms = math.ceil((math.max(cu, now) - now + tonumber(ARGV[13]) + lp + tonumber(ARGV[12])) / 1000)
+expire(KEYS[1], ms)
+if redis.call('EXISTS', KEYS[2]) == 1 then expire(KEYS[2], ms) end
+return {math.max(cu - now, 0), distrusted, ll, lp}
 `)

@@ -6,10 +6,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,7 +135,7 @@ func TestMicros(t *testing.T) {
 // paced is a reservation under a budget of 5 per 300 ms that accepts any wait.
 func paced(partition string) rail0.Reservation {
 	b := rail0.Budget{Limit: 5, Period: 300 * time.Millisecond}
-	return rail0.Reservation{Partition: partition, Budget: b, Period: b.Period, MaxWait: time.Hour}
+	return rail0.Reservation{Partition: partition, Budget: b, MaxWait: time.Hour}
 }
 
 // reserveMany runs goroutines × n reservations on each limiter at once and
@@ -193,10 +200,10 @@ func TestPacingGuarantee(t *testing.T) {
 	if got := maxInAnyInterval(all, r.Budget.Period); got != r.Budget.Limit {
 		t.Errorf("at most %d admissions in any %v, want exactly %d (the budget, used in full)", got, r.Budget.Period, r.Budget.Limit)
 	}
-	// The log keeps only the last Limit admissions.
+	// The log keeps every admission within the horizon, for learning.
 	_, sends := l.keys("public")
-	if n, err := l.rdb.LLen(context.Background(), sends).Result(); err != nil || n != int64(r.Budget.Limit) {
-		t.Errorf("sends log holds %d entries (%v), want %d", n, err, r.Budget.Limit)
+	if n, err := l.rdb.LLen(context.Background(), sends).Result(); err != nil || n != 60 {
+		t.Errorf("sends log holds %d entries (%v), want 60", n, err)
 	}
 	// The schedule is as dense as the guarantee allows: 60 admissions at 5
 	// per 300 ms need 11 further periods after the first burst, and not one
@@ -239,16 +246,23 @@ func TestTwoLimitersShareOneBudget(t *testing.T) {
 	}
 }
 
-// TestFIFOThroughCooldown checks that a later caller with a smaller jitter
+// cool closes partition for d, as advertised exhaustion does (a 429 would
+// also teach a budget).
+func cool(t *testing.T, l *Limiter, partition string, d time.Duration) {
+	t.Helper()
+	if _, err := l.Observe(context.Background(), partition, rail0.Observation{Reset: d}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFIFOThroughCooldown checks that a later retry with a smaller jitter
 // draw is not admitted before an earlier one.
 func TestFIFOThroughCooldown(t *testing.T) {
 	rdb := newRedis(t)
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	ctx := context.Background()
-	if err := l.Cooldown(ctx, "public", time.Second); err != nil {
-		t.Fatal(err)
-	}
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Jitter: 0.9}
+	cool(t, l, "public", time.Second)
+	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Jitter: 0.9, Retry: true}
 	first, at1, err := l.reserve(ctx, r)
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +310,7 @@ func TestCooldownNeverShortened(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour}
+	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true}
 	wait := func() time.Duration {
 		t.Helper()
 		a, err := l.Reserve(ctx, r)
@@ -306,19 +320,13 @@ func TestCooldownNeverShortened(t *testing.T) {
 		return a.Wait
 	}
 
-	if err := l.Cooldown(ctx, "public", 2*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Cooldown(ctx, "public", 100*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	cool(t, l, "public", 2*time.Second)
+	cool(t, l, "public", 100*time.Millisecond)
 	if got := wait(); got != 2*time.Second {
 		t.Errorf("after cooldowns of 2 s then 100 ms, wait = %v, want 2s", got)
 	}
 	clk.advance(500 * time.Millisecond)
-	if err := l.Cooldown(ctx, "public", 3*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	cool(t, l, "public", 3*time.Second)
 	// Jitter is zero, so the wait is exactly the longer cooldown.
 	if got := wait(); got != 3*time.Second {
 		t.Errorf("after a longer cooldown, wait = %v, want 3s", got)
@@ -353,7 +361,7 @@ func TestMaxWaitRefusalRecordsNothing(t *testing.T) {
 		}
 	}
 	h0, s0 := dump(t, rdb, l, "public")
-	if len(s0) != r.Budget.Limit || h0["last"] == "" {
+	if len(s0) != r.Budget.Limit {
 		t.Fatalf("state after %d sends = %v, %v; want them recorded", r.Budget.Limit, h0, s0)
 	}
 
@@ -371,9 +379,7 @@ func TestMaxWaitRefusalRecordsNothing(t *testing.T) {
 	}
 
 	// The same holds when a cooldown sets the wait.
-	if err := l.Cooldown(ctx, "session:ff", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	cool(t, l, "session:ff", time.Minute)
 	h0, s0 = dump(t, rdb, l, "session:ff")
 	a, err = l.Reserve(ctx, rail0.Reservation{Partition: "session:ff", MaxWait: time.Second})
 	if err != nil || a.OK || !a.Cooldown || a.Wait < 59*time.Second {
@@ -394,21 +400,14 @@ func TestKeysExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	state, sends := prefix+"{public}:state", prefix+"{public}:sends"
-	for _, k := range []string{state, sends} {
-		ttl, err := rdb.PTTL(ctx, k).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		// One period (300 ms) plus the one-second slack, at most.
-		if ttl <= 0 || ttl > 1300*time.Millisecond {
-			t.Errorf("TTL of %s = %v, want in (0, 1.3s]", k, ttl)
-		}
+	ttl, err := rdb.PTTL(ctx, sends).Result()
+	// Idle for ten minutes, plus the one-second slack, at most.
+	if err != nil || ttl <= idleAfter-time.Minute || ttl > idleAfter+time.Second {
+		t.Errorf("TTL of %s = %v, %v; want about %v", sends, ttl, err, idleAfter)
 	}
-	if err := l.Cooldown(ctx, "public", 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if ttl, err := rdb.PTTL(ctx, state).Result(); err != nil || ttl < 10*time.Second || ttl > 11*time.Second {
-		t.Errorf("TTL of %s after a 10 s cooldown = %v, %v; want in [10s, 11s]", state, ttl, err)
+	cool(t, l, "public", 10*time.Second)
+	if ttl, err := rdb.PTTL(ctx, state).Result(); err != nil || ttl < idleAfter+9*time.Second || ttl > idleAfter+11*time.Second {
+		t.Errorf("TTL of %s after a 10 s cooldown = %v, %v; want the cooldown plus %v", state, ttl, err, idleAfter)
 	}
 }
 
@@ -429,30 +428,31 @@ func TestErrors(t *testing.T) {
 	if !errors.As(err, &e) || e.Op != "reserve" || e.Partition != "session:ab" {
 		t.Errorf("Reserve on an unreachable server = %v, want *Error{Op: reserve, Partition: session:ab}", err)
 	}
-	err = l.Cooldown(ctx, "public", time.Second)
-	if !errors.As(err, &e) || e.Op != "cooldown" {
-		t.Errorf("Cooldown on an unreachable server = %v, want *Error{Op: cooldown}", err)
-	}
-	if err := l.Cooldown(ctx, "public", 0); err != nil {
-		t.Errorf("a zero cooldown = %v, want nil without touching the server", err)
+	if err := l.Release(ctx, "public", 0); err != nil {
+		t.Errorf("releasing no ticket = %v, want nil without touching the server", err)
 	}
 
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := l.Reserve(canceled, paced("public")); !errors.Is(err, context.Canceled) {
+	if _, err := New(down).Reserve(canceled, paced("public")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Reserve with a canceled context = %v, want context.Canceled", err)
 	}
 }
 
 // op is one step of a differential sequence.
 type op struct {
-	advance  time.Duration // move the clock
-	cooldown time.Duration // Cooldown(partition, cooldown)
-	res      *rail0.Reservation
-	part     string
+	advance time.Duration // move the clock
+	obs     *rail0.Observation
+	res     *rail0.Reservation
+	held    int  // with res or obs: the index of an earlier held ticket to confirm, report or release; -1 for none
+	release bool // give the held ticket back
+	part    string
 }
 
-// genOps draws a sequence of n operations on two partitions. Without
+// genOps draws a sequence of n operations on two partitions: reservations
+// (fresh calls and retries, with or without a configured budget),
+// confirmations and releases of held slots, 429s that teach a budget or
+// distrust a Retry-After, advertised quotas and exhaustion. Without
 // advances the clock stays put, for runs against the server's TIME; then
 // every wait is either zero or over a second, and MaxWait is 0 or an hour,
 // so that the milliseconds between steps cannot flip a decision.
@@ -471,77 +471,174 @@ func genOps(rng *mrand.Rand, n int, advances bool) []op {
 	var ops []op
 	for range n {
 		p := parts[rng.IntN(len(parts))]
-		switch k := rng.IntN(20); {
+		switch k := rng.IntN(24); {
 		case k < 3 && advances:
 			ops = append(ops, op{advance: time.Duration(rng.IntN(1500)) * time.Millisecond})
 		case k < 6:
-			ops = append(ops, op{part: p, cooldown: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond})
+			o := rail0.Observation{Throttled: true, RetryAfter: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond,
+				MaxCooldown: 20 * time.Second, Margin: 10 * time.Millisecond}
+			if rng.IntN(2) == 0 {
+				o.Budget = budgets[p]
+			}
+			if rng.IntN(8) == 0 {
+				o.RetryAfter, o.Capped = o.MaxCooldown, true
+			}
+			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20)})
+		case k < 7:
+			o := rail0.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
+			if rng.IntN(2) == 0 {
+				o.Advertised = rail0.Budget{Limit: 2 + rng.IntN(4), Period: time.Duration(1+rng.IntN(3)) * time.Second}
+			}
+			ops = append(ops, op{part: p, obs: &o, held: -1})
+		case k < 8:
+			ops = append(ops, op{part: p, release: true, held: rng.IntN(1 << 20)})
 		default:
 			r := rail0.Reservation{
 				Partition: p,
 				Jitter:    rng.Float64(),
 				MaxWait:   maxWaits[rng.IntN(len(maxWaits))],
+				Retry:     rng.IntN(3) == 0,
+				Margin:    time.Duration(rng.IntN(3)) * 20 * time.Millisecond,
 			}
 			if rng.IntN(10) > 0 { // now and then a call without pacing
 				r.Budget = budgets[p]
-				r.Period = r.Budget.Period + 40*time.Millisecond
 			}
-			ops = append(ops, op{part: p, res: &r})
+			held := -1
+			if rng.IntN(3) == 0 {
+				held = rng.IntN(1 << 20)
+			}
+			ops = append(ops, op{part: p, res: &r, held: held})
 		}
 	}
 	return ops
 }
 
+// twin replays ops on the in-memory reference and on Redis, keeping each
+// limiter's tickets for the same held slots side by side.
+type twin struct {
+	mem       *rail0.MemoryLimiter
+	red       *Limiter
+	memT      []int64
+	redT      []int64
+	parts     []string
+	tolerance time.Duration
+	// What the observations taught, to check the sequence exercised it.
+	distrusted, learned, reported int
+}
+
+// pick returns the held tickets chosen by k, or zeros when none is held.
+func (w *twin) pick(k int, part string) (int64, int64, int) {
+	if k < 0 || len(w.memT) == 0 {
+		return 0, 0, -1
+	}
+	i := k % len(w.memT)
+	if w.parts[i] != part {
+		return 0, 0, -1
+	}
+	return w.memT[i], w.redT[i], i
+}
+
+// step applies one op to both and reports a disagreement.
+func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved bool) {
+	t.Helper()
+	ctx := context.Background()
+	mt, rt, idx := w.pick(o.held, o.part)
+	switch {
+	case o.release:
+		if idx < 0 {
+			return want, false
+		}
+		if err := w.mem.Release(ctx, o.part, mt); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.red.Release(ctx, o.part, rt); err != nil {
+			t.Fatal(err)
+		}
+	case o.obs != nil:
+		mo, ro := *o.obs, *o.obs
+		mo.Ticket, ro.Ticket = mt, rt
+		want, err := w.mem.Observe(ctx, o.part, mo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.red.Observe(ctx, o.part, ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance {
+			t.Fatalf("step %d observe %+v: redis %+v, memory %+v", i, mo, got, want)
+		}
+		if want.Distrusted {
+			w.distrusted++
+		}
+		if want.Budget.Limit > 1 {
+			w.learned++
+		}
+		if mt != 0 {
+			w.reported++
+		}
+	case o.res != nil:
+		mr, rr := *o.res, *o.res
+		mr.Ticket, rr.Ticket = mt, rt
+		want, err := w.mem.Reserve(ctx, mr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := w.red.Reserve(ctx, rr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.OK != want.OK || got.Cooldown != want.Cooldown || got.Budget != want.Budget ||
+			(got.Ticket == 0) != (want.Ticket == 0) || (got.Wait-want.Wait).Abs() > w.tolerance {
+			t.Fatalf("step %d %+v: redis %+v, memory %+v", i, mr, got, want)
+		}
+		if want.Ticket != 0 {
+			if idx >= 0 {
+				w.memT[idx], w.redT[idx] = want.Ticket, got.Ticket
+			} else {
+				w.memT, w.redT, w.parts = append(w.memT, want.Ticket), append(w.redT, got.Ticket), append(w.parts, o.part)
+			}
+		}
+		return want, true
+	}
+	return want, false
+}
+
 // TestDifferentialFakeClock replays one long random sequence on the
 // in-memory reference and on Redis with the same injected clock: every
-// admission must agree, to the microsecond Redis stores.
+// admission and every lesson must agree, to the microsecond Redis stores.
 func TestDifferentialFakeClock(t *testing.T) {
 	rdb := newRedis(t)
-	ctx := context.Background()
 	clk := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
-	mem := rail0.NewMemoryLimiter(clk.now)
-	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
-	red.now = clk.now
+	w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
+	w.red.now = clk.now
 
-	var refused, cooled, waited int
-	for i, o := range genOps(mrand.New(mrand.NewPCG(6, 42)), 600, true) {
-		switch {
-		case o.advance > 0:
+	var refused, cooled, waited, confirmed int
+	for i, o := range genOps(mrand.New(mrand.NewPCG(6, 46)), 1500, true) {
+		if o.advance > 0 {
 			clk.advance(o.advance)
-		case o.res == nil:
-			if err := mem.Cooldown(ctx, o.part, o.cooldown); err != nil {
-				t.Fatal(err)
-			}
-			if err := red.Cooldown(ctx, o.part, o.cooldown); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			want, err := mem.Reserve(ctx, *o.res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := red.Reserve(ctx, *o.res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.OK != want.OK || got.Cooldown != want.Cooldown || (got.Wait-want.Wait).Abs() > 2*time.Microsecond {
-				t.Fatalf("step %d %+v: redis %+v, memory %+v", i, *o.res, got, want)
-			}
-			if !want.OK {
-				refused++
-			}
-			if want.Cooldown {
-				cooled++
-			}
-			if want.OK && want.Wait > 0 {
-				waited++
-			}
+			continue
+		}
+		want, reserved := w.step(t, i, o)
+		if !reserved {
+			continue
+		}
+		switch {
+		case !want.OK:
+			refused++
+		case want.Cooldown:
+			cooled++
+		case want.Wait > 0:
+			waited++
+		case o.held >= 0 && want.Wait == 0:
+			confirmed++
 		}
 	}
 	// The sequence must exercise every branch for the comparison to mean
 	// anything.
-	if refused == 0 || cooled == 0 || waited == 0 {
-		t.Errorf("sequence too tame: %d refused, %d cooled, %d waited", refused, cooled, waited)
+	if refused == 0 || cooled == 0 || waited == 0 || confirmed == 0 || w.distrusted == 0 || w.learned == 0 || w.reported == 0 {
+		t.Errorf("sequence too tame: %d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported",
+			refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported)
 	}
 }
 
@@ -553,36 +650,239 @@ func TestDifferentialServerTime(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
 	clk := &fakeClock{}
-	mem := rail0.NewMemoryLimiter(clk.now)
-	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
-	const tolerance = 250 * time.Millisecond
-
-	for i, o := range genOps(mrand.New(mrand.NewPCG(7, 7)), 40, false) {
+	w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 250 * time.Millisecond}
+	for i, o := range genOps(mrand.New(mrand.NewPCG(7, 7)), 60, false) {
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
 		clk.set(now)
-		if o.res == nil {
-			if err := mem.Cooldown(ctx, o.part, o.cooldown); err != nil {
-				t.Fatal(err)
-			}
-			if err := red.Cooldown(ctx, o.part, o.cooldown); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := mem.Reserve(ctx, *o.res)
+		w.step(t, i, o)
+	}
+}
+
+// Issue 12, item 20, in Redis: a slot given back is free again, and a
+// released ticket is not confirmed.
+func TestReleaseGivesSlotBack(t *testing.T) {
+	rdb := newRedis(t)
+	clk := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
+	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	l.now = clk.now
+	ctx := context.Background()
+	b := rail0.Budget{Limit: 5, Period: time.Second}
+	r := rail0.Reservation{Partition: "public", Budget: b, MaxWait: time.Hour}
+	var held []int64
+	for range 55 {
+		a, err := l.Reserve(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, at, err := red.reserve(ctx, *o.res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantAt := now.Add(want.Wait)
-		if got.OK != want.OK || got.Cooldown != want.Cooldown || at.Sub(wantAt).Abs() > tolerance {
-			t.Fatalf("step %d %+v: redis %+v at %v, memory %+v at %v", i, *o.res, got, at, want, wantAt)
+		if a.Wait > 0 {
+			held = append(held, a.Ticket)
 		}
 	}
+	if len(held) != 50 {
+		t.Fatalf("%d callers queued, want 50", len(held))
+	}
+	for _, tk := range held {
+		if err := l.Release(ctx, "public", tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.advance(time.Second)
+	r.MaxWait = 3 * time.Second
+	a, err := l.Reserve(ctx, r)
+	if err != nil || !a.OK || a.Wait != 0 {
+		t.Errorf("after 50 releases, Reserve = %+v, %v; want immediate", a, err)
+	}
+	if _, s := dump(t, rdb, l, "public"); len(s) != 6 {
+		t.Errorf("log holds %d admissions, want the 6 sent", len(s))
+	}
+}
+
+// Issue 13, item 1: what one process learns from a 429, another sharing the
+// store paces by.
+func TestLearnedBudgetIsShared(t *testing.T) {
+	rdb := newRedis(t)
+	prefix := testPrefix(t, rdb)
+	other := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	t.Cleanup(func() { other.Close() })
+	a, b := New(rdb, WithKeyPrefix(prefix)), New(other, WithKeyPrefix(prefix))
+	ctx := context.Background()
+	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour}
+	var tickets []int64
+	for i := range 12 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		adm, err := l.Reserve(ctx, r)
+		if err != nil || adm.Wait != 0 {
+			t.Fatalf("unpaced Reserve = %+v, %v", adm, err)
+		}
+		tickets = append(tickets, adm.Ticket)
+	}
+	// The gateway let 4 through; a sees the refusals.
+	var fb rail0.Feedback
+	for _, tk := range tickets[4:] {
+		var err error
+		fb, err = a.Observe(ctx, "public", rail0.Observation{Ticket: tk, Throttled: true, RetryAfter: 30 * time.Second, Margin: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fb.Budget != (rail0.Budget{Limit: 4, Period: 30 * time.Second}) {
+		t.Fatalf("learned %+v, want 4 per 30s", fb.Budget)
+	}
+	// b, which saw no 429, now paces a retry at the learned budget.
+	r.Retry = true
+	adm, err := b.Reserve(ctx, r)
+	if err != nil || !adm.OK || adm.Budget != fb.Budget || !adm.Cooldown {
+		t.Errorf("b's Reserve = %+v, %v; want paced at %+v after the cooldown", adm, err, fb.Budget)
+	}
+}
+
+// stalledServer accepts connections and never answers: a Redis stuck in a
+// long command, or a host that swallows packets. Its cleanup closes the
+// connections, which ends the operations still waiting on them.
+func stalledServer(t *testing.T) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			ln.Close()
+			<-done
+			mu.Lock()
+			for _, c := range conns {
+				c.Close()
+			}
+			mu.Unlock()
+		})
+	}
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
+}
+
+// Issue 12, item 21: an operation is bounded by its context even though
+// the Redis client ignores context deadlines and has no read timeout; the
+// Limiter then serves from its local fallback, cooldowns included, without
+// asking the stalled store again until the backoff is over.
+func TestStalledRedisIsBounded(t *testing.T) {
+	addr, stop := stalledServer(t)
+	var dials atomic.Int32
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
+	clk := &fakeClock{t: time.Now()}
+	l := New(rdb, WithTimeout(time.Hour))
+	l.wall = clk.now
+	l.local = rail0.NewMemoryLimiter(clk.now)
+	t.Cleanup(func() {
+		stop()
+		rdb.Close()
+		l.inflight.Wait()
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := l.Reserve(ctx, paced("public"))
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reserve on a stalled store = %v, want *Error at the context's deadline", err)
+	}
+
+	// The store is not asked again during the backoff: the local fallback
+	// answers, and keeps the cooldowns this process sees.
+	bg := context.Background()
+	if _, err := l.Observe(bg, "public", rail0.Observation{Throttled: true, RetryAfter: 10 * time.Second}); err != nil {
+		t.Fatalf("Observe during the backoff = %v, want the local fallback", err)
+	}
+	a, err := l.Reserve(bg, rail0.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true})
+	if err != nil || !a.OK || !a.Cooldown || a.Wait < 10*time.Second {
+		t.Errorf("Reserve during the backoff = %+v, %v; want the local cooldown", a, err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("%d dials during the backoff, want only the first", n)
+	}
+	// After the backoff, the store is tried again.
+	clk.advance(firstBackoff)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel2()
+	if _, err := l.Reserve(ctx2, paced("public")); !errors.As(err, &e) {
+		t.Errorf("Reserve after the backoff = %v, want the store asked (and failing)", err)
+	}
+	if l.wait != 2*firstBackoff {
+		t.Errorf("backoff after a second failure = %v, want doubled", l.wait)
+	}
+}
+
+// Issue 12, item 21, through the client: with a stalled store and no read
+// timeout, a call that may spend 200 ms on rate limiting goes ahead after
+// at most that, failing open, instead of hanging on the store.
+func TestClientFailsOpenWithinAllowance(t *testing.T) {
+	addr, stop := stalledServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
+	l := New(rdb, WithTimeout(time.Hour))
+	t.Cleanup(func() {
+		stop()
+		rdb.Close()
+		l.inflight.Wait()
+	})
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
+	}))
+	defer gw.Close()
+	var logs strings.Builder
+	var mu sync.Mutex
+	c, err := rail0.NewClient(gw.URL, rail0.WithLimiter(l), rail0.WithRetryOn429(true),
+		rail0.WithMaxRetryWait(200*time.Millisecond),
+		rail0.WithLogger(slog.New(slog.NewTextHandler(&lockedWriter{mu: &mu, w: &logs}, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Health.Get(ctx); err != nil {
+		t.Fatalf("Health.Get with a stalled limiter store = %v, want it sent anyway", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "rate limiter unavailable") {
+		t.Errorf("log = %q, want the failure reported", logs.String())
+	}
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,21 +19,40 @@ import (
 	"github.com/rail0/rail0-go/redislimit"
 )
 
-// childProcesses is how many processes share the Redis limiter.
-const childProcesses = 2
-
-// newRedis returns a client of addr that gives up quickly when nothing
+// newRedis returns a client of addr with short timeouts, as the
+// redislimit documentation advises: it gives up quickly when nothing
 // listens there.
 func newRedis(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1})
+	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: time.Second, ContextTimeoutEnabled: true})
 }
 
-// runRedis runs the paced SDK in two child processes (this binary again,
-// with -child) that share one budget through redislimit, against one
+// counter is a go-redis hook that counts round trips to the server.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// runRedis runs the paced SDK in o.processes child processes (this binary
+// again, with -child) that share one budget through redislimit, against one
 // gateway, and merges what they recorded.
-func runRedis(ctx context.Context, o options) (result, error) {
+func runRedis(ctx context.Context, o options, workersTotal int, gw gateway) (result, error) {
 	var r result
-	if o.workers < childProcesses || o.requests < childProcesses {
+	childProcesses := o.processes
+	if workersTotal < childProcesses || o.requests < childProcesses {
 		r.skipped = fmt.Sprintf("needs at least %d workers and calls", childProcesses)
 		return r, nil
 	}
@@ -49,8 +69,8 @@ func runRedis(ctx context.Context, o options) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	srv := newGateway(o)
-	defer srv.Close()
+	url, closeGW := gw.open(o)
+	defer closeGW()
 	prefix := fmt.Sprintf("rail0:bench:%d-%d:", os.Getpid(), time.Now().UnixNano())
 	defer func() { // the keys expire anyway; leave nothing behind sooner
 		it := rdb.Scan(context.Background(), 0, prefix+"*", 100).Iterator()
@@ -65,11 +85,11 @@ func runRedis(ctx context.Context, o options) (result, error) {
 	cmds := make([]*exec.Cmd, childProcesses)
 	for i := range childProcesses {
 		// Split the workers and calls as evenly as possible.
-		workers := o.workers/childProcesses + btoi(i < o.workers%childProcesses)
+		workers := workersTotal/childProcesses + btoi(i < workersTotal%childProcesses)
 		requests := o.requests/childProcesses + btoi(i < o.requests%childProcesses)
 		cmd := exec.CommandContext(ctx, exe,
 			"-child", strconv.Itoa(i+1),
-			"-url", srv.URL,
+			"-url", url,
 			"-start", strconv.FormatInt(r.start, 10),
 			"-prefix", prefix,
 			"-redis", o.redisAddr,
@@ -101,6 +121,10 @@ func runRedis(ctx context.Context, o options) (result, error) {
 		}
 		r.attempts = append(r.attempts, rep.Attempts...)
 		r.calls = append(r.calls, rep.Calls...)
+		r.roundTrips += float64(rep.RoundTrips)
+	}
+	if len(r.calls) > 0 {
+		r.roundTrips /= float64(len(r.calls))
 	}
 	return r, nil
 }
@@ -121,7 +145,10 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	rdb := newRedis(o.redisAddr)
 	defer rdb.Close()
-	rec := newRecorder(o.workers)
+	trips := &counter{}
+	rdb.AddHook(trips)
+	workers := o.workers[0]
+	rec := newRecorder(workers)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	do, err := sdkDoer(
 		rail0.WithPacing(budget(o)),
@@ -135,6 +162,7 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	// Call ids must not collide across the processes.
-	calls := runWorkers(ctx, o.workers, o.requests, int64(o.child)<<32, do)
-	return encodeReport(stdout, childReport{Attempts: rec.recorded(), Calls: calls})
+	trips.n.Store(0) // only the calls' round trips
+	calls := runWorkers(ctx, workers, o.requests, int64(o.child)<<32, do)
+	return encodeReport(stdout, childReport{Attempts: rec.recorded(), Calls: calls, RoundTrips: trips.n.Load()})
 }

@@ -30,10 +30,13 @@ type summary struct {
 	Failed       int // calls that ended without a 2xx
 	Sent         int // HTTP requests sent
 	Refused      int // 429 answers
+	RefusedAfter int // 429 answers received after the first window
 	EarlyRetries int // retries sent into the window that had refused the call
+	EarlyAfter   int // those whose refusal came after the first window
 	Max429Window int // the most 429s in one server window
 	Makespan     time.Duration
 	P50, P99     time.Duration
+	RoundTrips   float64 // Redis round trips per call, when measured
 }
 
 // windowEnd returns the end of the fixed server window holding t: the
@@ -58,6 +61,12 @@ func floorDiv(a, b int64) int64 {
 // the moment the server counted it, so the count errs towards calling a
 // retry early, never towards excusing one.
 func earlyRetries(attempts []attempt, period time.Duration) int {
+	return earlyRetriesAfter(attempts, period, math.MinInt64)
+}
+
+// earlyRetriesAfter counts the early retries whose refusal arrived at or
+// after from (Unix nanoseconds).
+func earlyRetriesAfter(attempts []attempt, period time.Duration, from int64) int {
 	byCall := map[int64][]attempt{}
 	for _, a := range attempts {
 		byCall[a.Call] = append(byCall[a.Call], a)
@@ -67,7 +76,7 @@ func earlyRetries(attempts []attempt, period time.Duration) int {
 		slices.SortFunc(as, func(x, y attempt) int { return cmp.Compare(x.Sent, y.Sent) })
 		for i := 1; i < len(as); i++ {
 			prev := as[i-1]
-			if prev.Status == http.StatusTooManyRequests && as[i].Sent < windowEnd(prev.Recv, period) {
+			if prev.Status == http.StatusTooManyRequests && prev.Recv >= from && as[i].Sent < windowEnd(prev.Recv, period) {
 				n++
 			}
 		}
@@ -115,12 +124,17 @@ func summarize(attempts []attempt, calls []call, start int64, period time.Durati
 		lat = append(lat, time.Duration(c.End-c.Start))
 		end = max(end, c.End)
 	}
+	firstEnd := windowEnd(start, period)
 	for _, a := range attempts {
 		if a.Status == http.StatusTooManyRequests {
 			s.Refused++
+			if a.Recv >= firstEnd {
+				s.RefusedAfter++
+			}
 		}
 	}
 	s.EarlyRetries = earlyRetries(attempts, period)
+	s.EarlyAfter = earlyRetriesAfter(attempts, period, firstEnd)
 	s.Max429Window = max429PerWindow(attempts, period)
 	s.Makespan = time.Duration(end - start)
 	s.P50 = percentile(lat, 0.50)

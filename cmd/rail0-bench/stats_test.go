@@ -209,23 +209,26 @@ func TestSummarize(t *testing.T) {
 
 func TestCheckTargets(t *testing.T) {
 	floor := 8 * time.Second
+	ok := 8050 * time.Millisecond
 	results := []result{
-		{key: "naive", sum: summary{EarlyRetries: 40}}, // not ours: no target
-		{key: "retry", sum: summary{EarlyRetries: 0}},
-		{key: "cooldown", sum: summary{EarlyRetries: 1, Max429Window: 11}},
-		{key: "pacing", sum: summary{Refused: 0, Makespan: 8800 * time.Millisecond}},
-		{key: "redis", sum: summary{Refused: 1, Makespan: 8801 * time.Millisecond}},
-		{key: "redis", skipped: "no redis"},
+		{key: "retryablehttp", gateway: "inproc", workers: 8, sum: summary{Refused: 32, P99: 2 * time.Second}}, // no target of its own
+		{key: "sdk", gateway: "inproc", workers: 8, sum: summary{Refused: 8, Makespan: ok, P99: 2 * time.Second}},
+		{key: "sdk", gateway: "external", workers: 8, sum: summary{Refused: 9, RefusedAfter: 1, Makespan: 8100 * time.Millisecond}},
+		{key: "sdk", gateway: "short", workers: 8, sum: summary{EarlyRetries: 8, EarlyAfter: 1}},
+		{key: "pacing", gateway: "inproc", workers: 8, sum: summary{Makespan: ok}},
+		{key: "redis", gateway: "inproc", workers: 8, sum: summary{Refused: 1, Makespan: ok, RoundTrips: 1.5}},
+		{key: "redis", gateway: "inproc", workers: 32, skipped: "no redis"},
 	}
 	var got []bool
-	for _, v := range checkTargets(results, 10, floor) {
+	for _, v := range checkTargets(results, floor) {
 		got = append(got, v.ok)
 	}
 	want := []bool{
-		true,         // retry: early
-		false, false, // cooldown: early, per window
-		true, true, true, // pacing: early, 429s, makespan
-		true, false, false, // redis: early, 429s, makespan
+		true, true, true, true, // sdk inproc: 429s, after, makespan, p99
+		false, false, false, // sdk external: 429s, after, makespan (no baseline)
+		false,      // sdk short: early after the first window
+		true, true, // pacing: 429s, makespan
+		false, true, false, // redis: 429s, makespan, round trips
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
@@ -233,16 +236,23 @@ func TestCheckTargets(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags([]string{"-workers", "4", "-strategies", "naive, pacing", "-period", "500ms"})
+	o, err := parseFlags([]string{"-workers", "4, 16", "-strategies", "naive, pacing", "-gateways", "inproc", "-period", "500ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.workers != 4 || o.requests != 100 || o.period != 500*time.Millisecond || !slices.Equal(o.strategies, []string{"naive", "pacing"}) {
+	if !slices.Equal(o.workers, []int{4, 16}) || o.requests != 100 || o.period != 500*time.Millisecond ||
+		!slices.Equal(o.strategies, []string{"naive", "pacing"}) || !slices.Equal(o.gateways, []string{"inproc"}) || o.processes != 4 {
 		t.Errorf("parseFlags = %+v", o)
+	}
+	if o, _ := parseFlags([]string{"-limit", "7"}); o.requests != 35 || len(o.workers) != 4 || len(o.gateways) != 3 {
+		t.Errorf("defaults with -limit 7 = %+v, want 35 calls, 4 Ws, 3 gateways", o)
 	}
 	for _, bad := range [][]string{
 		{"-strategies", "fastest"},
 		{"-strategies", ""},
+		{"-gateways", "cloud"},
+		{"-workers", "8,x"},
+		{"-workers", "0"},
 		{"-limit", "0"},
 		{"extra"},
 	} {
@@ -250,8 +260,11 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) = nil error", bad)
 		}
 	}
-	if got := strategyKeys(); !slices.Equal(got, []string{"retryablehttp", "naive", "retry", "cooldown", "pacing", "redis"}) {
+	if got := strategyKeys(); !slices.Equal(got, []string{"retryablehttp", "naive", "retry", "sdk", "pacing", "redis"}) {
 		t.Errorf("strategyKeys = %v", got)
+	}
+	if applies("redis", "external") || applies("pacing", "short") || !applies("sdk", "short") || !applies("redis", "inproc") {
+		t.Error("applies: wrong gateway for a strategy")
 	}
 }
 
@@ -260,8 +273,8 @@ func TestParseFlags(t *testing.T) {
 // workers and the summary fit together: every call is made once, succeeds,
 // and is recorded with its attempts.
 func TestPacedStrategyEndToEnd(t *testing.T) {
-	o := options{workers: 2, requests: 6, limit: 3, period: 200 * time.Millisecond}
-	r, err := strategies["pacing"].run(context.Background(), o)
+	o := options{requests: 6, limit: 3, period: 200 * time.Millisecond}
+	r, err := strategies["pacing"].run(context.Background(), o, 2, gateway{kind: "inproc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,18 +318,23 @@ func TestRoundLatency(t *testing.T) {
 func TestPrintTable(t *testing.T) {
 	var b strings.Builder
 	printTable(&b, []result{
-		{label: "(b) naive", sum: summary{Sent: 180, Refused: 80, EarlyRetries: 40, Max429Window: 20, Makespan: 8020 * time.Millisecond, P50: 300 * time.Microsecond, P99: 6010 * time.Millisecond}},
-		{label: "(f) redis", skipped: "skipped: Redis unreachable"},
-	})
+		{label: "naive", workers: 8, sum: summary{Sent: 180, Refused: 80, RefusedAfter: 60, EarlyRetries: 40, EarlyAfter: 30,
+			Makespan: 8020 * time.Millisecond, P50: 300 * time.Microsecond, P99: 6010 * time.Millisecond}},
+		{label: "redis", workers: 8, sum: summary{Sent: 100, Makespan: 8 * time.Second, RoundTrips: 1.25}},
+		{label: "redis", workers: 32, skipped: "skipped: Redis unreachable"},
+	}, 8*time.Second)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("table has %d lines, want header, one row and the skip note:\n%s", len(lines), b.String())
+	if len(lines) != 4 {
+		t.Fatalf("table has %d lines, want header, two rows and the skip note:\n%s", len(lines), b.String())
 	}
-	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"(b)", "naive", "180", "80", "40", "20", "0", "8.02s", "300µs", "6.01s"}) {
+	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"8", "naive", "180", "80", "60", "40", "30", "0", "8.02s", "1.002", "300µs", "6.01s"}) {
 		t.Errorf("row = %q", got)
 	}
-	if lines[2] != "(f) redis: skipped: Redis unreachable" {
-		t.Errorf("skip note = %q", lines[2])
+	if got := strings.Fields(lines[2]); got[len(got)-1] != "1.25" {
+		t.Errorf("redis row = %q, want the round trips last", got)
+	}
+	if lines[3] != "W=32 redis: skipped: Redis unreachable" {
+		t.Errorf("skip note = %q", lines[3])
 	}
 }
 

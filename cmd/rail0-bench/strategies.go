@@ -19,10 +19,13 @@ import (
 // result is what one strategy's run recorded.
 type result struct {
 	key, label string
+	gateway    string
+	workers    int
 	start      int64 // Unix nanoseconds when the workers were let go
 	attempts   []attempt
 	calls      []call
-	skipped    string // why the strategy did not run, if it did not
+	roundTrips float64 // Redis round trips per call (redis strategy)
+	skipped    string  // why the strategy did not run, if it did not
 	sum        summary
 }
 
@@ -30,17 +33,17 @@ type result struct {
 type strategy struct {
 	order int
 	label string
-	run   func(ctx context.Context, o options) (result, error)
+	run   func(ctx context.Context, o options, workers int, gw gateway) (result, error)
 }
 
 // strategies are the contenders, by the name -strategies uses.
 var strategies = map[string]strategy{
-	"retryablehttp": {0, "(a) go-retryablehttp defaults", local(retryableDoer)},
-	"naive":         {1, "(b) naive: sleep 1 s on 429", local(naiveDoer)},
-	"retry":         {2, "(c) SDK RetryOn429, no cooldown", local(sdkDoer(rail0.WithCooldown(false)))},
-	"cooldown":      {3, "(d) SDK RetryOn429 + cooldown", local(sdkDoer())},
-	"pacing":        {4, "(e) SDK + cooldown + pacing", local(pacedDoer)},
-	"redis":         {5, "(f) SDK + pacing via Redis, 2 processes", runRedis},
+	"retryablehttp": {0, "go-retryablehttp defaults", local(retryableDoer)},
+	"naive":         {1, "naive: sleep 1 s on 429", local(naiveDoer)},
+	"retry":         {2, "SDK RetryOn429, no cooldown", local(sdkDoer(rail0.WithCooldown(false)))},
+	"sdk":           {3, "SDK RetryOn429 (learns the budget)", local(sdkDoer())},
+	"pacing":        {4, "SDK + pacing (budget given)", local(pacedDoer)},
+	"redis":         {5, "SDK + pacing via Redis", runRedis},
 }
 
 // strategyKeys returns the strategy names in table order.
@@ -155,14 +158,14 @@ func startAfter(lead, period time.Duration) int64 {
 	return nextBoundary(time.Now().Add(lead).UnixNano(), period) + int64(5*time.Millisecond)
 }
 
-// local runs a strategy in this process against a fresh gateway.
-func local(d doer) func(context.Context, options) (result, error) {
-	return func(ctx context.Context, o options) (result, error) {
+// local runs a strategy in this process against gw.
+func local(d doer) func(context.Context, options, int, gateway) (result, error) {
+	return func(ctx context.Context, o options, workers int, gw gateway) (result, error) {
 		var r result
-		srv := newGateway(o)
-		defer srv.Close()
-		rec := newRecorder(o.workers)
-		do, err := d(o, srv.URL, rec)
+		url, closeGW := gw.open(o)
+		defer closeGW()
+		rec := newRecorder(workers)
+		do, err := d(o, url, rec)
 		if err != nil {
 			return r, err
 		}
@@ -170,7 +173,7 @@ func local(d doer) func(context.Context, options) (result, error) {
 		if err := sleepUntil(ctx, r.start); err != nil {
 			return r, err
 		}
-		r.calls = runWorkers(ctx, o.workers, o.requests, 0, do)
+		r.calls = runWorkers(ctx, workers, o.requests, 0, do)
 		r.attempts = rec.recorded()
 		return r, ctx.Err()
 	}
@@ -271,8 +274,9 @@ func pacedDoer(o options, url string, rt http.RoundTripper) (func(context.Contex
 
 // childReport is what a child process of the redis strategy prints.
 type childReport struct {
-	Attempts []attempt `json:"attempts"`
-	Calls    []call    `json:"calls"`
+	Attempts   []attempt `json:"attempts"`
+	Calls      []call    `json:"calls"`
+	RoundTrips int64     `json:"round_trips"`
 }
 
 // encodeReport writes a child's report as JSON.

@@ -1,0 +1,179 @@
+package rail0
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// This file connects a call to the client's Limiter: takeTurn waits for the
+// call's slot before each attempt, observe tells the limiter what each
+// answer said, and distrust carries a short Retry-After's lesson into the
+// retry decision.
+
+// releaseTimeout bounds giving a slot back after the caller gave up: the
+// caller's own context is over by then.
+const releaseTimeout = 100 * time.Millisecond
+
+// turn is the standing of a call's attempt with the limiter.
+type turn struct {
+	ticket int64     // the slot the attempt was sent in; zero when none
+	budget Budget    // the budget in force when it was admitted
+	sentAt time.Time // when it was admitted; zero when it was not gated
+	fb     Feedback  // what the limiter concluded from the attempt's answer
+}
+
+// configuredBudget is the WithPacing budget of the call's partition.
+func (c *Client) configuredBudget(st *callState) Budget {
+	if !c.pacingOn {
+		return Budget{}
+	}
+	if st.anonymous {
+		return c.pacing.Public
+	}
+	return c.pacing.Session
+}
+
+// margin is the period stretch: the configured one, else measured.
+func (c *Client) margin(b Budget) time.Duration {
+	if c.pacing.Margin > 0 {
+		return c.pacing.Margin
+	}
+	return c.delays.margin(b.Period)
+}
+
+// bounded returns ctx bounded by room, what the call can still spend on rate
+// limiting (at least a millisecond, so that a limiter in memory still
+// answers): a stalled shared store must not hold the call longer.
+func bounded(ctx context.Context, room time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(room, time.Millisecond))
+}
+
+// takeTurn waits for the call's slot on its partition: after a cooldown
+// (retries before fresh calls) and within the budget in force, configured
+// or learned. The slot is confirmed after every sleep, so that a 429 or a
+// lower budget that arrived meanwhile is obeyed; a caller that gives up
+// releases its slot. It returns the final admission; OK false means the
+// wait does not fit the call's room. An error other than the context's
+// means the limiter failed (or exceeded the room): the caller fails open.
+func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error) {
+	b := c.configuredBudget(st)
+	r := Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter}
+	st.turn = turn{}
+	var planned time.Time // when the slot slept for was due
+	for {
+		now := c.now()
+		room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
+		r.Margin, r.MaxWait = c.margin(effective(b, st.turn.budget)), room
+		lctx, cancel := bounded(ctx, room)
+		adm, err := c.limiter.Reserve(lctx, r)
+		cancel()
+		if err != nil || !adm.OK {
+			return adm, err
+		}
+		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget}
+		if adm.Wait <= 0 {
+			// The round trip is measured from when the slot was due, so
+			// that a late wake-up counts in the margin too.
+			st.turn.sentAt = c.now()
+			if !planned.IsZero() && planned.Before(st.turn.sentAt) {
+				st.turn.sentAt = planned
+			}
+			return adm, nil
+		}
+		planned = now.Add(adm.Wait)
+		st.waited += adm.Wait
+		c.noteAdmission(ctx, st, adm) // the transcript, the debug log, the observer
+		if !sleepCtx(ctx, adm.Wait) {
+			c.release(ctx, r.Partition, adm.Ticket)
+			return adm, ctx.Err()
+		}
+		r.Ticket = adm.Ticket
+	}
+}
+
+// release gives back a slot the call will not use.
+func (c *Client) release(ctx context.Context, partition string, ticket int64) {
+	if ticket == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if err := c.limiter.Release(rctx, partition, ticket); err != nil && c.logger != nil {
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; slot not released",
+			slog.String("error", err.Error()))
+	}
+}
+
+// observe records the answer's round trip (for the margin) and tells the
+// limiter what the answer says about its partition: a 429 closes it for
+// min(Retry-After, cap) and teaches the budget; advertised exhaustion closes
+// it until the advertised reset (Retry-After wins on a 429); an advertised
+// quota that differs from the budget in force replaces the learned one.
+// Answers that say nothing new cost the limiter nothing.
+func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
+	st.turn.fb = Feedback{}
+	if !st.turn.sentAt.IsZero() {
+		c.delays.add(c.now().Sub(st.turn.sentAt))
+	}
+	if !c.cooldown && !c.pacingOn {
+		return
+	}
+	ob := Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap}
+	ob.Margin = c.margin(effective(ob.Budget, st.turn.budget))
+	tell := false
+	if o.status == http.StatusTooManyRequests {
+		ob.Throttled, tell = true, true
+		if o.hasRetryAfter {
+			ob.RetryAfter = min(o.retryAfter, c.policy.retryAfterCap)
+			ob.Capped = o.retryAfter > c.policy.retryAfterCap
+		}
+	}
+	if rl := st.rateLimit; rl != nil {
+		if rl.Exhausted() {
+			ob.Reset, tell = min(rl.Reset, c.policy.retryAfterCap), true
+		}
+		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxLog))), Period: rl.Window}); adv.enabled() && adv != st.turn.budget {
+			ob.Advertised, tell = adv, true
+		}
+	}
+	if !tell {
+		return
+	}
+	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, c.now())), 0)
+	lctx, cancel := bounded(ctx, room)
+	fb, err := c.limiter.Observe(lctx, st.partitionKey(), ob)
+	cancel()
+	if err != nil {
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; answer not recorded",
+				slog.String("path", st.path), slog.String("error", err.Error()))
+		}
+		return
+	}
+	st.turn.fb = fb
+}
+
+// distrust applies the limiter's verdict on a short Retry-After to a 429
+// retry decision: the wait becomes at least the lengthened cooldown plus
+// additive jitter, reported as ReasonRetryAfterDistrusted; when that does
+// not fit what is left of the allowance or the deadline, the 429 is refused
+// now rather than after a wait that cannot end in a retry.
+func distrust(d decision, fb Feedback, allowance, deadline time.Duration, u float64) decision {
+	if !fb.Distrusted || !d.retry || !d.rateWait {
+		return d
+	}
+	room := min(allowance, deadline)
+	w, ok := serverWait(fb.Cooldown, maxDuration, room, u)
+	if !ok {
+		reason := ReasonAllowance
+		if deadline < allowance {
+			reason = ReasonDeadline
+		}
+		return decision{relevant: true, reason: reason, refused: true}
+	}
+	d.wait = max(d.wait, w)
+	d.reason = ReasonRetryAfterDistrusted
+	return d
+}

@@ -1,0 +1,294 @@
+package rail0
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run a real http.Server and the client's real transport over
+// in-memory connections (net.Pipe) inside a synctest bubble, so that a
+// gateway's fixed windows of seconds pass in no real time and every
+// schedule is exact.
+
+// pipeClient serves h over in-memory connections and returns an HTTP
+// client that reaches it at http://gateway.test. Call it inside a bubble.
+func pipeClient(t *testing.T, h http.Handler) *http.Client {
+	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	hc := &http.Client{Transport: &http.Transport{DialContext: l.dial, MaxIdleConnsPerHost: 1000}}
+	t.Cleanup(func() {
+		hc.CloseIdleConnections()
+		srv.Close()
+	})
+	return hc
+}
+
+// arrival is one request a fixedWindow gateway saw.
+type arrival struct {
+	at     time.Duration // since the bubble's start
+	path   string
+	status int
+}
+
+// fixedWindow is Rack::Attack's throttle: windows numbered floor(t/period),
+// every request counted, the ones over limit refused with Retry-After.
+type fixedWindow struct {
+	limit      int
+	period     time.Duration
+	retryAfter string // what the 429 says; the whole period unless set
+	advertise  bool   // send RateLimit-Policy on every answer
+	start      time.Time
+
+	mu     sync.Mutex
+	counts map[int64]int
+	seen   []arrival
+}
+
+func newFixedWindow(limit int, period time.Duration) *fixedWindow {
+	return &fixedWindow{limit: limit, period: period, start: time.Now(), counts: map[int64]int{}}
+}
+
+func (g *fixedWindow) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	g.mu.Lock()
+	win := now.UnixNano() / int64(g.period)
+	g.counts[win]++
+	refused := g.counts[win] > g.limit
+	status := http.StatusOK
+	if refused {
+		status = http.StatusTooManyRequests
+	}
+	g.seen = append(g.seen, arrival{at: now.Sub(g.start), path: r.URL.Path, status: status})
+	g.mu.Unlock()
+	if g.advertise {
+		w.Header().Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%d`, g.limit, int(g.period/time.Second)))
+	}
+	if refused {
+		ra := g.retryAfter
+		if ra == "" {
+			ra = strconv.Itoa(int(g.period / time.Second))
+		}
+		w.Header().Set("Retry-After", ra)
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, rateLimitedBody)
+		return
+	}
+	io.WriteString(w, paymentBody)
+}
+
+func (g *fixedWindow) arrivals() []arrival {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]arrival(nil), g.seen...)
+}
+
+// window is the index of the gateway window holding a, from the start.
+func (g *fixedWindow) window(a arrival) int { return int(a.at / g.period) }
+
+// earlyRetries counts retries sent before the end of the window that
+// refused the previous attempt of the same call (one call per path).
+func (g *fixedWindow) earlyRetries(after int) int {
+	last := map[string]arrival{}
+	n := 0
+	for _, a := range g.arrivals() {
+		if p, ok := last[a.path]; ok && p.status == http.StatusTooManyRequests && g.window(a) == g.window(p) && g.window(p) >= after {
+			n++
+		}
+		last[a.path] = a
+	}
+	return n
+}
+
+// runCalls has workers share calls GETs of distinct payments on c.
+func runCalls(c *Client, workers, calls int) []error {
+	var next atomic.Int64
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= calls {
+					return
+				}
+				_, errs[i] = c.Payments.Get(context.Background(), fmt.Sprintf("p%03d", i))
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// Issue 13, items 1, 2 and 5: with only RetryOn429, the client learns the
+// gateway's budget from the first window's 429s; after it, nothing is
+// refused, the partition reopens for exactly the budget with the retried
+// calls first, and the makespan is the floor plus the margins.
+func TestLearnedBudgetEndToEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period, calls = 5, 2 * time.Second, 30
+		g := newFixedWindow(limit, period)
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+			withRand(func() float64 { return 0.5 }))
+		start := time.Now()
+
+		errs := runCalls(c, 8, calls)
+		makespan := time.Since(start)
+
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		perWindow := map[int]int{}
+		retried := map[string]bool{}
+		firstFresh, lastRetry := time.Duration(-1), time.Duration(0)
+		for _, a := range g.arrivals() {
+			if a.status == http.StatusTooManyRequests {
+				assert.Zero(t, g.window(a), "a 429 after the first window, at %v", a.at)
+				retried[a.path] = true
+				continue
+			}
+			perWindow[g.window(a)]++
+		}
+		for _, a := range g.arrivals() {
+			if g.window(a) == 0 {
+				continue
+			}
+			if retried[a.path] {
+				lastRetry = max(lastRetry, a.at)
+			} else if firstFresh < 0 {
+				firstFresh = a.at
+			}
+		}
+		assert.Less(t, lastRetry, firstFresh+period, "retried calls go no later than the first fresh call's window")
+		for w := 1; w < calls/limit; w++ {
+			assert.Equal(t, limit, perWindow[w], "window %d is used in full", w)
+		}
+		assert.Zero(t, g.earlyRetries(0))
+		floor := time.Duration(calls/limit-1) * period
+		assert.LessOrEqual(t, makespan, floor+period/10+50*time.Millisecond, "makespan %v, floor %v", makespan, floor)
+	})
+}
+
+// Issue 13, item 3: a gateway whose Retry-After is half its window. The
+// first reopening is refused; the client then doubles the wait, says so,
+// and no retry is early again.
+func TestShortRetryAfterIsDistrusted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period, calls = 4, 2 * time.Second, 20
+		g := newFixedWindow(limit, period)
+		g.retryAfter = "1"
+		ev := &eventLog{}
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+			WithOnRetry(ev.add), withRand(func() float64 { return 0.5 }))
+
+		errs := runCalls(c, 4, calls)
+
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		assert.Zero(t, g.earlyRetries(1), "early retries after the first window")
+		var distrusted []RetryEvent
+		for _, e := range ev.all() {
+			if e.Reason == ReasonRetryAfterDistrusted {
+				distrusted = append(distrusted, e)
+			}
+		}
+		require.NotEmpty(t, distrusted)
+		assert.Equal(t, time.Second, distrusted[0].RetryAfter)
+		assert.GreaterOrEqual(t, distrusted[0].Wait, 2*time.Second, "at least double the short header")
+		assert.True(t, distrusted[0].WillRetry)
+	})
+}
+
+// Issue 13, item 1: RateLimit fields set the budget outright: the client
+// paces at the advertised quota without ever being refused.
+func TestAdvertisedQuotaPaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFixedWindow(3, 2*time.Second)
+		g.advertise = true
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true))
+		start := time.Now()
+
+		errs := runCalls(c, 1, 9)
+
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		for _, a := range g.arrivals() {
+			assert.Equal(t, http.StatusOK, a.status, "at %v", a.at)
+		}
+		assert.Less(t, time.Since(start), 4*time.Second+100*time.Millisecond)
+	})
+}
+
+// Issue 13, item 1: a configured budget (PublishedLimits, say) seeds the
+// pacing; a 429 while paced lowers it to what the gateway let through.
+func TestConfiguredBudgetLoweredByA429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFixedWindow(3, 2*time.Second)
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+			WithPacing(Pacing{Public: Budget{Limit: 5, Period: 2 * time.Second}}))
+
+		errs := runCalls(c, 1, 12)
+
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		refused := 0
+		for _, a := range g.arrivals() {
+			if a.status == http.StatusTooManyRequests {
+				refused++
+			}
+		}
+		assert.Equal(t, 1, refused)
+	})
+}
+
+// Issue 12, item 20: callers who give up while queued give their turn
+// back. Pacing at 5 per second, 50 callers queue and cancel; a new call
+// with a 3 s deadline goes within the next period.
+func TestCancelledTurnsAreReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newFixedWindow(1000, time.Second)
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)),
+			WithPacing(Pacing{Public: Budget{Limit: 5, Period: time.Second}}))
+		errs := runCalls(c, 5, 5)
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		var wg sync.WaitGroup
+		for i := range 50 {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			wg.Go(func() {
+				_, err := c.Payments.Get(ctx, fmt.Sprintf("q%02d", i))
+				assert.ErrorIs(t, err, context.Canceled)
+			})
+		}
+		wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+
+		_, err := c.Payments.Get(ctx, "late")
+
+		require.NoError(t, err)
+		assert.LessOrEqual(t, time.Since(start), time.Second+50*time.Millisecond)
+		for _, a := range g.arrivals() {
+			assert.False(t, strings.HasPrefix(a.path, "/payments/q"), "a cancelled call was sent")
+		}
+	})
+}
