@@ -111,7 +111,8 @@ type Client struct {
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
-	delays      delayLog // recent round trips, for the pacing margin
+	delays      delayLog      // recent round trips, for the pacing margin
+	limitGen    atomic.Uint64 // bumped by every rate-limit news; see takeTurn
 
 	retries  atomic.Uint64
 	refusals atomic.Uint64
