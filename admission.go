@@ -52,9 +52,10 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 
 // takeTurn waits for the call's slot on its partition: after a cooldown
 // (retries before fresh calls) and within the budget in force, configured
-// or learned. The slot is confirmed after every sleep, so that a 429 or a
-// lower budget that arrived meanwhile is obeyed; a caller that gives up
-// releases its slot. It returns the final admission; OK false means the
+// or learned. When the client heard anything new about rate limits during
+// the sleep (a 429, RateLimit fields), the slot is confirmed with the
+// limiter, so that a cooldown or a lower budget that arrived meanwhile is
+// obeyed; otherwise it stands. A caller that gives up releases its slot. It returns the final admission; OK false means the
 // wait does not fit the call's room. An error other than the context's
 // means the limiter failed (or exceeded the room): the caller fails open.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error) {
@@ -85,9 +86,18 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error)
 		planned = now.Add(adm.Wait)
 		st.waited += adm.Wait
 		c.noteAdmission(ctx, st, adm) // the transcript, the debug log, the observer
+		gen := c.limitGen.Load()
 		if !sleepCtx(ctx, adm.Wait) {
 			c.release(ctx, r.Partition, adm.Ticket)
 			return adm, ctx.Err()
+		}
+		if adm.Ticket != 0 && c.limitGen.Load() == gen {
+			// Nothing this client heard about rate limits changed during
+			// the sleep: the slot stands, and a shared limiter is spared a
+			// round trip.
+			adm.Wait = 0
+			st.turn.sentAt = planned
+			return adm, nil
 		}
 		r.Ticket = adm.Ticket
 	}
@@ -141,6 +151,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	if !tell {
 		return
 	}
+	c.limitGen.Add(1) // sleepers confirm their slots
 	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, c.now())), 0)
 	lctx, cancel := bounded(ctx, room)
 	fb, err := c.limiter.Observe(lctx, st.partitionKey(), ob)

@@ -140,7 +140,8 @@ type Client struct {
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
-	delays      delayLog // recent round trips, for the pacing margin
+	delays      delayLog      // recent round trips, for the pacing margin
+	limitGen    atomic.Uint64 // bumped by every rate-limit news; see takeTurn
 
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.

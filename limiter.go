@@ -354,25 +354,18 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	s.prune(now, b.Limit, period)
 	s.touched = now
 	if i := s.index(r.Ticket); i >= 0 {
-		switch {
-		case r.Ticket > now && holdValid(s.log, i, s.coolUntil, b, period):
-			// Woke early: the slot still stands.
-			return Admission{Wait: time.Duration(r.Ticket - now), OK: true, Ticket: r.Ticket, Budget: b}
-		case r.Ticket <= now:
-			// Sent now, perhaps later than planned: the log records when,
-			// if that time still admits it (the holds after it are checked
-			// against it when their turn comes).
-			s.log = slices.Delete(s.log, i, i+1)
-			if s.coolUntil <= now && (!b.enabled() || countIn(s.log, now-int64(period)+1, now+1) < b.Limit) {
-				j, _ := slices.BinarySearch(s.log, now+1)
-				s.log = slices.Insert(s.log, j, now)
-				return Admission{OK: true, Ticket: now, Budget: b}
-			}
-		default:
-			s.log = slices.Delete(s.log, i, i+1)
+		s.log = slices.Delete(s.log, i, i+1)
+		if s.coolUntil <= r.Ticket {
+			// The slot stands, perhaps a little later: earlier slots sent
+			// late, or a lower budget, push it to the first time its
+			// period has room. It keeps its place in the queue.
+			t := confirmAt(s.log, max(r.Ticket, now), b, period)
+			j, _ := slices.BinarySearch(s.log, t+1)
+			s.log = slices.Insert(s.log, j, t)
+			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
 		}
-		// The partition closed again, or the budget shrank, while the
-		// caller slept: its slot is gone; it queues again.
+		// The partition closed again while the caller slept: its slot is
+		// gone; it queues again.
 	}
 	at, hold, cooled := admitAt(s.log, s.coolStart, s.coolUntil, b, period, r, now)
 	wait := time.Duration(at - now)
@@ -387,18 +380,24 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	return adm
 }
 
-// holdValid reports whether the held admission log[i] still stands: no
-// cooldown began after it was placed and covers it, and the budget in force
-// (perhaps lowered since, or an earlier admission sent late) admits it.
-func holdValid(log []int64, i int, coolUntil int64, b Budget, period time.Duration) bool {
-	at := log[i]
-	if coolUntil > at {
-		return false
+// confirmAt is when a held slot that is due at t may go: the first time at
+// or after t when fewer than the budget's Limit admissions (other than its
+// own) fall in the period before it.
+func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
+	if !b.enabled() {
+		return t
 	}
-	if b.enabled() && i >= b.Limit && at-log[i-b.Limit] < int64(period) {
-		return false
+	for {
+		hi, _ := slices.BinarySearch(log, t+1) // admissions at or before t
+		if hi < b.Limit {
+			return t
+		}
+		next := log[hi-b.Limit] + int64(period)
+		if next <= t {
+			return t
+		}
+		t = next
 	}
-	return true
 }
 
 // admitAt is the pure admission rule. It returns the time at which the
@@ -408,8 +407,8 @@ func holdValid(log []int64, i int, coolUntil int64, b Budget, period time.Durati
 //   - First in, first out: a new slot comes after every slot already held.
 //   - While the partition is closed, a retry waits for the reopening plus
 //     its own jitter (a share of 10% of the cooldown) and holds its slot; a
-//     fresh call holds nothing and asks again after the whole jitter window,
-//     so retries always go first.
+//     fresh call, until the whole jitter window after the reopening has
+//     passed, holds nothing and asks again then, so retries always go first.
 //   - Pacing: with the budget's log full, a slot opens when the Limit-th
 //     previous admission is one (stretched) period old, so that at most
 //     Limit go in any interval of that period: after a cooldown the
@@ -419,12 +418,14 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 	if n := len(log); n > 0 {
 		at = max(at, log[n-1])
 	}
+	window := float64(coolUntil-coolStart) * serverJitter
+	if !r.Retry && coolUntil+int64(window) > now {
+		// Until the last retry's jitter has run out, a fresh call does not
+		// take a slot: it asks again then.
+		return max(coolUntil+int64(window), at), false, true
+	}
 	if coolUntil > now {
 		cooled = true
-		window := float64(coolUntil-coolStart) * serverJitter
-		if !r.Retry {
-			return max(coolUntil+int64(window), at), false, true
-		}
 		at = max(at, coolUntil+int64(window*clampUnit(r.Jitter)))
 	}
 	if b.enabled() && len(log) >= b.Limit {

@@ -64,7 +64,9 @@ func TestAdmitAt(t *testing.T) {
 		{"fresh: the whole jitter window, nothing held", nil, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Jitter: 0}, 56 * s, false, true},
 		{"fresh never before a retry whatever the draws", nil, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Jitter: 0}, 56 * s, false, true},
 		{"retry queues behind an earlier retry", []int64{ns(55 * s)}, ns(-10 * s), ns(50 * s), Budget{}, 0, Reservation{Retry: true, Jitter: 0.1}, 55 * s, true, true},
-		{"cooldown over", nil, ns(-60 * s), ns(-s), Budget{}, 0, Reservation{Jitter: 0.5}, 0, true, false},
+		{"cooldown and its jitter window over", nil, ns(-3 * s), ns(-s), Budget{}, 0, Reservation{Jitter: 0.5}, 0, true, false},
+		{"fresh: not before the last retry's jitter has run out", nil, ns(-10 * s), ns(-s / 2), Budget{}, 0, Reservation{}, 450 * time.Millisecond, false, true},
+		{"retry: goes once the cooldown is over", nil, ns(-10 * s), ns(-s / 2), Budget{}, 0, Reservation{Retry: true}, 0, true, false},
 		{"reopens for at most the budget", []int64{ns(-s), ns(0)}, ns(0), ns(s), b, 10 * s, Reservation{Retry: true}, 9 * s, true, true},
 	}
 	for _, tt := range tests {

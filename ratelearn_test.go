@@ -292,3 +292,48 @@ func TestCancelledTurnsAreReleased(t *testing.T) {
 		}
 	})
 }
+
+// Issue 13, item 2: a slot decided before a sleep is checked again after it
+// when a 429 arrived meanwhile: the calls queued for the next period do not
+// go into a partition that closed while they slept.
+func TestQueuedCallsObeyA429ThatArrivedDuringTheirSleep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var seen []arrival
+		var boomed atomic.Bool
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, arrival{at: time.Since(start), path: r.URL.Path})
+			mu.Unlock()
+			if r.URL.Path == "/payments/boom" && boomed.CompareAndSwap(false, true) {
+				time.Sleep(500 * time.Millisecond) // answered while the queue sleeps
+				w.Header().Set("Retry-After", "3")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, rateLimitedBody)
+				return
+			}
+			io.WriteString(w, paymentBody)
+		})
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
+			WithPacing(Pacing{Public: Budget{Limit: 5, Period: time.Second}, Margin: time.Millisecond}))
+		var wg sync.WaitGroup
+		for _, id := range []string{"boom", "a", "b", "c", "d", "q0", "q1", "q2", "q3", "q4"} {
+			wg.Go(func() {
+				_, err := c.Payments.Get(context.Background(), id)
+				assert.NoError(t, err)
+			})
+			time.Sleep(time.Millisecond) // in this order
+		}
+		wg.Wait()
+
+		mu.Lock()
+		defer mu.Unlock()
+		for _, a := range seen {
+			if strings.HasPrefix(a.path, "/payments/q") {
+				// The 429 came at 0.5 s and closed the partition for 3 s.
+				assert.GreaterOrEqual(t, a.at, 3500*time.Millisecond, "%s sent into the closed partition", a.path)
+			}
+		}
+	})
+}

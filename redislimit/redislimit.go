@@ -483,26 +483,32 @@ end
 if ticket > 0 then
   local i = redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1)
   if i then
-    local valid = cu <= ticket
-    if valid and limit > 0 and i >= limit then
-      valid = ticket - tonumber(redis.call('LINDEX', KEYS[2], i - limit)) >= per
-    end
-    if ticket > now and valid then
-      return {1, ticket - now, 0, ticket, limit, bper, now}
-    end
     redis.call('LREM', KEYS[2], -1, ARGV[7])
-    if ticket <= now and cu <= now and (limit == 0 or countIn(KEYS[2], now - per + 1, now + 1) < limit) then
-      -- Sent now: record when, before the holds that come later.
+    if cu <= ticket then
+      -- The slot stands, perhaps a little later (see confirmAt in package
+      -- rail0); it keeps its place in the queue.
+      local xs = redis.call('LRANGE', KEYS[2], 0, -1)
+      local t = math.max(ticket, now)
+      if limit > 0 then
+        while true do
+          local hi = 0
+          while hi < #xs and tonumber(xs[hi + 1]) <= t do hi = hi + 1 end
+          if hi < limit then break end
+          local nxt = tonumber(xs[hi - limit + 1]) + per
+          if nxt <= t then break end
+          t = nxt
+        end
+      end
       local later = {}
       while true do
         local x = redis.call('LINDEX', KEYS[2], -1)
-        if not x or tonumber(x) <= now then break end
+        if not x or tonumber(x) <= t then break end
         table.insert(later, 1, redis.call('RPOP', KEYS[2]))
       end
-      redis.call('RPUSH', KEYS[2], str(now))
+      redis.call('RPUSH', KEYS[2], str(t))
       if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
-      keepalive(now)
-      return {1, 0, 0, now, limit, bper, now}
+      keepalive(t)
+      return {1, t - now, 0, t, limit, bper, now}
     end
   end
 end
@@ -513,14 +519,14 @@ local at = now
 local last = redis.call('LINDEX', KEYS[2], -1)
 if last then at = math.max(at, tonumber(last)) end
 local cooled = 0
+local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
+if retry == 0 and cu + math.floor(window) > now then
+  local wait = math.max(cu + math.floor(window), at) - now
+  if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
+  return {1, wait, 1, 0, limit, bper, now}
+end
 if cu > now then
   cooled = 1
-  local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
-  if retry == 0 then
-    local wait = math.max(cu + math.floor(window), at) - now
-    if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
-    return {1, wait, 1, 0, limit, bper, now}
-  end
   at = math.max(at, cu + math.floor(window * jitter))
 end
 if limit > 0 and redis.call('LLEN', KEYS[2]) >= limit then

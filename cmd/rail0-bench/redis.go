@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -27,23 +28,41 @@ func newRedis(addr string) *redis.Client {
 		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: time.Second, ContextTimeoutEnabled: true})
 }
 
-// counter is a go-redis hook that counts round trips to the server.
+// counter is a go-redis hook that counts the limiter's round trips to the
+// server: its script calls. The handshake of each new connection is not
+// the limiter's doing and is not counted.
 type counter struct{ n atomic.Int64 }
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
+		if isScript(cmd.Name()) {
+			c.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
 
 func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
+		for _, cmd := range cmds {
+			if isScript(cmd.Name()) {
+				c.n.Add(1)
+				break
+			}
+		}
 		return next(ctx, cmds)
 	}
+}
+
+// isScript reports whether a command runs a Lua script.
+func isScript(name string) bool {
+	switch strings.ToLower(name) {
+	case "eval", "evalsha", "eval_ro", "evalsha_ro":
+		return true
+	}
+	return false
 }
 
 // runRedis runs the paced SDK in o.processes child processes (this binary

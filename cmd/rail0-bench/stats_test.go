@@ -363,3 +363,11 @@ func TestWriteChart(t *testing.T) {
 		t.Error("writeChart with nothing to draw = nil error")
 	}
 }
+
+func TestIsScript(t *testing.T) {
+	for name, want := range map[string]bool{"evalsha": true, "EVAL": true, "evalsha_ro": true, "hello": false, "client": false, "ping": false} {
+		if got := isScript(name); got != want {
+			t.Errorf("isScript(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
