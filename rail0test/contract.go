@@ -3,6 +3,7 @@ package rail0test
 import (
 	"errors"
 	"math/big"
+	"strings"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/crypto"
@@ -123,18 +124,9 @@ var functions = func() map[string]function {
 	return m
 }()
 
-// extraWords is how many words follow paymentId and the tuple in op's calldata.
-func extraWords(op string) int {
-	switch op {
-	case opAuthorize, opCharge:
-		return 3
-	case opRefund:
-		return 4
-	case opCapture, opDispute, opCloseDispute:
-		return 1
-	}
-	return 0
-}
+// extraWords is how many words follow paymentId and the tuple in op's calldata:
+// one per extra argument, every one of them static.
+func extraWords(op string) int { return strings.Count(functions[op].extra, ",") }
 
 // call is a decoded (or to be encoded) call of the contract.
 type call struct {
@@ -236,8 +228,9 @@ func decodeCall(data []byte) (call, error) {
 }
 
 // canonicalSignature reports whether sig (r || s || v, 65 bytes) is one a token
-// accepts: v 27 or 28 (0 or 1 is taken as its alias off chain, onChain false), r
-// and s in range, s in the lower half of the curve order.
+// accepts: v 27 or 28 (off chain, onChain false, 0 or 1 is taken as its alias), r
+// and s in range, and s in the lower half of the curve order, since the tokens'
+// ecrecover refuses the malleable high-s twin.
 func canonicalSignature(sig []byte, onChain bool) bool {
 	if len(sig) != 65 {
 		return false
