@@ -164,6 +164,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		return
 	}
 	st.turn.fb = fb
+	if c.observer != nil {
+		ps := PartitionState{Partition: st.partitionKey(), Budget: fb.Budget, Distrusted: fb.Distrusted}
+		if fb.Cooldown > 0 {
+			ps.CooldownUntil = c.now().Add(fb.Cooldown)
+		}
+		c.observer.PartitionState(ctx, st.call, ps)
+	}
 }
 
 // distrust applies the limiter's verdict on a short Retry-After to a 429

@@ -275,6 +275,25 @@ type Observer interface {
 	LimiterWait(ctx context.Context, call *Call, w *LimiterWait)
 	// EndCall is called when the call returns, with what it returns.
 	EndCall(ctx context.Context, call *Call, err error)
+	// PartitionState is called when an answer changed what the client's
+	// limiter holds about a rate-limit partition: a cooldown after a 429
+	// or an exhausted quota, a learned budget.
+	PartitionState(ctx context.Context, call *Call, s PartitionState)
+}
+
+// PartitionState is what the client's limiter holds about one rate-limit
+// partition after an answer.
+type PartitionState struct {
+	// Partition is "public" or "session:" followed by a hash prefix of the
+	// token (never the token).
+	Partition string
+	// CooldownUntil is when the partition reopens; zero when it is open.
+	CooldownUntil time.Time
+	// Budget is the budget the limiter learned; zero when none.
+	Budget Budget
+	// Distrusted is true when the answer proved the gateway's Retry-After
+	// short and the cooldown was lengthened.
+	Distrusted bool
 }
 
 // AttemptHeader lets an Observer add headers to one attempt, such as

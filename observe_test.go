@@ -127,8 +127,9 @@ func TestRetryEventsCarryCallID(t *testing.T) {
 
 // recorder is an Observer that writes down what it is told.
 type recorder struct {
-	mu     sync.Mutex
-	events []string
+	mu         sync.Mutex
+	events     []string
+	partitions []PartitionState
 }
 
 type ctxMark struct{}
@@ -166,6 +167,12 @@ func (r *recorder) LimiterWait(ctx context.Context, call *Call, w *LimiterWait) 
 
 func (r *recorder) EndCall(ctx context.Context, call *Call, err error) {
 	r.note(ctx, "end "+string(call.Outcome))
+}
+
+func (r *recorder) PartitionState(ctx context.Context, call *Call, s PartitionState) {
+	r.mu.Lock()
+	r.partitions = append(r.partitions, s)
+	r.mu.Unlock()
 }
 
 // The Observer sees each call begin, every attempt and its end, in the
@@ -345,4 +352,23 @@ func TestRefusalReasonsAgree(t *testing.T) {
 		rc.refuse(r)
 		assert.Equal(t, rc.refusals().Total() == 1, isRefusal(r), r)
 	}
+}
+
+// A 429 closes the call's partition: the Observer hears when it reopens
+// and the budget learned, under the partition's name (never the token).
+func TestObserverHearsPartitionState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("2"), step{status: 200, body: paymentBody})
+		var rec recorder
+		c := newTestClient(t, memURL, memClient(srv), WithToken("tok-secret"), WithRetryOn429(true), WithObserver(&rec),
+			withRand(func() float64 { return 0 }))
+		start := time.Now()
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		require.NotEmpty(t, rec.partitions)
+		ps := rec.partitions[0]
+		assert.True(t, strings.HasPrefix(ps.Partition, "session:"), ps.Partition)
+		assert.NotContains(t, ps.Partition, "tok-secret")
+		assert.Equal(t, start.Add(2*time.Second), ps.CooldownUntil)
+	})
 }

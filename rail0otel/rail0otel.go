@@ -29,9 +29,12 @@
 //	rail0.client.refusals        counter    retries refused by a limit, by rail0.reason
 //	rail0.client.retry.wait      histogram  s waited before a retry, by rail0.reason and rail0.wait.source (server, guess)
 //	rail0.client.limiter.wait    histogram  s waited for the limiter, by rail0.limiter.kind (cooldown, pacing)
+//	rail0.client.cooldown        gauge      s until each partition reopens (0 when open), by rail0.partition
+//	rail0.client.budget          gauge      requests per period the limiter learned, by rail0.partition
 //
-// The cooldown state per partition is not reported: rail0.Limiter does not
-// expose it.
+// The two gauges report what the clients this Observer serves learned from
+// the gateway's answers; a partition is "public" or "session:" followed by
+// a hash prefix of the session token, never the token.
 package rail0otel
 
 import (
@@ -39,6 +42,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -105,6 +110,10 @@ type Observer struct {
 
 	calls, rateLimited, retries, refusals metric.Int64Counter
 	callDuration, retryWait, limiterWait  metric.Float64Histogram
+
+	mu         sync.Mutex
+	partitions map[string]rail0.PartitionState
+	now        func() time.Time
 }
 
 var _ rail0.Observer = (*Observer)(nil)
@@ -130,7 +139,8 @@ func New(opts ...Option) (*Observer, error) {
 			c.prop = propagation.TraceContext{}
 		}
 	}
-	o := &Observer{tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)), prop: c.prop}
+	o := &Observer{tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)), prop: c.prop,
+		partitions: map[string]rail0.PartitionState{}, now: time.Now}
 	m := c.mp.Meter(ScopeName, metric.WithSchemaURL(semconv.SchemaURL))
 	var err error
 	counter := func(name, unit, desc string) metric.Int64Counter {
@@ -159,7 +169,40 @@ func New(opts ...Option) (*Observer, error) {
 	if err != nil {
 		return nil, err
 	}
+	cooldown, err := m.Float64ObservableGauge("rail0.client.cooldown", metric.WithUnit("s"),
+		metric.WithDescription("Time until each rate-limit partition reopens; 0 when open."))
+	if err != nil {
+		return nil, err
+	}
+	budget, err := m.Int64ObservableGauge("rail0.client.budget", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests per period the limiter learned for each partition."))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := m.RegisterCallback(func(_ context.Context, ob metric.Observer) error {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		now := o.now()
+		for p, s := range o.partitions {
+			attrs := metric.WithAttributes(AttrPartition.String(p))
+			ob.ObserveFloat64(cooldown, max(s.CooldownUntil.Sub(now), 0).Seconds(), attrs)
+			if s.Budget.Limit > 0 {
+				ob.ObserveInt64(budget, int64(s.Budget.Limit), attrs)
+			}
+		}
+		return nil
+	}, cooldown, budget); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// PartitionState records what a client's limiter holds about a partition,
+// for the rail0.client.cooldown and rail0.client.budget gauges.
+func (o *Observer) PartitionState(_ context.Context, _ *rail0.Call, s rail0.PartitionState) {
+	o.mu.Lock()
+	o.partitions[s.Partition] = s
+	o.mu.Unlock()
 }
 
 func operation(call *rail0.Call) string {

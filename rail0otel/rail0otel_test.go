@@ -351,3 +351,25 @@ func TestNoSecretInTelemetry(t *testing.T) {
 		}
 	}
 }
+
+// After a 429 the cooldown gauge reports the call's partition, named by a
+// hash prefix of the session, never the token.
+func TestCooldownGaugePerPartition(t *testing.T) {
+	h := newHarness(t, map[string][]int{"/payments/p1": {429}})
+	if _, err := h.client.Payments.Get(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := h.metrics(t)["rail0.client.cooldown"].(metricdata.Gauge[float64])
+	if !ok || len(g.DataPoints) != 1 {
+		t.Fatalf("rail0.client.cooldown = %#v, want one data point", h.metrics(t)["rail0.client.cooldown"])
+	}
+	dp := g.DataPoints[0]
+	p, _ := dp.Attributes.Value(rail0otel.AttrPartition)
+	if !strings.HasPrefix(p.AsString(), "session:") || strings.Contains(p.AsString(), secretToken) {
+		t.Errorf("partition = %q", p.AsString())
+	}
+	// RetryAfterCap is 1 ms in the harness: the partition has reopened.
+	if dp.Value < 0 || dp.Value > 0.001 {
+		t.Errorf("cooldown = %v s", dp.Value)
+	}
+}
