@@ -12,6 +12,20 @@
 // unless given WithLogger. A Client is safe for concurrent use; create one
 // and share it.
 //
+// # Two layers
+//
+// The flows are for most programs: on a client created WithSigner,
+// PayerSign, Authorize, Charge, Capture, Void, Release, Refund, Dispute and
+// CloseDispute each run one lifecycle step (read the payment, prepare the
+// step, check what the gateway prepared, sign it, submit it). Nothing the
+// gateway hands over is signed before it is checked against the payment and
+// the request (an *ArtifactError otherwise; see VerifyTransaction).
+//
+// The low-level path is for programs that sign elsewhere (a browser wallet,
+// a signing service): Prepare and PrepareRefund, VerifyTransaction and
+// VerifyPayload (the flows' checks, which return the digest to sign), then
+// Submit or SubmitByHash. Every other method is one gateway operation.
+//
 // # Errors
 //
 // Every non-2xx answer is an *APIError carrying the status, the gateway's
