@@ -337,6 +337,20 @@ func (f *flow) run(ctx context.Context, in Intent, params PrepareParams, amount 
 	return f.prepareSignSubmit(ctx, t, tr, in, params)
 }
 
+// step runs one lifecycle step with the client's signer: a release is
+// prepared for the signer's address, and params.Amount (a human decimal) is
+// what a capture must move, exactly.
+func (s *PaymentsService) step(ctx context.Context, id string, op Operation, in Intent, params PrepareParams) (*Transaction, error) {
+	f, err := s.newFlow(id, op)
+	if err != nil {
+		return nil, err
+	}
+	if op == OpRelease {
+		params.From = f.signer.Address()
+	}
+	return f.run(ctx, in, params, params.Amount)
+}
+
 func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in Intent, params PrepareParams) (*Transaction, error) {
 	in.Operation, in.Signer = f.op, f.signer.Address()
 	if _, err := checkSigner(t, f.op, in.Signer); err != nil {
@@ -385,11 +399,7 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in In
 // GET /payments/{id}, POST /payments/{id}/authorize/prepare, then
 // POST /payments/{id}/authorize — the payee.
 func (s *PaymentsService) Authorize(ctx context.Context, id string) (*Transaction, error) {
-	f, err := s.newFlow(id, OpAuthorize)
-	if err != nil {
-		return nil, err
-	}
-	return f.run(ctx, Intent{}, PrepareParams{}, "")
+	return s.step(ctx, id, OpAuthorize, Intent{}, PrepareParams{})
 }
 
 // Charge settles a signed charge-mode payment straight to the payee with
@@ -398,11 +408,7 @@ func (s *PaymentsService) Authorize(ctx context.Context, id string) (*Transactio
 // GET /payments/{id}, POST /payments/{id}/charge/prepare, then
 // POST /payments/{id}/charge — the payee.
 func (s *PaymentsService) Charge(ctx context.Context, id string) (*Transaction, error) {
-	f, err := s.newFlow(id, OpCharge)
-	if err != nil {
-		return nil, err
-	}
-	return f.run(ctx, Intent{}, PrepareParams{}, "")
+	return s.step(ctx, id, OpCharge, Intent{}, PrepareParams{})
 }
 
 // Capture captures params.Amount from escrow to the payee with the client's
@@ -414,14 +420,10 @@ func (s *PaymentsService) Charge(ctx context.Context, id string) (*Transaction, 
 // GET /payments/{id}, POST /payments/{id}/capture/prepare, then
 // POST /payments/{id}/capture — the payee.
 func (s *PaymentsService) Capture(ctx context.Context, id string, params CaptureParams) (*Transaction, error) {
-	f, err := s.newFlow(id, OpCapture)
-	if err != nil {
-		return nil, err
-	}
 	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
 	}
-	return f.run(ctx, Intent{}, PrepareParams{Amount: params.Amount}, params.Amount)
+	return s.step(ctx, id, OpCapture, Intent{}, PrepareParams{Amount: params.Amount})
 }
 
 // Void returns the whole escrow to the payer before anything was captured,
@@ -430,11 +432,7 @@ func (s *PaymentsService) Capture(ctx context.Context, id string, params Capture
 // GET /payments/{id}, POST /payments/{id}/void/prepare, then
 // POST /payments/{id}/void — the payee.
 func (s *PaymentsService) Void(ctx context.Context, id string) (*Transaction, error) {
-	f, err := s.newFlow(id, OpVoid)
-	if err != nil {
-		return nil, err
-	}
-	return f.run(ctx, Intent{}, PrepareParams{}, "")
+	return s.step(ctx, id, OpVoid, Intent{}, PrepareParams{})
 }
 
 // Release returns the uncaptured escrow to the payer after
@@ -444,11 +442,7 @@ func (s *PaymentsService) Void(ctx context.Context, id string) (*Transaction, er
 // GET /payments/{id}, POST /payments/{id}/release/prepare, then
 // POST /payments/{id}/release — either participant.
 func (s *PaymentsService) Release(ctx context.Context, id string) (*Transaction, error) {
-	f, err := s.newFlow(id, OpRelease)
-	if err != nil {
-		return nil, err
-	}
-	return f.run(ctx, Intent{}, PrepareParams{From: f.signer.Address()}, "")
+	return s.step(ctx, id, OpRelease, Intent{}, PrepareParams{})
 }
 
 // Dispute opens a dispute (an on-chain signal; no funds move) with the
@@ -457,11 +451,7 @@ func (s *PaymentsService) Release(ctx context.Context, id string) (*Transaction,
 // GET /payments/{id}, POST /payments/{id}/dispute/prepare, then
 // POST /payments/{id}/dispute — the payer.
 func (s *PaymentsService) Dispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
-	f, err := s.newFlow(id, OpDispute)
-	if err != nil {
-		return nil, err
-	}
-	return f.run(ctx, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason}, "")
+	return s.step(ctx, id, OpDispute, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
 }
 
 // CloseDispute closes the open dispute with the client's signer (the
@@ -470,11 +460,7 @@ func (s *PaymentsService) Dispute(ctx context.Context, id string, params Dispute
 // GET /payments/{id}, POST /payments/{id}/dispute/close/prepare, then
 // POST /payments/{id}/dispute/close — the payer.
 func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
-	f, err := s.newFlow(id, OpCloseDispute)
-	if err != nil {
-		return nil, err
-	}
-	return f.run(ctx, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason}, "")
+	return s.step(ctx, id, OpCloseDispute, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
 }
 
 // Refund sends params.Amount back to the payer with the client's signer (the
