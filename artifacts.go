@@ -2,11 +2,11 @@ package rail0
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 
 	"github.com/rail0/rail0-go/internal/evm"
@@ -151,6 +151,9 @@ const (
 	rail0DomainVersion = "1.3.0"
 )
 
+// termNames names the fields of the Payment tuple, in order.
+var termNames = [6]string{"payer", "payee", "token", "amount", "authorizationExpiry", "refundExpiry"}
+
 // words returns the Payment tuple as six ABI words.
 func (t *terms) words() [6]word {
 	return [6]word{t.payer.word(), t.payee.word(), t.token.word(), uintWord(t.amount), u64Word(t.authExpiry), u64Word(t.refundExpiry)}
@@ -260,23 +263,28 @@ func decodeTerms(p *PaymentDetail) (*terms, error) {
 	return t, nil
 }
 
+// signersOf returns who may sign op on t: the payer for the payer's
+// signature and the disputes, either participant for a release, the payee
+// for everything else; role names them for an error.
+func signersOf(t *terms, op Operation) (who []address, role string) {
+	switch op {
+	case "", OpDispute, OpCloseDispute:
+		return []address{t.payer}, "the payer"
+	case OpRelease:
+		return []address{t.payer, t.payee}, "the payer or the payee"
+	default:
+		return []address{t.payee}, "the payee"
+	}
+}
+
 // checkSigner checks that the intent's signer may act for op on t.
 func checkSigner(t *terms, op Operation, signer string) (address, error) {
 	a, err := parseAddress(signer)
 	if err != nil {
 		return a, &ValidationError{Field: "signer", Reason: err.Error()}
 	}
-	var ok bool
-	var role string
-	switch op {
-	case "", OpDispute, OpCloseDispute:
-		ok, role = a == t.payer, "the payer"
-	case OpRelease:
-		ok, role = a == t.payer || a == t.payee, "the payer or the payee"
-	default:
-		ok, role = a == t.payee, "the payee"
-	}
-	if !ok {
+	who, role := signersOf(t, op)
+	if !slices.Contains(who, a) {
 		what := "the payer signature"
 		if op != "" {
 			what = string(op)
@@ -284,6 +292,19 @@ func checkSigner(t *terms, op Operation, signer string) (address, error) {
 		return a, &ValidationError{Field: "signer", Reason: fmt.Sprintf("%s is not %s of payment %s, who must sign %s", a, role, t.id, what)}
 	}
 	return a, nil
+}
+
+// eip3009Fields is the field list of both EIP-3009 authorizations.
+const eip3009Fields = "(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
+
+// authorizationDigest is the EIP-712 digest of an EIP-3009 authorization
+// (primary TransferWithAuthorization or ReceiveWithAuthorization) of value
+// from from to the RAIL0 contract, valid from 0 until validBefore, under the
+// token's domain with the given name and version.
+func authorizationDigest(t *terms, primary, name, version string, from address, value *big.Int, validBefore uint64, nonce word) word {
+	structHash := keccakWords(keccakString(primary+eip3009Fields),
+		from.word(), t.contract.word(), uintWord(value), word{}, u64Word(validBefore), nonce)
+	return eip712Digest(eip712Domain{name: name, version: version, chainID: t.chainID, contract: t.token}, structHash)
 }
 
 // payloadCheck is the outcome of a verified signing payload: the digest to
@@ -300,7 +321,8 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 		return nil, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload",
 			Field: field, Expected: expected, Got: got, Reason: reason}
 	}
-	var primary, nonceOp Operation
+	var primary string
+	var nonceOp Operation
 	var from, to address
 	var value *big.Int
 	var validBefore uint64
@@ -335,12 +357,12 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 	if len(bytes.TrimSpace(payload)) == 0 || dec.Decode(&doc) != nil {
 		return fail("", "", "", "is not a JSON object of EIP-712 typed data")
 	}
-	if doc.PrimaryType != string(primary) {
-		return fail("primaryType", string(primary), doc.PrimaryType, "")
+	if doc.PrimaryType != primary {
+		return fail("primaryType", primary, doc.PrimaryType, "")
 	}
 	wantTypes := map[string]string{
-		"EIP712Domain":  "name string,version string,chainId uint256,verifyingContract address",
-		string(primary): "from address,to address,value uint256,validAfter uint256,validBefore uint256,nonce bytes32",
+		"EIP712Domain": "name string,version string,chainId uint256,verifyingContract address",
+		primary:        "from address,to address,value uint256,validAfter uint256,validBefore uint256,nonce bytes32",
 	}
 	for name, fields := range doc.Types {
 		want, known := wantTypes[name]
@@ -352,8 +374,8 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 			return fail("types."+name, want, strings.Join(got, ","), "")
 		}
 	}
-	if _, ok := doc.Types[string(primary)]; !ok {
-		return fail("types."+string(primary), "", "", "is missing")
+	if _, ok := doc.Types[primary]; !ok {
+		return fail("types."+primary, "", "", "is missing")
 	}
 
 	// The domain: the token's, on the payment's chain.
@@ -385,25 +407,21 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 	if len(doc.Message) != 6 {
 		return fail("message", "", "", "must hold exactly from, to, value, validAfter, validBefore and nonce")
 	}
-	addr := func(field string, want address) (address, error) {
-		var s string
-		if json.Unmarshal(doc.Message[field], &s) != nil {
-			return address{}, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload", Field: "message." + field, Reason: "is missing or not a string"}
+	for _, f := range []struct {
+		field string
+		want  address
+	}{{"from", from}, {"to", to}} {
+		var text string
+		if json.Unmarshal(doc.Message[f.field], &text) != nil {
+			return fail("message."+f.field, "", "", "is missing or not a string")
 		}
-		a, err := parseAddress(s)
+		a, err := parseAddress(text)
 		if err != nil {
-			return a, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload", Field: "message." + field, Reason: err.Error()}
+			return fail("message."+f.field, "", "", err.Error())
 		}
-		if a != want {
-			return a, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload", Field: "message." + field, Expected: want.String(), Got: a.String()}
+		if a != f.want {
+			return fail("message."+f.field, f.want.String(), a.String(), "")
 		}
-		return a, nil
-	}
-	if _, err := addr("from", from); err != nil {
-		return nil, err
-	}
-	if _, err := addr("to", to); err != nil {
-		return nil, err
 	}
 	nonce := t.nonce(nonceOp)
 	for _, f := range []struct {
@@ -425,10 +443,7 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 
 	// The digest is computed from the checked values with the canonical
 	// EIP-3009 types, so what is signed is exactly what was verified.
-	domain := eip712Domain{name: name, version: version, chainID: t.chainID, contract: t.token}
-	structHash := keccakWords(keccakString(string(primary)+"(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
-		from.word(), to.word(), uintWord(value), word{}, u64Word(validBefore), nonce)
-	return &payloadCheck{digest: eip712Digest(domain, structHash), name: name, version: version}, nil
+	return &payloadCheck{digest: authorizationDigest(t, primary, name, version, from, value, validBefore, nonce), name: name, version: version}, nil
 }
 
 // Function selectors of the RAIL0 contract (README section 12.1): the first
@@ -457,6 +472,11 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 	fail := func(field, expected, got, reason string) (*unsignedTx, error) {
 		return nil, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "unsigned_transaction",
 			Field: field, Expected: expected, Got: got, Reason: reason}
+	}
+	// mismatch is fail for the signature check, which returns only an error.
+	mismatch := func(field, expected, got string) error {
+		_, err := fail(field, expected, got, "")
+		return err
 	}
 	if _, ok := callSignatures[in.Operation]; !ok {
 		return nil, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
@@ -524,8 +544,7 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 	}
 	for i, w := range t.words() {
 		if got := arg(1 + i); got != w {
-			names := [6]string{"payer", "payee", "token", "amount", "authorizationExpiry", "refundExpiry"}
-			return fail("data.p."+names[i], w.String(), got.String(), "")
+			return fail("data.p."+termNames[i], w.String(), got.String(), "")
 		}
 	}
 	args := map[string]word{}
@@ -553,7 +572,7 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 		}
 	}
 	if _, ok := args["v"]; ok {
-		if err := checkCallSignature(t, in, args, tr, fail); err != nil {
+		if err := checkCallSignature(t, in, args, tr, mismatch); err != nil {
 			return nil, err
 		}
 	}
@@ -567,7 +586,7 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 // tokens refuse the high twin), and when the token's EIP-712 name and
 // version are known they must recover to the payer over the payment's
 // authorization.
-func checkCallSignature(t *terms, in Intent, args map[string]word, tr *trust, fail func(string, string, string, string) (*unsignedTx, error)) error {
+func checkCallSignature(t *terms, in Intent, args map[string]word, tr *trust, mismatch func(field, expected, got string) error) error {
 	v, r, s := args["v"], args["r"], args["s"]
 	if in.Operation == OpRefund {
 		sig, err := decodeSignatureHex(in.Signature)
@@ -575,50 +594,41 @@ func checkCallSignature(t *terms, in Intent, args map[string]word, tr *trust, fa
 			return &ValidationError{Field: "signature", Reason: err.Error()}
 		}
 		if got, want := (word)(v), u64Word(uint64(sig[64])); got != want {
-			_, err := fail("data.v", want.String(), got.String(), "")
-			return err
+			return mismatch("data.v", want.String(), got.String())
 		}
 		if want := word(sig[:32]); r != want {
-			_, err := fail("data.r", want.String(), r.String(), "")
-			return err
+			return mismatch("data.r", want.String(), r.String())
 		}
 		if want := word(sig[32:64]); s != want {
-			_, err := fail("data.s", want.String(), s.String(), "")
-			return err
+			return mismatch("data.s", want.String(), s.String())
 		}
 		return nil
 	}
 	if v != u64Word(27) && v != u64Word(28) {
-		_, err := fail("data.v", "27 or 28", v.String(), "")
-		return err
+		return mismatch("data.v", "27 or 28", v.String())
 	}
 	if r == (word{}) || s == (word{}) || !evm.IsLowS(s[:]) {
-		_, err := fail("data.s", "a non-zero r and an s in the lower half of the curve order", s.String(), "")
-		return err
+		return mismatch("data.s", "a non-zero r and an s in the lower half of the curve order", s.String())
 	}
 	dom, ok := tr.tokenDomains[tokenKey{t.chainID.Int64(), t.token}]
 	if !ok {
 		return nil
 	}
-	structHash := keccakWords(keccakString("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
-		t.payer.word(), t.contract.word(), uintWord(t.amount), word{}, u64Word(t.authExpiry), t.nonce(in.Operation))
-	digest := eip712Digest(eip712Domain{name: dom[0], version: dom[1], chainID: t.chainID, contract: t.token}, structHash)
+	digest := authorizationDigest(t, "TransferWithAuthorization", dom[0], dom[1], t.payer, t.amount, t.authExpiry, t.nonce(in.Operation))
 	sig := append(append(append([]byte{}, r[:]...), s[:]...), v[31])
 	got, err := evm.Recover(digest, sig)
 	if err != nil || address(got) != t.payer {
-		_, err := fail("data.r", "the payer's signature of the payment", "a signature by "+address(got).String(), "")
-		return err
+		return mismatch("data.r", "the payer's signature of the payment", "a signature by "+address(got).String())
 	}
 	return nil
 }
 
 // decodeSignatureHex reads a 65-byte r ‖ s ‖ v signature with v = 27 or 28.
 func decodeSignatureHex(s string) ([]byte, error) {
-	if len(s) != 132 || (s[:2] != "0x" && s[:2] != "0X") || !isHex(s[2:]) {
-		return nil, errors.New("must be 0x followed by 130 hex digits")
-	}
 	b := make([]byte, 65)
-	_, _ = hex.Decode(b, []byte(s[2:]))
+	if err := decodeFixedHex(s, b); err != nil {
+		return nil, err
+	}
 	if b[64] < 27 {
 		b[64] += 27
 	}

@@ -111,9 +111,7 @@ func (g *artGateway) authDigestFor(mode PaymentMode, name, version string) word 
 	if mode == ModeCharge {
 		op = OpCharge
 	}
-	sh := keccakWords(keccakString("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
-		t.payer.word(), t.contract.word(), uintWord(t.amount), word{}, u64Word(t.authExpiry), t.nonce(op))
-	return eip712Digest(eip712Domain{name: name, version: version, chainID: t.chainID, contract: t.token}, sh)
+	return authorizationDigest(t, "TransferWithAuthorization", name, version, t.payer, t.amount, t.authExpiry, t.nonce(op))
 }
 
 // payloadJSON builds the payer's payload (in.Operation empty) or a refund

@@ -37,29 +37,27 @@ func (a address) word() word {
 
 func (w word) String() string { return "0x" + hex.EncodeToString(w[:]) }
 
+// decodeFixedHex reads exactly 0x followed by 2·len(dst) hex digits, in
+// any case, into dst.
+func decodeFixedHex(s string, dst []byte) error {
+	if len(s) != 2+2*len(dst) || (s[:2] != "0x" && s[:2] != "0X") || !isHex(s[2:]) {
+		return fmt.Errorf("%q is not 0x followed by %d hex digits", clip(s), 2*len(dst))
+	}
+	_, _ = hex.Decode(dst, []byte(s[2:])) // cannot fail: checked above
+	return nil
+}
+
 // parseAddress reads 0x + 40 hex digits, in any case (addresses are compared
 // case-insensitively, README section 1).
 func parseAddress(s string) (address, error) {
 	var a address
-	if len(s) != 42 || (s[:2] != "0x" && s[:2] != "0X") {
-		return a, fmt.Errorf("%q is not 0x followed by 40 hex digits", clip(s))
-	}
-	if _, err := hex.Decode(a[:], []byte(s[2:])); err != nil {
-		return a, fmt.Errorf("%q is not 0x followed by 40 hex digits", clip(s))
-	}
-	return a, nil
+	return a, decodeFixedHex(s, a[:])
 }
 
 // parseWord reads a bytes32 value: 0x + 64 hex digits.
 func parseWord(s string) (word, error) {
 	var w word
-	if len(s) != 66 || (s[:2] != "0x" && s[:2] != "0X") {
-		return w, fmt.Errorf("%q is not 0x followed by 64 hex digits", clip(s))
-	}
-	if _, err := hex.Decode(w[:], []byte(s[2:])); err != nil {
-		return w, fmt.Errorf("%q is not 0x followed by 64 hex digits", clip(s))
-	}
-	return w, nil
+	return w, decodeFixedHex(s, w[:])
 }
 
 // uintWord encodes n (0 <= n < 2²⁵⁶) as an ABI word.

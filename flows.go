@@ -212,7 +212,7 @@ func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 // GET /blockchains and GET /tokens, once per client — public; the check
 // itself sends nothing.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) ([32]byte, error) {
-	t, in, err := s.checkIntent(ctx, payment, intent)
+	t, in, _, err := s.checkIntent(ctx, payment, intent)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -234,11 +234,7 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 // GET /blockchains and GET /tokens, once per client — public; the check
 // itself sends nothing.
 func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) error {
-	t, in, err := s.checkIntent(ctx, payment, intent)
-	if err != nil {
-		return err
-	}
-	tr, err := s.client.trust(ctx)
+	t, in, tr, err := s.checkIntent(ctx, payment, intent)
 	if err != nil {
 		return err
 	}
@@ -246,35 +242,29 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 	return err
 }
 
-// checkIntent checks the payment and turns intent's human amount into base
-// units.
-func (s *PaymentsService) checkIntent(ctx context.Context, payment *PaymentDetail, intent Intent) (*terms, Intent, error) {
+// checkIntent checks the payment, turns intent's human amount into base
+// units and returns the trust it checked with.
+func (s *PaymentsService) checkIntent(ctx context.Context, payment *PaymentDetail, intent Intent) (*terms, Intent, *trust, error) {
 	tr, err := s.client.trust(ctx)
 	if err != nil {
-		return nil, intent, err
+		return nil, intent, nil, err
 	}
 	t, err := checkPayment(payment, tr)
 	if err != nil {
-		return nil, intent, err
+		return nil, intent, nil, err
 	}
 	if intent.Amount != "" {
 		if intent.Amount, err = s.client.baseUnits(t, "amount", intent.Amount); err != nil {
-			return nil, intent, err
+			return nil, intent, nil, err
 		}
 	}
-	if intent.Signer == "" && intent.Operation != OpRelease {
-		// The role determines the signer for every step but release.
-		switch intent.Operation {
-		case "", OpDispute, OpCloseDispute:
-			intent.Signer = t.payer.String()
-		default:
-			intent.Signer = t.payee.String()
-		}
+	if who, _ := signersOf(t, intent.Operation); intent.Signer == "" && len(who) == 1 {
+		intent.Signer = who[0].String() // the role determines the signer
 	}
 	if _, err := checkSigner(t, intent.Operation, intent.Signer); err != nil {
-		return nil, intent, err
+		return nil, intent, nil, err
 	}
-	return t, intent, nil
+	return t, intent, tr, nil
 }
 
 // ---- the flows ----
@@ -323,14 +313,15 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error)
 }
 
 // run reads and checks the payment, prepares the step with params, checks
-// the prepared transaction against in, signs it and submits it.
-func (f *flow) run(ctx context.Context, in Intent, params PrepareParams, amount string) (*Transaction, error) {
+// the prepared transaction against in (and params.Amount, a human decimal,
+// in base units), signs it and submits it.
+func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Transaction, error) {
 	_, t, tr, err := f.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if amount != "" {
-		if in.Amount, err = f.s.client.baseUnits(t, "amount", amount); err != nil {
+	if params.Amount != "" {
+		if in.Amount, err = f.s.client.baseUnits(t, "amount", params.Amount); err != nil {
 			return nil, f.fail(StepVerify, err)
 		}
 	}
@@ -348,7 +339,7 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, in 
 	if op == OpRelease {
 		params.From = f.signer.Address()
 	}
-	return f.run(ctx, in, params, params.Amount)
+	return f.run(ctx, in, params)
 }
 
 func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in Intent, params PrepareParams) (*Transaction, error) {

@@ -701,7 +701,7 @@ func checkHumanAmount(field, amount string) error {
 
 // checkHex checks that s is 0x followed by exactly 2*n hex digits.
 func checkHex(field, s string, n int) error {
-	if len(s) != 2+2*n || (s[:2] != "0x" && s[:2] != "0X") || !isHex(s[2:]) {
+	if decodeFixedHex(s, make([]byte, n)) != nil {
 		return &ValidationError{Field: field, Reason: fmt.Sprintf("must be 0x followed by %d hex digits", 2*n)}
 	}
 	return nil
