@@ -424,8 +424,11 @@ type request struct {
 // that session (that one only: a newer session that another call obtained
 // meanwhile is kept, so late 401s for an old token do not discard a fresh
 // one), lets the TokenSource sign in again (one sign-in shared by all
-// callers) and sends the call once more. A 401 is answered before the
-// gateway runs anything, so the second send is safe on every method.
+// callers) and sends the call once more, if the operation is safe to repeat
+// (the table of backoff.go). The gateway answers a 401 before it runs
+// anything, but a proxy or a broken gateway might not: a write that must not
+// run twice (a submit, a secret rotation) comes back with its 401 instead,
+// and the caller's next call uses the new session.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err
@@ -435,6 +438,8 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	resp, err := c.send(ctx, r, out, use, call)
 	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
 		use.ts.refused(use.gen)
+	}
+	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) && classify(r.method, r.path).repeatable(r.idempotencyKey != "") {
 		if n := len(call.Attempts); n > 0 {
 			a := &call.Attempts[n-1]
 			a.Retry, a.Reason = true, ReasonSessionRefused

@@ -51,6 +51,7 @@ func newRevocationGateway(t *testing.T, holdFor int) (*revocationGateway, *httpt
 	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
 	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
 	mux.HandleFunc("GET "+muxBasePath+"/payments/{id}", g.payment)
+	mux.HandleFunc("POST "+muxBasePath+"/payments/{id}/capture", g.payment) // the same 401 rules
 	mux.HandleFunc("POST "+muxBasePath+"/auth/logout", func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		g.logouts++
@@ -181,11 +182,23 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	assert.Equal(t, 2, g.refused)
 	g.mu.Unlock()
 
+	// A write that must not run twice is not sent again after a 401: a
+	// proxy might have answered 401 after the gateway ran it. The session is
+	// dropped; the next call signs in.
+	_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+	require.ErrorIs(t, err, ErrUnauthorized)
+	require.Len(t, CallOf(err).Attempts, 1)
+	g.mu.Lock()
+	assert.Equal(t, 3, g.refused)
+	g.mu.Unlock()
+	_, _, logins = g.counts()
+	assert.Equal(t, 2, logins)
+
 	fixed := newAuthClient(t, srv, clock, WithToken("tok-fixed"))
 	_, err = fixed.Payments.Get(context.Background(), "p1")
 	require.ErrorIs(t, err, ErrUnauthorized)
 	g.mu.Lock()
-	assert.Equal(t, 3, g.refused)
+	assert.Equal(t, 4, g.refused)
 	g.mu.Unlock()
 
 	// Logging out a session the gateway refuses does not sign in again.
@@ -193,10 +206,10 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnauthorized)
 	g.mu.Lock()
 	assert.Equal(t, 1, g.logouts)
-	assert.Equal(t, 4, g.refused)
+	assert.Equal(t, 5, g.refused)
 	g.mu.Unlock()
 	_, _, logins = g.counts()
-	assert.Equal(t, 2, logins)
+	assert.Equal(t, 3, logins) // the session the submit's 401 dropped
 }
 
 // pipeListener is an in-memory network for an httptest.Server inside a
