@@ -251,7 +251,7 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		reason = ReasonNotSent
 	case o.failed:
 		reason = ReasonTransport
-	case o.status >= 500 && o.status <= 599:
+	case o.status >= 500: // and past 599: a nonsense status is no proof that nothing ran
 		reason = ReasonServerError
 	default:
 		return decision{} // success or a definitive answer

@@ -217,7 +217,10 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 		}
 		apiErr.RetryRefused = st.refused
 		apiErr.NotRetried = st.notRetried
-		if st.unknown {
+		if st.unknown || st.maybeExecuted {
+			// An earlier attempt may have run (a 5xx, a broken connection)
+			// even if the last answer is a 429 or a 4xx: the caller must
+			// not send the write again without its Idempotency-Key.
 			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: apiErr}
 		}
 		return meta, apiErr

@@ -597,3 +597,23 @@ func TestRateLimitWithRetryOffIsReported(t *testing.T) {
 	assert.Equal(t, ReasonRetryOn429Off, apiErr.NotRetried)
 	assert.Zero(t, c.RetryStats().Refusals.Total())
 }
+
+// A keyed payment creation answered 503 (it may have run), retried, then
+// answered 429 with RetryOn429 off: the outcome is unknown, and the caller
+// gets the key to repeat it with, not a plain 429 that invites a second
+// payment.
+func TestMaybeExecutedWriteEndingOnAnotherAnswerIsUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(step{status: 503}, throttled("1"))
+		c := newTestClient(t, memURL, memClient(srv), WithToken("t"), withRand(half))
+		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1",
+			Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "order-1"})
+		require.ErrorIs(t, err, ErrOutcomeUnknown)
+		var oe *OutcomeUnknownError
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, "order-1", oe.IdempotencyKey)
+		var ae *APIError
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, http.StatusTooManyRequests, ae.StatusCode)
+	})
+}
