@@ -144,7 +144,11 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		if rl.Exhausted() {
 			ob.Reset, tell = min(rl.Reset, c.policy.retryAfterCap), true
 		}
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxLog))), Period: rl.Window}); adv.enabled() && adv != st.turn.budget {
+		// An advertised window longer than RetryAfterCap teaches nothing,
+		// like such a Retry-After: one absurd header must not close the
+		// partition for years.
+		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxLog))), Period: rl.Window}); adv.enabled() &&
+			adv.Period <= c.policy.retryAfterCap && adv != st.turn.budget {
 			ob.Advertised, tell = adv, true
 		}
 	}

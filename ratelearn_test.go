@@ -337,3 +337,20 @@ func TestQueuedCallsObeyA429ThatArrivedDuringTheirSleep(t *testing.T) {
 		}
 	})
 }
+
+// One answer advertising an absurd window (a billion seconds) must not close
+// the partition: a window longer than RetryAfterCap teaches nothing, like
+// such a Retry-After, and the next call goes out.
+func TestAbsurdAdvertisedWindowTeachesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(
+			step{status: 200, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=1;w=1000000000`}},
+			step{status: 200, body: paymentBody})
+		c := newTestClient(t, memURL, memClient(srv), WithToken("t"), WithRetryOn429(true))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		_, err = c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		assert.Len(t, srv.requests(), 2)
+	})
+}

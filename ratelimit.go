@@ -51,7 +51,7 @@ func ParseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) 
 		p := policies[it.name]
 		p.Policy, p.Limit = it.name, q
 		if w, okW := it.intParam("w"); okW && w > 0 {
-			p.Window = time.Duration(w) * time.Second
+			p.Window = seconds(w)
 		}
 		policies[it.name] = p
 	}
@@ -65,7 +65,7 @@ func ParseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) 
 		p.Policy = it.name
 		p.Remaining, p.HasRemaining = r, true
 		if t, okT := it.intParam("t"); okT {
-			p.Reset = time.Duration(t) * time.Second
+			p.Reset = seconds(t)
 		}
 		if best == nil || p.Remaining < best.Remaining {
 			cp := p
@@ -102,16 +102,21 @@ func ParseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) 
 
 // resetDelta reads a reset value: delta seconds, or (as some servers send in
 // X-RateLimit-Reset) a Unix time, recognised by its size.
+// seconds is v seconds, saturating instead of overflowing.
+func seconds(v int64) time.Duration {
+	if v > int64(maxDuration/time.Second) {
+		return maxDuration
+	}
+	return time.Duration(v) * time.Second
+}
+
 func resetDelta(v int64, now time.Time) time.Duration {
 	const unixTimeFloor = 1_000_000_000 // 2001-09-09; no window is 31 years long
 	if v >= unixTimeFloor {
 		d := time.Unix(v, 0).Sub(now)
 		return max(d, 0)
 	}
-	if v > int64(maxDuration/time.Second) {
-		return maxDuration
-	}
-	return time.Duration(v) * time.Second
+	return seconds(v)
 }
 
 func headerInt64(h http.Header, name string) (int64, bool) {
