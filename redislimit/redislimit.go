@@ -228,12 +228,16 @@ func (l *Limiter) recovered() {
 	l.wait, l.down = 0, time.Time{}
 }
 
+// minStall is how long a store must have had to answer before a caller's
+// deadline counts as the store being down.
+const minStall = 20 * time.Millisecond
+
 // run runs one script within the caller's context and the Limiter's
 // timeout. The script runs on its own goroutine, so that a Redis client
 // that ignores context deadlines (go-redis does unless
 // ContextTimeoutEnabled is set) cannot hold the caller past the bound; it
-// finishes in the background. A failure, or no answer before the caller's
-// deadline, starts the failure backoff.
+// finishes in the background. A failure, or no answer within the Limiter's
+// timeout, starts the failure backoff.
 func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	fail := func(err error) ([]int64, error) {
 		return nil, &Error{Op: op, Partition: partition, Err: err}
@@ -244,6 +248,7 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
+	start := time.Now()
 	bctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	type result struct {
@@ -264,10 +269,12 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 		r.err = bctx.Err()
 	}
 	if r.err != nil {
-		if !errors.Is(ctx.Err(), context.Canceled) {
-			// Not an answer within what the call could spend: for the
-			// next calls, the store is down. (A caller that gave up says
-			// nothing about the store.)
+		if ctx.Err() == nil || (!errors.Is(ctx.Err(), context.Canceled) && time.Since(start) >= minStall) {
+			// An error, or no answer within the Limiter's timeout or
+			// within a caller's deadline that left the store a fair
+			// chance: for the next calls, the store is down. A caller
+			// that gave up, or whose deadline left the store no time (a
+			// few microseconds), says nothing about the store.
 			l.failed()
 		}
 		return fail(r.err)

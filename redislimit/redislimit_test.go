@@ -886,3 +886,25 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A call whose own deadline leaves the store no time (a few milliseconds,
+// against a store that does not answer at once) fails alone: it does not
+// send the whole process to the local fallback.
+func TestTinyDeadlineDoesNotMarkTheStoreDown(t *testing.T) {
+	addr, stop := stalledServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
+	l := New(rdb, WithTimeout(time.Hour))
+	t.Cleanup(func() {
+		stop()
+		rdb.Close()
+		l.inflight.Wait()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), minStall/10)
+	defer cancel()
+	if _, err := l.Reserve(ctx, paced("public")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reserve = %v, want the caller's deadline", err)
+	}
+	if l.useLocal() {
+		t.Fatal("a caller's tiny deadline marked the store down")
+	}
+}
