@@ -509,6 +509,11 @@ func copySession(s *Session) *Session {
 		v := *s.Name
 		c.Name = &v
 	}
+	if s.Response != nil {
+		r := *s.Response
+		r.Header = s.Response.Header.Clone()
+		c.Response = &r
+	}
 	return &c
 }
 

@@ -224,14 +224,19 @@ func TestTokenSourceSessionIsADeepCopy(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, s.AccountID)
 	require.NotNil(t, s.Name)
+	require.NotNil(t, s.Response)
 	account, name := *s.AccountID, *s.Name
 	*s.AccountID, *s.Name, s.Token = "tampered", "tampered", "tampered"
+	s.Response.RequestID = "tampered"
+	s.Response.Header.Set("X-Tampered", "1")
 
 	again, err := ts.Session(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, account, *again.AccountID)
 	assert.Equal(t, name, *again.Name)
 	assert.NotEqual(t, "tampered", again.Token)
+	assert.NotEqual(t, "tampered", again.Response.RequestID)
+	assert.Empty(t, again.Response.Header.Get("X-Tampered"))
 }
 
 // pageServer answers GET /payments with pages of size items whose x-page is

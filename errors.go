@@ -399,7 +399,7 @@ type errorBody struct {
 func newAPIError(st *callState, status int, header http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{
 		StatusCode: status,
-		RequestID:  header.Get("X-Request-Id"),
+		RequestID:  requestID(header),
 		Method:     st.method,
 		Path:       st.path,
 		Attempts:   st.attempts,
@@ -467,4 +467,18 @@ func errorText(err error) string {
 // deadline.
 func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// maxRequestID bounds the request id the SDK keeps: it comes from the
+// answer, which may come from anything, and ends up in errors, logs,
+// transcripts and spans.
+const maxRequestID = 128
+
+// requestID returns the answer's X-Request-Id, cut to maxRequestID bytes.
+func requestID(h http.Header) string {
+	id := h.Get("X-Request-Id")
+	if len(id) > maxRequestID {
+		id = id[:maxRequestID]
+	}
+	return id
 }

@@ -585,3 +585,16 @@ func FuzzAPIErrorBody(f *testing.F) {
 		}
 	})
 }
+
+// A request id of any length from the answer is kept to 128 bytes: it goes
+// into errors, logs, transcripts and spans.
+func TestRequestIDIsBounded(t *testing.T) {
+	srv := newScriptServer(t, step{status: 404, header: map[string]string{"X-Request-Id": strings.Repeat("r", 10000)}})
+	c := newTestClient(t, srv.URL, WithToken("t"))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, strings.Repeat("r", 128), ae.RequestID)
+	require.NotNil(t, ae.Call)
+	assert.Len(t, ae.Call.RequestID(), 128)
+}

@@ -296,6 +296,22 @@ type PartitionState struct {
 	Distrusted bool
 }
 
+// isToken reports whether s is an HTTP field name (RFC 9110 token): a
+// name net/http would refuse would make the attempt fail before it is
+// sent, and on a write the SDK could not tell that from a lost answer.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
 // AttemptHeader lets an Observer add headers to one attempt, such as
 // traceparent. It cannot read the request's headers, and it will not set
 // the ones the SDK owns (Authorization, Idempotency-Key, Content-Type, ...).
@@ -304,7 +320,7 @@ type AttemptHeader struct{ h http.Header }
 // Set sets a header of the attempt, unless the SDK owns it or the name or
 // value cannot be sent in a header.
 func (a AttemptHeader) Set(key, value string) {
-	if a.h == nil || key == "" || checkHeaderValue("header", key) != nil || checkHeaderValue("header", value) != nil {
+	if a.h == nil || !isToken(key) || checkHeaderValue("header", value) != nil {
 		return
 	}
 	switch http.CanonicalHeaderKey(key) {
@@ -362,7 +378,7 @@ func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d d
 	a.StatusCode = o.status
 	a.ResponseBytes = len(st.body)
 	if o.status != 0 {
-		a.RequestID = st.header.Get("X-Request-Id")
+		a.RequestID = requestID(st.header)
 		a.RateLimit = st.rateLimit
 		if o.hasRetryAfter {
 			a.RetryAfter = o.retryAfter

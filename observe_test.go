@@ -155,6 +155,7 @@ func (r *recorder) SendAttempt(ctx context.Context, call *Call, h AttemptHeader)
 	h.Set("Authorization", "Bearer stolen")
 	h.Set("Idempotency-Key", "other")
 	h.Set("X-Bad", "a\r\nInjected: 1")
+	h.Set("Bad Name", "1") // not a field name: dropped, not a failed attempt
 }
 
 func (r *recorder) EndAttempt(ctx context.Context, call *Call, a *Attempt) {

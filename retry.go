@@ -188,7 +188,7 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	if st.status != 0 {
 		// Allocated with the transcript: one allocation for both.
 		meta = &st.call.resp
-		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: st.header.Get("X-Request-Id"), Attempts: st.attempts, RateLimit: st.rateLimit}
+		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, NotRetried: st.notRetried, Err: err}
@@ -323,7 +323,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		CallID: st.call.ID,
 	}
 	if st.header != nil && err == nil {
-		ev.RequestID = st.header.Get("X-Request-Id")
+		ev.RequestID = requestID(st.header)
 	}
 	if !d.retry {
 		st.refused = d.refused
