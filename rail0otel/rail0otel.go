@@ -96,8 +96,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config)
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
 
 // WithPropagator sets how trace context is sent to the gateway (default:
-// otel.GetTextMapPropagator at New, or W3C trace context when that
-// propagates nothing).
+// W3C trace context only; pass otel.GetTextMapPropagator() to send baggage
+// too).
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(c *config) { c.prop = p }
 }
@@ -134,10 +134,10 @@ func New(opts ...Option) (*Observer, error) {
 		c.mp = otel.GetMeterProvider()
 	}
 	if c.prop == nil {
-		c.prop = otel.GetTextMapPropagator()
-		if len(c.prop.Fields()) == 0 {
-			c.prop = propagation.TraceContext{}
-		}
+		// Only the trace context: the global propagator usually carries
+		// baggage too, the application's own data, which is not the
+		// payment gateway's to receive.
+		c.prop = propagation.TraceContext{}
 	}
 	o := &Observer{tracer: c.tp.Tracer(ScopeName, trace.WithSchemaURL(semconv.SchemaURL)), prop: c.prop,
 		partitions: map[string]rail0.PartitionState{}, now: time.Now}
@@ -199,10 +199,18 @@ func New(opts ...Option) (*Observer, error) {
 
 // PartitionState records what a client's limiter holds about a partition,
 // for the rail0.client.cooldown and rail0.client.budget gauges.
+// A partition that has reopened and holds no learned budget says nothing
+// more and is dropped, so that one entry per session does not accumulate.
 func (o *Observer) PartitionState(_ context.Context, _ *rail0.Call, s rail0.PartitionState) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.now()
 	o.partitions[s.Partition] = s
-	o.mu.Unlock()
+	for p, st := range o.partitions {
+		if !st.CooldownUntil.After(now) && st.Budget.Limit == 0 {
+			delete(o.partitions, p)
+		}
+	}
 }
 
 func operation(call *rail0.Call) string {

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -34,12 +37,14 @@ type gateway struct {
 	script      map[string][]int
 	traceparent []string
 	auth        []string
+	baggage     []string
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	g.traceparent = append(g.traceparent, r.Header.Get("Traceparent"))
 	g.auth = append(g.auth, r.Header.Get("Authorization"))
+	g.baggage = append(g.baggage, r.Header.Get("Baggage"))
 	status := http.StatusOK
 	if s := g.script[r.URL.Path]; len(s) > 0 {
 		status, g.script[r.URL.Path] = s[0], s[1:]
@@ -371,5 +376,65 @@ func TestCooldownGaugePerPartition(t *testing.T) {
 	// RetryAfterCap is 1 ms in the harness: the partition has reopened.
 	if dp.Value < 0 || dp.Value > 0.001 {
 		t.Errorf("cooldown = %v s", dp.Value)
+	}
+}
+
+// The application's baggage is not the gateway's: even with a global
+// propagator that carries it, only the trace context is sent.
+func TestBaggageIsNotSentToTheGateway(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+	h := newHarness(t, nil)
+	m, err := baggage.NewMember("tenant", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := baggage.New(m)
+	if _, err := h.client.Payments.Get(baggage.ContextWithBaggage(context.Background(), b), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.gw.baggage) != 1 || h.gw.baggage[0] != "" || h.gw.traceparent[0] == "" {
+		t.Fatalf("baggage %q, traceparent %q", h.gw.baggage, h.gw.traceparent)
+	}
+}
+
+// The gauges keep only partitions with something to say: a session whose
+// cooldown has passed and that learned no budget is dropped, so one entry
+// per session does not accumulate for the life of the process.
+func TestReopenedPartitionsAreForgotten(t *testing.T) {
+	gw := &gateway{script: map[string][]int{"/payments/a": {429}, "/payments/b": {429}}}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	reader := sdkmetric.NewManualReader()
+	obs, err := rail0otel.New(rail0otel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(token string) *rail0.Client {
+		c, err := rail0.NewClient(srv.URL, rail0.WithToken(token), rail0.WithObserver(obs), rail0.WithRetryOn429(true),
+			rail0.WithRetryAfterCap(time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if _, err := client("session-one").Payments.Get(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the first session's 1 ms cooldown passes
+	if _, err := client("session-two").Payments.Get(context.Background(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == "rail0.client.cooldown" && len(g.DataPoints) != 1 {
+				t.Fatalf("cooldown gauge has %d partitions, want only the second session's", len(g.DataPoints))
+			}
+		}
 	}
 }
