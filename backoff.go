@@ -410,14 +410,15 @@ func classify(method, path string) opClass {
 	return opKeyed
 }
 
-// matchTemplate reports whether path has the template's segments, "*"
-// matching any one non-empty segment.
+// matchTemplate reports whether path has the template's segments, "*" (in
+// operationRules) or "{...}" (in the routes of observe.go) matching any one
+// non-empty segment.
 func matchTemplate(template, path string) bool {
 	for template != "" || path != "" {
 		var t, p string
 		t, template, _ = strings.Cut(template, "/")
 		p, path, _ = strings.Cut(path, "/")
-		if p == "" || (t != "*" && t != p) {
+		if p == "" || (t != "*" && !strings.HasPrefix(t, "{") && t != p) {
 			return false
 		}
 	}

@@ -601,7 +601,7 @@ var routes = []route{
 // addresses. A path the contract does not name is its own route.
 func routeOf(method, path string) (operation, template, paymentID string) {
 	for _, r := range routes {
-		if r.method == method && matchRoute(r.template[1:], path) {
+		if r.method == method && matchTemplate(r.template[1:], path) {
 			operation, template = r.operation, r.template
 			break
 		}
@@ -617,21 +617,4 @@ func routeOf(method, path string) (operation, template, paymentID string) {
 		paymentID = id
 	}
 	return operation, template, paymentID
-}
-
-// matchRoute reports whether path has the template's segments, a "{...}"
-// segment matching any one non-empty segment.
-func matchRoute(template, path string) bool {
-	if template == "" || path == "" {
-		return template == path
-	}
-	for template != "" || path != "" {
-		var t, p string
-		t, template, _ = strings.Cut(template, "/")
-		p, path, _ = strings.Cut(path, "/")
-		if p == "" || (!strings.HasPrefix(t, "{") && t != p) {
-			return false
-		}
-	}
-	return true
 }

@@ -84,20 +84,18 @@ type callState struct {
 	otherRetries int
 	guesses429   int
 	next         time.Duration // the wait checkRetry decided, taken by backoff
-	waiting      bool          // between a retry decision and the next attempt
 
-	last429        *APIError // kept so a call cut short while waiting or retrying still reports it
-	refused        bool
-	unknown        bool
-	notRetried     RetryReason // why the last failure was not retried
-	maybeExecuted  bool        // a write attempt may have run on the server
-	sent           bool        // some attempt may have reached the server
-	status         int
-	rateLimit      *RateLimitInfo
-	header         http.Header
-	body           []byte
-	bodyErr        error
-	transportError error
+	last429       *APIError // kept so a call cut short while waiting or retrying still reports it
+	refused       bool
+	unknown       bool
+	notRetried    RetryReason // why the last failure was not retried
+	maybeExecuted bool        // a write attempt may have run on the server
+	sent          bool        // some attempt may have reached the server
+	status        int
+	rateLimit     *RateLimitInfo
+	header        http.Header
+	body          []byte
+	bodyErr       error
 }
 
 type callStateKey struct{}
@@ -245,7 +243,6 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		return false, err
 	}
 	st.attempts++
-	st.waiting = false
 	now := c.now()
 	o := outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
 	var failure error
@@ -287,7 +284,6 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 			st.maybeExecuted = true
 		}
 	}
-	st.transportError = failure
 
 	u := c.rand()
 	st.jitter = u
@@ -345,7 +341,6 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	c.stats.retries.Add(1)
 	c.report(ctx, ev)
-	st.waiting = true
 	if resp == nil {
 		// retryablehttp hands Backoff no response after a transport error,
 		// so Backoff cannot reach this call's state and its decided wait.
