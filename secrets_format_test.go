@@ -1,14 +1,11 @@
 package rail0
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
-	"fmt"
-	"log/slog"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/leaktest"
 )
 
 // Every value of the root and webhook packages that holds a secret prints
@@ -44,30 +41,5 @@ func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
 		"slice of them": []any{session, &hook, ts},
 	}
 	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, liveToken}
-	var forms []string // each secret as text, and its bytes in hex and octal
-	for _, s := range secrets {
-		forms = append(forms, s, hex.EncodeToString([]byte(s)), strings.ToUpper(hex.EncodeToString([]byte(s))), fmt.Sprintf("%o", []byte(s)))
-	}
-	verbs := []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x", "%X", "%o", "%O", "%b", "%c", "%U", "%e", "%t",
-		"% x", "%#x", "%-40s", "%.80s", "%+q", "%#q", "%08d"}
-	for name, v := range values {
-		for _, verb := range verbs {
-			out := fmt.Sprintf(verb, v)
-			for _, s := range forms {
-				if strings.Contains(out, s) {
-					t.Errorf("%s formatted with %s shows a secret: %s", name, verb, out)
-					break
-				}
-			}
-		}
-		var buf bytes.Buffer
-		slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "v", v)
-		slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "v", v)
-		for _, s := range forms {
-			if strings.Contains(buf.String(), s) {
-				t.Errorf("%s logged with slog shows a secret: %s", name, buf.String())
-				break
-			}
-		}
-	}
+	leaktest.NoSecret(t, values, leaktest.Forms(secrets...))
 }

@@ -1,15 +1,14 @@
 package integration_test
 
 import (
-	"bytes"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"strings"
 	"testing"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/leaktest"
 	"github.com/rail0/rail0-go/signing"
 )
 
@@ -31,26 +30,5 @@ func TestSigningKeyHoldersSafeUnderEveryVerb(t *testing.T) {
 	}
 	raw, _ := hex.DecodeString(keyHex)
 	forms := []string{keyHex, strings.ToUpper(keyHex), fmt.Sprintf("%o", raw), fmt.Sprintf("%d", raw), fmt.Sprintf("%v", raw), new(big.Int).SetBytes(raw).String()}
-	verbs := []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x", "%X", "%o", "%O", "%b", "%c", "%U", "%e", "%t",
-		"% x", "%#x", "%-40s", "%.80s", "%+q", "%#q", "%08d"}
-	for name, v := range values {
-		for _, verb := range verbs {
-			out := fmt.Sprintf(verb, v)
-			for _, s := range forms {
-				if strings.Contains(out, s) {
-					t.Errorf("%s formatted with %s shows the key: %s", name, verb, out)
-					break
-				}
-			}
-		}
-		var buf bytes.Buffer
-		slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "v", v)
-		slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "v", v)
-		for _, s := range forms {
-			if strings.Contains(buf.String(), s) {
-				t.Errorf("%s logged with slog shows the key: %s", name, buf.String())
-				break
-			}
-		}
-	}
+	leaktest.NoSecret(t, values, forms)
 }
