@@ -60,7 +60,9 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 // means the limiter failed (or exceeded the room): the caller fails open.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error) {
 	b := c.configuredBudget(st)
-	r := Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter}
+	r := Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
+		Ticket: st.held}
+	st.held = 0
 	st.turn = turn{}
 	var planned time.Time // when the slot slept for was due
 	for {
@@ -103,6 +105,27 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error)
 	}
 }
 
+// holdRetrySlot takes the slot of a 429's retry as soon as the answer
+// comes, rather than when the backoff is over: a fresh call that asks at
+// the reopening then finds every retry of the streak in the queue before
+// it, whatever jitter each retry drew. wait is the backoff decided, already
+// counted in st.waited; the slot must fit what was left before it. When it
+// does not, or the limiter fails, nothing is held and the retry's turn is
+// decided after the backoff as for any attempt.
+func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Duration) {
+	b := c.configuredBudget(st)
+	now := c.now()
+	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
+	r := Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
+		Margin: c.margin(effective(b, st.turn.budget)), MaxWait: room}
+	lctx, cancel := bounded(ctx, room)
+	adm, err := c.limiter.Reserve(lctx, r)
+	cancel()
+	if err == nil && adm.OK {
+		st.held = adm.Ticket
+	}
+}
+
 // release gives back a slot the call will not use.
 func (c *Client) release(ctx context.Context, partition string, ticket int64) {
 	if ticket == 0 {
@@ -130,7 +153,8 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	if !c.cooldown && !c.pacingOn {
 		return
 	}
-	ob := Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap}
+	ob := Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
+		FixedWindows: true, Admitted: st.turn.budget}
 	ob.Margin = c.margin(effective(ob.Budget, st.turn.budget))
 	tell := false
 	if o.status == http.StatusTooManyRequests {

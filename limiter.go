@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -94,6 +95,13 @@ type Reservation struct {
 	Jitter float64
 	// MaxWait is the longest acceptable wait.
 	MaxWait time.Duration
+	// FixedWindows says the gateway counts requests in fixed windows of the
+	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
+	// Limiter may then admit the whole budget in each window (bursts at the
+	// window's start) instead of keeping to the sliding rule, which is
+	// always safe and is what a Limiter that ignores the field does. The
+	// Client always sets it: that is how the RAIL0 gateway throttles.
+	FixedWindows bool
 	// Ticket confirms a slot held by an earlier Reserve whose Wait has
 	// passed; zero asks for a new slot.
 	Ticket int64
@@ -145,6 +153,11 @@ type Observation struct {
 	Budget Budget
 	// Margin is the request's margin (see Reservation).
 	Margin time.Duration
+	// FixedWindows is the Reservation's (see there).
+	FixedWindows bool
+	// Admitted is the budget the request was admitted under
+	// (Admission.Budget); zero when it went unpaced.
+	Admitted Budget
 }
 
 // Feedback is what a Limiter concluded from an Observation.
@@ -217,6 +230,11 @@ type partitionState struct {
 	coolUntil int64
 	learned   Budget
 	touched   int64 // the last time anything constrained the partition
+
+	// Fixed windows (see alignedAt).
+	fullUntil   int64 // the end of the latest window a 429 showed full
+	contradicts int   // 429s in fixed windows that by our count had room
+	sliding     bool  // the fixed-window hypothesis failed here: the sliding rule only
 }
 
 // NewMemoryLimiter returns an empty in-memory limiter. now is the clock; nil
@@ -347,9 +365,13 @@ func (s *partitionState) remove(ticket int64) {
 	}
 }
 
-// reserve is the admission rule; see admitAt.
+// reserve is the admission rule; see admitAt, and alignedAt for fixed
+// windows.
 func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	b := effective(r.Budget, s.learned)
+	if r.FixedWindows && b.enabled() && !s.sliding {
+		return s.reserveAligned(r, b, now)
+	}
 	period := b.Period + max(r.Margin, 0)
 	s.prune(now, b.Limit, period)
 	s.touched = now
@@ -360,8 +382,7 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 			// late, or a lower budget, push it to the first time its
 			// period has room. It keeps its place in the queue.
 			t := confirmAt(s.log, max(r.Ticket, now), b, period)
-			j, _ := slices.BinarySearch(s.log, t+1)
-			s.log = slices.Insert(s.log, j, t)
+			s.insert(t)
 			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
 		}
 		// The partition closed again while the caller slept: its slot is
@@ -378,6 +399,151 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 		adm.Ticket = at
 	}
 	return adm
+}
+
+// reserveAligned is reserve in fixed windows. A held slot being confirmed
+// stands if its windows still have room, else moves to the first window
+// that has; a new slot is the first time its windows have room, from now
+// or, for a retry while the partition is closed, from the reopening plus
+// the retry's own jitter. A fresh call while the partition is closed holds
+// nothing and asks again at the reopening: by then every retry refused in
+// the streak holds its slot, so fresh calls only get what the retries
+// leave, in whatever order the jitter sends the retries.
+func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
+	s.prune(now, b.Limit, b.Period)
+	s.touched = now
+	w := windowsOf(b, r.Margin)
+	if i := s.index(r.Ticket); i >= 0 {
+		s.log = slices.Delete(s.log, i, i+1)
+		if s.coolUntil <= r.Ticket {
+			t := confirmAligned(s.log, s.fullUntil, w, max(r.Ticket, now))
+			s.insert(t)
+			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
+		}
+	}
+	from, cooled := now, false
+	if s.coolUntil > now {
+		cooled = true
+		if !r.Retry {
+			wait := time.Duration(s.coolUntil - now)
+			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
+		}
+		window := float64(s.coolUntil-s.coolStart) * serverJitter
+		from = s.coolUntil + int64(window*clampUnit(r.Jitter))
+	}
+	t := alignedAt(s.log, s.fullUntil, w, from)
+	wait := time.Duration(t - now)
+	if wait > r.MaxWait {
+		return Admission{Wait: wait, Cooldown: cooled, Budget: b}
+	}
+	s.insert(t)
+	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
+// insert adds an admission at t, keeping the log in order.
+func (s *partitionState) insert(t int64) {
+	j, _ := slices.BinarySearch(s.log, t+1)
+	s.log = slices.Insert(s.log, j, t)
+}
+
+// clockAllowance is how far the gateway's clock may be from ours: NTP keeps
+// servers within milliseconds of each other; a five-hundredth of the
+// period, at most 100 ms, leaves room for worse. A clock further off costs
+// a few 429s, after which the partition keeps to the sliding rule.
+func clockAllowance(period time.Duration) time.Duration {
+	return min(period/500, 100*time.Millisecond)
+}
+
+// windows is the geometry of a budget's fixed windows: a request sent at t
+// is counted by the gateway at some time in [t − early, t + late], early
+// being the clock allowance and late the allowance plus the spread of
+// delivery delays (the margin), so it counts against every window that
+// interval touches.
+type windows struct {
+	limit               int
+	period, early, late int64
+}
+
+func windowsOf(b Budget, margin time.Duration) windows {
+	a := clockAllowance(b.Period)
+	return windows{
+		limit:  b.Limit,
+		period: int64(b.Period),
+		early:  int64(a),
+		late:   int64(min(a+max(margin, 0), b.Period/4)),
+	}
+}
+
+// first and last are the windows a request sent at t may be counted in.
+func (w windows) first(t int64) int64 { return floorDiv(t-w.early, w.period) }
+func (w windows) last(t int64) int64  { return floorDiv(t+w.late, w.period) }
+
+// count is how many admissions of the log may be counted in window k, among
+// those sent before until.
+func (w windows) count(log []int64, k, until int64) int {
+	return countIn(log, k*w.period-w.late, min((k+1)*w.period+w.early, until))
+}
+
+// opening is the first time a request counted only in window k may go.
+func (w windows) opening(k int64) int64 { return k*w.period + w.early }
+
+// floorDiv is ⌊a/b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// alignedAt is the admission rule in fixed windows, a pure function: the
+// first time at or after from when a request may go, given the log (held
+// and sent admissions, ascending) and the end of the latest window known
+// to be full.
+//
+// Rack::Attack numbers its windows ⌊t/P⌋ in the gateway's clock, so the
+// windows are [k·P, (k+1)·P) in Unix time. A time is admissible when every
+// window the request may be counted in (see windows) ends after fullUntil
+// and holds fewer than Limit admissions counted the same way. A window's
+// admissions go as soon as it opens, and a late one (a retry's jitter) does
+// not push the next window's: unlike the sliding rule, a late slot costs
+// nothing later, so the makespan stays at the floor plus the allowance.
+func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
+	t := from
+	for range len(log) + 3 {
+		if t-w.early < fullUntil {
+			t = max(t, fullUntil+w.early)
+		}
+		moved := false
+		for k := w.first(t); k <= w.last(t); k++ {
+			if w.count(log, k, math.MaxInt64) >= w.limit {
+				t, moved = w.opening(k+1), true
+				break
+			}
+		}
+		if !moved {
+			return t
+		}
+	}
+	return t
+}
+
+// confirmAligned is when a held slot due at t may go in fixed windows: at t
+// if, in each window it may be counted in, fewer than Limit admissions come
+// at or before it (its own excluded; later ones queue behind it), else at
+// the first place alignedAt finds after that window. Ranking by ticket
+// keeps the queue's order when the budget falls while slots are held: the
+// first Limit slots of a window stand, and the rest move on in their order.
+func confirmAligned(log []int64, fullUntil int64, w windows, t int64) int64 {
+	if t-w.early < fullUntil {
+		return alignedAt(log, fullUntil, w, t)
+	}
+	for k := w.first(t); k <= w.last(t); k++ {
+		if w.count(log, k, t+1) >= w.limit {
+			return alignedAt(log, fullUntil, w, w.opening(k+1))
+		}
+	}
+	return t
 }
 
 // confirmAt is when a held slot that is due at t may go: the first time at
@@ -457,10 +623,43 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 			cool = l.cooldown
 		}
 		fb.Distrusted = l.distrusted
+		if o.FixedWindows {
+			s.learnWindows(o.Admitted, effective(o.Budget, s.learned), o.Margin, sent, now, l.distrusted)
+		}
 	}
 	s.close(now, cool)
 	fb.Cooldown, fb.Budget = time.Duration(max(s.coolUntil-now, 0)), s.learned
 	return fb
+}
+
+// learnWindows is what a 429 says about fixed windows, given the budget the
+// refused request was admitted under and the one in force after the 429.
+// The window it arrived in is full: the latest it may have arrived in, at
+// now, to be safe. And when the request was paced and, by our count, the
+// windows it may have been counted in had room under its budget, the
+// budget was too high (the estimator lowers it) or the gateway's windows
+// are not where we think: the second such refusal not explained by a short
+// Retry-After ends the hypothesis for the partition, which keeps to the
+// sliding rule until it is forgotten.
+func (s *partitionState) learnWindows(admitted, after Budget, margin time.Duration, sent, now int64, distrusted bool) {
+	if !after.enabled() || s.sliding {
+		return
+	}
+	p := int64(after.Period)
+	s.fullUntil = max(s.fullUntil, (floorDiv(now, p)+1)*p)
+	if distrusted || !admitted.enabled() {
+		return
+	}
+	w := windowsOf(admitted, margin)
+	for k := w.first(sent); k <= w.last(sent); k++ {
+		if w.count(s.log, k, math.MaxInt64) >= w.limit {
+			return // our own requests filled it
+		}
+	}
+	s.contradicts++
+	if s.contradicts >= 2 {
+		s.sliding = true
+	}
 }
 
 // close closes the partition for d from now, never shortening a cooldown in

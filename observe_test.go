@@ -81,10 +81,12 @@ func TestTranscriptRecordsLimiterWaitsAndRefusals(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, p.Response.Call.Limiter, 1)
 		w := p.Response.Call.Limiter[0]
-		assert.Equal(t, 11*time.Second, w.Wait)
+		// The gateway's next window opens at 10 s; the call goes the clock
+		// allowance (a five-hundredth of the period) after it.
+		assert.Equal(t, 10020*time.Millisecond, w.Wait)
 		assert.False(t, w.Cooldown)
 		assert.False(t, w.Refused)
-		assert.Contains(t, p.Response.Call.String(), "limiter held #1 for 11s (pacing)")
+		assert.Contains(t, p.Response.Call.String(), "limiter held #1 for 10.02s (pacing)")
 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

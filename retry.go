@@ -78,6 +78,7 @@ type callState struct {
 	gated          bool    // waits for the limiter before each attempt
 	jitter         float64 // the draw of the last 429 decision, reused for its admission
 	turn           turn    // the limiter's admission of the attempt in flight
+	held           int64   // the slot held for the retry of a 429 since the answer came; zero when none
 
 	attempts     int
 	waited       time.Duration // server-given and rate-limit waiting spent
@@ -182,6 +183,12 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, c
 
 // finish turns the final state of a call into its result.
 func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
+	if st.held != 0 {
+		// The call ended (its context, say) before the retry it held a
+		// slot for.
+		c.release(context.Background(), st.partitionKey(), st.held)
+		st.held = 0
+	}
 	var meta *Response
 	if st.status != 0 {
 		// Allocated with the transcript: one allocation for both.
@@ -352,6 +359,9 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		return true, nil
 	}
 	st.next = d.wait
+	if st.gated && o.status == http.StatusTooManyRequests {
+		c.holdRetrySlot(ctx, st, d.wait)
+	}
 	return true, nil
 }
 

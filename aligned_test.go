@@ -1,0 +1,193 @@
+package rail0
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// epoch is 12:00:00 UTC, a boundary of every window of whole seconds that
+// divide an hour, as the gateway numbers them (⌊Unix time / period⌋).
+
+// The fixed-window admission rule, as a pure function. Budget 2 per 10 s,
+// margin 5 ms: a request may be counted from 20 ms before its sending time
+// (the clock allowance, 10 s / 500) to 25 ms after it.
+func TestAlignedAt(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
+	tests := []struct {
+		name      string
+		log       []time.Duration // after epoch
+		fullUntil time.Duration   // after epoch; zero for none
+		from      time.Duration
+		want      time.Duration
+	}{
+		{"empty: goes at once", nil, 0, s, s},
+		{"room in the window", []time.Duration{20 * ms}, 0, s, s},
+		{"window full: the next one's opening plus the allowance", []time.Duration{20 * ms, 30 * ms}, 0, s, 10*s + 20*ms},
+		{"a late slot does not push the next window", []time.Duration{20 * ms, 3 * s}, 0, 4 * s, 10*s + 20*ms},
+		{"not at the boundary itself: the gateway's clock may be behind", []time.Duration{20 * ms, 30 * ms}, 0, 10 * s, 10*s + 20*ms},
+		{"near the end, a request may be counted in the next window", []time.Duration{10*s + 20*ms, 10*s + 30*ms}, 0, 9*s + 990*ms, 20*s + 20*ms},
+		{"slots near a boundary count on both sides", []time.Duration{9*s + 990*ms, 9*s + 995*ms}, 0, 10*s + 500*ms, 20*s + 20*ms},
+		{"held slots later in the window count", []time.Duration{7 * s, 8 * s}, 0, s, 10*s + 20*ms},
+		{"a window a 429 showed full is skipped", nil, 10 * s, s, 10*s + 20*ms},
+		{"fullUntil in the past changes nothing", nil, 10 * s, 12 * s, 12 * s},
+		{"several full windows", []time.Duration{20 * ms, 30 * ms, 10*s + 20*ms, 10*s + 30*ms}, 0, 0, 20*s + 20*ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := make([]int64, len(tt.log))
+			for i, d := range tt.log {
+				log[i] = ns(d)
+			}
+			full := int64(0)
+			if tt.fullUntil != 0 {
+				full = ns(tt.fullUntil)
+			}
+			got := alignedAt(log, full, w, ns(tt.from))
+			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+		})
+	}
+}
+
+// Confirming a held slot after its sleep: it keeps its rank in its window,
+// so that when the budget falls while slots are held, the first ones stand
+// and the others move on in their order.
+func TestConfirmAligned(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
+	tests := []struct {
+		name      string
+		others    []time.Duration // the log without the slot itself
+		fullUntil time.Duration
+		t         time.Duration
+		want      time.Duration
+	}{
+		{"stands: one before it", []time.Duration{20 * ms}, 0, s, s},
+		{"stands: later slots queue behind it", []time.Duration{2 * s, 3 * s}, 0, s, s},
+		{"moves: the budget went to earlier slots", []time.Duration{20 * ms, 30 * ms}, 0, s, 10*s + 20*ms},
+		{"moves to the first window with room", []time.Duration{20 * ms, 30 * ms, 10*s + 20*ms, 10 * s * 3 / 2}, 0, s, 20*s + 20*ms},
+		{"moves: a 429 showed its window full", nil, 10 * s, s, 10*s + 20*ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := make([]int64, len(tt.others))
+			for i, d := range tt.others {
+				log[i] = ns(d)
+			}
+			full := int64(0)
+			if tt.fullUntil != 0 {
+				full = ns(tt.fullUntil)
+			}
+			got := confirmAligned(log, full, w, ns(tt.t))
+			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+		})
+	}
+}
+
+// The band around a boundary: the clock allowance before, the allowance and
+// the margin after, never more than a quarter of the period.
+func TestWindowsOf(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	tests := []struct {
+		b           Budget
+		margin      time.Duration
+		early, late time.Duration
+	}{
+		{Budget{Limit: 20, Period: 2 * s}, ms, 4 * ms, 5 * ms},
+		{Budget{Limit: 100, Period: 60 * s}, 30 * ms, 100 * ms, 130 * ms},
+		{Budget{Limit: 1, Period: 100 * ms}, time.Second, 200 * time.Microsecond, 25 * ms},
+		{Budget{Limit: 1, Period: time.Hour}, 0, 100 * ms, 100 * ms},
+	}
+	for _, tt := range tests {
+		w := windowsOf(tt.b, tt.margin)
+		assert.Equal(t, int64(tt.early), w.early, "%v", tt.b)
+		assert.Equal(t, int64(tt.late), w.late, "%v", tt.b)
+	}
+}
+
+// Through the MemoryLimiter: in fixed windows the whole budget goes at each
+// window's opening; the sliding rule, for the same calls, waits a period
+// after each of the first slots, so one late slot delays a slot in every
+// window after it.
+func TestMemoryLimiterFixedWindows(t *testing.T) {
+	const s = time.Second
+	b := Budget{Limit: 3, Period: 10 * s}
+	slots := func(fixed bool) []time.Duration {
+		clk := &fakeClock{t: epoch.Add(s)}
+		m := NewMemoryLimiter(clk.Now)
+		var got []time.Duration
+		for i := range 7 {
+			if i == 2 {
+				clk.Advance(4 * s) // the third call comes late in the window
+			}
+			adm := reserve(t, m, Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: fixed})
+			got = append(got, clk.Now().Add(adm.Wait).Sub(epoch))
+		}
+		return got
+	}
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{s, s, 5 * s, 10*s + 20*ms, 10*s + 20*ms, 10*s + 20*ms, 20*s + 20*ms}, slots(true))
+	assert.Equal(t, []time.Duration{s, s, 5 * s, 11*s + ms, 11*s + ms, 15*s + ms, 21*s + 2*ms}, slots(false))
+}
+
+// A 429 for a slot the windows had room for, by the client's count, is a
+// contradiction: the budget or the windows are wrong. The first lowers the
+// budget; the second ends the hypothesis, and the partition keeps to the
+// sliding rule.
+func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
+	const s = time.Second
+	clk := &fakeClock{t: epoch.Add(s)}
+	m := NewMemoryLimiter(clk.Now)
+	b := Budget{Limit: 4, Period: 10 * s}
+	r := Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
+	refuse := func() {
+		t.Helper()
+		adm := reserve(t, m, r)
+		assert.Zero(t, adm.Wait)
+		_, err := m.Observe(t.Context(), "public", Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
+			Budget: b, Margin: time.Millisecond, FixedWindows: true, Admitted: adm.Budget})
+		assert.NoError(t, err)
+	}
+	// Window [0, 10 s): one admitted, one refused: a contradiction (one
+	// admission against a budget of 4), which lowers the budget to 1.
+	reserve(t, m, r)
+	refuse()
+	assert.False(t, m.ps["public"].sliding)
+	assert.Equal(t, 1, m.ps["public"].learned.Limit)
+	// Window [20 s, 30 s): the first request refused, with the budget at 1:
+	// the second contradiction.
+	clk.t = epoch.Add(25 * s)
+	refuse()
+	assert.True(t, m.ps["public"].sliding)
+
+	// In fixed windows the slot after one at 36 s would open the next
+	// window (40 s); in the sliding rule it waits a whole period.
+	clk.t = epoch.Add(36 * s)
+	assert.Zero(t, reserve(t, m, r).Wait)
+	assert.Equal(t, 10*s+time.Millisecond, reserve(t, m, r).Wait)
+}
+
+// A 429 the client's own count explains (the first window, sent before any
+// budget was known, or with the window already full by our count) is no
+// contradiction.
+func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
+	const s = time.Second
+	clk := &fakeClock{t: epoch.Add(s)}
+	m := NewMemoryLimiter(clk.Now)
+	r := Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
+	var tickets []Admission
+	for range 6 {
+		tickets = append(tickets, reserve(t, m, r)) // no budget yet: all go
+	}
+	for _, adm := range tickets[3:] {
+		_, err := m.Observe(t.Context(), "public", Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
+			Margin: time.Millisecond, FixedWindows: true, Admitted: adm.Budget})
+		assert.NoError(t, err)
+	}
+	st := m.ps["public"]
+	assert.Equal(t, Budget{Limit: 3, Period: 10 * s}, st.learned)
+	assert.Zero(t, st.contradicts)
+	assert.Equal(t, ns(10*s), st.fullUntil)
+}
