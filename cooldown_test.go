@@ -131,6 +131,43 @@ func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
 	})
 }
 
+// countingLimiter counts every call a client makes to its Limiter.
+type countingLimiter struct {
+	Limiter
+	calls atomic.Int32
+}
+
+func (l *countingLimiter) Reserve(ctx context.Context, r Reservation) (Admission, error) {
+	l.calls.Add(1)
+	return l.Limiter.Reserve(ctx, r)
+}
+
+func (l *countingLimiter) Release(ctx context.Context, p string, t int64) error {
+	l.calls.Add(1)
+	return l.Limiter.Release(ctx, p, t)
+}
+
+func (l *countingLimiter) Observe(ctx context.Context, p string, o Observation) (Feedback, error) {
+	l.calls.Add(1)
+	return l.Limiter.Observe(ctx, p, o)
+}
+
+// A client that neither paces nor retries 429s never waits for the
+// limiter, so it does not tell it anything either: a 429, or RateLimit
+// fields on every answer, cost a shared store no round trip.
+func TestUngatedClientNeverCallsTheLimiter(t *testing.T) {
+	srv := newScriptServer(t,
+		step{status: http.StatusTooManyRequests, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}},
+		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=0;t=30`}})
+	l := &countingLimiter{Limiter: NewMemoryLimiter(nil)}
+	c := newTestClient(t, srv.URL, WithLimiter(l))
+	_, err := c.Payments.Get(context.Background(), "a")
+	require.ErrorIs(t, err, ErrRateLimited)
+	_, err = c.Payments.Get(context.Background(), "b")
+	require.NoError(t, err)
+	assert.Zero(t, l.calls.Load())
+}
+
 // A wait for a closed partition that does not fit the allowance is refused
 // at once: a typed 429 marked as not sent, and nothing reaches the server.
 func TestCooldownRefusalIsNotSent(t *testing.T) {

@@ -36,9 +36,11 @@ func (b Budget) validate(name string) error {
 type Pacing struct {
 	Public  Budget
 	Session Budget
-	// Margin stretches each period to absorb the spread in how long requests
-	// take to reach the gateway. Zero measures it: the longest round trip
-	// among the client's recent requests (before any, max(Period/50, 20ms)).
+	// Margin absorbs the spread in how long requests take to reach the
+	// gateway: a request sent less than Margin before a window's end may be
+	// counted in the next window (in the sliding rule, each period is
+	// stretched by it). Zero measures it: the longest round trip among the
+	// client's recent requests (before any, max(Period/50, 20ms)).
 	Margin time.Duration
 }
 
@@ -90,8 +92,10 @@ type Reservation struct {
 	Retry bool
 	// Jitter is a uniform draw from [0, 1): a retry admitted after a
 	// cooldown waits an extra Jitter × 10% of the cooldown, its own additive
-	// jitter, so that waiters do not wake together. Fresh calls wait the
-	// whole 10%, so that no draw puts a retry behind them.
+	// jitter, so that waiters do not wake together. No draw may put a retry
+	// behind fresh calls: in fixed windows a retry holds its slot from its
+	// 429 on and fresh calls ask at the reopening; in the sliding rule fresh
+	// calls wait the whole 10%.
 	Jitter float64
 	// MaxWait is the longest acceptable wait.
 	MaxWait time.Duration
@@ -203,17 +207,24 @@ const (
 )
 
 // MemoryLimiter is the in-process Limiter: per partition, a log of admission
-// times (sliding-log pacing and the budget estimate), a cooldown deadline
-// and the learned budget. Partitions idle for ten minutes are forgotten.
+// times, a cooldown deadline and the learned budget. Partitions idle for ten
+// minutes are forgotten.
 //
-// Why a sliding log rather than golang.org/x/time/rate: a token bucket of
-// rate L/P and burst b lets b + L requests through in some interval of
-// length P, so it either overruns the gateway's fixed window (b > 0 lets
-// L+1 through) or never uses a full window at once. A log of the last L
-// send times admits a request only when the L-th previous one is at least P
-// old, which is exactly "at most L in any interval of P", and therefore no
-// fixed window of P can see more than L, while a fresh client may still
-// send L at once.
+// It paces in two ways. With Reservation.FixedWindows (the Client always
+// sets it), in the gateway's own windows: Rack::Attack numbers them ⌊t/P⌋
+// since the Unix epoch, so the whole budget may go at each window's opening
+// and a slot sent late in one window costs the next nothing (see
+// alignedAt). This needs the gateway's clock and ours to agree within the
+// clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
+// far better). A partition where that fails (the second 429 in windows that
+// by our count had room) falls back to the sliding rule, which needs no
+// clock agreement: a log of the last L send times admits a request only
+// when the L-th previous one is at least P old, which is exactly "at most L
+// in any interval of P", so no fixed window of P can see more than L. Why
+// not golang.org/x/time/rate: a token bucket of rate L/P and burst b lets
+// b + L requests through in some interval of length P, so it either
+// overruns the gateway's window (b > 0 lets L+1 through) or never uses a
+// full window at once.
 type MemoryLimiter struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -566,7 +577,7 @@ func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
 	}
 }
 
-// admitAt is the pure admission rule. It returns the time at which the
+// admitAt is the sliding admission rule, a pure function. It returns the time at which the
 // request may go, whether the limiter holds that slot for it, and whether a
 // cooldown set the time.
 //
