@@ -434,21 +434,24 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		return nil, err
 	}
 	ctx, call := c.startCall(ctx, r)
-	use := &tokenUse{}
-	resp, err := c.send(ctx, r, out, use, call)
+	use, sp := &tokenUse{}, &spent{}
+	resp, err := c.send(ctx, r, out, use, call, sp)
 	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
 		use.ts.refused(use.gen)
 	}
 	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) && classify(r.method, r.path).repeatable(r.idempotencyKey != "") {
+		// The send after a sign-in is a retry like any other: counted,
+		// reported, and within the call's attempts and allowance.
+		ev := RetryEvent{Method: r.method, Path: call.Path, Attempt: sp.attempts, StatusCode: http.StatusUnauthorized,
+			Err: err, WillRetry: true, Reason: ReasonSessionRefused, CallID: call.ID}
 		if n := len(call.Attempts); n > 0 {
 			a := &call.Attempts[n-1]
 			a.Retry, a.Reason = true, ReasonSessionRefused
+			ev.RequestID = a.RequestID
 		}
-		if c.logger != nil {
-			c.logger.LogAttrs(ctx, slog.LevelInfo, "rail0: session refused (401); signing in again and sending once more",
-				slog.Uint64("call_id", call.ID), slog.String("method", r.method), slog.String("path", call.Path))
-		}
-		resp, err = c.send(ctx, r, out, &tokenUse{}, call)
+		c.stats.retries.Add(1)
+		c.report(ctx, ev)
+		resp, err = c.send(ctx, r, out, &tokenUse{}, call, sp)
 	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError

@@ -176,7 +176,8 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	assert.False(t, call.Attempts[1].Retry)
 	_, _, logins := g.counts()
 	assert.Equal(t, 2, logins)
-	assert.Equal(t, 1, strings.Count(logs.String(), "signing in again"), logs.String())
+	assert.Equal(t, 1, strings.Count(logs.String(), "reason=session_refused"), logs.String())
+	assert.Equal(t, uint64(1), c.RetryStats().Retries, "the send after signing in again is a retry")
 	assert.NotContains(t, logs.String(), "jwt-")
 	g.mu.Lock()
 	assert.Equal(t, 2, g.refused)
@@ -332,5 +333,68 @@ func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
 		_, _, logins := g.counts()
 		assert.Equal(t, 1, logins)
 		assert.False(t, errors.Is(got.err, ErrRateLimited))
+	})
+}
+
+// The send after a sign-in is a retry of the same call: it counts in
+// RetryStats, is reported to OnRetry, and spends the call's one allowance.
+// Here a 429 (Retry-After 2 s) is retried, the retry meets a revoked
+// session (401), the client signs in and sends again, and that send gets
+// another 429: with 3 s of MaxRetryWait and 2 s already spent, the call
+// returns it instead of waiting 2 s more, as it would with a fresh
+// allowance.
+func TestSessionRefusedResendSharesTheCallsAllowance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := &authClock{now: time.Now()} // the bubble's; the test lasts seconds
+		g := &authGateway{t: t, clock: clock, lifetime: 10 * time.Minute,
+			nonces: map[string]bool{}, tokens: map[string]time.Time{}, verifyBegan: make(chan struct{}, 16)}
+		var mu sync.Mutex
+		answers := []int{http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusOK}
+		sent := 0
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
+		mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
+		mux.HandleFunc("GET "+muxBasePath+"/payments/{id}", func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			status := answers[min(sent, len(answers)-1)]
+			sent++
+			mu.Unlock()
+			switch status {
+			case http.StatusTooManyRequests:
+				w.Header().Set("Retry-After", "2")
+				authWriteJSON(w, status, rateLimitedBody)
+			case http.StatusUnauthorized:
+				authWriteJSON(w, status, `{"code":"unauthorized","title":"Unauthorized","detail":"Token revoked."}`)
+			default:
+				authWriteJSON(w, status, paymentBody)
+			}
+		})
+		hc := pipeClient(t, mux)
+		anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
+		require.NoError(t, err)
+		ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+		require.NoError(t, err)
+		ev := &eventLog{}
+		c, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc), WithTokenSource(ts.Token),
+			WithRetryOn429(true), WithMaxRetryWait(3*time.Second), WithOnRetry(ev.add))
+		require.NoError(t, err)
+
+		_, err = c.Payments.Get(context.Background(), "p1")
+
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+		assert.Equal(t, 3, apiErr.Attempts)
+		mu.Lock()
+		assert.Equal(t, 3, sent, "the last 429 was retried on a fresh allowance")
+		mu.Unlock()
+		stats := c.RetryStats()
+		assert.Equal(t, uint64(2), stats.Retries)
+		assert.Equal(t, uint64(1), stats.Refusals.Allowance)
+		var reasons []RetryReason
+		for _, e := range ev.all() {
+			reasons = append(reasons, e.Reason)
+		}
+		assert.Equal(t, []RetryReason{ReasonRateLimited, ReasonSessionRefused, ReasonAllowance}, reasons)
 	})
 }

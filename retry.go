@@ -115,18 +115,31 @@ func stateFrom(ctx context.Context) *callState {
 	return st
 }
 
+// spent is what a call has used of its limits across sends: the attempts
+// made and the server-requested waiting (MaxRetryWait). The send after a
+// 401 (see do) starts from it, so that signing in again does not give a
+// call a second allowance.
+type spent struct {
+	attempts int
+	waited   time.Duration
+}
+
 // send sends r through the retry policy and decodes a 2xx JSON body into
 // out (out may be nil). Every non-2xx becomes an *APIError, or an
 // *OutcomeUnknownError for a write that may have run. use records which
-// token-source session the call was sent with (see do in client.go).
-func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, call *Call) (*Response, error) {
+// token-source session the call was sent with (see do in client.go); sp
+// holds what earlier sends of the call spent and is updated.
+func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, call *Call, sp *spent) (*Response, error) {
 	st := &callState{
 		call:           call,
 		method:         r.method,
 		path:           call.Path,
 		idempotencyKey: r.idempotencyKey,
 		op:             classify(r.method, r.path),
+		attempts:       sp.attempts,
+		waited:         sp.waited,
 	}
+	defer func() { sp.attempts, sp.waited = st.attempts, st.waited }()
 	if err := ctx.Err(); err != nil {
 		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 	}
