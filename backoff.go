@@ -342,83 +342,113 @@ func (c opClass) repeatable(hasIdempotencyKey bool) bool {
 // run: the operation has an effect that a repetition would not reproduce.
 func (c opClass) matters() bool { return c == opOnce || c == opKeyed }
 
-// operationRule classifies one operation of the contract. Its template is
-// the path relative to the base URL, "*" standing for one segment (an id,
-// or the operation name of the generic payment routes).
-type operationRule struct {
-	method   string
-	template string
-	class    opClass
-	why      string
+// operation is one operation of the gateway contract: its method, its path
+// template relative to the base URL ("{...}" stands for one segment: an
+// id, or the operation name of the generic payment routes), its
+// operationId, and what repeating it does, with why (the gateway guide,
+// sections 4 and 9). Call.Route and Call.Operation, and the retry rules,
+// all come from this one table.
+type operation struct {
+	method, template, id string
+	class                opClass
+	why                  string
 }
 
-// operationRules holds every write of the gateway contract (reads need no
-// rule). The first rule that matches wins, so specific templates come before
-// the generic ones. The reasons come from the gateway guide (sections 4 and 9).
-var operationRules = []operationRule{
-	{"POST", "auth/nonces", opRepeatable, "a second nonce is issued and expires unused"},
-	{"POST", "auth", opOnce, "consumes the nonce: a repeat is refused with nonce_used"},
-	{"POST", "auth/logout", opOnce, "a repeat with the revoked token is refused with 401"},
-	{"POST", "accounts/*/wallets", opOnce, "a repeat is refused with 409: the address is registered"},
-	{"PATCH", "accounts/*/wallets/*", opRepeatable, "sets the given fields"},
-	{"DELETE", "accounts/*/wallets/*", opRepeatable, "soft deactivation"},
-	{"POST", "accounts/*/wallets/*/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"},
-	{"DELETE", "accounts/*/wallets/*/tokens/*", opRepeatable, "soft disable"},
-	{"PATCH", "accounts/*/wallets/*/tokens/*/enable", opRepeatable, "sets a state"},
-	{"PATCH", "accounts/*/wallets/*/tokens/*/disable", opRepeatable, "sets a state"},
-	{"POST", "payments", opKeyed, "the Idempotency-Key replays the payment it created"},
-	{"PUT", "payments/*/sign", opRepeatable, "stores the one payer signature"},
-	{"POST", "payments/*/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"},
-	{"POST", "payments/*/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
-	{"POST", "payments/*/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
-	{"POST", "payments/*/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"},
-	{"POST", "payments/*/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
-	{"POST", "payments/*/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
-	{"POST", "payments/*/*/prepare", opRepeatable, "preparing again returns the pending transaction"},
-	{"POST", "payments/*/*/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"},
+// operations lists every operation of the contract except the indexer's
+// /sync routes. The first that matches wins, so specific templates come
+// before the generic ones.
+var operations = []operation{
+	{"GET", "", "getRoot", opRead, ""},
+	{"GET", "openapi.json", "getOpenapiSpec", opRead, ""},
+	{"GET", "health", "getHealth", opRead, ""},
+	{"POST", "auth/nonces", "createNonce", opRepeatable, "a second nonce is issued and expires unused"},
+	{"POST", "auth", "verifySiwe", opOnce, "consumes the nonce: a repeat is refused with nonce_used"},
+	{"POST", "auth/logout", "logout", opOnce, "a repeat with the revoked token is refused with 401"},
+	{"GET", "blockchains", "listBlockchains", opRead, ""},
+	{"GET", "tokens", "listTokens", opRead, ""},
+	{"GET", "accounts/{account_id}/wallets", "listAccountWallets", opRead, ""},
+	{"POST", "accounts/{account_id}/wallets", "createWallet", opOnce, "a repeat is refused with 409: the address is registered"},
+	{"GET", "accounts/{account_id}/wallets/{id}", "getWallet", opRead, ""},
+	{"DELETE", "accounts/{account_id}/wallets/{id}", "deactivateWallet", opRepeatable, "soft deactivation"},
+	{"PATCH", "accounts/{account_id}/wallets/{id}", "updateWallet", opRepeatable, "sets the given fields"},
+	{"GET", "accounts/{account_id}/wallets/{id}/balances", "getWalletBalances", opRead, ""},
+	{"POST", "accounts/{account_id}/wallets/{id}/tokens", "enableWalletToken", opRepeatable, "an upsert: a repeat answers 200 with the same holding"},
+	{"DELETE", "accounts/{account_id}/wallets/{id}/tokens/{token_id}", "disableWalletToken", opRepeatable, "soft disable"},
+	{"PATCH", "accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", "enableExistingWalletToken", opRepeatable, "sets a state"},
+	{"PATCH", "accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", "disableExistingWalletToken", opRepeatable, "sets a state"},
+	{"GET", "payment_methods", "listPaymentMethods", opRead, ""},
+	{"GET", "disputes", "listAccountDisputes", opRead, ""},
+	{"GET", "payments", "listPayments", opRead, ""},
+	{"POST", "payments", "createPayment", opKeyed, "the Idempotency-Key replays the payment it created"},
+	{"GET", "payments/{id}", "getPayment", opRead, ""},
+	{"PUT", "payments/{id}/sign", "signPayment", opRepeatable, "stores the one payer signature"},
+	{"GET", "payments/{id}/transactions", "listPaymentTransactions", opRead, ""},
+	{"GET", "payments/{id}/disputes", "listDisputes", opRead, ""},
+	{"POST", "payments/{id}/dispute/close/submitted", "submitCloseDisputeByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "payments/{id}/dispute/close/prepare", "prepareCloseDispute", opRepeatable, "builds an unsigned transaction; nothing moves"},
+	{"POST", "payments/{id}/dispute/close", "submitCloseDispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "payments/{id}/dispute/submitted", "submitDisputeByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "payments/{id}/dispute/prepare", "prepareDispute", opRepeatable, "preparing again reuses the pending transaction"},
+	{"POST", "payments/{id}/dispute", "submitDispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "payments/{id}/{operation}/prepare", "preparePaymentOperation", opRepeatable, "preparing again returns the pending transaction"},
+	{"POST", "payments/{id}/{operation}/submitted", "submitPaymentOperationByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
 	// The chain cannot mine the same signed bytes twice, but the gateway
 	// does not promise to answer a repeated submit like the first: it may be
 	// refused (transaction_not_overwritable) or recorded as a failed attempt
 	// (already_known, nonce_too_low) while the first one goes through. The
 	// caller reads the payment's transactions instead.
-	{"POST", "payments/*/*", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
-	{"POST", "webhooks", opOnce, "a repeat creates a second subscription"},
-	{"PATCH", "webhooks/*", opRepeatable, "sets the given fields"},
-	{"DELETE", "webhooks/*", opRepeatable, "deletes"},
-	{"PUT", "webhooks/*/enable", opRepeatable, "sets a state"},
-	{"PUT", "webhooks/*/disable", opRepeatable, "sets a state"},
-	{"PUT", "webhooks/*/reset_circuit", opRepeatable, "sets a state"},
-	{"PUT", "webhooks/*/rotate_secret", opOnce, "a second rotation invalidates the secret the first returned"},
-	{"POST", "webhooks/*/event_callbacks/*/redeliver", opOnce, "a repeat queues a second delivery"},
+	{"POST", "payments/{id}/{operation}", "submitPaymentOperation", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"GET", "analytics/summary", "analyticsSummary", opRead, ""},
+	{"GET", "analytics/timeseries", "analyticsTimeseries", opRead, ""},
+	{"GET", "analytics/breakdown", "analyticsBreakdown", opRead, ""},
+	{"GET", "webhooks", "listWebhooks", opRead, ""},
+	{"POST", "webhooks", "createWebhook", opOnce, "a repeat creates a second subscription"},
+	{"GET", "webhooks/{id}", "getWebhook", opRead, ""},
+	{"DELETE", "webhooks/{id}", "deleteWebhook", opRepeatable, "deletes"},
+	{"PATCH", "webhooks/{id}", "updateWebhook", opRepeatable, "sets the given fields"},
+	{"PUT", "webhooks/{id}/enable", "enableWebhook", opRepeatable, "sets a state"},
+	{"PUT", "webhooks/{id}/disable", "disableWebhook", opRepeatable, "sets a state"},
+	{"PUT", "webhooks/{id}/rotate_secret", "rotateWebhookSecret", opOnce, "a second rotation invalidates the secret the first returned"},
+	{"PUT", "webhooks/{id}/reset_circuit", "resetWebhookCircuit", opRepeatable, "sets a state"},
+	{"GET", "webhooks/{id}/event_callbacks", "listWebhookEventCallbacks", opRead, ""},
+	{"POST", "webhooks/{id}/event_callbacks/{callback_id}/redeliver", "redeliverEventCallback", opOnce, "a repeat queues a second delivery"},
 }
 
-// classify names the class of the operation a request performs, from its
-// method and its path relative to the base URL (segments escaped, so an id
-// is always one segment). Reads are opRead; a write the table does not know
-// is opKeyed, so that it is repeated only when it carries an Idempotency-Key.
+// lookup returns the contract operation a request performs, from its method
+// and its path relative to the base URL (segments escaped, so an id is
+// always one segment); nil when the contract does not name it.
+func lookup(method, path string) *operation {
+	path = strings.Trim(path, "/")
+	for i := range operations {
+		if op := &operations[i]; op.method == method && matchTemplate(op.template, path) {
+			return op
+		}
+	}
+	return nil
+}
+
+// classify names the class of the operation a request performs. Reads are
+// opRead; a write the table does not know is opKeyed, so that it is
+// repeated only when it carries an Idempotency-Key.
 func classify(method, path string) opClass {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return opRead
 	}
-	path = strings.Trim(path, "/")
-	for _, r := range operationRules {
-		if r.method == method && matchTemplate(r.template, path) {
-			return r.class
-		}
+	if op := lookup(method, path); op != nil {
+		return op.class
 	}
 	return opKeyed
 }
 
-// matchTemplate reports whether path has the template's segments, "*" (in
-// operationRules) or "{...}" (in the routes of observe.go) matching any one
-// non-empty segment.
+// matchTemplate reports whether path has the template's segments, "{...}"
+// matching any one non-empty segment.
 func matchTemplate(template, path string) bool {
 	for template != "" || path != "" {
 		var t, p string
 		t, template, _ = strings.Cut(template, "/")
 		p, path, _ = strings.Cut(path, "/")
-		if p == "" || (t != "*" && !strings.HasPrefix(t, "{") && t != p) {
+		if p == "" || (!strings.HasPrefix(t, "{") && t != p) {
 			return false
 		}
 	}

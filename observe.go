@@ -534,79 +534,13 @@ func isRefusal(reason RetryReason) bool {
 	return false
 }
 
-// route is one operation of the gateway contract: its method, its path
-// template relative to the base URL ("{...}" stands for one segment) and its
-// operationId.
-type route struct {
-	method, template, operation string
-}
-
-// routes lists the contract's operations (templates with their leading
-// slash, as Call.Route shows them), the specific templates before the
-// generic ones (the first match wins).
-var routes = []route{
-	{"GET", "/", "getRoot"},
-	{"GET", "/openapi.json", "getOpenapiSpec"},
-	{"GET", "/health", "getHealth"},
-	{"POST", "/auth/nonces", "createNonce"},
-	{"POST", "/auth", "verifySiwe"},
-	{"POST", "/auth/logout", "logout"},
-	{"GET", "/blockchains", "listBlockchains"},
-	{"GET", "/tokens", "listTokens"},
-	{"GET", "/accounts/{account_id}/wallets", "listAccountWallets"},
-	{"POST", "/accounts/{account_id}/wallets", "createWallet"},
-	{"GET", "/accounts/{account_id}/wallets/{id}", "getWallet"},
-	{"DELETE", "/accounts/{account_id}/wallets/{id}", "deactivateWallet"},
-	{"PATCH", "/accounts/{account_id}/wallets/{id}", "updateWallet"},
-	{"GET", "/accounts/{account_id}/wallets/{id}/balances", "getWalletBalances"},
-	{"POST", "/accounts/{account_id}/wallets/{id}/tokens", "enableWalletToken"},
-	{"DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", "disableWalletToken"},
-	{"PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", "enableExistingWalletToken"},
-	{"PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", "disableExistingWalletToken"},
-	{"GET", "/payment_methods", "listPaymentMethods"},
-	{"GET", "/disputes", "listAccountDisputes"},
-	{"GET", "/payments", "listPayments"},
-	{"POST", "/payments", "createPayment"},
-	{"GET", "/payments/{id}", "getPayment"},
-	{"PUT", "/payments/{id}/sign", "signPayment"},
-	{"GET", "/payments/{id}/transactions", "listPaymentTransactions"},
-	{"GET", "/payments/{id}/disputes", "listDisputes"},
-	{"POST", "/payments/{id}/dispute/close/submitted", "submitCloseDisputeByHash"},
-	{"POST", "/payments/{id}/dispute/close/prepare", "prepareCloseDispute"},
-	{"POST", "/payments/{id}/dispute/close", "submitCloseDispute"},
-	{"POST", "/payments/{id}/dispute/submitted", "submitDisputeByHash"},
-	{"POST", "/payments/{id}/dispute/prepare", "prepareDispute"},
-	{"POST", "/payments/{id}/dispute", "submitDispute"},
-	{"POST", "/payments/{id}/{operation}/prepare", "preparePaymentOperation"},
-	{"POST", "/payments/{id}/{operation}/submitted", "submitPaymentOperationByHash"},
-	{"POST", "/payments/{id}/{operation}", "submitPaymentOperation"},
-	{"GET", "/analytics/summary", "analyticsSummary"},
-	{"GET", "/analytics/timeseries", "analyticsTimeseries"},
-	{"GET", "/analytics/breakdown", "analyticsBreakdown"},
-	{"GET", "/webhooks", "listWebhooks"},
-	{"POST", "/webhooks", "createWebhook"},
-	{"GET", "/webhooks/{id}", "getWebhook"},
-	{"DELETE", "/webhooks/{id}", "deleteWebhook"},
-	{"PATCH", "/webhooks/{id}", "updateWebhook"},
-	{"PUT", "/webhooks/{id}/enable", "enableWebhook"},
-	{"PUT", "/webhooks/{id}/disable", "disableWebhook"},
-	{"PUT", "/webhooks/{id}/rotate_secret", "rotateWebhookSecret"},
-	{"PUT", "/webhooks/{id}/reset_circuit", "resetWebhookCircuit"},
-	{"GET", "/webhooks/{id}/event_callbacks", "listWebhookEventCallbacks"},
-	{"POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", "redeliverEventCallback"},
-}
-
 // routeOf names the contract operation of a request (path relative to the
 // base URL, segments escaped), its template and the payment id it
 // addresses. A path the contract does not name is its own route.
 func routeOf(method, path string) (operation, template, paymentID string) {
-	for _, r := range routes {
-		if r.method == method && matchTemplate(r.template[1:], path) {
-			operation, template = r.operation, r.template
-			break
-		}
-	}
-	if template == "" {
+	if op := lookup(method, path); op != nil {
+		operation, template = op.id, "/"+op.template
+	} else {
 		template = "/" + path
 	}
 	if rest, ok := strings.CutPrefix(path, "payments/"); ok {

@@ -353,14 +353,16 @@ func TestEveryContractWriteIsClassified(t *testing.T) {
 				continue
 			}
 			seen++
-			template := strings.TrimPrefix(param.ReplaceAllString(path, "*"), "/")
-			var rule *operationRule
-			for i, r := range operationRules {
+			template := strings.TrimPrefix(path, "/")
+			var rule *operation
+			for i, r := range operations {
 				if r.method == method && r.template == template {
-					rule = &operationRules[i]
+					rule = &operations[i]
 				}
 			}
 			require.NotNil(t, rule, "%s %s has no rule", method, path)
+			assert.NotEqual(t, opRead, rule.class, "%s %s", method, path)
+			assert.NotEmpty(t, rule.why, "%s %s", method, path)
 			example := strings.TrimPrefix(param.ReplaceAllString(concrete.ReplaceAllString(path, "capture"), "x1"), "/")
 			assert.Equal(t, rule.class, classify(method, example), "%s %s", method, path)
 		}
