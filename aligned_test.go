@@ -191,3 +191,23 @@ func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
 	assert.Zero(t, st.contradicts)
 	assert.Equal(t, ns(10*s), st.fullUntil)
 }
+
+// Refusals of requests that were in flight when the partition closed are
+// one streak, one lesson: only the first counts as a contradiction, so a
+// burst refused together does not end the fixed windows on its own.
+func TestOneStreakIsOneContradiction(t *testing.T) {
+	const s = time.Second
+	clk := &fakeClock{t: epoch.Add(s)}
+	m := NewMemoryLimiter(clk.Now)
+	b := Budget{Limit: 4, Period: 10 * s}
+	r := Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
+	first, second := reserve(t, m, r), reserve(t, m, r)
+	clk.Advance(10 * time.Millisecond)
+	for _, adm := range []Admission{first, second} {
+		_, err := m.Observe(t.Context(), "public", Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
+			Budget: b, Margin: time.Millisecond, FixedWindows: true, Admitted: adm.Budget})
+		assert.NoError(t, err)
+	}
+	assert.Equal(t, 1, m.ps["public"].contradicts)
+	assert.False(t, m.ps["public"].sliding)
+}

@@ -1,6 +1,7 @@
 package rail0
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -49,7 +50,7 @@ type learning struct {
 //     last cooldown (so paced at the budget in force) lowers the budget by
 //     at least one. A first 429 with nothing let through before it teaches
 //     no budget.
-func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64) learning {
+func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64, fixed bool) learning {
 	ra := o.RetryAfter
 	l := learning{cooldown: ra}
 	if o.Capped {
@@ -57,8 +58,17 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	}
 	margin := int64(max(o.Margin, 0))
 	prevLen := coolUntil - coolStart
+	// In fixed windows, what counts is what went since the reopening or
+	// since the refused request's window opened, whichever is later: a
+	// refusal in a window we had not used proves the windows too short.
+	since := coolUntil
+	var win windows
+	if p := max(cur.Period, ra); fixed && p > 0 {
+		win = windowsOf(Budget{Limit: 1, Period: p}, o.Margin)
+		since = max(since, floorDiv(sent, win.period)*win.period)
+	}
 	if ra > 0 && coolUntil > 0 && sent >= coolUntil && sent < coolUntil+prevLen &&
-		countIn(log, coolUntil, sent) < max(cur.Limit, 1) {
+		countIn(log, since, sent) < max(cur.Limit, 1) {
 		d := max(ra, 2*time.Duration(prevLen))
 		if o.MaxCooldown > 0 {
 			d = min(d, max(o.MaxCooldown, ra))
@@ -77,6 +87,13 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 		return l // no period known: nothing to count in
 	}
 	n := countIn(log, sent-int64(period)-margin, sent+margin+1)
+	if fixed {
+		// Only the refused request's window counts (with the requests
+		// that may have been counted in it): a tighter bound than the
+		// sliding interval, which may take in the window before.
+		win = windowsOf(Budget{Limit: 1, Period: period}, o.Margin)
+		n = min(n, win.count(log, floorDiv(sent, win.period), math.MaxInt64))
+	}
 	limit := n
 	switch {
 	case cur.Limit == 0 && n == 0:

@@ -29,6 +29,7 @@ func TestLearnFrom(t *testing.T) {
 		o                 Observation
 		sent              time.Duration
 		want              learning
+		fixed             bool // the partition paces in fixed windows
 	}{
 		{
 			name: "first 429: the period is Retry-After, the budget what went through before",
@@ -126,10 +127,34 @@ func TestLearnFrom(t *testing.T) {
 			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute}, sent: 5 * s,
 			want: learning{budget: Budget{1, s}, cooldown: s},
 		},
+		{
+			name: "sliding: the interval takes in the window before",
+			log:  append(burst(15, -1500*ms), burst(20, 0)...), cur: Budget{},
+			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms,
+			want: learning{budget: Budget{35, 2 * s}, cooldown: 2 * s},
+		},
+		{
+			name: "fixed windows: only the refused request's window counts",
+			log:  append(burst(15, -1500*ms), burst(20, 0)...), cur: Budget{},
+			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true,
+			want: learning{budget: Budget{20, 2 * s}, cooldown: 2 * s},
+		},
+		{
+			name: "sliding: refused after the budget went out since the reopening: over budget",
+			log:  burst(20, 1500*ms), coolStart: ns(500 * ms), cUntil: ns(1500 * ms), cur: Budget{20, s},
+			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 2*s + 4*ms,
+			want: learning{budget: Budget{19, s}, cooldown: s},
+		},
+		{
+			name: "fixed windows: refused in a window unused since the reopening: the header is short",
+			log:  burst(20, 1500*ms), coolStart: ns(500 * ms), cUntil: ns(1500 * ms), cur: Budget{20, s},
+			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 2*s + 4*ms, fixed: true,
+			want: learning{budget: Budget{20, 2 * s}, cooldown: 2 * s, distrusted: true},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := learnFrom(tt.log, tt.coolStart, tt.cUntil, tt.cur, tt.o, ns(tt.sent))
+			got := learnFrom(tt.log, tt.coolStart, tt.cUntil, tt.cur, tt.o, ns(tt.sent), tt.fixed)
 			assert.Equal(t, tt.want, got)
 		})
 	}

@@ -626,7 +626,7 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 			sent = s.log[i]
 			s.log = slices.Delete(s.log, i, i+1) // refused: it used no budget
 		}
-		l := learnFrom(s.log, s.coolStart, s.coolUntil, effective(o.Budget, s.learned), o, sent)
+		l := learnFrom(s.log, s.coolStart, s.coolUntil, effective(o.Budget, s.learned), o, sent, o.FixedWindows && !s.sliding)
 		if l.budget.enabled() && !o.Advertised.enabled() {
 			s.learned = l.budget
 		}
@@ -658,7 +658,9 @@ func (s *partitionState) learnWindows(admitted, after Budget, margin time.Durati
 	}
 	p := int64(after.Period)
 	s.fullUntil = max(s.fullUntil, (floorDiv(now, p)+1)*p)
-	if distrusted || !admitted.enabled() {
+	if distrusted || !admitted.enabled() || sent <= s.coolStart {
+		// A request sent before the partition last closed belongs to a
+		// streak that has taught its lesson already.
 		return
 	}
 	w := windowsOf(admitted, margin)
