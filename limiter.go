@@ -475,6 +475,7 @@ type windows struct {
 	period, early, late int64
 }
 
+// windowsOf is the geometry of b's windows for a request with this margin.
 func windowsOf(b Budget, margin time.Duration) windows {
 	a := clockAllowance(b.Period)
 	return windows{
@@ -577,9 +578,9 @@ func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
 	}
 }
 
-// admitAt is the sliding admission rule, a pure function. It returns the time at which the
-// request may go, whether the limiter holds that slot for it, and whether a
-// cooldown set the time.
+// admitAt is the sliding admission rule, a pure function. It returns the
+// time at which the request may go, whether the limiter holds that slot for
+// it, and whether a cooldown set the time.
 //
 //   - First in, first out: a new slot comes after every slot already held.
 //   - While the partition is closed, a retry waits for the reopening plus
