@@ -191,3 +191,29 @@ func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
 	assert.Zero(t, st.contradicts)
 	assert.Equal(t, ns(10*s), st.fullUntil)
 }
+
+// A 429 that comes within the clock allowance before a boundary may have
+// been counted in the window after it, if the gateway's clock is ahead of
+// ours: that window is full too. Otherwise a retry would go at its opening
+// into a full window, and its 429 would count as a contradiction of the
+// windows when only the clocks differ, within the allowance.
+func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	b := Budget{Limit: 4, Period: 10 * s} // clock allowance 20 ms
+	tests := []struct {
+		at, fullUntil time.Duration
+	}{
+		{5 * s, 10 * s},
+		{10*s - 21*ms, 10 * s},
+		{10*s - 20*ms, 20 * s},
+		{10*s - ms, 20 * s},
+		{10 * s, 20 * s},
+	}
+	for _, tt := range tests {
+		clk := &fakeClock{t: epoch.Add(tt.at)}
+		m := NewMemoryLimiter(clk.Now)
+		_, err := m.Observe(t.Context(), "public", Observation{Throttled: true, RetryAfter: s, Budget: b, FixedWindows: true})
+		assert.NoError(t, err)
+		assert.Equal(t, ns(tt.fullUntil), m.ps["public"].fullUntil, "429 at %v", tt.at)
+	}
+}

@@ -635,8 +635,9 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 // learnWindows is what a 429 says about fixed windows, given the budget the
 // refused request was admitted under and the one in force after the 429.
 // The window it arrived in is full: the latest it may have arrived in, at
-// now, to be safe. And when the request was paced and, by our count, the
-// windows it may have been counted in had room under its budget, the
+// now in the gateway's clock, which may be ahead of ours by the clock
+// allowance, to be safe. And when the request was paced and, by our count,
+// the windows it may have been counted in had room under its budget, the
 // budget was too high (the estimator lowers it) or the gateway's windows
 // are not where we think: the second such refusal not explained by a short
 // Retry-After ends the hypothesis for the partition, which keeps to the
@@ -646,7 +647,7 @@ func (s *partitionState) learnWindows(admitted, after Budget, margin time.Durati
 		return
 	}
 	p := int64(after.Period)
-	s.fullUntil = max(s.fullUntil, (floorDiv(now, p)+1)*p)
+	s.fullUntil = max(s.fullUntil, (floorDiv(now+int64(clockAllowance(after.Period)), p)+1)*p)
 	if distrusted || !admitted.enabled() {
 		return
 	}

@@ -492,9 +492,11 @@ local function countLog(xs, from, to)
   if to <= from then return 0 end
   return rank(xs, to, false) - rank(xs, from, false)
 end
+-- allowance is how far the gateway's clock may be from ours.
+local function allowance(period) return math.min(math.ceil(period / 500), 100000) end
 -- windowsOf: a request sent at t is counted in [t - early, t + late].
 local function windowsOf(limit, period, margin)
-  local a = math.min(math.ceil(period / 500), 100000)
+  local a = allowance(period)
   return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4))}
 end
 local function first(w, t) return floorDiv(t - w.early, w.period) end
@@ -760,7 +762,7 @@ if tonumber(ARGV[2]) == 1 then
   -- hypothesis for the partition.
   local afL, afP = effective(tonumber(ARGV[8]), tonumber(ARGV[9]), ll, lp)
   if tonumber(ARGV[15]) == 1 and afL > 0 and afP > 0 and sl == 0 then
-    fu = math.max(fu, (floorDiv(now, afP) + 1) * afP)
+    fu = math.max(fu, (floorDiv(now + allowance(afP), afP) + 1) * afP)
     local adL, adP = tonumber(ARGV[16]), tonumber(ARGV[17])
     if distrusted == 0 and adL > 0 and adP > 0 then
       local xs = {}

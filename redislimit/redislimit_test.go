@@ -815,10 +815,11 @@ func TestReleaseGivesSlotBack(t *testing.T) {
 }
 
 // fixedWindowsScenario runs, on x and y as two processes sharing one
-// store, what the fixed windows are for, with the clock at whole seconds
-// after 12:00:00 UTC (a boundary of every window of 10 s): the admission
-// times of seven calls with the third one late in its window, a window a
-// 429 from x showed full, which y then skips, and two contradicted 429s
+// store, what the fixed windows are for, with the clock set after 12:00:00
+// UTC (a boundary of every window of 10 s): the admission times of seven
+// calls with the third one late in its window; a window a 429 from x
+// showed full, which y then skips (the window after it too, when the 429
+// came within the clock allowance of its end); and two contradicted 429s,
 // after which y keeps to the sliding rule. It returns the times, after
 // 12:00:00, at which the calls may go.
 func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixed bool) []time.Duration {
@@ -864,6 +865,15 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	adm.Budget = rail0.Budget{}
 	refuse(x, r, adm, 2*s)
 	clk.set(epoch.Add(24 * s))
+	reserve(y, r)
+	// The same 5 ms before the window's end: the gateway's clock may be
+	// ahead by the allowance (20 ms), so the next window is full too.
+	r.Partition = "session:ef"
+	clk.set(epoch.Add(30*s - 5*ms))
+	adm = reserve(x, r)
+	adm.Budget = rail0.Budget{}
+	refuse(x, r, adm, 2*s)
+	clk.set(epoch.Add(33 * s))
 	reserve(y, r)
 
 	// Two paced requests refused although their windows had room: after
@@ -933,9 +943,9 @@ func TestFixedWindowsAreShared(t *testing.T) {
 		x.now, y.now = clk.now, clk.now
 		hook.n.Store(0)
 		redisTimes = fixedWindowsScenario(t, clk, x, y, fixed)
-		// 13 reservations and 4 observations.
-		if n := hook.n.Load(); n != 17 {
-			t.Errorf("%d Redis commands for 17 operations, want one each", n)
+		// 15 reservations and 5 observations.
+		if n := hook.n.Load(); n != 20 {
+			t.Errorf("%d Redis commands for 20 operations, want one each", n)
 		}
 		m := rail0.NewMemoryLimiter(clk.now)
 		return redisTimes, fixedWindowsScenario(t, clk, m, m, fixed), x
@@ -945,6 +955,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 	want := []time.Duration{
 		s, s, 5 * s, 10*s + 20*ms, 10*s + 20*ms, 10*s + 20*ms, 20*s + 20*ms, // the budget at each opening
 		21 * s, 30*s + 20*ms, // y skips the window x's 429 showed full
+		30*s - 5*ms, 40*s + 20*ms,
 		s, s, 25 * s, 36 * s, 46*s + ms, // y keeps to the sliding rule: a period after 36 s, not 40 s
 	}
 	if !slices.Equal(got, want) {
@@ -964,6 +975,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 	want = []time.Duration{
 		s, s, 5 * s, 11*s + ms, 11*s + ms, 15*s + ms, 21*s + 2*ms,
 		21 * s, 24 * s,
+		30*s - 5*ms, 33 * s,
 		s, s, 25 * s, 36 * s, 46*s + ms,
 	}
 	if !slices.Equal(got, want) || !slices.Equal(mem, want) {
