@@ -217,3 +217,30 @@ func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
 		assert.Equal(t, ns(tt.fullUntil), m.ps["public"].fullUntil, "429 at %v", tt.at)
 	}
 }
+
+// The log's bound (maxLog admissions) keeps every admission the windows
+// still count: with more slots held than that, the current window stays
+// full instead of reopening when its admissions are dropped.
+func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	clk := &fakeClock{t: epoch.Add(s)}
+	m := NewMemoryLimiter(clk.Now)
+	r := Reservation{Partition: "public", Budget: Budget{Limit: 1000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
+	var at []time.Duration
+	for range maxLog + 200 {
+		at = append(at, clk.Now().Add(reserve(t, m, r).Wait).Sub(epoch))
+	}
+	for i, got := range at {
+		want := s
+		if k := i / 1000; k > 0 {
+			want = time.Duration(k)*10*s + 20*ms
+		}
+		if got != want {
+			t.Fatalf("slot %d at %v, want %v", i, got, want)
+		}
+	}
+	// Admissions before the current window are bounded as before.
+	clk.Advance(time.Minute)
+	reserve(t, m, r)
+	assert.Len(t, m.ps["public"].log, maxLog+1)
+}

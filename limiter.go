@@ -410,9 +410,13 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 // the streak holds its slot, so fresh calls only get what the retries
 // leave, in whatever order the jitter sends the retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
-	s.prune(now, b.Limit, b.Period)
-	s.touched = now
 	w := windowsOf(b, r.Margin)
+	// The bound on the log's length must not drop admissions that the
+	// current and later windows count: with more than maxLog slots held,
+	// it would reopen the current window.
+	counted, _ := slices.BinarySearch(s.log, w.first(now)*w.period-w.late)
+	s.prune(now, max(b.Limit, len(s.log)-counted), b.Period)
+	s.touched = now
 	if i := s.index(r.Ticket); i >= 0 {
 		s.log = slices.Delete(s.log, i, i+1)
 		if s.coolUntil <= r.Ticket {

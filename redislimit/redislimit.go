@@ -60,13 +60,14 @@
 // A partition p uses two keys, prefix + "{" + p + "}:state" (a hash with the
 // cooldown, the learned budget, the end of the latest window a 429 showed
 // full, the count of contradicted 429s and the fallback to the sliding
-// rule) and prefix + "{" + p + "}:sends" (a list
-// of admission times in microseconds, ascending, at most 4096 and none older
-// than the longer of two minutes and two periods). The braces form a Redis
-// Cluster hash tag, so both land on one slot and the scripts work with a
-// cluster client. Both keys expire ten minutes after the partition last
-// constrained anything, as MemoryLimiter forgets idle partitions.
-// Partitions never contain a token: the SDK hashes it.
+// rule) and prefix + "{" + p + "}:sends" (a list of admission times in
+// microseconds, ascending, at most 4096 but for the slots that fixed
+// windows still count, and none older than the longer of two minutes and
+// two periods). The braces form a Redis Cluster hash tag, so both land on
+// one slot and the scripts work with a cluster client. Both keys expire ten
+// minutes after the partition last constrained anything, as MemoryLimiter
+// forgets idle partitions. Partitions never contain a token: the SDK hashes
+// it.
 //
 // The scripts use LPOS, which needs Redis 6.0.6 or later.
 //
@@ -571,6 +572,14 @@ while true do
 end
 local keep = math.max(tonumber(ARGV[10]), limit)
 local len = redis.call('LLEN', KEYS[2])
+if aligned and len > keep then
+  -- In fixed windows the bound keeps what the current and later windows
+  -- count (see reserveAligned in package rail0).
+  local w = windowsOf(limit, bper, tonumber(ARGV[3]))
+  local xs = {}
+  for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
+  keep = math.max(keep, len - rank(xs, first(w, now) * bper - w.late, false))
+end
 if len > keep then redis.call('LTRIM', KEYS[2], len - keep, -1) end
 
 local function keepalive(horizonAt)

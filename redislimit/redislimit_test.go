@@ -983,6 +983,52 @@ func TestFixedWindowsAreShared(t *testing.T) {
 	}
 }
 
+// In fixed windows, the bound on the log (maxLog admissions) keeps every
+// admission the windows still count, as in rail0.MemoryLimiter: with more
+// slots held than that, the current window stays full.
+func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
+	rdb := newRedis(t)
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clk := &fakeClock{t: epoch.Add(s)}
+	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	l.now = clk.now
+	ctx := context.Background()
+	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 2000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
+	// The log of maxLog admissions that many callers would hold: the
+	// budget at 1 s and at the next window's opening, the rest in the
+	// window after.
+	_, sends := l.keys("public")
+	var log []any
+	for i := range maxLog {
+		at := epoch.Add(s)
+		if k := i / 2000; k > 0 {
+			at = epoch.Add(time.Duration(k)*10*s + 20*ms)
+		}
+		log = append(log, strconv.FormatInt(at.UnixMicro(), 10))
+	}
+	if err := rdb.RPush(ctx, sends, log...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		a, err := l.Reserve(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := clk.now().Add(a.Wait).Sub(epoch), 20*s+20*ms; got != want {
+			t.Fatalf("slot %d after %d held at %v, want %v", i, maxLog, got, want)
+		}
+	}
+	// Admissions before the current window are bounded as before.
+	clk.advance(time.Minute)
+	if _, err := l.Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, sends := dump(t, rdb, l, "public"); len(sends) != maxLog+1 {
+		t.Errorf("log holds %d admissions, want %d", len(sends), maxLog+1)
+	}
+}
+
 // Issue 13, item 1: what one process learns from a 429, another sharing the
 // store paces by.
 func TestLearnedBudgetIsShared(t *testing.T) {
