@@ -508,10 +508,12 @@ local function count(xs, w, k, til)
   return countLog(xs, k * w.period - w.late, math.min((k + 1) * w.period + w.early, til))
 end
 local function opening(w, k) return k * w.period + w.early end
--- alignedAt is the first time at or after from when a request may go.
+-- alignedAt is the first time at or after from when a request may go. xs
+-- may leave out admissions no window from from on counts; w.size is then
+-- the length of the whole log, which bounds the search as in package rail0.
 local function alignedAt(xs, fu, w, from)
   local t = from
-  for _ = 1, #xs + 3 do
+  for _ = 1, (w.size or #xs) + 3 do
     if t - w.early < fu then t = math.max(t, fu + w.early) end
     local moved = false
     for k = first(w, t), last(w, t) do
@@ -570,17 +572,34 @@ while true do
   if not h or now - tonumber(h) <= horizon then break end
   redis.call('LPOP', KEYS[2])
 end
-local keep = math.max(tonumber(ARGV[10]), limit)
 local len = redis.call('LLEN', KEYS[2])
-if aligned and len > keep then
-  -- In fixed windows the bound keeps what the current and later windows
-  -- count (see reserveAligned in package rail0).
-  local w = windowsOf(limit, bper, tonumber(ARGV[3]))
-  local xs = {}
-  for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
-  keep = math.max(keep, len - rank(xs, first(w, now) * bper - w.late, false))
+-- In fixed windows, xs holds the admissions that the windows from now on
+-- count, ascending, and rs their stored strings: the list's tail, read
+-- from the end, since the log can hold thousands of older ones. The bound
+-- on the log keeps them all (see reserveAligned in package rail0).
+local w, xs, rs = nil, {}, {}
+if aligned then
+  w = windowsOf(limit, bper, tonumber(ARGV[3]))
+  local band = first(w, now) * bper - w.late
+  local raw, m = {}, 64
+  while true do
+    raw = redis.call('LRANGE', KEYS[2], -m, -1)
+    if #raw >= len or tonumber(raw[1]) < band then break end
+    m = m * 4
+  end
+  local vs = {}
+  for i, x in ipairs(raw) do vs[i] = tonumber(x) end
+  local skip = rank(vs, band, false)
+  for i = skip + 1, #raw do
+    xs[i - skip] = vs[i]
+    rs[i - skip] = raw[i]
+  end
 end
-if len > keep then redis.call('LTRIM', KEYS[2], len - keep, -1) end
+local keep = math.max(tonumber(ARGV[10]), limit, #xs)
+if len > keep then
+  redis.call('LTRIM', KEYS[2], len - keep, -1)
+  len = keep
+end
 
 local function keepalive(horizonAt)
   local ms = math.ceil((math.max(horizonAt, cu, now) - now + idle + lp + slack) / 1000)
@@ -593,16 +612,16 @@ local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) 
 -- Fixed windows (see reserveAligned in package rail0): slots are no longer
 -- first in, first out, so each goes into the list in order.
 if aligned then
-  local raw = redis.call('LRANGE', KEYS[2], 0, -1)
-  local xs = {}
-  for i, x in ipairs(raw) do xs[i] = tonumber(x) end
-  local w = windowsOf(limit, bper, tonumber(ARGV[3]))
+  -- The whole log's length bounds the search, as in package rail0; the
+  -- tail starts at index off.
+  w.size = len
+  local off = len - #xs
   local function put(t)
     local j = rank(xs, t, true)
     if j == #xs then
       redis.call('RPUSH', KEYS[2], str(t))
     else
-      redis.call('LINSERT', KEYS[2], 'BEFORE', raw[j + 1], str(t))
+      redis.call('LINSERT', KEYS[2], 'BEFORE', rs[j + 1], str(t))
     end
     keepalive(t)
   end
@@ -610,8 +629,11 @@ if aligned then
     local i = redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1)
     if i then
       redis.call('LREM', KEYS[2], -1, ARGV[7])
-      table.remove(xs, i + 1)
-      table.remove(raw, i + 1)
+      w.size = w.size - 1
+      if i >= off then
+        table.remove(xs, i - off + 1)
+        table.remove(rs, i - off + 1)
+      end
       if cu <= ticket then
         local t = confirmAligned(xs, fu, w, math.max(ticket, now))
         put(t)
