@@ -211,3 +211,56 @@ func TestOneStreakIsOneContradiction(t *testing.T) {
 	assert.Equal(t, 1, m.ps["public"].contradicts)
 	assert.False(t, m.ps["public"].sliding)
 }
+
+// A 429 that comes within the clock allowance before a boundary may have
+// been counted in the window after it, if the gateway's clock is ahead of
+// ours: that window is full too. Otherwise a retry would go at its opening
+// into a full window, and its 429 would count as a contradiction of the
+// windows when only the clocks differ, within the allowance.
+func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	b := Budget{Limit: 4, Period: 10 * s} // clock allowance 20 ms
+	tests := []struct {
+		at, fullUntil time.Duration
+	}{
+		{5 * s, 10 * s},
+		{10*s - 21*ms, 10 * s},
+		{10*s - 20*ms, 20 * s},
+		{10*s - ms, 20 * s},
+		{10 * s, 20 * s},
+	}
+	for _, tt := range tests {
+		clk := &fakeClock{t: epoch.Add(tt.at)}
+		m := NewMemoryLimiter(clk.Now)
+		_, err := m.Observe(t.Context(), "public", Observation{Throttled: true, RetryAfter: s, Budget: b, FixedWindows: true})
+		assert.NoError(t, err)
+		assert.Equal(t, ns(tt.fullUntil), m.ps["public"].fullUntil, "429 at %v", tt.at)
+	}
+}
+
+// The log's bound (maxLog admissions) keeps every admission the windows
+// still count: with more slots held than that, the current window stays
+// full instead of reopening when its admissions are dropped.
+func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	clk := &fakeClock{t: epoch.Add(s)}
+	m := NewMemoryLimiter(clk.Now)
+	r := Reservation{Partition: "public", Budget: Budget{Limit: 1000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
+	var at []time.Duration
+	for range maxLog + 200 {
+		at = append(at, clk.Now().Add(reserve(t, m, r).Wait).Sub(epoch))
+	}
+	for i, got := range at {
+		want := s
+		if k := i / 1000; k > 0 {
+			want = time.Duration(k)*10*s + 20*ms
+		}
+		if got != want {
+			t.Fatalf("slot %d at %v, want %v", i, got, want)
+		}
+	}
+	// Admissions before the current window are bounded as before.
+	clk.Advance(time.Minute)
+	reserve(t, m, r)
+	assert.Len(t, m.ps["public"].log, maxLog+1)
+}

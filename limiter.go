@@ -421,9 +421,13 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 // the streak holds its slot, so fresh calls only get what the retries
 // leave, in whatever order the jitter sends the retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
-	s.prune(now, b.Limit, b.Period)
-	s.touched = now
 	w := windowsOf(b, r.Margin)
+	// The bound on the log's length must not drop admissions that the
+	// current and later windows count: with more than maxLog slots held,
+	// it would reopen the current window.
+	counted, _ := slices.BinarySearch(s.log, w.first(now)*w.period-w.late)
+	s.prune(now, max(b.Limit, len(s.log)-counted), b.Period)
+	s.touched = now
 	if i := s.index(r.Ticket); i >= 0 {
 		s.log = slices.Delete(s.log, i, i+1)
 		if s.coolUntil <= r.Ticket {
@@ -647,8 +651,9 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 // learnWindows is what a 429 says about fixed windows, given the budget the
 // refused request was admitted under and the one in force after the 429.
 // The window it arrived in is full: the latest it may have arrived in, at
-// now, to be safe. And when the request was paced and, by our count, the
-// windows it may have been counted in had room under its budget, the
+// now in the gateway's clock, which may be ahead of ours by the clock
+// allowance, to be safe. And when the request was paced and, by our count,
+// the windows it may have been counted in had room under its budget, the
 // budget was too high (the estimator lowers it) or the gateway's windows
 // are not where we think: the second such refusal not explained by a short
 // Retry-After ends the hypothesis for the partition, which keeps to the
@@ -658,7 +663,7 @@ func (s *partitionState) learnWindows(admitted, after Budget, margin time.Durati
 		return
 	}
 	p := int64(after.Period)
-	s.fullUntil = max(s.fullUntil, (floorDiv(now, p)+1)*p)
+	s.fullUntil = max(s.fullUntil, (floorDiv(now+int64(clockAllowance(after.Period)), p)+1)*p)
 	if distrusted || !admitted.enabled() || sent <= s.coolStart {
 		// A request sent before the partition last closed belongs to a
 		// streak that has taught its lesson already.

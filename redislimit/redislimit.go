@@ -16,16 +16,28 @@
 // The Limiter has exactly the semantics of rail0.MemoryLimiter: a log of
 // admission times per partition (the sliding log that paces, and the
 // requests the budget estimate counts), a cooldown that is never shortened,
-// the learned budget, first-in-first-out admission with retries before
-// fresh calls while a partition is closed, and slots that are confirmed
-// after the caller's sleep and given back when it gives up. Each operation
-// is one Lua script that runs atomically on the partition's keys, so
-// concurrent callers in any number of processes see one consistent state.
-// Every time comes from the Redis server's TIME inside the script, and only
-// relative durations cross the wire: processes whose clocks disagree still
-// agree on the schedule. A call admitted at once costs one round trip; a
-// call that waits costs a second one, the confirmation after its sleep; a
-// 429 costs one more, to record it.
+// the learned budget, retries before fresh calls while a partition is
+// closed, and slots that are confirmed after the caller's sleep and given
+// back when it gives up. Each operation is one Lua script that runs
+// atomically on the partition's keys, so concurrent callers in any number
+// of processes see one consistent state. Every time comes from the Redis
+// server's TIME inside the script, and only relative durations cross the
+// wire: processes whose clocks disagree still agree on the schedule. A call
+// admitted at once costs one round trip; a call that waits costs a second
+// one, the confirmation after its sleep; a 429 costs one more, to record
+// it.
+//
+// It honours rail0.Reservation.FixedWindows (the Client always sets it) as
+// MemoryLimiter does: the partition admits its whole budget in each window
+// of the budget's period aligned to the Unix epoch, as the gateway's
+// Rack::Attack counts, keeping the clock allowance and the margin around
+// each boundary, and a 429 marks its window full. After two 429s that its
+// own count cannot explain, the partition keeps to the sliding rule
+// (first in, first out) until it is forgotten. The window a 429 showed
+// full, the count of those 429s and the fallback are in the shared state:
+// every process sharing the store keeps the same windows and falls back
+// with the others. The windows are aligned on the Redis server's clock,
+// which should therefore be kept by NTP, like the gateway's.
 //
 // # Why not redis_rate (GCRA)
 //
@@ -46,13 +58,16 @@
 // # Keys and expiry
 //
 // A partition p uses two keys, prefix + "{" + p + "}:state" (a hash with the
-// cooldown and the learned budget) and prefix + "{" + p + "}:sends" (a list
-// of admission times in microseconds, ascending, at most 4096 and none older
-// than the longer of two minutes and two periods). The braces form a Redis
-// Cluster hash tag, so both land on one slot and the scripts work with a
-// cluster client. Both keys expire ten minutes after the partition last
-// constrained anything, as MemoryLimiter forgets idle partitions.
-// Partitions never contain a token: the SDK hashes it.
+// cooldown, the learned budget, the end of the latest window a 429 showed
+// full, the count of contradicted 429s and the fallback to the sliding
+// rule) and prefix + "{" + p + "}:sends" (a list of admission times in
+// microseconds, ascending, at most 4096 but for the slots that fixed
+// windows still count, and none older than the longer of two minutes and
+// two periods). The braces form a Redis Cluster hash tag, so both land on
+// one slot and the scripts work with a cluster client. Both keys expire ten
+// minutes after the partition last constrained anything, as MemoryLimiter
+// forgets idle partitions. Partitions never contain a token: the SDK hashes
+// it.
 //
 // The scripts use LPOS, which needs Redis 6.0.6 or later.
 //
@@ -310,6 +325,7 @@ func (l *Limiter) reserve(ctx context.Context, r rail0.Reservation) (rail0.Admis
 		maxLog,
 		microsCeil(logHorizon),
 		microsCeil(idleAfter),
+		btoi(r.FixedWindows),
 	)
 	if err != nil {
 		return rail0.Admission{}, time.Time{}, err
@@ -361,6 +377,9 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observa
 		microsCeil(ttlSlack),
 		microsCeil(idleAfter),
 		btoi(o.Capped),
+		btoi(o.FixedWindows),
+		o.Admitted.Limit,
+		microsCeil(o.Admitted.Period),
 	)
 	if err != nil {
 		return rail0.Feedback{}, err
@@ -446,20 +465,94 @@ local function countIn(key, from, to)
 end
 `
 
+// luaWindows holds the fixed-window rules of rail0.MemoryLimiter (see
+// windowsOf, alignedAt and confirmAligned there), over an ascending array
+// of admission times in microseconds. The clock allowance and the late
+// bound are rounded up to whole microseconds: a band a fraction of a
+// microsecond wider than the in-memory one, never narrower.
+const luaWindows = `
+-- floorDiv is floor(a / b) for b > 0, exactly: the quotient of two doubles
+-- may round to the integer just above when a is just below a multiple of b.
+local function floorDiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+-- rank returns how many entries of the ascending array xs are below v, or
+-- at most v when incl is true.
+local function rank(xs, v, incl)
+  local lo, hi = 1, #xs + 1
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if xs[mid] < v or (incl and xs[mid] == v) then lo = mid + 1 else hi = mid end
+  end
+  return lo - 1
+end
+-- countLog counts the entries of xs in [from, to).
+local function countLog(xs, from, to)
+  if to <= from then return 0 end
+  return rank(xs, to, false) - rank(xs, from, false)
+end
+-- allowance is how far the gateway's clock may be from ours.
+local function allowance(period) return math.min(math.ceil(period / 500), 100000) end
+-- windowsOf: a request sent at t is counted in [t - early, t + late].
+local function windowsOf(limit, period, margin)
+  local a = allowance(period)
+  return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4))}
+end
+local function first(w, t) return floorDiv(t - w.early, w.period) end
+local function last(w, t) return floorDiv(t + w.late, w.period) end
+-- count is how many admissions of xs sent before til may be counted in
+-- window k.
+local function count(xs, w, k, til)
+  return countLog(xs, k * w.period - w.late, math.min((k + 1) * w.period + w.early, til))
+end
+local function opening(w, k) return k * w.period + w.early end
+-- alignedAt is the first time at or after from when a request may go. xs
+-- may leave out admissions no window from from on counts; w.size is then
+-- the length of the whole log, which bounds the search as in package rail0.
+local function alignedAt(xs, fu, w, from)
+  local t = from
+  for _ = 1, (w.size or #xs) + 3 do
+    if t - w.early < fu then t = math.max(t, fu + w.early) end
+    local moved = false
+    for k = first(w, t), last(w, t) do
+      if count(xs, w, k, math.huge) >= w.limit then
+        t, moved = opening(w, k + 1), true
+        break
+      end
+    end
+    if not moved then return t end
+  end
+  return t
+end
+-- confirmAligned is when a held slot due at t may go: it keeps its rank.
+local function confirmAligned(xs, fu, w, t)
+  if t - w.early < fu then return alignedAt(xs, fu, w, t) end
+  for k = first(w, t), last(w, t) do
+    if count(xs, w, k, t + 1) >= w.limit then return alignedAt(xs, fu, w, opening(w, k + 1)) end
+  end
+  return t
+end
+`
+
 // reserveScript is the admission rule of rail0.MemoryLimiter.
 //
-//	KEYS: state hash (cs, cu, ll, lp), sends list
+//	KEYS: state hash (cs, cu, ll, lp, fu, ct, sl), sends list
 //	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
-//	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs
+//	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
+//	      13 fixed windows
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
-var reserveScript = redis.NewScript(luaCommon + `
+var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
-local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp')
+local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp', 'fu', 'sl')
 local cs = tonumber(st[1]) or 0
 local cu = tonumber(st[2]) or 0
 local ll = tonumber(st[3]) or 0
 local lp = tonumber(st[4]) or 0
+local fu = tonumber(st[5]) or 0
+local sl = tonumber(st[6]) or 0
 local limit, bper = effective(tonumber(ARGV[1]), tonumber(ARGV[2]), ll, lp)
 local per = bper + tonumber(ARGV[3])
 local retry = tonumber(ARGV[4])
@@ -468,22 +561,102 @@ local maxwait = tonumber(ARGV[6])
 local ticket = tonumber(ARGV[7])
 local slack = tonumber(ARGV[9])
 local idle = tonumber(ARGV[12])
+-- Fixed windows, unless the partition fell back to the sliding rule.
+local aligned = tonumber(ARGV[13]) == 1 and limit > 0 and bper > 0 and sl == 0
 
 -- Prune what is too old to matter.
 local horizon = math.max(tonumber(ARGV[11]), 2 * per)
+if aligned then horizon = math.max(tonumber(ARGV[11]), 2 * bper) end
 while true do
   local h = redis.call('LINDEX', KEYS[2], 0)
   if not h or now - tonumber(h) <= horizon then break end
   redis.call('LPOP', KEYS[2])
 end
-local keep = math.max(tonumber(ARGV[10]), limit)
 local len = redis.call('LLEN', KEYS[2])
-if len > keep then redis.call('LTRIM', KEYS[2], len - keep, -1) end
+-- In fixed windows, xs holds the admissions that the windows from now on
+-- count, ascending, and rs their stored strings: the list's tail, read
+-- from the end, since the log can hold thousands of older ones. The bound
+-- on the log keeps them all (see reserveAligned in package rail0).
+local w, xs, rs = nil, {}, {}
+if aligned then
+  w = windowsOf(limit, bper, tonumber(ARGV[3]))
+  local band = first(w, now) * bper - w.late
+  local raw, m = {}, 64
+  while true do
+    raw = redis.call('LRANGE', KEYS[2], -m, -1)
+    if #raw >= len or tonumber(raw[1]) < band then break end
+    m = m * 4
+  end
+  local vs = {}
+  for i, x in ipairs(raw) do vs[i] = tonumber(x) end
+  local skip = rank(vs, band, false)
+  for i = skip + 1, #raw do
+    xs[i - skip] = vs[i]
+    rs[i - skip] = raw[i]
+  end
+end
+local keep = math.max(tonumber(ARGV[10]), limit, #xs)
+if len > keep then
+  redis.call('LTRIM', KEYS[2], len - keep, -1)
+  len = keep
+end
 
 local function keepalive(horizonAt)
   local ms = math.ceil((math.max(horizonAt, cu, now) - now + idle + lp + slack) / 1000)
   expire(KEYS[1], ms)
   expire(KEYS[2], ms)
+end
+
+local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
+
+-- Fixed windows (see reserveAligned in package rail0): slots are no longer
+-- first in, first out, so each goes into the list in order.
+if aligned then
+  -- The whole log's length bounds the search, as in package rail0; the
+  -- tail starts at index off.
+  w.size = len
+  local off = len - #xs
+  local function put(t)
+    local j = rank(xs, t, true)
+    if j == #xs then
+      redis.call('RPUSH', KEYS[2], str(t))
+    else
+      redis.call('LINSERT', KEYS[2], 'BEFORE', rs[j + 1], str(t))
+    end
+    keepalive(t)
+  end
+  if ticket > 0 then
+    local i = redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1)
+    if i then
+      redis.call('LREM', KEYS[2], -1, ARGV[7])
+      w.size = w.size - 1
+      if i >= off then
+        table.remove(xs, i - off + 1)
+        table.remove(rs, i - off + 1)
+      end
+      if cu <= ticket then
+        local t = confirmAligned(xs, fu, w, math.max(ticket, now))
+        put(t)
+        return {1, t - now, 0, t, limit, bper, now}
+      end
+    end
+  end
+  local from, cooled = now, 0
+  if cu > now then
+    cooled = 1
+    if retry == 0 then
+      -- A fresh call holds nothing and asks again at the reopening.
+      local wait = cu - now
+      if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
+      return {1, wait, 1, 0, limit, bper, now}
+    end
+    from = cu + math.floor(window * jitter)
+  end
+  local t = alignedAt(xs, fu, w, from)
+  local wait = t - now
+  if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
+  put(t)
+  return {1, math.max(wait, 0), cooled, t, limit, bper, now}
 end
 
 -- A confirmation after the caller's sleep.
@@ -526,7 +699,6 @@ local at = now
 local last = redis.call('LINDEX', KEYS[2], -1)
 if last then at = math.max(at, tonumber(last)) end
 local cooled = 0
-local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
 if retry == 0 and cu + math.floor(window) > now then
   local wait = math.max(cu + math.floor(window), at) - now
   if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
@@ -557,21 +729,26 @@ return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 
 // observeScript applies an Observation as rail0.MemoryLimiter does: the
 // advertised quota, the 429's estimate and distrust (see learnFrom in
-// package rail0), and the cooldown.
+// package rail0), what the 429 says about fixed windows (see learnWindows
+// there), and the cooldown.
 //
 //	KEYS: state hash, sends list
 //	ARGV: 1 ticket, 2 throttled, 3 Retry-After µs, 4 max cooldown µs,
 //	      5 advertised limit, 6 advertised period µs, 7 reset µs,
 //	      8 configured limit, 9 configured period µs, 10 margin µs,
-//	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped
+//	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped,
+//	      15 fixed windows, 16 admitted limit, 17 admitted period µs
 //	returns {cooldown left µs, distrusted, learned limit, learned period µs}
-var observeScript = redis.NewScript(luaCommon + `
+var observeScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[11])
-local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp')
+local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl')
 local cs = tonumber(st[1]) or 0
 local cu = tonumber(st[2]) or 0
 local ll = tonumber(st[3]) or 0
 local lp = tonumber(st[4]) or 0
+local fu = tonumber(st[5]) or 0
+local ct = tonumber(st[6]) or 0
+local sl = tonumber(st[7]) or 0
 local advL, advP = tonumber(ARGV[5]), tonumber(ARGV[6])
 local advertised = advL > 0 and advP > 0
 if advertised then ll, lp = advL, advP end
@@ -588,9 +765,15 @@ if tonumber(ARGV[2]) == 1 then
   local budL, budP = 0, 0
   local lcool = ra
   local prevLen = cu - cs
+  -- In fixed windows, what went since the reopening or since the refused
+  -- request's window opened, whichever is later, is what counts.
+  local fixed = tonumber(ARGV[15]) == 1 and sl == 0
+  local since = cu
+  local fp = math.max(curP, ra)
+  if fixed and fp > 0 then since = math.max(since, floorDiv(sent, fp) * fp) end
   if tonumber(ARGV[14]) == 1 then
     -- Retry-After beyond the cap: the period is unknown; nothing learned.
-  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countIn(KEYS[2], cu, sent) < math.max(curL, 1) then
+  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countIn(KEYS[2], since, sent) < math.max(curL, 1) then
     local d = math.max(ra, 2 * prevLen)
     if maxcool > 0 then d = math.min(d, math.max(maxcool, ra)) end
     lcool, distrusted = d, 1
@@ -600,6 +783,12 @@ if tonumber(ARGV[2]) == 1 then
     if period <= 0 then period = ra end
     if period > 0 then
       local n = countIn(KEYS[2], sent - period - margin, sent + margin + 1)
+      if fixed then
+        -- Only the refused request's window counts.
+        local w = windowsOf(1, period, margin)
+        local k = floorDiv(sent, period)
+        n = math.min(n, countIn(KEYS[2], k * period - w.late, (k + 1) * period + w.early))
+      end
       local lim = n
       if curL == 0 and n == 0 then
         lim = -1
@@ -611,9 +800,36 @@ if tonumber(ARGV[2]) == 1 then
   end
   if budL > 0 and budP > 0 and not advertised then ll, lp = budL, budP end
   if lcool > 0 then cool = lcool end
+  -- Fixed windows: the window the 429 arrived in is full; a refusal our
+  -- count cannot explain is a contradiction, and the second ends the
+  -- hypothesis for the partition.
+  local afL, afP = effective(tonumber(ARGV[8]), tonumber(ARGV[9]), ll, lp)
+  if tonumber(ARGV[15]) == 1 and afL > 0 and afP > 0 and sl == 0 then
+    fu = math.max(fu, (floorDiv(now + allowance(afP), afP) + 1) * afP)
+    local adL, adP = tonumber(ARGV[16]), tonumber(ARGV[17])
+    -- A request sent before the partition last closed belongs to a streak
+    -- that has taught its lesson already.
+    if distrusted == 0 and adL > 0 and adP > 0 and sent > cs then
+      local xs = {}
+      for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
+      local w = windowsOf(adL, adP, margin)
+      local explained = false
+      for k = first(w, sent), last(w, sent) do
+        if count(xs, w, k, math.huge) >= w.limit then
+          explained = true
+          break
+        end
+      end
+      if not explained then
+        ct = ct + 1
+        if ct >= 2 then sl = 1 end
+      end
+    end
+  end
 end
 if cool > 0 and now + cool > cu then cs, cu = now, now + cool end
-redis.call('HSET', KEYS[1], 'cs', str(cs), 'cu', str(cu), 'll', str(ll), 'lp', str(lp))
+redis.call('HSET', KEYS[1], 'cs', str(cs), 'cu', str(cu), 'll', str(ll), 'lp', str(lp),
+  'fu', str(fu), 'ct', str(ct), 'sl', str(sl))
 local ms = math.ceil((math.max(cu, now) - now + tonumber(ARGV[13]) + lp + tonumber(ARGV[12])) / 1000)
 expire(KEYS[1], ms)
 if redis.call('EXISTS', KEYS[2]) == 1 then expire(KEYS[2], ms) end

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -447,6 +448,9 @@ type op struct {
 	held    int  // with res or obs: the index of an earlier held ticket to confirm, report or release; -1 for none
 	release bool // give the held ticket back
 	part    string
+	// admitted, with a 429 in fixed windows, sets Observation.Admitted to
+	// the budget the held ticket was admitted under, as the client does.
+	admitted bool
 }
 
 // genOps draws a sequence of n operations on two partitions: reservations
@@ -456,12 +460,20 @@ type op struct {
 // advances the clock stays put, for runs against the server's TIME; then
 // every wait is either zero or over a second, and MaxWait is 0 or an hour,
 // so that the milliseconds between steps cannot flip a decision.
-func genOps(rng *mrand.Rand, n int, advances bool) []op {
+//
+// With fixed, most reservations and 429s say FixedWindows, and most 429s
+// report the budget their request was admitted under, so that windows
+// fill, 429s are explained or contradict the windows, and partitions fall
+// back to the sliding rule. A third partition is replaced by a new one
+// every 150 operations, so that fresh partitions keep the fixed windows
+// while older ones have fallen back; every other one has no configured
+// budget, only the one its 429s teach. The clock moves more often, so
+// that slots land anywhere in their windows.
+func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 	budgets := map[string]rail0.Budget{
 		"public":           {Limit: 3, Period: 2 * time.Second},
 		"session:00c0ffee": {Limit: 5, Period: 5 * time.Second},
 	}
-	parts := []string{"public", "session:00c0ffee"}
 	maxWaits := []time.Duration{0, 500 * time.Millisecond, 3 * time.Second, time.Hour}
 	minCooldown := 100 * time.Millisecond
 	if !advances {
@@ -469,10 +481,20 @@ func genOps(rng *mrand.Rand, n int, advances bool) []op {
 		minCooldown = time.Second
 	}
 	var ops []op
-	for range n {
+	for i := range n {
+		parts := []string{"public", "session:00c0ffee"}
+		advance := 3
+		if fixed {
+			gen := fmt.Sprintf("session:%04x", i/150)
+			if i/150%2 == 1 {
+				budgets[gen] = rail0.Budget{Limit: 4, Period: 3 * time.Second}
+			}
+			parts = append(parts, gen)
+			advance = 5
+		}
 		p := parts[rng.IntN(len(parts))]
 		switch k := rng.IntN(24); {
-		case k < 3 && advances:
+		case k < advance && advances:
 			ops = append(ops, op{advance: time.Duration(rng.IntN(1500)) * time.Millisecond})
 		case k < 6:
 			o := rail0.Observation{Throttled: true, RetryAfter: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond,
@@ -483,7 +505,19 @@ func genOps(rng *mrand.Rand, n int, advances bool) []op {
 			if rng.IntN(8) == 0 {
 				o.RetryAfter, o.Capped = o.MaxCooldown, true
 			}
-			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20)})
+			admitted := false
+			if fixed && rng.IntN(5) > 0 {
+				o.FixedWindows = true
+				o.Margin = time.Duration(rng.IntN(6)) * 100 * time.Millisecond
+				switch rng.IntN(6) {
+				case 0: // unpaced
+				case 1:
+					o.Admitted = budgets[p]
+				default:
+					admitted = true
+				}
+			}
+			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20), admitted: admitted})
 		case k < 7:
 			o := rail0.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
 			if rng.IntN(2) == 0 {
@@ -500,9 +534,15 @@ func genOps(rng *mrand.Rand, n int, advances bool) []op {
 				Retry:     rng.IntN(3) == 0,
 				Margin:    time.Duration(rng.IntN(3)) * 20 * time.Millisecond,
 			}
+			if fixed {
+				// Up to a quarter of the period: slots near a boundary
+				// count in both windows.
+				r.Margin = time.Duration(rng.IntN(6)) * 100 * time.Millisecond
+			}
 			if rng.IntN(10) > 0 { // now and then a call without pacing
 				r.Budget = budgets[p]
 			}
+			r.FixedWindows = fixed && rng.IntN(5) > 0
 			held := -1
 			if rng.IntN(3) == 0 {
 				held = rng.IntN(1 << 20)
@@ -521,17 +561,42 @@ type twin struct {
 	memT      []int64
 	redT      []int64
 	parts     []string
+	admitted  []rail0.Budget // the budget each held slot was admitted under
 	tolerance time.Duration
 	// What the observations taught, to check the sequence exercised it.
 	distrusted, learned, reported int
+	// What the fixed-window rules did, read from Redis: 429s that marked a
+	// window full, contradictions, fallbacks to the sliding rule, and
+	// slots placed at a window's opening.
+	filled, contradicted, fellBack, openings int
 }
 
-// pick returns the held tickets chosen by k, or zeros when none is held.
+// windows reads a partition's fixed-window state from Redis.
+func (w *twin) windows(t *testing.T, part string) (fullUntil, contradicts, sliding int64) {
+	t.Helper()
+	state, _ := w.red.keys(part)
+	v, err := w.red.rdb.HMGet(context.Background(), state, "fu", "ct", "sl").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(x any) int64 {
+		s, _ := x.(string)
+		i, _ := strconv.ParseInt(s, 10, 64)
+		return i
+	}
+	return n(v[0]), n(v[1]), n(v[2])
+}
+
+// pick returns the held tickets chosen by k, or zeros when none is held:
+// half the values of k pick one of the last eight tickets.
 func (w *twin) pick(k int, part string) (int64, int64, int) {
 	if k < 0 || len(w.memT) == 0 {
 		return 0, 0, -1
 	}
 	i := k % len(w.memT)
+	if k%2 == 1 {
+		i = len(w.memT) - 1 - k%min(len(w.memT), 8)
+	}
 	if w.parts[i] != part {
 		return 0, 0, -1
 	}
@@ -557,6 +622,10 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 	case o.obs != nil:
 		mo, ro := *o.obs, *o.obs
 		mo.Ticket, ro.Ticket = mt, rt
+		if o.admitted && idx >= 0 {
+			mo.Admitted, ro.Admitted = w.admitted[idx], w.admitted[idx]
+		}
+		fu0, ct0, sl0 := w.windows(t, o.part)
 		want, err := w.mem.Observe(ctx, o.part, mo)
 		if err != nil {
 			t.Fatal(err)
@@ -577,6 +646,16 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 		if mt != 0 {
 			w.reported++
 		}
+		fu1, ct1, sl1 := w.windows(t, o.part)
+		if fu1 > fu0 {
+			w.filled++
+		}
+		if ct1 > ct0 {
+			w.contradicted++
+		}
+		if sl1 > sl0 {
+			w.fellBack++
+		}
 	case o.res != nil:
 		mr, rr := *o.res, *o.res
 		mr.Ticket, rr.Ticket = mt, rt
@@ -594,9 +673,14 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 		}
 		if want.Ticket != 0 {
 			if idx >= 0 {
-				w.memT[idx], w.redT[idx] = want.Ticket, got.Ticket
+				w.memT[idx], w.redT[idx], w.admitted[idx] = want.Ticket, got.Ticket, want.Budget
 			} else {
 				w.memT, w.redT, w.parts = append(w.memT, want.Ticket), append(w.redT, got.Ticket), append(w.parts, o.part)
+				w.admitted = append(w.admitted, want.Budget)
+			}
+			if p := want.Budget.Period.Microseconds(); mr.FixedWindows && want.Wait > 0 && p > 0 &&
+				got.Ticket%p == allowance(want.Budget.Period).Microseconds() {
+				w.openings++
 			}
 		}
 		return want, true
@@ -604,54 +688,84 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 	return want, false
 }
 
-// TestDifferentialFakeClock replays one long random sequence on the
-// in-memory reference and on Redis with the same injected clock: every
-// admission and every lesson must agree, to the microsecond Redis stores.
+// allowance is rail0's clock allowance of a period: a request at a
+// window's opening goes this long after the boundary.
+func allowance(period time.Duration) time.Duration {
+	return min(period/500, 100*time.Millisecond)
+}
+
+// TestDifferentialFakeClock replays long random sequences on the in-memory
+// reference and on Redis with the same injected clock: every admission and
+// every lesson must agree, to the microsecond Redis stores. The clock
+// starts at fixed times, so that the windows fall the same way in every
+// run.
 func TestDifferentialFakeClock(t *testing.T) {
 	rdb := newRedis(t)
-	clk := &fakeClock{t: time.Now().Truncate(time.Millisecond)}
-	w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
-	w.red.now = clk.now
-
 	var refused, cooled, waited, confirmed int
-	for i, o := range genOps(mrand.New(mrand.NewPCG(6, 46)), 1500, true) {
-		if o.advance > 0 {
-			clk.advance(o.advance)
-			continue
-		}
-		want, reserved := w.step(t, i, o)
-		if !reserved {
-			continue
-		}
-		switch {
-		case !want.OK:
-			refused++
-		case want.Cooldown:
-			cooled++
-		case want.Wait > 0:
-			waited++
-		case o.held >= 0 && want.Wait == 0:
-			confirmed++
-		}
+	var all twin
+	for seed := range uint64(4) {
+		start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(seed) * 7919 * time.Millisecond)
+		clk := &fakeClock{t: start}
+		w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
+		w.red.now = clk.now
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			for i, o := range genOps(mrand.New(mrand.NewPCG(6+seed, 46)), 1500, true, true) {
+				if o.advance > 0 {
+					clk.advance(o.advance)
+					continue
+				}
+				want, reserved := w.step(t, i, o)
+				if !reserved {
+					continue
+				}
+				switch {
+				case !want.OK:
+					refused++
+				case want.Cooldown:
+					cooled++
+				case want.Wait > 0:
+					waited++
+				case o.held >= 0 && want.Wait == 0:
+					confirmed++
+				}
+			}
+		})
+		all.distrusted += w.distrusted
+		all.learned += w.learned
+		all.reported += w.reported
+		all.filled += w.filled
+		all.contradicted += w.contradicted
+		all.fellBack += w.fellBack
+		all.openings += w.openings
 	}
-	// The sequence must exercise every branch for the comparison to mean
+	// The sequences must exercise every branch for the comparison to mean
 	// anything.
+	w := &all
 	if refused == 0 || cooled == 0 || waited == 0 || confirmed == 0 || w.distrusted == 0 || w.learned == 0 || w.reported == 0 {
 		t.Errorf("sequence too tame: %d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported",
 			refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported)
 	}
+	if w.filled == 0 || w.contradicted == 0 || w.fellBack == 0 || w.openings == 0 {
+		t.Errorf("fixed windows too tame: %d 429s filled a window, %d contradicted, %d fell back, %d slots at an opening",
+			w.filled, w.contradicted, w.fellBack, w.openings)
+	}
+	t.Logf("%d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported; "+
+		"fixed windows: %d filled, %d contradicted, %d fell back, %d at an opening",
+		refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported, w.filled, w.contradicted, w.fellBack, w.openings)
 }
 
 // TestDifferentialServerTime replays a sequence against Redis on its own
 // TIME, setting the reference's clock to the server's time read just before
 // each step. The admission times may then differ by the few milliseconds
-// that pass between that read and the script, never by a period.
+// that pass between that read and the script, never by a period. The
+// sequence keeps to the sliding rule: in fixed windows, a window boundary
+// falling in those milliseconds would move an admission by a whole window.
 func TestDifferentialServerTime(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
 	clk := &fakeClock{}
 	w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 250 * time.Millisecond}
-	for i, o := range genOps(mrand.New(mrand.NewPCG(7, 7)), 60, false) {
+	for i, o := range genOps(mrand.New(mrand.NewPCG(7, 7)), 60, false, false) {
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -697,6 +811,221 @@ func TestReleaseGivesSlotBack(t *testing.T) {
 	}
 	if _, s := dump(t, rdb, l, "public"); len(s) != 6 {
 		t.Errorf("log holds %d admissions, want the 6 sent", len(s))
+	}
+}
+
+// fixedWindowsScenario runs, on x and y as two processes sharing one
+// store, what the fixed windows are for, with the clock set after 12:00:00
+// UTC (a boundary of every window of 10 s): the admission times of seven
+// calls with the third one late in its window; a window a 429 from x
+// showed full, which y then skips (the window after it too, when the 429
+// came within the clock allowance of its end); and two contradicted 429s,
+// after which y keeps to the sliding rule. It returns the times, after
+// 12:00:00, at which the calls may go.
+func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixed bool) []time.Duration {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	var got []time.Duration
+	reserve := func(l rail0.Limiter, r rail0.Reservation) rail0.Admission {
+		t.Helper()
+		adm, err := l.Reserve(ctx, r)
+		if err != nil || !adm.OK {
+			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
+		}
+		got = append(got, clk.now().Add(adm.Wait).Sub(epoch))
+		return adm
+	}
+	refuse := func(l rail0.Limiter, r rail0.Reservation, adm rail0.Admission, retryAfter time.Duration) {
+		t.Helper()
+		_, err := l.Observe(ctx, r.Partition, rail0.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: retryAfter,
+			Budget: r.Budget, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The whole budget at each window's opening, whichever process asks.
+	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 3, Period: 10 * s}, Margin: ms, MaxWait: time.Minute, FixedWindows: fixed}
+	clk.set(epoch.Add(s))
+	for i := range 7 {
+		if i == 2 {
+			clk.advance(4 * s) // the third call comes late in the window
+		}
+		reserve([]rail0.Limiter{x, y}[i%2], r)
+	}
+
+	// An unpaced request refused at 21 s, with a Retry-After shorter than
+	// the window: its window [20 s, 30 s) is full, for y too.
+	r.Partition = "session:ab"
+	r.Budget.Limit = 4
+	clk.set(epoch.Add(21 * s))
+	adm := reserve(x, r)
+	adm.Budget = rail0.Budget{}
+	refuse(x, r, adm, 2*s)
+	clk.set(epoch.Add(24 * s))
+	reserve(y, r)
+	// The same 5 ms before the window's end: the gateway's clock may be
+	// ahead by the allowance (20 ms), so the next window is full too.
+	r.Partition = "session:ef"
+	clk.set(epoch.Add(30*s - 5*ms))
+	adm = reserve(x, r)
+	adm.Budget = rail0.Budget{}
+	refuse(x, r, adm, 2*s)
+	clk.set(epoch.Add(33 * s))
+	reserve(y, r)
+
+	// Two paced requests refused although their windows had room: after
+	// the second, y keeps to the sliding rule.
+	r.Partition = "session:cd"
+	clk.set(epoch.Add(s))
+	reserve(x, r)
+	refuse(y, r, reserve(y, r), 10*s)
+	clk.set(epoch.Add(25 * s))
+	refuse(x, r, reserve(x, r), 10*s)
+	clk.set(epoch.Add(36 * s))
+	reserve(y, r)
+	reserve(y, r)
+	return got
+}
+
+// countingHook counts the commands Redis clients send, but for the
+// handshake of each new connection.
+type countingHook struct{ n atomic.Int32 }
+
+func (h *countingHook) count(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if n := c.Name(); n != "hello" && n != "client" {
+			h.n.Add(1)
+		}
+	}
+}
+
+func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.count(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+// Issue 13 in Redis: in fixed windows, two Limiters sharing the store admit
+// the whole budget at each window's opening, as one MemoryLimiter does, and
+// share the windows a 429 showed full and the fallback to the sliding rule,
+// still with one round trip per operation.
+func TestFixedWindowsAreShared(t *testing.T) {
+	rdb := newRedis(t)
+	const s, ms = time.Second, time.Millisecond
+	var hook countingHook
+	one, other := redis.NewClient(&redis.Options{Addr: redisAddr()}), redis.NewClient(&redis.Options{Addr: redisAddr()})
+	t.Cleanup(func() { one.Close(); other.Close() })
+	one.AddHook(&hook)
+	other.AddHook(&hook)
+	// With the scripts loaded, EVALSHA needs no second try.
+	for _, sc := range []*redis.Script{reserveScript, observeScript} {
+		if err := sc.Load(context.Background(), rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(fixed bool) (redisTimes, memTimes []time.Duration, x *Limiter) {
+		prefix := testPrefix(t, rdb)
+		clk := &fakeClock{}
+		x, y := New(one, WithKeyPrefix(prefix)), New(other, WithKeyPrefix(prefix))
+		x.now, y.now = clk.now, clk.now
+		hook.n.Store(0)
+		redisTimes = fixedWindowsScenario(t, clk, x, y, fixed)
+		// 15 reservations and 5 observations.
+		if n := hook.n.Load(); n != 20 {
+			t.Errorf("%d Redis commands for 20 operations, want one each", n)
+		}
+		m := rail0.NewMemoryLimiter(clk.now)
+		return redisTimes, fixedWindowsScenario(t, clk, m, m, fixed), x
+	}
+
+	got, mem, x := run(true)
+	want := []time.Duration{
+		s, s, 5 * s, 10*s + 20*ms, 10*s + 20*ms, 10*s + 20*ms, 20*s + 20*ms, // the budget at each opening
+		21 * s, 30*s + 20*ms, // y skips the window x's 429 showed full
+		30*s - 5*ms, 40*s + 20*ms,
+		s, s, 25 * s, 36 * s, 46*s + ms, // y keeps to the sliding rule: a period after 36 s, not 40 s
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("fixed windows through Redis: admissions at %v, want %v", got, want)
+	}
+	if !slices.Equal(mem, want) {
+		t.Errorf("fixed windows in memory: admissions at %v, want %v", mem, want)
+	}
+	h, _ := dump(t, rdb, x, "session:cd")
+	if h["sl"] != "1" || h["ct"] != "2" {
+		t.Errorf("state of the contradicted partition = %v, want sl 1 and ct 2", h)
+	}
+
+	// The sliding rule, for the same calls: one late slot delays a slot in
+	// every window after it.
+	got, mem, _ = run(false)
+	want = []time.Duration{
+		s, s, 5 * s, 11*s + ms, 11*s + ms, 15*s + ms, 21*s + 2*ms,
+		21 * s, 24 * s,
+		30*s - 5*ms, 33 * s,
+		s, s, 25 * s, 36 * s, 46*s + ms,
+	}
+	if !slices.Equal(got, want) || !slices.Equal(mem, want) {
+		t.Errorf("sliding rule: admissions at %v through Redis and %v in memory, want %v", got, mem, want)
+	}
+}
+
+// In fixed windows, the bound on the log (maxLog admissions) keeps every
+// admission the windows still count, as in rail0.MemoryLimiter: with more
+// slots held than that, the current window stays full.
+func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
+	rdb := newRedis(t)
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clk := &fakeClock{t: epoch.Add(s)}
+	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	l.now = clk.now
+	ctx := context.Background()
+	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 2000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
+	// The log of maxLog admissions that many callers would hold: the
+	// budget at 1 s and at the next window's opening, the rest in the
+	// window after.
+	_, sends := l.keys("public")
+	var log []any
+	for i := range maxLog {
+		at := epoch.Add(s)
+		if k := i / 2000; k > 0 {
+			at = epoch.Add(time.Duration(k)*10*s + 20*ms)
+		}
+		log = append(log, strconv.FormatInt(at.UnixMicro(), 10))
+	}
+	if err := rdb.RPush(ctx, sends, log...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		a, err := l.Reserve(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := clk.now().Add(a.Wait).Sub(epoch), 20*s+20*ms; got != want {
+			t.Fatalf("slot %d after %d held at %v, want %v", i, maxLog, got, want)
+		}
+	}
+	// Admissions before the current window are bounded as before.
+	clk.advance(time.Minute)
+	if _, err := l.Reserve(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, sends := dump(t, rdb, l, "public"); len(sends) != maxLog+1 {
+		t.Errorf("log holds %d admissions, want %d", len(sends), maxLog+1)
 	}
 }
 
