@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // epoch is 12:00:00 UTC, a boundary of every window of whole seconds that
@@ -263,4 +264,34 @@ func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	clk.Advance(time.Minute)
 	reserve(t, m, r)
 	assert.Len(t, m.ps["public"].log, maxLog+1)
+}
+
+// A held slot that has to move on at its confirmation (the budget fell
+// while it was held) is given up when the new time is beyond what the
+// caller can still wait: the call's allowance bounds its waiting, whatever
+// the slot it held.
+func TestConfirmationBeyondTheRoomGivesTheSlotUp(t *testing.T) {
+	const s = time.Second
+	for _, fixed := range []bool{true, false} {
+		clk := &fakeClock{t: epoch.Add(s)}
+		m := NewMemoryLimiter(clk.Now)
+		r := Reservation{Partition: "public", Budget: Budget{Limit: 2, Period: 10 * s}, Margin: time.Millisecond,
+			MaxWait: time.Minute, FixedWindows: fixed}
+		reserve(t, m, r)
+		reserve(t, m, r)
+		reserve(t, m, r)
+		held := reserve(t, m, r)
+		require.NotZero(t, held.Ticket)
+		before := len(m.ps["public"].log)
+
+		// The budget is now 1: the slot would move a window later, beyond
+		// the 12 s the caller has left.
+		r.Budget, r.Ticket, r.MaxWait = Budget{Limit: 1, Period: 10 * s}, held.Ticket, 12*s
+		adm := reserve(t, m, r)
+
+		assert.False(t, adm.OK, "fixed %v", fixed)
+		assert.Zero(t, adm.Ticket, "fixed %v", fixed)
+		assert.Greater(t, adm.Wait, 12*s, "fixed %v", fixed)
+		assert.Len(t, m.ps["public"].log, before-1, "fixed %v: the slot is given up", fixed)
+	}
 }

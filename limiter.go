@@ -66,7 +66,8 @@ type Limiter interface {
 	// non-zero), the caller sleeps Wait and then confirms the slot by
 	// reserving again with that Ticket: what happened during the sleep (a
 	// new 429, a lower budget) is checked then. When the wait would exceed
-	// r.MaxWait it holds nothing and reports OK false.
+	// r.MaxWait it holds nothing and reports OK false; a slot being
+	// confirmed that would have to move beyond it is given up.
 	Reserve(ctx context.Context, r Reservation) (Admission, error)
 	// Release gives back the slot of a ticket that will not be used: the
 	// caller gave up while waiting for it.
@@ -393,6 +394,9 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 			// late, or a lower budget, push it to the first time its
 			// period has room. It keeps its place in the queue.
 			t := confirmAt(s.log, max(r.Ticket, now), b, period)
+			if wait := time.Duration(t - now); wait > r.MaxWait {
+				return Admission{Wait: wait, Budget: b} // moved beyond the caller's room: given up
+			}
 			s.insert(t)
 			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
 		}
@@ -432,6 +436,9 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 		s.log = slices.Delete(s.log, i, i+1)
 		if s.coolUntil <= r.Ticket {
 			t := confirmAligned(s.log, s.fullUntil, w, max(r.Ticket, now))
+			if wait := time.Duration(t - now); wait > r.MaxWait {
+				return Admission{Wait: wait, Budget: b} // moved beyond the caller's room: given up
+			}
 			s.insert(t)
 			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
 		}

@@ -636,6 +636,7 @@ if aligned then
       end
       if cu <= ticket then
         local t = confirmAligned(xs, fu, w, math.max(ticket, now))
+        if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
         put(t)
         return {1, t - now, 0, t, limit, bper, now}
       end
@@ -679,6 +680,7 @@ if ticket > 0 then
           t = nxt
         end
       end
+      if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
       local later = {}
       while true do
         local x = redis.call('LINDEX', KEYS[2], -1)
