@@ -343,8 +343,9 @@ func (c opClass) repeatable(hasIdempotencyKey bool) bool {
 func (c opClass) matters() bool { return c == opOnce || c == opKeyed }
 
 // operation is one operation of the gateway contract: its method, its path
-// template relative to the base URL ("{...}" stands for one segment: an
-// id, or the operation name of the generic payment routes), its
+// template relative to the base URL, with its leading slash as Call.Route
+// shows it ("{...}" stands for one segment: an id, or the operation name of
+// the generic payment routes), its
 // operationId, and what repeating it does, with why (the gateway guide,
 // sections 4 and 9). Call.Route and Call.Operation, and the retry rules,
 // all come from this one table.
@@ -358,60 +359,60 @@ type operation struct {
 // /sync routes. The first that matches wins, so specific templates come
 // before the generic ones.
 var operations = []operation{
-	{"GET", "", "getRoot", opRead, ""},
-	{"GET", "openapi.json", "getOpenapiSpec", opRead, ""},
-	{"GET", "health", "getHealth", opRead, ""},
-	{"POST", "auth/nonces", "createNonce", opRepeatable, "a second nonce is issued and expires unused"},
-	{"POST", "auth", "verifySiwe", opOnce, "consumes the nonce: a repeat is refused with nonce_used"},
-	{"POST", "auth/logout", "logout", opOnce, "a repeat with the revoked token is refused with 401"},
-	{"GET", "blockchains", "listBlockchains", opRead, ""},
-	{"GET", "tokens", "listTokens", opRead, ""},
-	{"GET", "accounts/{account_id}/wallets", "listAccountWallets", opRead, ""},
-	{"POST", "accounts/{account_id}/wallets", "createWallet", opOnce, "a repeat is refused with 409: the address is registered"},
-	{"GET", "accounts/{account_id}/wallets/{id}", "getWallet", opRead, ""},
-	{"DELETE", "accounts/{account_id}/wallets/{id}", "deactivateWallet", opRepeatable, "soft deactivation"},
-	{"PATCH", "accounts/{account_id}/wallets/{id}", "updateWallet", opRepeatable, "sets the given fields"},
-	{"GET", "accounts/{account_id}/wallets/{id}/balances", "getWalletBalances", opRead, ""},
-	{"POST", "accounts/{account_id}/wallets/{id}/tokens", "enableWalletToken", opRepeatable, "an upsert: a repeat answers 200 with the same holding"},
-	{"DELETE", "accounts/{account_id}/wallets/{id}/tokens/{token_id}", "disableWalletToken", opRepeatable, "soft disable"},
-	{"PATCH", "accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", "enableExistingWalletToken", opRepeatable, "sets a state"},
-	{"PATCH", "accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", "disableExistingWalletToken", opRepeatable, "sets a state"},
-	{"GET", "payment_methods", "listPaymentMethods", opRead, ""},
-	{"GET", "disputes", "listAccountDisputes", opRead, ""},
-	{"GET", "payments", "listPayments", opRead, ""},
-	{"POST", "payments", "createPayment", opKeyed, "the Idempotency-Key replays the payment it created"},
-	{"GET", "payments/{id}", "getPayment", opRead, ""},
-	{"PUT", "payments/{id}/sign", "signPayment", opRepeatable, "stores the one payer signature"},
-	{"GET", "payments/{id}/transactions", "listPaymentTransactions", opRead, ""},
-	{"GET", "payments/{id}/disputes", "listDisputes", opRead, ""},
-	{"POST", "payments/{id}/dispute/close/submitted", "submitCloseDisputeByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
-	{"POST", "payments/{id}/dispute/close/prepare", "prepareCloseDispute", opRepeatable, "builds an unsigned transaction; nothing moves"},
-	{"POST", "payments/{id}/dispute/close", "submitCloseDispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
-	{"POST", "payments/{id}/dispute/submitted", "submitDisputeByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
-	{"POST", "payments/{id}/dispute/prepare", "prepareDispute", opRepeatable, "preparing again reuses the pending transaction"},
-	{"POST", "payments/{id}/dispute", "submitDispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
-	{"POST", "payments/{id}/{operation}/prepare", "preparePaymentOperation", opRepeatable, "preparing again returns the pending transaction"},
-	{"POST", "payments/{id}/{operation}/submitted", "submitPaymentOperationByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"GET", "/", "getRoot", opRead, ""},
+	{"GET", "/openapi.json", "getOpenapiSpec", opRead, ""},
+	{"GET", "/health", "getHealth", opRead, ""},
+	{"POST", "/auth/nonces", "createNonce", opRepeatable, "a second nonce is issued and expires unused"},
+	{"POST", "/auth", "verifySiwe", opOnce, "consumes the nonce: a repeat is refused with nonce_used"},
+	{"POST", "/auth/logout", "logout", opOnce, "a repeat with the revoked token is refused with 401"},
+	{"GET", "/blockchains", "listBlockchains", opRead, ""},
+	{"GET", "/tokens", "listTokens", opRead, ""},
+	{"GET", "/accounts/{account_id}/wallets", "listAccountWallets", opRead, ""},
+	{"POST", "/accounts/{account_id}/wallets", "createWallet", opOnce, "a repeat is refused with 409: the address is registered"},
+	{"GET", "/accounts/{account_id}/wallets/{id}", "getWallet", opRead, ""},
+	{"DELETE", "/accounts/{account_id}/wallets/{id}", "deactivateWallet", opRepeatable, "soft deactivation"},
+	{"PATCH", "/accounts/{account_id}/wallets/{id}", "updateWallet", opRepeatable, "sets the given fields"},
+	{"GET", "/accounts/{account_id}/wallets/{id}/balances", "getWalletBalances", opRead, ""},
+	{"POST", "/accounts/{account_id}/wallets/{id}/tokens", "enableWalletToken", opRepeatable, "an upsert: a repeat answers 200 with the same holding"},
+	{"DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", "disableWalletToken", opRepeatable, "soft disable"},
+	{"PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", "enableExistingWalletToken", opRepeatable, "sets a state"},
+	{"PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", "disableExistingWalletToken", opRepeatable, "sets a state"},
+	{"GET", "/payment_methods", "listPaymentMethods", opRead, ""},
+	{"GET", "/disputes", "listAccountDisputes", opRead, ""},
+	{"GET", "/payments", "listPayments", opRead, ""},
+	{"POST", "/payments", "createPayment", opKeyed, "the Idempotency-Key replays the payment it created"},
+	{"GET", "/payments/{id}", "getPayment", opRead, ""},
+	{"PUT", "/payments/{id}/sign", "signPayment", opRepeatable, "stores the one payer signature"},
+	{"GET", "/payments/{id}/transactions", "listPaymentTransactions", opRead, ""},
+	{"GET", "/payments/{id}/disputes", "listDisputes", opRead, ""},
+	{"POST", "/payments/{id}/dispute/close/submitted", "submitCloseDisputeByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "/payments/{id}/dispute/close/prepare", "prepareCloseDispute", opRepeatable, "builds an unsigned transaction; nothing moves"},
+	{"POST", "/payments/{id}/dispute/close", "submitCloseDispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "/payments/{id}/dispute/submitted", "submitDisputeByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
+	{"POST", "/payments/{id}/dispute/prepare", "prepareDispute", opRepeatable, "preparing again reuses the pending transaction"},
+	{"POST", "/payments/{id}/dispute", "submitDispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"POST", "/payments/{id}/{operation}/prepare", "preparePaymentOperation", opRepeatable, "preparing again returns the pending transaction"},
+	{"POST", "/payments/{id}/{operation}/submitted", "submitPaymentOperationByHash", opRepeatable, "reporting a hash again is allowed until it confirms"},
 	// The chain cannot mine the same signed bytes twice, but the gateway
 	// does not promise to answer a repeated submit like the first: it may be
 	// refused (transaction_not_overwritable) or recorded as a failed attempt
 	// (already_known, nonce_too_low) while the first one goes through. The
 	// caller reads the payment's transactions instead.
-	{"POST", "payments/{id}/{operation}", "submitPaymentOperation", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
-	{"GET", "analytics/summary", "analyticsSummary", opRead, ""},
-	{"GET", "analytics/timeseries", "analyticsTimeseries", opRead, ""},
-	{"GET", "analytics/breakdown", "analyticsBreakdown", opRead, ""},
-	{"GET", "webhooks", "listWebhooks", opRead, ""},
-	{"POST", "webhooks", "createWebhook", opOnce, "a repeat creates a second subscription"},
-	{"GET", "webhooks/{id}", "getWebhook", opRead, ""},
-	{"DELETE", "webhooks/{id}", "deleteWebhook", opRepeatable, "deletes"},
-	{"PATCH", "webhooks/{id}", "updateWebhook", opRepeatable, "sets the given fields"},
-	{"PUT", "webhooks/{id}/enable", "enableWebhook", opRepeatable, "sets a state"},
-	{"PUT", "webhooks/{id}/disable", "disableWebhook", opRepeatable, "sets a state"},
-	{"PUT", "webhooks/{id}/rotate_secret", "rotateWebhookSecret", opOnce, "a second rotation invalidates the secret the first returned"},
-	{"PUT", "webhooks/{id}/reset_circuit", "resetWebhookCircuit", opRepeatable, "sets a state"},
-	{"GET", "webhooks/{id}/event_callbacks", "listWebhookEventCallbacks", opRead, ""},
-	{"POST", "webhooks/{id}/event_callbacks/{callback_id}/redeliver", "redeliverEventCallback", opOnce, "a repeat queues a second delivery"},
+	{"POST", "/payments/{id}/{operation}", "submitPaymentOperation", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"},
+	{"GET", "/analytics/summary", "analyticsSummary", opRead, ""},
+	{"GET", "/analytics/timeseries", "analyticsTimeseries", opRead, ""},
+	{"GET", "/analytics/breakdown", "analyticsBreakdown", opRead, ""},
+	{"GET", "/webhooks", "listWebhooks", opRead, ""},
+	{"POST", "/webhooks", "createWebhook", opOnce, "a repeat creates a second subscription"},
+	{"GET", "/webhooks/{id}", "getWebhook", opRead, ""},
+	{"DELETE", "/webhooks/{id}", "deleteWebhook", opRepeatable, "deletes"},
+	{"PATCH", "/webhooks/{id}", "updateWebhook", opRepeatable, "sets the given fields"},
+	{"PUT", "/webhooks/{id}/enable", "enableWebhook", opRepeatable, "sets a state"},
+	{"PUT", "/webhooks/{id}/disable", "disableWebhook", opRepeatable, "sets a state"},
+	{"PUT", "/webhooks/{id}/rotate_secret", "rotateWebhookSecret", opOnce, "a second rotation invalidates the secret the first returned"},
+	{"PUT", "/webhooks/{id}/reset_circuit", "resetWebhookCircuit", opRepeatable, "sets a state"},
+	{"GET", "/webhooks/{id}/event_callbacks", "listWebhookEventCallbacks", opRead, ""},
+	{"POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", "redeliverEventCallback", opOnce, "a repeat queues a second delivery"},
 }
 
 // lookup returns the contract operation a request performs, from its method
@@ -420,7 +421,7 @@ var operations = []operation{
 func lookup(method, path string) *operation {
 	path = strings.Trim(path, "/")
 	for i := range operations {
-		if op := &operations[i]; op.method == method && matchTemplate(op.template, path) {
+		if op := &operations[i]; op.method == method && matchTemplate(op.template[1:], path) {
 			return op
 		}
 	}

@@ -539,7 +539,7 @@ func isRefusal(reason RetryReason) bool {
 // addresses. A path the contract does not name is its own route.
 func routeOf(method, path string) (operation, template, paymentID string) {
 	if op := lookup(method, path); op != nil {
-		operation, template = op.id, "/"+op.template
+		operation, template = op.id, op.template
 	} else {
 		template = "/" + path
 	}
