@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -188,6 +189,48 @@ func TestLearnedBudgetEndToEnd(t *testing.T) {
 			})
 		})
 	}
+}
+
+// delayed holds each request and each answer up to max, as a long network
+// path does.
+type delayed struct {
+	h   http.Handler
+	rng *rand.Rand
+	max time.Duration
+}
+
+func (d *delayed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(time.Duration(d.rng.Int64N(int64(d.max))))
+	d.h.ServeHTTP(w, r)
+	time.Sleep(time.Duration(d.rng.Int64N(int64(d.max))))
+}
+
+// Issue 13, item 4: delivery delays of up to 150 ms each way move no
+// request into a full window (the band at a window's end widens with the
+// measured round trips), and they cost the makespan about one round trip,
+// not one margin per window as under the sliding rule (which stretches each
+// period by the longest round trip: 0.2 s a window here).
+func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period, calls, maxDelay = 20, 2 * time.Second, 100, 150 * time.Millisecond
+		g := newFixedWindow(limit, period)
+		h := &delayed{h: g, rng: rand.New(rand.NewPCG(1, 2)), max: maxDelay}
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true))
+		start := time.Now()
+
+		errs := runCalls(c, 32, calls)
+
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		for _, a := range g.arrivals() {
+			if a.status == http.StatusTooManyRequests {
+				assert.Zero(t, g.window(a), "a 429 after the first window, at %v", a.at)
+			}
+		}
+		floor := time.Duration(calls/limit-1) * period
+		assert.LessOrEqual(t, time.Since(start), floor+2*maxDelay+clockAllowance(period)+time.Millisecond)
+	})
 }
 
 // Issue 13, item 1, the estimator's failure mode: a gateway whose windows
