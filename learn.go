@@ -50,6 +50,11 @@ type learning struct {
 //     last cooldown (so paced at the budget in force) lowers the budget by
 //     at least one. A first 429 with nothing let through before it teaches
 //     no budget.
+//   - Fixed windows (fixed true: the partition paces in the gateway's
+//     windows): the count is only of the requests that may have been
+//     counted in the refused request's window, and for distrust, "since the
+//     reopening" becomes since the reopening or the opening of that window,
+//     whichever is later.
 func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64, fixed bool) learning {
 	ra := o.RetryAfter
 	l := learning{cooldown: ra}
@@ -62,10 +67,8 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	// since the refused request's window opened, whichever is later: a
 	// refusal in a window we had not used proves the windows too short.
 	since := coolUntil
-	var win windows
-	if p := max(cur.Period, ra); fixed && p > 0 {
-		win = windowsOf(Budget{Limit: 1, Period: p}, o.Margin)
-		since = max(since, floorDiv(sent, win.period)*win.period)
+	if p := int64(max(cur.Period, ra)); fixed && p > 0 {
+		since = max(since, floorDiv(sent, p)*p)
 	}
 	if ra > 0 && coolUntil > 0 && sent >= coolUntil && sent < coolUntil+prevLen &&
 		countIn(log, since, sent) < max(cur.Limit, 1) {
@@ -91,7 +94,7 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 		// Only the refused request's window counts (with the requests
 		// that may have been counted in it): a tighter bound than the
 		// sliding interval, which may take in the window before.
-		win = windowsOf(Budget{Limit: 1, Period: period}, o.Margin)
+		win := windowsOf(Budget{Limit: 1, Period: period}, o.Margin)
 		n = min(n, win.count(log, floorDiv(sent, win.period), math.MaxInt64))
 	}
 	limit := n
