@@ -24,8 +24,8 @@
 // server's TIME inside the script, and only relative durations cross the
 // wire: processes whose clocks disagree still agree on the schedule. A call
 // admitted at once costs one round trip; a call that waits costs a second
-// one, the confirmation after its sleep; a 429 costs one more, to record
-// it.
+// one, the confirmation after its sleep; a 429 costs two more, to record it
+// and to hold the slot of its retry.
 //
 // It honours rail0.Reservation.FixedWindows (the Client always sets it) as
 // MemoryLimiter does: the partition admits its whole budget in each window
