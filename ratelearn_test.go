@@ -195,14 +195,22 @@ func TestLearnedBudgetEndToEnd(t *testing.T) {
 // path does.
 type delayed struct {
 	h   http.Handler
-	rng *rand.Rand
 	max time.Duration
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (d *delayed) delay() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return time.Duration(d.rng.Int64N(int64(d.max)))
 }
 
 func (d *delayed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	time.Sleep(time.Duration(d.rng.Int64N(int64(d.max))))
+	time.Sleep(d.delay())
 	d.h.ServeHTTP(w, r)
-	time.Sleep(time.Duration(d.rng.Int64N(int64(d.max))))
+	time.Sleep(d.delay())
 }
 
 // Issue 13, item 4: delivery delays of up to 150 ms each way move no
