@@ -243,10 +243,11 @@ func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
 
 // Issue 13, item 1, the estimator's failure mode: a gateway whose windows
 // are not where the client's clock puts them (its clock is off by more than
-// the allowance). Bursts at the client's window openings then straddle the
-// gateway's boundaries and are refused; the second refusal the count cannot
-// explain ends the hypothesis, and the partition keeps to the sliding rule:
-// a few refusals once, none after, every call done.
+// the allowance). Slots near the client's window boundaries then land in
+// the gateway's full windows and are refused; such a refusal lowers the
+// budget, and the second one puts the partition on the sliding rule
+// (TestContradictedWindowsFallBackToTheSlidingRule pins that step): a few
+// refusals early on, none after window 3, every call done.
 func TestMisalignedGatewayFallsBackToTheSlidingRule(t *testing.T) {
 	for _, offset := range []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond} {
 		t.Run(offset.String(), func(t *testing.T) {
