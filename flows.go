@@ -292,6 +292,23 @@ func (s *PaymentsService) newFlow(id string, op Operation) (*flow, error) {
 	return &flow{s: s, id: id, op: op, signer: s.client.signer}, nil
 }
 
+// signPayload is the one way a flow signs a signing_payload: checked
+// against the terms and the intent, the digest computed from the checked
+// fields signed by the flow's signer, the token's EIP-712 domain kept for
+// later checks of the payer's signature. It returns the signature in hex.
+func (f *flow) signPayload(ctx context.Context, t *terms, in Intent, payload json.RawMessage) (string, error) {
+	pc, err := checkPayload(t, in, payload)
+	if err != nil {
+		return "", f.fail(StepVerify, err)
+	}
+	sig, err := signDigest(ctx, f.signer, pc.digest)
+	if err != nil {
+		return "", f.fail(StepSign, err)
+	}
+	f.s.client.learnTokenDomain(t, pc)
+	return "0x" + hex.EncodeToString(sig), nil
+}
+
 // read gets the payment and checks it.
 func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error) {
 	p, err := f.s.Get(ctx, f.id)
@@ -487,16 +504,9 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundPa
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}
-	pc, err := checkPayload(t, in, auth.SigningPayload)
-	if err != nil {
-		return nil, f.fail(StepVerify, err)
+	if in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload); err != nil {
+		return nil, err
 	}
-	sig, err := signDigest(ctx, f.signer, pc.digest)
-	if err != nil {
-		return nil, f.fail(StepSign, err)
-	}
-	s.client.learnTokenDomain(t, pc)
-	in.Signature = "0x" + hex.EncodeToString(sig)
 	return f.prepareSignSubmit(ctx, t, tr, in, PrepareParams{Amount: params.Amount, Signature: in.Signature})
 }
 
@@ -550,16 +560,11 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...Wait
 	if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	pc, err := checkPayload(t, Intent{}, payment.SigningPayload)
+	sig, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
 	if err != nil {
-		return nil, f.fail(StepVerify, err)
+		return nil, err
 	}
-	sig, err := signDigest(ctx, f.signer, pc.digest)
-	if err != nil {
-		return nil, f.fail(StepSign, err)
-	}
-	s.client.learnTokenDomain(t, pc)
-	signed, err := s.Sign(ctx, id, "0x"+hex.EncodeToString(sig))
+	signed, err := s.Sign(ctx, id, sig)
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}
