@@ -453,6 +453,14 @@ local function effective(cl, cp, ll, lp)
   if not (cl > 0 and cp > 0) then return ll, lp end
   return math.min(cl, ll), math.max(cp, lp)
 end
+-- state reads a partition's state hash: cooldown start and end, learned
+-- limit and period, end of the window a 429 showed full, contradicted 429s,
+-- fallback to the sliding rule; 0 for what is not set.
+local function state(key)
+  local v = redis.call('HMGET', key, 'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl')
+  for i = 1, 7 do v[i] = tonumber(v[i]) or 0 end
+  return v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+end
 -- countIn counts the log's entries in [from, to).
 local function countIn(key, from, to)
   if to <= from then return 0 end
@@ -546,13 +554,7 @@ end
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
-local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp', 'fu', 'sl')
-local cs = tonumber(st[1]) or 0
-local cu = tonumber(st[2]) or 0
-local ll = tonumber(st[3]) or 0
-local lp = tonumber(st[4]) or 0
-local fu = tonumber(st[5]) or 0
-local sl = tonumber(st[6]) or 0
+local cs, cu, ll, lp, fu, _, sl = state(KEYS[1])
 local limit, bper = effective(tonumber(ARGV[1]), tonumber(ARGV[2]), ll, lp)
 local per = bper + tonumber(ARGV[3])
 local retry = tonumber(ARGV[4])
@@ -743,14 +745,7 @@ return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 //	returns {cooldown left µs, distrusted, learned limit, learned period µs}
 var observeScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[11])
-local st = redis.call('HMGET', KEYS[1], 'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl')
-local cs = tonumber(st[1]) or 0
-local cu = tonumber(st[2]) or 0
-local ll = tonumber(st[3]) or 0
-local lp = tonumber(st[4]) or 0
-local fu = tonumber(st[5]) or 0
-local ct = tonumber(st[6]) or 0
-local sl = tonumber(st[7]) or 0
+local cs, cu, ll, lp, fu, ct, sl = state(KEYS[1])
 local advL, advP = tonumber(ARGV[5]), tonumber(ARGV[6])
 local advertised = advL > 0 and advP > 0
 if advertised then ll, lp = advL, advP end
