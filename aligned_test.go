@@ -11,6 +11,24 @@ import (
 // epoch is 12:00:00 UTC, a boundary of every window of whole seconds that
 // divide an hour, as the gateway numbers them (⌊Unix time / period⌋).
 
+// times turns offsets from epoch into the limiter's Unix nanoseconds.
+func times(ds []time.Duration) []int64 {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		out[i] = ns(d)
+	}
+	return out
+}
+
+// fullUntil is the limiter's fullUntil for an offset from epoch, zero for
+// none.
+func fullUntil(d time.Duration) int64 {
+	if d == 0 {
+		return 0
+	}
+	return ns(d)
+}
+
 // The fixed-window admission rule, as a pure function. Budget 2 per 10 s,
 // margin 5 ms: a request may be counted from 20 ms before its sending time
 // (the clock allowance, 10 s / 500) to 25 ms after it.
@@ -38,14 +56,7 @@ func TestAlignedAt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			log := make([]int64, len(tt.log))
-			for i, d := range tt.log {
-				log[i] = ns(d)
-			}
-			full := int64(0)
-			if tt.fullUntil != 0 {
-				full = ns(tt.fullUntil)
-			}
+			log, full := times(tt.log), fullUntil(tt.fullUntil)
 			got := alignedAt(log, full, w, ns(tt.from))
 			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
 		})
@@ -73,14 +84,7 @@ func TestConfirmAligned(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			log := make([]int64, len(tt.others))
-			for i, d := range tt.others {
-				log[i] = ns(d)
-			}
-			full := int64(0)
-			if tt.fullUntil != 0 {
-				full = ns(tt.fullUntil)
-			}
+			log, full := times(tt.others), fullUntil(tt.fullUntil)
 			got := confirmAligned(log, full, w, ns(tt.t))
 			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
 		})
