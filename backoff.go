@@ -431,12 +431,16 @@ func lookup(method, path string) *operation {
 // classify names the class of the operation a request performs. Reads are
 // opRead; a write the table does not know is opKeyed, so that it is
 // repeated only when it carries an Idempotency-Key.
-func classify(method, path string) opClass {
+func classify(method, path string) opClass { return classOf(method, lookup(method, path)) }
+
+// classOf is classify for a request whose operation was looked up already
+// (nil when the contract does not name it).
+func classOf(method string, op *operation) opClass {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return opRead
 	}
-	if op := lookup(method, path); op != nil {
+	if op != nil {
 		return op.class
 	}
 	return opKeyed

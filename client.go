@@ -439,7 +439,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
 		use.ts.refused(use.gen)
 	}
-	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) && classify(r.method, r.path).repeatable(r.idempotencyKey != "") {
+	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) && call.class.repeatable(r.idempotencyKey != "") {
 		// The send after a sign-in is a retry like any other: counted,
 		// reported, and within the call's attempts and allowance.
 		ev := RetryEvent{Method: r.method, Path: call.Path, Attempt: sp.attempts, StatusCode: http.StatusUnauthorized,

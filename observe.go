@@ -55,6 +55,7 @@ type Call struct {
 	Outcome CallOutcome
 
 	first [1]Attempt // backing of Attempts for the common single attempt
+	class opClass    // what repeating the call's operation does
 	resp  Response   // the call's Response, allocated with it
 }
 
@@ -347,7 +348,9 @@ func WithObserver(o Observer) Option {
 func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *Call) {
 	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
 	call.Attempts = call.first[:0]
-	call.Operation, call.Route, call.PaymentID = routeOf(r.method, r.path)
+	op := lookup(r.method, r.path) // once per call: the route and the retry rules
+	call.Operation, call.Route, call.PaymentID = routeOf(op, r.path)
+	call.class = classOf(r.method, op)
 	if c.observer != nil {
 		ctx = c.observer.StartCall(ctx, call)
 	}
@@ -534,11 +537,12 @@ func isRefusal(reason RetryReason) bool {
 	return false
 }
 
-// routeOf names the contract operation of a request (path relative to the
-// base URL, segments escaped), its template and the payment id it
-// addresses. A path the contract does not name is its own route.
-func routeOf(method, path string) (operation, template, paymentID string) {
-	if op := lookup(method, path); op != nil {
+// routeOf names the contract operation op of a request (path relative to
+// the base URL, segments escaped; op from lookup, nil when the contract
+// does not name it), its template and the payment id it addresses. A path
+// the contract does not name is its own route.
+func routeOf(op *operation, path string) (operation, template, paymentID string) {
+	if op != nil {
 		operation, template = op.id, op.template
 	} else {
 		template = "/" + path

@@ -135,7 +135,7 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, c
 		method:         r.method,
 		path:           call.Path,
 		idempotencyKey: r.idempotencyKey,
-		op:             classify(r.method, r.path),
+		op:             call.class,
 		attempts:       sp.attempts,
 		waited:         sp.waited,
 	}
