@@ -88,14 +88,23 @@ func reserve(t *testing.T, m *MemoryLimiter, r Reservation) Admission {
 }
 
 // The guarantee: whatever the arrival pattern (fresh calls and retries,
-// confirmations after the wait, callers who give up, 429s that teach and
-// lower the budget), in any interval of one period at most the budget in
-// force is sent, so no fixed window can be overrun.
+// confirmations after the wait, callers who give up, 429s that close the
+// partition), no window of the gateway sees more than the budget. Under the
+// sliding rule, in any interval of one period at most the budget is sent;
+// in fixed windows, at most the budget is sent that may be counted in any
+// one window (sent from its opening minus the margin and the clock
+// allowance to its end plus the allowance), whatever the clocks' offset
+// within the allowance and the delivery delays within the margin.
 func TestMemoryLimiterNeverExceedsBudgetInAnyInterval(t *testing.T) {
-	for seed := range uint64(20) {
+	for seed := range uint64(40) {
+		fixed := seed%2 == 1
 		clock := &fakeClock{t: epoch}
 		m := NewMemoryLimiter(clock.Now)
 		b := Budget{Limit: 5, Period: time.Second}
+		margin := time.Duration(0) // the sliding rule as such
+		if fixed {
+			margin = 3 * time.Millisecond
+		}
 		rng := rand.New(rand.NewPCG(seed, 2))
 		type pending struct {
 			r    Reservation
@@ -129,18 +138,31 @@ func TestMemoryLimiterNeverExceedsBudgetInAnyInterval(t *testing.T) {
 					ask(w.r)
 				}
 			}
-			ask(Reservation{Partition: "p", Budget: b, Retry: rng.IntN(3) == 0, Jitter: rng.Float64(), MaxWait: time.Hour})
+			ask(Reservation{Partition: "p", Budget: b, Retry: rng.IntN(3) == 0, Jitter: rng.Float64(), MaxWait: time.Hour,
+				Margin: margin, FixedWindows: fixed})
 			if i%50 == 0 {
 				// A 429 that closes the partition; the advertised quota
 				// keeps the budget where it is.
-				_, err := m.Observe(context.Background(), "p", Observation{Throttled: true, RetryAfter: 700 * time.Millisecond, Advertised: b})
+				_, err := m.Observe(context.Background(), "p", Observation{Throttled: true, RetryAfter: 700 * time.Millisecond, Advertised: b,
+					Margin: margin, FixedWindows: fixed})
 				require.NoError(t, err)
 			}
 		}
 		sort.Slice(sent, func(i, j int) bool { return sent[i].Before(sent[j]) })
 		require.Greater(t, len(sent), 100)
-		for i := b.Limit; i < len(sent); i++ {
-			require.GreaterOrEqual(t, sent[i].Sub(sent[i-b.Limit]), b.Period, "seed %d: sends %d and %d are in one period", seed, i-b.Limit, i)
+		if !fixed {
+			for i := b.Limit; i < len(sent); i++ {
+				require.GreaterOrEqual(t, sent[i].Sub(sent[i-b.Limit]), b.Period, "seed %d: sends %d and %d are in one period", seed, i-b.Limit, i)
+			}
+			continue
+		}
+		w := windowsOf(b, margin)
+		counted := map[int64]int{}
+		for _, at := range sent {
+			for k := w.first(at.UnixNano()); k <= w.last(at.UnixNano()); k++ {
+				counted[k]++
+				require.LessOrEqual(t, counted[k], b.Limit, "seed %d: window %d may count more than the budget", seed, k)
+			}
 		}
 	}
 }
