@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -33,6 +34,24 @@ func (r *recordingSigner) SignDigest(ctx context.Context, digest [32]byte) ([]by
 	return sig, err
 }
 
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of loggers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // encodings returns s as it could leak: raw, base64, hex and JSON-escaped.
 func encodings(s string) []string {
 	js, _ := json.Marshal(s)
@@ -49,15 +68,16 @@ func bytesEncodings(b []byte) []string {
 
 // TestDebugLogsOfALifecycleHoldNoSecret runs a payment's whole life against
 // rail0test (sign-ins, a webhook and its rotated secret, retried faults and
-// rate limits, authorize, capture, refund, logout) with the SDK logging at
-// debug level, and searches every log line, and every call's transcript,
-// for the session tokens, the private keys, the webhook secrets and every
-// signature (the sign-in ones included), in raw, base64, hex and
-// JSON-escaped form.
+// rate limits, authorize, capture, refund, logout) with the SDK and the
+// gateway logging at debug level, and searches every log line, and every
+// call's transcript, for the session tokens, the private keys, the webhook
+// secrets and every signature (the sign-in ones included), in raw, base64,
+// hex and JSON-escaped form.
 func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 	var logs syncBuffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw := rail0test.NewServer(rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 8}),
+	gw := rail0test.NewServer(rail0test.WithLogger(logger),
+		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 8}),
 		rail0test.WithRateLimitPeriod(time.Second))
 	defer gw.Close()
 	gw.Faults.Add(rail0test.Fault{Method: http.MethodGet, Path: "/payments/*", Times: 2, Kind: rail0test.FaultStatus, Status: http.StatusBadGateway})
@@ -167,7 +187,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
 	text := logs.String() + strings.Join(transcripts, "\n")
-	for _, want := range []string{`"msg":"rail0: attempt"`, `"will_retry":true`} {
+	for _, want := range []string{`"msg":"rail0: attempt"`, `"will_retry":true`, `"msg":"rail0test: request"`} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the logs hold no %s, so they prove little", want)
 		}

@@ -1,22 +1,18 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"log/slog"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/leaktest"
 	"github.com/rail0/rail0-go/rail0test"
 	"github.com/rail0/rail0-go/signing"
 	"github.com/rail0/rail0-go/webhook"
@@ -132,111 +128,5 @@ func TestSecretsNeverFormatted(t *testing.T) {
 		"slice": []any{session, hook, verifier, key},
 	}
 	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, keyHex, liveToken, gw.Buyer.PrivateKey}
-	for name, v := range values {
-		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x"} {
-			out := fmt.Sprintf(verb, v)
-			for _, s := range secrets {
-				if strings.Contains(out, s) || strings.Contains(out, fmt.Sprintf("%x", s)) {
-					t.Errorf("%s formatted with %s shows a secret: %s", name, verb, out)
-				}
-			}
-		}
-		var buf bytes.Buffer
-		slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "v", v)
-		slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "v", v)
-		for _, s := range secrets {
-			if strings.Contains(buf.String(), s) {
-				t.Errorf("%s logged with slog shows a secret: %s", name, buf.String())
-			}
-		}
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of loggers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// TestLifecycleLogsHoldNoSecret runs a payment with retries, faults and a
-// webhook, logging everything the SDK and the gateway log at debug level,
-// and looks for tokens, keys and the webhook secret in every line.
-func TestLifecycleLogsHoldNoSecret(t *testing.T) {
-	var logs syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw := rail0test.NewServer(rail0test.WithLogger(logger),
-		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 8}),
-		rail0test.WithRateLimitPeriod(time.Second))
-	defer gw.Close()
-	gw.Faults.Add(rail0test.Fault{Method: http.MethodGet, Path: "/payments/*", Times: 2, Kind: rail0test.FaultStatus, Status: http.StatusBadGateway})
-	ctx := context.Background()
-
-	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
-	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	opts := []rail0.Option{rail0.WithLogger(logger), rail0.WithRetryOn429(true), rail0.WithHTTPClient(gw.HTTPClient())}
-	var tokens []string
-	clientFor := func(acct *signing.PrivateKeySigner) *rail0.Client {
-		c, err := rail0.NewClient(gw.URL, append(opts, rail0.WithSigner(acct))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := c.Session(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens = append(tokens, s.Token)
-		return c
-	}
-	buyer, merchant := clientFor(buyerKey), clientFor(merchantKey)
-	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "n", CallbackURL: "https://example.invalid/hook", Topic: rail0.TopicPaymentsCaptured})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
-		Amount: "3.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
-		t.Fatal(err)
-	}
-	poll := rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)
-	for _, step := range []func() (*rail0.Transaction, error){
-		func() (*rail0.Transaction, error) { return merchant.Payments.Authorize(ctx, p.ID) },
-		func() (*rail0.Transaction, error) {
-			return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "1.00"})
-		},
-		func() (*rail0.Transaction, error) {
-			return merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "0.50"})
-		},
-	} {
-		tx, err := step()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, poll); err != nil {
-			t.Fatal(err)
-		}
-	}
-	out := logs.String()
-	if !strings.Contains(out, `"will_retry"`) {
-		t.Fatalf("the run logged no retry, so it proves little:\n%s", out)
-	}
-	for _, s := range append(tokens, gw.Buyer.PrivateKey, gw.Merchant.PrivateKey, hook.SharedSecret) {
-		if s != "" && strings.Contains(out, s) {
-			t.Errorf("a secret appears in the logs")
-		}
-	}
+	leaktest.NoSecret(t, values, leaktest.Forms(secrets...))
 }
