@@ -1112,6 +1112,22 @@ func stalledServer(t *testing.T) (addr string, stop func()) {
 	return ln.Addr().String(), stop
 }
 
+// stalledLimiter is a Limiter on a store that accepts connections and never
+// answers, through a Redis client with no read or write timeout and no
+// retries: only the caller's context can bound its operations.
+func stalledLimiter(t *testing.T) *Limiter {
+	t.Helper()
+	addr, stop := stalledServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
+	l := New(rdb, WithTimeout(time.Hour))
+	t.Cleanup(func() {
+		stop()
+		rdb.Close()
+		l.inflight.Wait()
+	})
+	return l
+}
+
 // Issue 12, item 21: an operation is bounded by its context even though
 // the Redis client ignores context deadlines and has no read timeout; the
 // Limiter then serves from its local fallback, cooldowns included, without
@@ -1172,14 +1188,7 @@ func TestStalledRedisIsBounded(t *testing.T) {
 // timeout, a call that may spend 200 ms on rate limiting goes ahead after
 // at most that, failing open, instead of hanging on the store.
 func TestClientFailsOpenWithinAllowance(t *testing.T) {
-	addr, stop := stalledServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
-	l := New(rdb, WithTimeout(time.Hour))
-	t.Cleanup(func() {
-		stop()
-		rdb.Close()
-		l.inflight.Wait()
-	})
+	l := stalledLimiter(t)
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
 	}))
@@ -1220,14 +1229,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // against a store that does not answer at once) fails alone: it does not
 // send the whole process to the local fallback.
 func TestTinyDeadlineDoesNotMarkTheStoreDown(t *testing.T) {
-	addr, stop := stalledServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: -1, WriteTimeout: -1, MaxRetries: -1})
-	l := New(rdb, WithTimeout(time.Hour))
-	t.Cleanup(func() {
-		stop()
-		rdb.Close()
-		l.inflight.Wait()
-	})
+	l := stalledLimiter(t)
 	ctx, cancel := context.WithTimeout(context.Background(), minStall/10)
 	defer cancel()
 	if _, err := l.Reserve(ctx, paced("public")); !errors.Is(err, context.DeadlineExceeded) {
