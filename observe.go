@@ -400,17 +400,13 @@ func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d d
 		}
 	}
 	if c.logger != nil && c.logger.Enabled(ctx, slog.LevelDebug) {
-		attrs := []slog.Attr{
-			slog.Uint64("call_id", call.ID),
-			slog.String("method", call.Method),
-			slog.String("path", call.Path),
+		attrs := callAttrs(call.ID, call.Method, call.Path,
 			slog.Int("attempt", a.N),
 			slog.Int("status", a.StatusCode),
 			slog.Duration("duration", a.Duration),
 			slog.String("request_id", a.RequestID),
 			slog.Int("request_bytes", a.RequestBytes),
-			slog.Int("response_bytes", a.ResponseBytes),
-		}
+			slog.Int("response_bytes", a.ResponseBytes))
 		if a.Err != "" {
 			attrs = append(attrs, slog.String("error", a.Err))
 		}
@@ -436,9 +432,8 @@ func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission
 		if w.Refused {
 			level, msg = slog.LevelInfo, "rail0: not sent: the rate-limit wait does not fit the call's allowance or deadline"
 		}
-		c.logger.LogAttrs(ctx, level, msg,
-			slog.Uint64("call_id", call.ID), slog.String("method", st.method), slog.String("path", st.path),
-			slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))
+		c.logger.LogAttrs(ctx, level, msg, callAttrs(call.ID, st.method, st.path,
+			slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))...)
 	}
 	if c.observer != nil {
 		c.observer.LimiterWait(ctx, call, w)
@@ -480,9 +475,15 @@ func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
 	default:
 		return
 	}
-	c.logger.LogAttrs(ctx, slog.LevelWarn, msg,
-		slog.Uint64("call_id", call.ID), slog.String("method", call.Method), slog.String("path", call.Path),
-		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))
+	c.logger.LogAttrs(ctx, slog.LevelWarn, msg, callAttrs(call.ID, call.Method, call.Path,
+		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))...)
+}
+
+// callAttrs opens every log line about a call with the same keys, so that
+// one search on call_id finds its attempts, limiter waits, retry decisions
+// and outcome.
+func callAttrs(id uint64, method, path string, more ...slog.Attr) []slog.Attr {
+	return append([]slog.Attr{slog.Uint64("call_id", id), slog.String("method", method), slog.String("path", path)}, more...)
 }
 
 // outcomeOf names how a call ended from the error it returns.

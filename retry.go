@@ -554,16 +554,12 @@ func (c *Client) report(ctx context.Context, ev RetryEvent) {
 		case !ev.WillRetry:
 			msg = "rail0: not retrying"
 		}
-		attrs := []slog.Attr{
-			slog.Uint64("call_id", ev.CallID),
-			slog.String("method", ev.Method),
-			slog.String("path", ev.Path),
+		attrs := callAttrs(ev.CallID, ev.Method, ev.Path,
 			slog.Int("attempt", ev.Attempt),
 			slog.Int("status", ev.StatusCode),
 			slog.Duration("wait", ev.Wait),
 			slog.Bool("will_retry", ev.WillRetry),
-			slog.String("reason", string(ev.Reason)),
-		}
+			slog.String("reason", string(ev.Reason)))
 		if ev.RetryAfter > 0 {
 			attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
 		}
