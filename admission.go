@@ -206,18 +206,14 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 // additive jitter, reported as ReasonRetryAfterDistrusted; when that does
 // not fit what is left of the allowance or the deadline, the 429 is refused
 // now rather than after a wait that cannot end in a retry.
-func distrust(d decision, fb Feedback, allowance, deadline time.Duration, u float64) decision {
+func distrust(d decision, fb Feedback, p policy, b budget, u float64) decision {
 	if !fb.Distrusted || !d.retry || !d.rateWait {
 		return d
 	}
-	room := min(allowance, deadline)
+	room, limit := roomFor(p, b)
 	w, ok := serverWait(fb.Cooldown, maxDuration, room, u)
 	if !ok {
-		reason := ReasonAllowance
-		if deadline < allowance {
-			reason = ReasonDeadline
-		}
-		return decision{relevant: true, reason: reason, refused: true}
+		return decision{relevant: true, reason: limit, refused: true}
 	}
 	d.wait = max(d.wait, w)
 	d.reason = ReasonRetryAfterDistrusted

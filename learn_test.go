@@ -211,7 +211,8 @@ func TestDistrust(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, distrust(tt.d, tt.fb, tt.allowance, tt.deadline, 0.5))
+			got := distrust(tt.d, tt.fb, policy{maxRetryWait: tt.allowance}, budget{deadline: tt.deadline}, 0.5)
+			assert.Equal(t, tt.want, got)
 		})
 	}
 }

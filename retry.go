@@ -318,7 +318,7 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 		b.tokens = tokens
 		return decide(c.policy, o, b, u)
 	})
-	d = distrust(d, st.turn.fb, c.policy.maxRetryWait-st.waited, timeLeft(ctx, now), u)
+	d = distrust(d, st.turn.fb, c.policy, b, u)
 	switch {
 	case o.status == http.StatusTooManyRequests:
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now)
