@@ -461,16 +461,6 @@ local function state(key)
   for i = 1, 7 do v[i] = tonumber(v[i]) or 0 end
   return v[1], v[2], v[3], v[4], v[5], v[6], v[7]
 end
--- countIn counts the log's entries in [from, to).
-local function countIn(key, from, to)
-  if to <= from then return 0 end
-  local n = 0
-  for _, x in ipairs(redis.call('LRANGE', key, 0, -1)) do
-    local v = tonumber(x)
-    if v >= from and v < to then n = n + 1 end
-  end
-  return n
-end
 `
 
 // luaWindows holds the fixed-window rules of rail0.MemoryLimiter (see
@@ -670,14 +660,14 @@ if ticket > 0 then
     if cu <= ticket then
       -- The slot stands, perhaps a little later (see confirmAt in package
       -- rail0); it keeps its place in the queue.
-      local xs = redis.call('LRANGE', KEYS[2], 0, -1)
+      local xs = {}
+      for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
       local t = math.max(ticket, now)
       if limit > 0 then
         while true do
-          local hi = 0
-          while hi < #xs and tonumber(xs[hi + 1]) <= t do hi = hi + 1 end
+          local hi = rank(xs, t, true)
           if hi < limit then break end
-          local nxt = tonumber(xs[hi - limit + 1]) + per
+          local nxt = xs[hi - limit + 1] + per
           if nxt <= t then break end
           t = nxt
         end
@@ -758,6 +748,9 @@ if tonumber(ARGV[2]) == 1 then
   local sent = now
   local ticket = tonumber(ARGV[1])
   if ticket > 0 and redis.call('LREM', KEYS[2], -1, ARGV[1]) > 0 then sent = ticket end
+  -- The log, read once: ascending admission times.
+  local xs = {}
+  for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
   local curL, curP = effective(tonumber(ARGV[8]), tonumber(ARGV[9]), ll, lp)
   local budL, budP = 0, 0
   local lcool = ra
@@ -770,7 +763,7 @@ if tonumber(ARGV[2]) == 1 then
   if fixed and fp > 0 then since = math.max(since, floorDiv(sent, fp) * fp) end
   if tonumber(ARGV[14]) == 1 then
     -- Retry-After beyond the cap: the period is unknown; nothing learned.
-  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countIn(KEYS[2], since, sent) < math.max(curL, 1) then
+  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countLog(xs, since, sent) < math.max(curL, 1) then
     local d = math.max(ra, 2 * prevLen)
     if maxcool > 0 then d = math.min(d, math.max(maxcool, ra)) end
     lcool, distrusted = d, 1
@@ -779,12 +772,12 @@ if tonumber(ARGV[2]) == 1 then
     local period = curP
     if period <= 0 then period = ra end
     if period > 0 then
-      local n = countIn(KEYS[2], sent - period - margin, sent + margin + 1)
+      local n = countLog(xs, sent - period - margin, sent + margin + 1)
       if fixed then
         -- Only the refused request's window counts.
         local w = windowsOf(1, period, margin)
         local k = floorDiv(sent, period)
-        n = math.min(n, countIn(KEYS[2], k * period - w.late, (k + 1) * period + w.early))
+        n = math.min(n, countLog(xs, k * period - w.late, (k + 1) * period + w.early))
       end
       local lim = n
       if curL == 0 and n == 0 then
@@ -807,8 +800,6 @@ if tonumber(ARGV[2]) == 1 then
     -- A request sent before the partition last closed belongs to a streak
     -- that has taught its lesson already.
     if distrusted == 0 and adL > 0 and adP > 0 and sent > cs then
-      local xs = {}
-      for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
       local w = windowsOf(adL, adP, margin)
       local explained = false
       for k = first(w, sent), last(w, sent) do
