@@ -336,6 +336,51 @@ func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
 	})
 }
 
+// scriptedSessionGateway serves sign-ins and answers route with statuses,
+// one per request, the last repeated. It returns a client signed in through
+// a TokenSource with opts, and the number of requests route received.
+func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...Option) (*Client, func() int) {
+	t.Helper()
+	clock := &authClock{now: time.Now()} // the bubble's; the test lasts seconds
+	g := &authGateway{t: t, clock: clock, lifetime: 10 * time.Minute,
+		nonces: map[string]bool{}, tokens: map[string]time.Time{}, verifyBegan: make(chan struct{}, 16)}
+	var mu sync.Mutex
+	sent := 0
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
+	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
+	method, path, _ := strings.Cut(route, " ")
+	mux.HandleFunc(method+" "+muxBasePath+path, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		status := statuses[min(sent, len(statuses)-1)]
+		sent++
+		mu.Unlock()
+		switch status {
+		case http.StatusTooManyRequests:
+			w.Header().Set("Retry-After", "2")
+			authWriteJSON(w, status, rateLimitedBody)
+		case http.StatusUnauthorized:
+			authWriteJSON(w, status, `{"code":"unauthorized","title":"Unauthorized","detail":"Token revoked."}`)
+		case http.StatusOK, http.StatusCreated:
+			authWriteJSON(w, status, paymentBody)
+		default:
+			authWriteJSON(w, status, `{"code":"error","title":"Error","detail":"scripted"}`)
+		}
+	})
+	hc := pipeClient(t, mux)
+	anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
+	require.NoError(t, err)
+	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+	require.NoError(t, err)
+	c, err := NewClient("http://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
+	require.NoError(t, err)
+	return c, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return sent
+	}
+}
+
 // The send after a sign-in is a retry of the same call: it counts in
 // RetryStats, is reported to OnRetry, and spends the call's one allowance.
 // Here a 429 (Retry-After 2 s) is retried, the retry meets a revoked
@@ -345,49 +390,18 @@ func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
 // allowance.
 func TestSessionRefusedResendSharesTheCallsAllowance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clock := &authClock{now: time.Now()} // the bubble's; the test lasts seconds
-		g := &authGateway{t: t, clock: clock, lifetime: 10 * time.Minute,
-			nonces: map[string]bool{}, tokens: map[string]time.Time{}, verifyBegan: make(chan struct{}, 16)}
-		var mu sync.Mutex
-		answers := []int{http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusOK}
-		sent := 0
-		mux := http.NewServeMux()
-		mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
-		mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
-		mux.HandleFunc("GET "+muxBasePath+"/payments/{id}", func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			status := answers[min(sent, len(answers)-1)]
-			sent++
-			mu.Unlock()
-			switch status {
-			case http.StatusTooManyRequests:
-				w.Header().Set("Retry-After", "2")
-				authWriteJSON(w, status, rateLimitedBody)
-			case http.StatusUnauthorized:
-				authWriteJSON(w, status, `{"code":"unauthorized","title":"Unauthorized","detail":"Token revoked."}`)
-			default:
-				authWriteJSON(w, status, paymentBody)
-			}
-		})
-		hc := pipeClient(t, mux)
-		anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
-		require.NoError(t, err)
-		ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
-		require.NoError(t, err)
 		ev := &eventLog{}
-		c, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc), WithTokenSource(ts.Token),
+		c, sent := scriptedSessionGateway(t, "GET /payments/{id}",
+			[]int{http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusOK},
 			WithRetryOn429(true), WithMaxRetryWait(3*time.Second), WithOnRetry(ev.add))
-		require.NoError(t, err)
 
-		_, err = c.Payments.Get(context.Background(), "p1")
+		_, err := c.Payments.Get(context.Background(), "p1")
 
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
 		assert.Equal(t, 3, apiErr.Attempts)
-		mu.Lock()
-		assert.Equal(t, 3, sent, "the last 429 was retried on a fresh allowance")
-		mu.Unlock()
+		assert.Equal(t, 3, sent(), "the last 429 was retried on a fresh allowance")
 		stats := c.RetryStats()
 		assert.Equal(t, uint64(2), stats.Retries)
 		assert.Equal(t, uint64(1), stats.Refusals.Allowance)
@@ -396,5 +410,44 @@ func TestSessionRefusedResendSharesTheCallsAllowance(t *testing.T) {
 			reasons = append(reasons, e.Reason)
 		}
 		assert.Equal(t, []RetryReason{ReasonRateLimited, ReasonSessionRefused, ReasonAllowance}, reasons)
+	})
+}
+
+// The send after a 401 inherits the retries the policy counted: a 401
+// after a 503 buys no fresh 5xx retries (WithMaxRetries bounds the call,
+// not each send).
+func TestSessionRefusedResendKeepsTheRetriesCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sent := scriptedSessionGateway(t, "GET /payments/{id}",
+			[]int{http.StatusServiceUnavailable, http.StatusUnauthorized, http.StatusServiceUnavailable},
+			WithMaxRetries(2))
+
+		_, err := c.Payments.Get(context.Background(), "p1")
+
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
+		assert.Equal(t, 4, sent(), "503, 401, 503, 503: two 5xx retries and the resend, not two more after it")
+	})
+}
+
+// The send after a 401 inherits what the earlier attempts may have done: a
+// write that an earlier attempt may have run ends as outcome unknown,
+// whatever the last answer.
+func TestSessionRefusedResendKeepsOutcomeUnknown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, sent := scriptedSessionGateway(t, "POST /payments",
+			[]int{http.StatusServiceUnavailable, http.StatusUnauthorized, http.StatusConflict})
+
+		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize,
+			Amount: "1.00", Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+			Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2",
+			IdempotencyKey: "k1"})
+
+		require.ErrorIs(t, err, ErrOutcomeUnknown, "the first 503 may have created the payment")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, http.StatusConflict, apiErr.StatusCode)
+		assert.Equal(t, 3, sent())
 	})
 }

@@ -80,23 +80,18 @@ type callState struct {
 	turn           turn    // the limiter's admission of the attempt in flight
 	held           int64   // the slot held for the retry of a 429 since the answer came; zero when none
 
-	attempts     int
-	waited       time.Duration // server-given and rate-limit waiting spent
-	otherRetries int
-	guesses429   int
-	next         time.Duration // the wait checkRetry decided, taken by backoff
+	spent               // carried from the call's earlier sends
+	next  time.Duration // the wait checkRetry decided, taken by backoff
 
-	last429       *APIError // kept so a call cut short while waiting or retrying still reports it
-	refused       bool
-	unknown       bool
-	notRetried    RetryReason // why the last failure was not retried
-	maybeExecuted bool        // a write attempt may have run on the server
-	sent          bool        // some attempt may have reached the server
-	status        int
-	rateLimit     *RateLimitInfo
-	header        http.Header
-	body          []byte
-	bodyErr       error
+	last429    *APIError // kept so a call cut short while waiting or retrying still reports it
+	refused    bool
+	unknown    bool
+	notRetried RetryReason // why the last failure was not retried
+	status     int
+	rateLimit  *RateLimitInfo
+	header     http.Header
+	body       []byte
+	bodyErr    error
 }
 
 type callStateKey struct{}
@@ -115,13 +110,19 @@ func stateFrom(ctx context.Context) *callState {
 	return st
 }
 
-// spent is what a call has used of its limits across sends: the attempts
-// made and the server-requested waiting (MaxRetryWait). The send after a
-// 401 (see do) starts from it, so that signing in again does not give a
-// call a second allowance.
+// spent is what a call has used of its limits, and what its attempts may
+// have done, across sends. The send after a 401 (see do) starts from it, so
+// that signing in again gives a call neither a second allowance (attempts,
+// MaxRetryWait, the guesses and other retries the policy counts) nor a
+// clean record: a write an earlier attempt may have run still ends as an
+// *OutcomeUnknownError.
 type spent struct {
-	attempts int
-	waited   time.Duration
+	attempts      int
+	waited        time.Duration // server-given and rate-limit waiting spent
+	otherRetries  int
+	guesses429    int
+	maybeExecuted bool // a write attempt may have run on the server
+	sent          bool // some attempt may have reached the server
 }
 
 // send sends r through the retry policy and decodes a 2xx JSON body into
@@ -136,10 +137,9 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, c
 		path:           call.Path,
 		idempotencyKey: r.idempotencyKey,
 		op:             call.class,
-		attempts:       sp.attempts,
-		waited:         sp.waited,
+		spent:          *sp,
 	}
-	defer func() { sp.attempts, sp.waited = st.attempts, st.waited }()
+	defer func() { *sp = st.spent }()
 	if err := ctx.Err(); err != nil {
 		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 	}
