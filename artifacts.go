@@ -33,8 +33,9 @@ type ArtifactError struct {
 	// Operation is the step the artifact was prepared for; empty for the
 	// payer's signature.
 	Operation Operation
-	// Artifact names what was checked: "payment", "signing_payload" or
-	// "unsigned_transaction".
+	// Artifact names what was checked: "payment", "signing_payload",
+	// "unsigned_transaction", "transaction" (the prepared transaction's
+	// row) or "token" (a GET /tokens entry against a WithTrustedTokens pin).
 	Artifact string
 	// Field is the field that differs, in the artifact's own names
 	// ("domain.chainId", "message.value", "to", "data.amount", ...).
@@ -98,6 +99,9 @@ type trust struct {
 	// contracts pins the RAIL0 contract per chain; a chain without a pin
 	// accepts the payment's rail0_contract when everything agrees with it.
 	contracts map[int64]address
+	// decimals pins the decimals of tokens (WithTrustedTokens); GET /tokens
+	// must agree with a pin.
+	decimals map[tokenKey]int64
 	// chains, when non-nil, lists the chain ids of GET /blockchains.
 	chains map[int64]bool
 	// maxGas bounds gas_limit; maxFee bounds gas_limit × max_fee_per_gas

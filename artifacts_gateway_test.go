@@ -50,6 +50,19 @@ type artGateway struct {
 	// submits records submitted bodies by route.
 	submits     []string
 	blockchains string
+	// decimals is what GET /tokens lists for the token and what the
+	// gateway scales human amounts with; zero means the token's real 6.
+	decimals int64
+}
+
+// tokenDecimals is the decimals the gateway lists and uses.
+func (g *artGateway) tokenDecimals() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.decimals == 0 {
+		return 6
+	}
+	return g.decimals
 }
 
 func newArtGateway(t *testing.T, mode PaymentMode, status PaymentStatus) *artGateway {
@@ -169,10 +182,10 @@ func (g *artGateway) txFields(op Operation, params PrepareParams) map[string]any
 	case OpAuthorize, OpCharge:
 		words = append(words, vrs(g.payerSig)...)
 	case OpCapture:
-		base, _ := ToBaseUnits(params.Amount, 6)
+		base, _ := ToBaseUnits(params.Amount, g.tokenDecimals())
 		words = append(words, uintWord(dec(base)))
 	case OpRefund:
-		base, _ := ToBaseUnits(params.Amount, 6)
+		base, _ := ToBaseUnits(params.Amount, g.tokenDecimals())
 		sig, _ := hex.DecodeString(strings.TrimPrefix(params.Signature, "0x"))
 		words = append(words, uintWord(dec(base)))
 		words = append(words, vrs(sig)...)
@@ -212,7 +225,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(g.blockchains))
 		return
 	case r.Method == http.MethodGet && path == "tokens":
-		reply(200, []Token{{ChainID: artChain, Symbol: "USDC", Address: artToken, Decimals: 6, Active: true}})
+		reply(200, []Token{{ChainID: artChain, Symbol: "USDC", Address: artToken, Decimals: g.tokenDecimals(), Active: true}})
 		return
 	case r.Method == http.MethodGet && path == "payments/"+artPayment:
 		g.mu.Lock()
@@ -247,7 +260,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 			op = OpCloseDispute
 		case "refund":
 			if body.Signature == "" {
-				base, _ := ToBaseUnits(body.Amount, 6)
+				base, _ := ToBaseUnits(body.Amount, g.tokenDecimals())
 				reply(200, map[string]any{"signing_payload": g.payloadJSON(Intent{Operation: OpRefund, Amount: base})})
 				return
 			}
@@ -266,7 +279,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		tx := map[string]any{"id": "tx-" + route, "payment_id": artPayment, "operation": op, "status": "pending",
 			"unsigned_transaction": string(unsigned)}
 		if body.Amount != "" {
-			base, _ := ToBaseUnits(body.Amount, 6)
+			base, _ := ToBaseUnits(body.Amount, g.tokenDecimals())
 			tx["amount"] = base
 		}
 		if a, ok := fields["amount"]; ok { // a pending transaction's own amount

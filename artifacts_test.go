@@ -293,6 +293,55 @@ func TestTrustedContracts(t *testing.T) {
 	}
 }
 
+// A gateway that lies about a token's decimals in GET /tokens and in every
+// artifact alike gets a capture or a refund of ten times the amount asked
+// for signed, unless the decimals are pinned: then the listing is refused
+// before anything is prepared or signed.
+func TestTrustedTokens(t *testing.T) {
+	t.Parallel()
+	pin := WithTrustedTokens(Token{ChainID: artChain, Address: strings.ToUpper(artToken[:2]) + artToken[2:], Decimals: 6})
+	seven := func(g *artGateway) { g.decimals = 7 }
+	for _, name := range []string{"Capture", "Refund"} {
+		fc := flowByName(t, name)
+		// The lie is consistent: without a pin, nothing disagrees.
+		if g, _, err := runFlow(t, fc, seven); err != nil || len(g.submitted()) != 1 {
+			t.Fatalf("%s, 7 decimals, no pin: %v, submitted %v; the lie should be consistent", name, err, g.submitted())
+		}
+		// Pinned, an honest gateway is served.
+		if g, _, err := runFlow(t, fc, nil, pin); err != nil || len(g.submitted()) != 1 {
+			t.Fatalf("%s, pinned, honest gateway: %v, submitted %v", name, err, g.submitted())
+		}
+		// Pinned, the lie is refused.
+		g, key, err := runFlow(t, fc, seven, pin)
+		var ae *ArtifactError
+		if !errors.As(err, &ae) || ae.Artifact != "token" || ae.Field != "decimals" || ae.Expected != "6" || ae.Got != "7" {
+			t.Fatalf("%s, pinned, 7 decimals listed: err = %v, want an *ArtifactError on the token's decimals, 6 against 7", name, err)
+		}
+		var fe *FlowError
+		if !errors.As(err, &fe) || fe.Step != StepVerify {
+			t.Errorf("%s: err = %v, want a *FlowError at step verify", name, err)
+		}
+		if len(g.submitted()) != 0 || key.Signed.Load() != 0 {
+			t.Errorf("%s: signed %d, submitted %v after the refusal", name, key.Signed.Load(), g.submitted())
+		}
+	}
+	for _, bad := range [][]Token{
+		{{ChainID: artChain, Address: "0x12", Decimals: 6}},
+		{{ChainID: 0, Address: artToken, Decimals: 6}},
+		{{ChainID: artChain, Address: artToken, Decimals: -1}},
+		{{ChainID: artChain, Address: artToken, Decimals: MaxDecimals + 1}},
+		{{ChainID: artChain, Address: artToken, Decimals: 6}, {ChainID: artChain, Address: "0x" + strings.ToUpper(artToken[2:]), Decimals: 18}},
+	} {
+		if _, err := NewClient("http://x", WithTrustedTokens(bad...)); err == nil {
+			t.Errorf("WithTrustedTokens(%+v) was accepted", bad)
+		}
+	}
+	same := Token{ChainID: artChain, Address: artToken, Decimals: 6}
+	if _, err := NewClient("http://x", WithTrustedTokens(same, same)); err != nil {
+		t.Errorf("the same pin twice: %v", err)
+	}
+}
+
 func TestFeeCapOption(t *testing.T) {
 	t.Parallel()
 	fc := flowByName(t, "Capture")

@@ -264,7 +264,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:         cfg.now,
 		rand:        cfg.rand,
 		signer:      cfg.signer,
-		trustBase:   trust{contracts: cfg.contracts, maxGas: cfg.maxGas, maxFee: cfg.maxFee},
+		trustBase:   trust{contracts: cfg.contracts, decimals: cfg.decimals, maxGas: cfg.maxGas, maxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
 		policy: policy{
 			retryOn429:    cfg.retryOn429,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -175,17 +176,22 @@ func (c *Client) trust(ctx context.Context) (*trust, error) {
 }
 
 // baseUnits converts a human amount of t's token with the catalog's
-// decimals.
+// decimals, which must agree with a WithTrustedTokens pin.
 func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
 	if err := checkHumanAmount(field, amount); err != nil {
 		return "", err
 	}
+	key := tokenKey{t.chainID.Int64(), t.token}
 	c.catalog.mu.Lock()
-	decimals, ok := c.catalog.decimals[tokenKey{t.chainID.Int64(), t.token}]
+	decimals, ok := c.catalog.decimals[key]
 	c.catalog.mu.Unlock()
 	if !ok {
 		return "", &ArtifactError{PaymentID: t.id, Artifact: "payment", Field: "token",
 			Reason: fmt.Sprintf("%s on chain %s is not a token GET /tokens lists", t.token, t.chainID)}
+	}
+	if pin, pinned := c.trustBase.decimals[key]; pinned && pin != decimals {
+		return "", &ArtifactError{PaymentID: t.id, Artifact: "token", Field: "decimals",
+			Expected: strconv.FormatInt(pin, 10), Got: strconv.FormatInt(decimals, 10)}
 	}
 	return ToBaseUnits(amount, decimals)
 }

@@ -36,6 +36,7 @@ type config struct {
 	cooldown      bool
 	signer        Signer
 	contracts     map[int64]address
+	decimals      map[tokenKey]int64
 	maxGas        uint64
 	maxFee        *big.Int
 }
@@ -280,6 +281,36 @@ func WithTrustedContracts(contracts map[int64]string) Option {
 				return fmt.Errorf("rail0: WithTrustedContracts: chain %d: invalid pin %q", chain, clip(addr))
 			}
 			c.contracts[chain] = a
+		}
+		return nil
+	}
+}
+
+// WithTrustedTokens pins the decimals of tokens, given by ChainID, Address
+// and Decimals (the other fields are ignored). The SDK turns the caller's
+// human amounts ("1.00") into the base units an artifact must carry with
+// the decimals GET /tokens lists; a gateway that lies about them
+// consistently, in the list and in every artifact, would otherwise get a
+// signature for ten times (or a tenth of) the amount asked for. With a pin,
+// a listing that disagrees is refused (*ArtifactError on the token's
+// decimals) before anything is signed, and Create checks the amount of the
+// payment it opened. Pin the tokens you accept in production, as you pin
+// contracts (WithTrustedContracts).
+func WithTrustedTokens(tokens ...Token) Option {
+	return func(c *config) error {
+		if c.decimals == nil {
+			c.decimals = make(map[tokenKey]int64, len(tokens))
+		}
+		for _, t := range tokens {
+			a, err := parseAddress(t.Address)
+			if err != nil || t.ChainID <= 0 || t.Decimals < 0 || t.Decimals > MaxDecimals {
+				return fmt.Errorf("rail0: WithTrustedTokens: chain %d: invalid pin %q (%d decimals)", t.ChainID, clip(t.Address), t.Decimals)
+			}
+			k := tokenKey{t.ChainID, a}
+			if d, dup := c.decimals[k]; dup && d != t.Decimals {
+				return fmt.Errorf("rail0: WithTrustedTokens: chain %d: %s pinned with %d and %d decimals", t.ChainID, a, d, t.Decimals)
+			}
+			c.decimals[k] = t.Decimals
 		}
 		return nil
 	}
