@@ -227,6 +227,12 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && path == "tokens":
 		reply(200, []Token{{ChainID: artChain, Symbol: "USDC", Address: artToken, Decimals: g.tokenDecimals(), Active: true}})
 		return
+	case r.Method == http.MethodPost && path == "payments":
+		g.mu.Lock()
+		p := *g.payment
+		g.mu.Unlock()
+		reply(http.StatusCreated, &p)
+		return
 	case r.Method == http.MethodGet && path == "payments/"+artPayment:
 		g.mu.Lock()
 		p := *g.payment
@@ -302,6 +308,18 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(202, map[string]any{"id": "tx-" + rest, "payment_id": artPayment, "operation": rest, "status": "submitted"})
+}
+
+// rewrite changes the payment the gateway serves from now on, keeping it
+// consistent: its config_hash and signing payload follow the new terms.
+func (g *artGateway) rewrite(change func(p *PaymentDetail)) {
+	g.mu.Lock()
+	change(g.payment)
+	g.mu.Unlock()
+	h := g.terms().computeConfigHash().String()
+	g.mu.Lock()
+	g.payment.ConfigHash = h
+	g.mu.Unlock()
 }
 
 func (g *artGateway) submitted() []string {

@@ -165,6 +165,8 @@ type Client struct {
 	// and tokens the checks need, fetched once.
 	trustBase trust
 	catalog   catalogCache
+	// created remembers what Create was asked for, for PayerSign.
+	created createdLog
 
 	stats retryCounters
 	quota *retryQuota // the client-wide retry budget

@@ -196,6 +196,52 @@ func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
 	return ToBaseUnits(amount, decimals)
 }
 
+// maxCreated bounds how many payments a client remembers having created
+// for PayerSign; a payment signed is forgotten at once.
+const maxCreated = 1024
+
+// createdLog remembers what the caller asked Create for, by payment id, so
+// that PayerSign on the same client signs those terms and no others, even
+// if the gateway's later read of the payment differs from its answer to
+// Create. The oldest entries go first when it is full.
+type createdLog struct {
+	mu    sync.Mutex
+	asked map[string]asked
+	order []string // ids, oldest first
+}
+
+func (l *createdLog) remember(id string, a asked) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.asked == nil {
+		l.asked = map[string]asked{}
+	}
+	if _, ok := l.asked[id]; !ok {
+		if len(l.order) == maxCreated {
+			delete(l.asked, l.order[0])
+			l.order = slices.Delete(l.order, 0, 1)
+		}
+		l.order = append(l.order, id)
+	}
+	l.asked[id] = a
+}
+
+func (l *createdLog) lookup(id string) (asked, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a, ok := l.asked[id]
+	return a, ok
+}
+
+func (l *createdLog) forget(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.asked[id]; ok {
+		delete(l.asked, id)
+		l.order = slices.DeleteFunc(l.order, func(x string) bool { return x == id })
+	}
+}
+
 func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 	c.catalog.mu.Lock()
 	defer c.catalog.mu.Unlock()
@@ -526,8 +572,12 @@ const payerSignReads = 5
 // (TransferWithAuthorization over the token's domain on the payment's chain,
 // from the payer to the RAIL0 contract, exactly the payment's amount, valid
 // until authorization_expiry, with the nonce recomputed locally) and the
-// payment against its config_hash. Check the payment's amount and payee
-// against your order before calling it: the SDK cannot know them.
+// payment against its config_hash. When this client created the payment,
+// the payment read must also be the one asked for: Create's chain, mode,
+// token, payer, payee and amount (in base units with the token's decimals,
+// pinned or listed), so a gateway cannot answer Create with one payment and
+// PayerSign's read with another. Otherwise check the payment's amount and
+// payee against your order before calling it: the SDK cannot know them.
 //
 // If the gateway answers with a null signing_payload (a transient node
 // failure on its side), the payment is read again, waiting as WaitFor does
@@ -566,6 +616,15 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...Wait
 	if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
+	if a, ok := s.client.created.lookup(id); ok {
+		base, err := s.client.baseUnits(t, "amount", a.amount)
+		if err != nil {
+			return nil, f.fail(StepVerify, err)
+		}
+		if err := checkAsked(payment, a, base); err != nil {
+			return nil, f.fail(StepVerify, err)
+		}
+	}
 	sig, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
 	if err != nil {
 		return nil, err
@@ -574,6 +633,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...Wait
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}
+	s.client.created.forget(id)
 	return signed, nil
 }
 

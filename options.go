@@ -293,9 +293,8 @@ func WithTrustedContracts(contracts map[int64]string) Option {
 // consistently, in the list and in every artifact, would otherwise get a
 // signature for ten times (or a tenth of) the amount asked for. With a pin,
 // a listing that disagrees is refused (*ArtifactError on the token's
-// decimals) before anything is signed, and Create checks the amount of the
-// payment it opened. Pin the tokens you accept in production, as you pin
-// contracts (WithTrustedContracts).
+// decimals) before anything is signed. Pin the tokens you accept in
+// production, as you pin contracts (WithTrustedContracts).
 func WithTrustedTokens(tokens ...Token) Option {
 	return func(c *config) error {
 		if c.decimals == nil {
