@@ -302,9 +302,9 @@ func parseUnsignedTx(s string) (*unsignedTx, error) {
 	return &tx, nil
 }
 
-// artifactFieldError is a malformed field, before it can be compared with
-// anything; VerifyTransaction and VerifySigningPayload turn it into an
-// *ArtifactError.
+// artifactFieldError is a malformed field of an unsigned transaction,
+// before it can be compared with anything; checkTransaction turns it into
+// an *ArtifactError.
 type artifactFieldError struct {
 	field, got, reason string
 }
