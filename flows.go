@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -124,16 +125,54 @@ type catalogCache struct {
 	mu           sync.Mutex
 	chains       map[int64]bool
 	decimals     map[tokenKey]int64
-	tokenDomains map[tokenKey][2]string
+	tokenDomains map[tokenKey][2]string // replaced, never modified, once stored
+	loading      *catalogLoad           // the fetch in flight, shared by concurrent first calls
 }
 
+// catalogLoad is one fetch of the catalog, awaited by the calls that need
+// the catalog while it runs.
+type catalogLoad struct {
+	done chan struct{}
+	err  error
+}
+
+// loadCatalog fetches the catalog on first need. Concurrent first calls
+// share one fetch instead of each spending two requests of the public rate
+// limit; a call whose fetch was cut short by its own context leaves the
+// others to fetch again.
 func (c *Client) loadCatalog(ctx context.Context) error {
-	c.catalog.mu.Lock()
-	loaded := c.catalog.chains != nil
-	c.catalog.mu.Unlock()
-	if loaded {
-		return nil
+	for {
+		c.catalog.mu.Lock()
+		if c.catalog.chains != nil {
+			c.catalog.mu.Unlock()
+			return nil
+		}
+		if load := c.catalog.loading; load != nil {
+			c.catalog.mu.Unlock()
+			select {
+			case <-load.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if load.err != nil && !(isContextErr(load.err) && ctx.Err() == nil) {
+				return load.err
+			}
+			continue // loaded, or the leader's own context ended: look again
+		}
+		load := &catalogLoad{done: make(chan struct{})}
+		c.catalog.loading = load
+		c.catalog.mu.Unlock()
+		load.err = c.fetchCatalog(ctx)
+		c.catalog.mu.Lock()
+		c.catalog.loading = nil
+		c.catalog.mu.Unlock()
+		close(load.done)
+		return load.err
 	}
+}
+
+// fetchCatalog reads GET /blockchains and GET /tokens and stores them.
+func (c *Client) fetchCatalog(ctx context.Context) error {
 	var chains []Blockchain
 	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "blockchains", anonymous: true}, &chains); err != nil {
 		return err
@@ -168,10 +207,7 @@ func (c *Client) trust(ctx context.Context) (*trust, error) {
 	defer c.catalog.mu.Unlock()
 	t := c.trustBase
 	t.chains = c.catalog.chains
-	t.tokenDomains = make(map[tokenKey][2]string, len(c.catalog.tokenDomains))
-	for k, v := range c.catalog.tokenDomains {
-		t.tokenDomains[k] = v
-	}
+	t.tokenDomains = c.catalog.tokenDomains
 	return &t, nil
 }
 
@@ -245,10 +281,15 @@ func (l *createdLog) forget(id string) {
 func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 	c.catalog.mu.Lock()
 	defer c.catalog.mu.Unlock()
-	if c.catalog.tokenDomains == nil {
-		c.catalog.tokenDomains = map[tokenKey][2]string{}
+	k, v := tokenKey{t.chainID.Int64(), t.token}, [2]string{pc.name, pc.version}
+	if known, ok := c.catalog.tokenDomains[k]; ok && known == v {
+		return
 	}
-	c.catalog.tokenDomains[tokenKey{t.chainID.Int64(), t.token}] = [2]string{pc.name, pc.version}
+	// Copy on write: trust snapshots share the stored map without a lock.
+	domains := make(map[tokenKey][2]string, len(c.catalog.tokenDomains)+1)
+	maps.Copy(domains, c.catalog.tokenDomains)
+	domains[k] = v
+	c.catalog.tokenDomains = domains
 }
 
 // ---- the checks, for callers who sign elsewhere ----
