@@ -70,11 +70,15 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // it asked for; local is the fallback "now" (and the only one delta-seconds
 // need).
 func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	if v == "" || isDigits(strings.TrimSpace(v)) {
+		return ParseRetryAfter(v, local) // no date to read against: skip parsing Date
+	}
 	now := local
 	if t, err := http.ParseTime(h.Get("Date")); err == nil {
 		now = t
 	}
-	return ParseRetryAfter(h.Get("Retry-After"), now)
+	return ParseRetryAfter(v, now)
 }
 
 // serverWait is the wait before retrying a server-given instruction:
