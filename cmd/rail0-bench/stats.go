@@ -33,7 +33,6 @@ type summary struct {
 	RefusedAfter int // 429 answers received after the first window
 	EarlyRetries int // retries sent into the window that had refused the call
 	EarlyAfter   int // those whose refusal came after the first window
-	Max429Window int // the most 429s in one server window
 	Makespan     time.Duration
 	P50, P99     time.Duration
 	RoundTrips   float64 // Redis round trips per call, when measured
@@ -56,47 +55,29 @@ func floorDiv(a, b int64) int64 {
 }
 
 // earlyRetries counts the retries sent before the end of the server window
-// in which the previous attempt of the same call was refused with a 429.
-// The window is that of the moment the refusal arrived, which is at or after
-// the moment the server counted it, so the count errs towards calling a
-// retry early, never towards excusing one.
-func earlyRetries(attempts []attempt, period time.Duration) int {
-	return earlyRetriesAfter(attempts, period, math.MinInt64)
-}
-
-// earlyRetriesAfter counts the early retries whose refusal arrived at or
-// after from (Unix nanoseconds).
-func earlyRetriesAfter(attempts []attempt, period time.Duration, from int64) int {
+// in which the previous attempt of the same call was refused with a 429
+// (all), and those among them whose refusal arrived at or after from, Unix
+// nanoseconds (after). The window is that of the moment the refusal
+// arrived, which is at or after the moment the server counted it, so the
+// count errs towards calling a retry early, never towards excusing one.
+func earlyRetries(attempts []attempt, period time.Duration, from int64) (all, after int) {
 	byCall := map[int64][]attempt{}
 	for _, a := range attempts {
 		byCall[a.Call] = append(byCall[a.Call], a)
 	}
-	n := 0
 	for _, as := range byCall {
 		slices.SortFunc(as, func(x, y attempt) int { return cmp.Compare(x.Sent, y.Sent) })
 		for i := 1; i < len(as); i++ {
 			prev := as[i-1]
-			if prev.Status == http.StatusTooManyRequests && prev.Recv >= from && as[i].Sent < windowEnd(prev.Recv, period) {
-				n++
+			if prev.Status == http.StatusTooManyRequests && as[i].Sent < windowEnd(prev.Recv, period) {
+				all++
+				if prev.Recv >= from {
+					after++
+				}
 			}
 		}
 	}
-	return n
-}
-
-// max429PerWindow returns the largest number of 429 answers received in one
-// server window.
-func max429PerWindow(attempts []attempt, period time.Duration) int {
-	per := map[int64]int{}
-	best := 0
-	for _, a := range attempts {
-		if a.Status == http.StatusTooManyRequests {
-			w := floorDiv(a.Recv, int64(period))
-			per[w]++
-			best = max(best, per[w])
-		}
-	}
-	return best
+	return all, after
 }
 
 // percentile returns the nearest-rank q-quantile (0 < q ≤ 1) of ds, or 0
@@ -133,9 +114,7 @@ func summarize(attempts []attempt, calls []call, start int64, period time.Durati
 			}
 		}
 	}
-	s.EarlyRetries = earlyRetries(attempts, period)
-	s.EarlyAfter = earlyRetriesAfter(attempts, period, firstEnd)
-	s.Max429Window = max429PerWindow(attempts, period)
+	s.EarlyRetries, s.EarlyAfter = earlyRetries(attempts, period, firstEnd)
 	s.Makespan = time.Duration(end - start)
 	s.P50 = percentile(lat, 0.50)
 	s.P99 = percentile(lat, 0.99)

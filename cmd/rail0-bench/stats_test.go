@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,28 +75,9 @@ func TestEarlyRetries(t *testing.T) {
 		}, 0},
 	}
 	for _, tt := range tests {
-		if got := earlyRetries(tt.attempts, p); got != tt.want {
-			t.Errorf("%s: earlyRetries = %d, want %d", tt.name, got, tt.want)
+		if all, after := earlyRetries(tt.attempts, p, math.MinInt64); all != tt.want || after != tt.want {
+			t.Errorf("%s: earlyRetries = %d (%d after the start of time), want %d", tt.name, all, after, tt.want)
 		}
-	}
-}
-
-func TestMax429PerWindow(t *testing.T) {
-	const p = time.Second
-	as := []attempt{
-		{Recv: 100 * ms, Status: 429},
-		{Recv: 200 * ms, Status: 200},
-		{Recv: 900 * ms, Status: 429},
-		{Recv: 1100 * ms, Status: 429},
-		{Recv: 2100 * ms, Status: 429},
-		{Recv: 2200 * ms, Status: 429},
-		{Recv: 2999 * ms, Status: 429},
-	}
-	if got := max429PerWindow(as, p); got != 3 {
-		t.Errorf("max429PerWindow = %d, want 3", got)
-	}
-	if got := max429PerWindow(as[1:2], p); got != 0 {
-		t.Errorf("max429PerWindow without 429s = %d, want 0", got)
 	}
 }
 
@@ -199,7 +181,7 @@ func TestSummarize(t *testing.T) {
 	}
 	got := summarize(as, calls, start, time.Second)
 	want := summary{
-		Calls: 3, Failed: 1, Sent: 4, Refused: 2, EarlyRetries: 1, Max429Window: 2,
+		Calls: 3, Failed: 1, Sent: 4, Refused: 2, EarlyRetries: 1,
 		Makespan: 3 * time.Second, P50: 501 * time.Millisecond, P99: 3 * time.Second,
 	}
 	if got != want {
