@@ -438,10 +438,11 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	ctx, call := c.startCall(ctx, r)
 	use, sp := &tokenUse{}, &spent{}
 	resp, err := c.send(ctx, r, out, use, call, sp)
-	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) {
+	sessionRefused := use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized)
+	if sessionRefused {
 		use.ts.refused(use.gen)
 	}
-	if use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized) && call.class.repeatable(r.idempotencyKey != "") {
+	if sessionRefused && call.class.repeatable(r.idempotencyKey != "") {
 		// The send after a sign-in is a retry like any other: counted,
 		// reported, and within the call's attempts and allowance.
 		ev := RetryEvent{Method: r.method, Path: call.Path, Attempt: sp.attempts, StatusCode: http.StatusUnauthorized,
