@@ -387,21 +387,10 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	period := b.Period + max(r.Margin, 0)
 	s.prune(now, b.Limit, period)
 	s.touched = now
-	if i := s.index(r.Ticket); i >= 0 {
-		s.log = slices.Delete(s.log, i, i+1)
-		if s.coolUntil <= r.Ticket {
-			// The slot stands, perhaps a little later: earlier slots sent
-			// late, or a lower budget, push it to the first time its
-			// period has room. It keeps its place in the queue.
-			t := confirmAt(s.log, max(r.Ticket, now), b, period)
-			if wait := time.Duration(t - now); wait > r.MaxWait {
-				return Admission{Wait: wait, Budget: b} // moved beyond the caller's room: given up
-			}
-			s.insert(t)
-			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
-		}
-		// The partition closed again while the caller slept: its slot is
-		// gone; it queues again.
+	// Earlier slots sent late, or a lower budget, push a held slot to the
+	// first time its period has room.
+	if adm, ok := s.confirm(r, b, now, func(t int64) int64 { return confirmAt(s.log, t, b, period) }); ok {
+		return adm
 	}
 	at, hold, cooled := admitAt(s.log, s.coolStart, s.coolUntil, b, period, r, now)
 	wait := time.Duration(at - now)
@@ -414,6 +403,31 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 		adm.Ticket = at
 	}
 	return adm
+}
+
+// confirm re-checks the slot r.Ticket held since an earlier admission, now
+// that its caller has slept: the slot stands, perhaps a little later (at
+// gives the first time the rule admits it from a time, against the log
+// without the slot), keeping its place in the queue, or is given up when
+// that is beyond the caller's room. ok is false when no slot is held, or
+// when the partition closed again while the caller slept: the slot is gone
+// and the caller queues again.
+func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(from int64) int64) (adm Admission, ok bool) {
+	i := s.index(r.Ticket)
+	if i < 0 {
+		return Admission{}, false
+	}
+	s.log = slices.Delete(s.log, i, i+1)
+	if s.coolUntil > r.Ticket {
+		return Admission{}, false
+	}
+	t := at(max(r.Ticket, now))
+	wait := time.Duration(t - now)
+	if wait > r.MaxWait {
+		return Admission{Wait: wait, Budget: b}, true // moved beyond the caller's room: given up
+	}
+	s.insert(t)
+	return Admission{Wait: wait, OK: true, Ticket: t, Budget: b}, true
 }
 
 // reserveAligned is reserve in fixed windows. A held slot being confirmed
@@ -432,16 +446,8 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	counted, _ := slices.BinarySearch(s.log, w.first(now)*w.period-w.late)
 	s.prune(now, max(b.Limit, len(s.log)-counted), b.Period)
 	s.touched = now
-	if i := s.index(r.Ticket); i >= 0 {
-		s.log = slices.Delete(s.log, i, i+1)
-		if s.coolUntil <= r.Ticket {
-			t := confirmAligned(s.log, s.fullUntil, w, max(r.Ticket, now))
-			if wait := time.Duration(t - now); wait > r.MaxWait {
-				return Admission{Wait: wait, Budget: b} // moved beyond the caller's room: given up
-			}
-			s.insert(t)
-			return Admission{Wait: time.Duration(t - now), OK: true, Ticket: t, Budget: b}
-		}
+	if adm, ok := s.confirm(r, b, now, func(t int64) int64 { return confirmAligned(s.log, s.fullUntil, w, t) }); ok {
+		return adm
 	}
 	from, cooled := now, false
 	if s.coolUntil > now {
