@@ -229,10 +229,7 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 		return meta, failure
 	}
 	if st.status < 200 || st.status > 299 {
-		apiErr := st.last429 // a final 429 was already parsed by checkRetry
-		if apiErr == nil {
-			apiErr = newAPIError(st, st.status, st.header, st.body, c.now())
-		}
+		apiErr := c.answerError(st)
 		apiErr.RetryRefused = st.refused
 		apiErr.NotRetried = st.notRetried
 		if st.unknown || st.maybeExecuted {
@@ -445,6 +442,15 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 	return nil
 }
 
+// answerError is the call's last answer as an *APIError: the 429 that
+// checkRetry already parsed, or the answer parsed now.
+func (c *Client) answerError(st *callState) *APIError {
+	if st.last429 != nil {
+		return st.last429
+	}
+	return newAPIError(st, st.status, st.header, st.body, c.now())
+}
+
 // lastAnswer returns the call's last answer from the server as an
 // *APIError marked RetryRefused, for a retry that the limiter refused
 // locally; nil when the last attempt got no answer.
@@ -452,10 +458,7 @@ func (c *Client) lastAnswer(st *callState) *APIError {
 	if st.status == 0 {
 		return nil
 	}
-	e := st.last429
-	if e == nil {
-		e = newAPIError(st, st.status, st.header, st.body, c.now())
-	}
+	e := c.answerError(st)
 	e.RetryRefused = true
 	e.NotRetried = ReasonLimiter
 	e.Attempts = st.attempts
