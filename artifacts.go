@@ -202,8 +202,9 @@ func askedOf(params CreatePaymentParams) asked {
 }
 
 // checkAsked compares a payment with what the caller asked for: chain,
-// mode, token, payer, payee, and the amount, base in base units. The mode matters beyond its name: it picks the nonce the
-// payer signs, so a charge cannot pass for an escrow.
+// mode, token, payer, payee, and the amount, base in base units. The mode
+// matters beyond its name: it picks the nonce the payer signs, so a charge
+// cannot pass for an escrow.
 func checkAsked(p *PaymentDetail, a asked, base string) error {
 	fail := func(field, expected, got string) error {
 		return &ArtifactError{PaymentID: p.ID, Artifact: "payment", Field: field, Expected: expected, Got: got}

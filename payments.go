@@ -186,10 +186,11 @@ type CreatePaymentParams struct {
 // A missing field, a chain id below 1 or an amount that is not a positive
 // decimal such as "25.00" is a *ValidationError before any request.
 //
-// The client remembers what was asked for, and PayerSign of the payment on
-// it signs those terms and no others, whatever the gateway answers; a
-// replay of an Idempotency-Key first used with other params is refused
-// there. Create returns what the gateway answered, unchecked.
+// A client with a signer (WithSigner) remembers what was asked for, and
+// PayerSign of the payment on it signs those terms and no others, whatever
+// the gateway answers; a replay of an Idempotency-Key first used with other
+// params is refused there. Create returns what the gateway answered,
+// unchecked.
 func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams) (*PaymentDetail, error) {
 	for _, f := range []struct{ name, value string }{
 		{"amount", params.Amount}, {"token", params.Token}, {"payer", params.Payer},
@@ -216,7 +217,9 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 	}
 	p.Replayed = resp.StatusCode == http.StatusOK
 	p.Response = resp
-	s.client.created.remember(p.ID, askedOf(params))
+	if s.client.signer != nil { // only PayerSign, a flow, reads it
+		s.client.created.remember(p.ID, askedOf(params))
+	}
 	return &p, nil
 }
 
