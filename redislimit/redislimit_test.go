@@ -1151,7 +1151,10 @@ func TestStalledRedisIsBounded(t *testing.T) {
 		l.inflight.Wait()
 	})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Deadlines well beyond minStall: the time between making one and the
+	// store call starting (long on a loaded machine) must not make the
+	// store's chance look unfair.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*minStall)
 	defer cancel()
 	_, err := l.Reserve(ctx, paced("public"))
 	var e *Error
@@ -1174,7 +1177,7 @@ func TestStalledRedisIsBounded(t *testing.T) {
 	}
 	// After the backoff, the store is tried again.
 	clk.advance(firstBackoff)
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*minStall)
 	defer cancel2()
 	if _, err := l.Reserve(ctx2, paced("public")); !errors.As(err, &e) {
 		t.Errorf("Reserve after the backoff = %v, want the store asked (and failing)", err)
