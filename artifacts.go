@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rail0/rail0-go/internal/evm"
@@ -186,60 +185,6 @@ func (t *terms) nonce(op Operation) word {
 
 // maxUint48 bounds the expiries, which the contract stores as uint48.
 const maxUint48 = uint64(1)<<48 - 1
-
-// asked is what the caller asked Create for: the terms a payment must
-// carry before its payer signs it.
-type asked struct {
-	chainID             int64
-	mode                PaymentMode
-	amount              string // a human decimal
-	token, payer, payee string
-}
-
-func askedOf(params CreatePaymentParams) asked {
-	return asked{chainID: params.ChainID, mode: params.Mode, amount: params.Amount,
-		token: params.Token, payer: params.Payer, payee: params.Payee}
-}
-
-// checkAsked compares a payment with what the caller asked for: chain,
-// mode, token, payer, payee, and the amount, base in base units. The mode
-// matters beyond its name: it picks the nonce the payer signs, so a charge
-// cannot pass for an escrow.
-func checkAsked(p *PaymentDetail, a asked, base string) error {
-	fail := func(field, expected, got string) error {
-		return &ArtifactError{PaymentID: p.ID, Artifact: "payment", Field: field, Expected: expected, Got: got}
-	}
-	if p.ChainID != a.chainID {
-		return fail("chain_id", strconv.FormatInt(a.chainID, 10), strconv.FormatInt(p.ChainID, 10))
-	}
-	if p.Mode != a.mode {
-		return fail("mode", string(a.mode), string(p.Mode))
-	}
-	for _, f := range []struct{ field, expected, got string }{
-		{"token", a.token, p.Token}, {"payer", a.payer, p.Payer}, {"payee", a.payee, p.Payee},
-	} {
-		if !sameAddress(f.expected, f.got) {
-			return fail(f.field, f.expected, f.got)
-		}
-	}
-	got, ok := new(big.Int).SetString(p.Amount, 10)
-	want, _ := new(big.Int).SetString(base, 10)
-	if !ok || want == nil || got.Cmp(want) != 0 {
-		return fail("amount", base, p.Amount)
-	}
-	return nil
-}
-
-// sameAddress compares two addresses whatever their case; text that is not
-// an address only equals itself, ignoring case.
-func sameAddress(a, b string) bool {
-	x, errA := parseAddress(a)
-	y, errB := parseAddress(b)
-	if errA != nil || errB != nil {
-		return errA != nil && errB != nil && strings.EqualFold(a, b)
-	}
-	return x == y
-}
 
 // checkPayment decodes p's terms and checks them for consistency: well-formed
 // fields, terms the contract accepts, the contract pinned for the chain (or,

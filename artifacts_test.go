@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"math/big"
 	"strings"
 	"testing"
@@ -28,28 +27,28 @@ func errOf[T any](_ T, err error) error { return err }
 
 var flowCases = []flowCase{
 	{"PayerSign", ModeAuthorize, StatusUnsigned, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.PayerSign(ctx, artPayment))
+		return errOf(c.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)}))
 	}, "PUT sign"},
 	{"PayerSign charge", ModeCharge, StatusUnsigned, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.PayerSign(ctx, artPayment))
+		return errOf(c.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeCharge)}))
 	}, "PUT sign"},
 	{"Authorize", ModeAuthorize, StatusSigned, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Authorize(ctx, artPayment))
+		return errOf(c.Payments.Authorize(ctx, artPayment, AuthorizeParams{}))
 	}, "POST authorize"},
 	{"Charge", ModeCharge, StatusSigned, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Charge(ctx, artPayment))
+		return errOf(c.Payments.Charge(ctx, artPayment, ChargeParams{}))
 	}, "POST charge"},
 	{"Capture", ModeAuthorize, StatusPartiallyCaptured, false, func(ctx context.Context, c *Client) error {
 		return errOf(c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}))
 	}, "POST capture"},
 	{"Void", ModeAuthorize, StatusAuthorized, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Void(ctx, artPayment))
+		return errOf(c.Payments.Void(ctx, artPayment, VoidParams{}))
 	}, "POST void"},
 	{"Release", ModeAuthorize, StatusAuthorized, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Release(ctx, artPayment))
+		return errOf(c.Payments.Release(ctx, artPayment, ReleaseParams{}))
 	}, "POST release"},
 	{"Refund", ModeAuthorize, StatusPartiallyCaptured, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "4.00"}))
+		return errOf(c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}}))
 	}, "POST refund"},
 	{"Dispute", ModeAuthorize, StatusPartiallyCaptured, true, func(ctx context.Context, c *Client) error {
 		return errOf(c.Payments.Dispute(ctx, artPayment, DisputeParams{Reason: fixtureReason}))
@@ -343,121 +342,6 @@ func TestTrustedTokens(t *testing.T) {
 	}
 }
 
-// PayerSign on the client that created the payment signs only what Create
-// asked for: a gateway that answers Create with the payment asked for and
-// PayerSign's read with another one, consistent with its own config_hash
-// and payload, gets no signature.
-func TestPayerSignSignsOnlyWhatCreateAskedFor(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		change func(p *PaymentDetail)
-		field  string
-	}{
-		{"honest", nil, ""},
-		{"another payee", func(p *PaymentDetail) { p.Payee = artOther }, "payee"},
-		{"ten times the amount", func(p *PaymentDetail) { p.Amount = fmt.Sprint(10 * artAmount) }, "amount"},
-		{"a charge instead of an escrow", func(p *PaymentDetail) { p.Mode = ModeCharge }, "mode"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
-			c := g.client(g.payer)
-			ctx := context.Background()
-			_, err := c.Payments.Create(ctx, CreatePaymentParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
-				Token: artToken, Payer: g.payer.Address(), Payee: g.payee.Address()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.change != nil {
-				g.rewrite(tt.change)
-			}
-			_, err = c.Payments.PayerSign(ctx, artPayment)
-			if tt.field == "" {
-				if err != nil || len(g.submitted()) != 1 {
-					t.Fatalf("honest gateway: %v, submitted %v", err, g.submitted())
-				}
-				return
-			}
-			var ae *ArtifactError
-			if !errors.As(err, &ae) || ae.Field != tt.field || ae.Artifact != "payment" {
-				t.Fatalf("err = %v, want an *ArtifactError on the payment's %s", err, tt.field)
-			}
-			if len(g.submitted()) != 0 || g.payer.Signed.Load() != 0 {
-				t.Errorf("signed %d, submitted %v after the refusal", g.payer.Signed.Load(), g.submitted())
-			}
-			// The same rewritten payment on a client that did not create it
-			// is consistent: only the remembered request could refuse it.
-			other := g.client(g.payer)
-			if _, err := other.Payments.PayerSign(ctx, artPayment); err != nil {
-				t.Errorf("a client that did not create the payment: %v", err)
-			}
-		})
-	}
-}
-
-func TestCheckAsked(t *testing.T) {
-	payer, payee := "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"
-	a := asked{chainID: artChain, mode: ModeAuthorize, amount: "25.00", token: artToken, payer: payer, payee: payee}
-	base := func() *PaymentDetail {
-		return &PaymentDetail{Payment: Payment{ID: "p1", Mode: ModeAuthorize, Amount: "25000000",
-			Token: "0x" + strings.ToUpper(artToken[2:]), Payer: strings.ToLower(payer), Payee: payee}, ChainID: artChain}
-	}
-	tests := []struct {
-		name   string
-		change func(p *PaymentDetail)
-		field  string
-	}{
-		{"the same terms, whatever the case of the addresses", nil, ""},
-		{"chain", func(p *PaymentDetail) { p.ChainID = 1 }, "chain_id"},
-		{"mode", func(p *PaymentDetail) { p.Mode = ModeCharge }, "mode"},
-		{"token", func(p *PaymentDetail) { p.Token = artOther }, "token"},
-		{"payer", func(p *PaymentDetail) { p.Payer = artOther }, "payer"},
-		{"payee", func(p *PaymentDetail) { p.Payee = "not an address" }, "payee"},
-		{"amount", func(p *PaymentDetail) { p.Amount = "250000000" }, "amount"},
-		{"amount not an integer", func(p *PaymentDetail) { p.Amount = "25.00" }, "amount"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := base()
-			if tt.change != nil {
-				tt.change(p)
-			}
-			err := checkAsked(p, a, "25000000")
-			var ae *ArtifactError
-			switch {
-			case tt.field == "" && err != nil:
-				t.Errorf("checkAsked = %v, want no error", err)
-			case tt.field != "" && (!errors.As(err, &ae) || ae.Field != tt.field):
-				t.Errorf("checkAsked = %v, want an *ArtifactError on %s", err, tt.field)
-			}
-		})
-	}
-}
-
-func TestCreatedLogIsBounded(t *testing.T) {
-	var l createdLog
-	for i := range maxCreated + 10 {
-		l.remember(fmt.Sprint(i), asked{chainID: int64(i)})
-	}
-	l.remember("20", asked{chainID: 99}) // an update keeps its place
-	if _, ok := l.lookup("9"); ok {
-		t.Error("the oldest entries were kept beyond the bound")
-	}
-	if a, ok := l.lookup("20"); !ok || a.chainID != 99 {
-		t.Errorf("lookup(20) = %+v, %v", a, ok)
-	}
-	l.forget("20")
-	if _, ok := l.lookup("20"); ok || len(l.order) != maxCreated-1 || len(l.asked) != maxCreated-1 {
-		t.Errorf("after forget: %d ids in order, %d remembered", len(l.order), len(l.asked))
-	}
-	l.remember("new", asked{})
-	if _, ok := l.lookup("10"); !ok {
-		t.Error("an entry was evicted while there was room")
-	}
-}
-
 func TestFeeCapOption(t *testing.T) {
 	t.Parallel()
 	fc := flowByName(t, "Capture")
@@ -486,7 +370,7 @@ func TestFlowsNeedASignerOfTheRightRole(t *testing.T) {
 	}
 	// A client without a signer.
 	c, _ := NewClient("http://127.0.0.1:1", WithToken("t"))
-	if _, err := c.Payments.Void(context.Background(), artPayment); !errors.Is(err, ErrNoSigner) {
+	if _, err := c.Payments.Void(context.Background(), artPayment, VoidParams{}); !errors.Is(err, ErrNoSigner) {
 		t.Fatalf("no signer: %v", err)
 	}
 	if _, err := c.Payments.Capture(context.Background(), "..", CaptureParams{Amount: "1"}); err == nil {
@@ -518,7 +402,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("capture checked as a void: %v", err)
 	}
-	auth, err := c.Payments.PrepareRefund(ctx, artPayment, RefundParams{Amount: "4.00"})
+	auth, err := c.Payments.PrepareRefund(ctx, artPayment, PrepareParams{Amount: "4.00"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +438,7 @@ func TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown(t *testing.T) {
 	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	c := g.client(g.payee)
 	ctx := context.Background()
-	if _, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "1.00"}); err != nil {
+	if _, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "1.00", Expect: Expectation{Payer: artPayer}}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := evmtest.NewKey("mallory").SignDigest(ctx, g.authDigest(ModeAuthorize))
@@ -569,7 +453,7 @@ func TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown(t *testing.T) {
 		setWord(tx, 9, word(other[32:64]))
 	}
 	g.mu.Unlock()
-	_, err = c.Payments.Authorize(ctx, artPayment)
+	_, err = c.Payments.Authorize(ctx, artPayment, AuthorizeParams{})
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Field != "data.r" {
 		t.Fatalf("authorize with another key's signature: %v", err)

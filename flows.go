@@ -95,22 +95,72 @@ var ErrSigningPayloadUnavailable = errors.New("rail0: signing_payload is still u
 // ErrNoSigner is returned by a flow on a client created without WithSigner.
 var ErrNoSigner = errors.New("rail0: the client has no signer (WithSigner)")
 
+// Every flow takes (ctx, id, params): id is the payment's UUID or its
+// rail0_id (0x + 64 hex), as every /payments/{id} route of the gateway
+// accepts, and the payment read must carry it; params carries the step's
+// arguments and Expect, what the caller knows of the payment (see
+// Expectation), checked before anything is prepared or signed.
+
+// PayerSignParams is the request of PayerSign.
+type PayerSignParams struct {
+	// Expect is the order the payment must match. PayerSign needs it, with
+	// ChainID, Mode, Token, Payee and Amount set, unless this client
+	// created the payment and still remembers what Create asked for.
+	Expect Expectation
+	// PollInterval and MaxPollInterval pace the re-reads of a payment whose
+	// signing_payload is null, as WithPollInterval paces WaitFor; zero
+	// means DefaultPollInterval and DefaultMaxPollInterval.
+	PollInterval, MaxPollInterval time.Duration
+}
+
+// AuthorizeParams is the request of Authorize.
+type AuthorizeParams struct {
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
+}
+
+// ChargeParams is the request of Charge.
+type ChargeParams struct {
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
+}
+
 // CaptureParams is the request of Capture.
 type CaptureParams struct {
 	// Amount is a human decimal ("10.00"), 0 < amount <= capturable.
 	Amount string
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
+}
+
+// VoidParams is the request of Void.
+type VoidParams struct {
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
+}
+
+// ReleaseParams is the request of Release.
+type ReleaseParams struct {
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
 }
 
 // RefundParams is the request of Refund.
 type RefundParams struct {
 	// Amount is a human decimal ("4.00"), 0 < amount <= refundable.
 	Amount string
+	// Expect is what the payment must match. Refund needs Expect.Payer or
+	// Expect.Rail0ID, unless the payment is named by its rail0_id: a refund
+	// pays the payer, so the gateway's word alone never says who that is.
+	Expect Expectation
 }
 
 // DisputeParams is the request of Dispute and CloseDispute.
 type DisputeParams struct {
 	// Reason is a bytes32 hex value (0x + 64 hex); empty records zero.
 	Reason string
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
 }
 
 // ---- the catalog the checks rely on ----
@@ -232,52 +282,6 @@ func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
 	return ToBaseUnits(amount, decimals)
 }
 
-// maxCreated bounds how many payments a client remembers having created
-// for PayerSign; a payment signed is forgotten at once.
-const maxCreated = 1024
-
-// createdLog remembers what the caller asked Create for, by payment id, so
-// that PayerSign on the same client signs those terms and no others, even
-// if the gateway's later read of the payment differs from its answer to
-// Create. The oldest entries go first when it is full.
-type createdLog struct {
-	mu    sync.Mutex
-	asked map[string]asked
-	order []string // ids, oldest first
-}
-
-func (l *createdLog) remember(id string, a asked) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.asked == nil {
-		l.asked = map[string]asked{}
-	}
-	if _, ok := l.asked[id]; !ok {
-		if len(l.order) == maxCreated {
-			delete(l.asked, l.order[0])
-			l.order = slices.Delete(l.order, 0, 1)
-		}
-		l.order = append(l.order, id)
-	}
-	l.asked[id] = a
-}
-
-func (l *createdLog) lookup(id string) (asked, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	a, ok := l.asked[id]
-	return a, ok
-}
-
-func (l *createdLog) forget(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.asked[id]; ok {
-		delete(l.asked, id)
-		l.order = slices.DeleteFunc(l.order, func(x string) bool { return x == id })
-	}
-}
-
 func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 	c.catalog.mu.Lock()
 	defer c.catalog.mu.Unlock()
@@ -364,25 +368,46 @@ func (s *PaymentsService) checkIntent(ctx context.Context, payment *PaymentDetai
 
 // flow is one run of a lifecycle step.
 type flow struct {
-	s      *PaymentsService
+	s *PaymentsService
+	// id is the payment as the caller named it (UUID or rail0_id); every
+	// request of the flow addresses it so.
 	id     string
 	op     Operation
 	signer Signer
-	txID   string
+	// expect is the caller's expectation; asked is what this client's
+	// Create asked for (askedKey the id it is kept under), when remembered.
+	expect   Expectation
+	asked    *Expectation
+	askedKey string
+	// paymentID is the UUID of the payment read, once bound.
+	paymentID string
+	txID      string
 }
 
 func (f *flow) fail(step FlowStep, err error) error {
 	return &FlowError{PaymentID: f.id, Operation: f.op, Step: step, TransactionID: f.txID, Err: err}
 }
 
-func (s *PaymentsService) newFlow(id string, op Operation) (*flow, error) {
+// newFlow checks the flow's id and expectation and its binding (see
+// requireBinding) before any request.
+func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (*flow, error) {
 	if s.client.signer == nil {
 		return nil, ErrNoSigner
 	}
 	if _, err := paymentPath(id); err != nil {
 		return nil, err
 	}
-	return &flow{s: s, id: id, op: op, signer: s.client.signer}, nil
+	if err := expect.check(); err != nil {
+		return nil, err
+	}
+	f := &flow{s: s, id: id, op: op, signer: s.client.signer, expect: expect}
+	if a, key, ok := s.client.created.lookup(id); ok {
+		f.asked, f.askedKey = &a, key
+	}
+	if err := f.requireBinding(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // signPayload is the one way a flow signs a signing_payload: checked
@@ -402,7 +427,7 @@ func (f *flow) signPayload(ctx context.Context, t *terms, in Intent, payload jso
 	return "0x" + hex.EncodeToString(sig), nil
 }
 
-// read gets the payment and checks it.
+// read gets the payment, checks it and binds the flow to it.
 func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error) {
 	p, err := f.s.Get(ctx, f.id)
 	if err != nil {
@@ -416,8 +441,8 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error)
 	if err != nil {
 		return nil, nil, nil, f.fail(StepVerify, err)
 	}
-	if p.ID != f.id {
-		return nil, nil, nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Artifact: "payment", Field: "id", Expected: f.id, Got: p.ID})
+	if err := f.bind(p, t); err != nil {
+		return nil, nil, nil, f.fail(StepVerify, err)
 	}
 	return p, t, tr, nil
 }
@@ -441,8 +466,8 @@ func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Trans
 // step runs one lifecycle step with the client's signer: a release is
 // prepared for the signer's address, and params.Amount (a human decimal) is
 // what a capture must move, exactly.
-func (s *PaymentsService) step(ctx context.Context, id string, op Operation, in Intent, params PrepareParams) (*Transaction, error) {
-	f, err := s.newFlow(id, op)
+func (s *PaymentsService) step(ctx context.Context, id string, op Operation, expect Expectation, in Intent, params PrepareParams) (*Transaction, error) {
+	f, err := s.newFlow(id, op, expect)
 	if err != nil {
 		return nil, err
 	}
@@ -471,8 +496,8 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in In
 	if prep.Operation != f.op {
 		return nil, art("operation", string(f.op), string(prep.Operation))
 	}
-	if prep.PaymentID != "" && prep.PaymentID != f.id {
-		return nil, art("payment_id", f.id, prep.PaymentID)
+	if prep.PaymentID != "" && prep.PaymentID != f.paymentID {
+		return nil, art("payment_id", f.paymentID, prep.PaymentID)
 	}
 	if in.Amount != "" && prep.Amount != nil && *prep.Amount != in.Amount {
 		// A pending transaction prepared earlier for another amount is
@@ -499,8 +524,8 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in In
 //
 // GET /payments/{id}, POST /payments/{id}/authorize/prepare, then
 // POST /payments/{id}/authorize — the payee.
-func (s *PaymentsService) Authorize(ctx context.Context, id string) (*Transaction, error) {
-	return s.step(ctx, id, OpAuthorize, Intent{}, PrepareParams{})
+func (s *PaymentsService) Authorize(ctx context.Context, id string, params AuthorizeParams) (*Transaction, error) {
+	return s.step(ctx, id, OpAuthorize, params.Expect, Intent{}, PrepareParams{})
 }
 
 // Charge settles a signed charge-mode payment straight to the payee with
@@ -508,8 +533,8 @@ func (s *PaymentsService) Authorize(ctx context.Context, id string) (*Transactio
 //
 // GET /payments/{id}, POST /payments/{id}/charge/prepare, then
 // POST /payments/{id}/charge — the payee.
-func (s *PaymentsService) Charge(ctx context.Context, id string) (*Transaction, error) {
-	return s.step(ctx, id, OpCharge, Intent{}, PrepareParams{})
+func (s *PaymentsService) Charge(ctx context.Context, id string, params ChargeParams) (*Transaction, error) {
+	return s.step(ctx, id, OpCharge, params.Expect, Intent{}, PrepareParams{})
 }
 
 // Capture captures params.Amount from escrow to the payee with the client's
@@ -524,7 +549,7 @@ func (s *PaymentsService) Capture(ctx context.Context, id string, params Capture
 	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
 	}
-	return s.step(ctx, id, OpCapture, Intent{}, PrepareParams{Amount: params.Amount})
+	return s.step(ctx, id, OpCapture, params.Expect, Intent{}, PrepareParams{Amount: params.Amount})
 }
 
 // Void returns the whole escrow to the payer before anything was captured,
@@ -532,8 +557,8 @@ func (s *PaymentsService) Capture(ctx context.Context, id string, params Capture
 //
 // GET /payments/{id}, POST /payments/{id}/void/prepare, then
 // POST /payments/{id}/void — the payee.
-func (s *PaymentsService) Void(ctx context.Context, id string) (*Transaction, error) {
-	return s.step(ctx, id, OpVoid, Intent{}, PrepareParams{})
+func (s *PaymentsService) Void(ctx context.Context, id string, params VoidParams) (*Transaction, error) {
+	return s.step(ctx, id, OpVoid, params.Expect, Intent{}, PrepareParams{})
 }
 
 // Release returns the uncaptured escrow to the payer after
@@ -542,8 +567,8 @@ func (s *PaymentsService) Void(ctx context.Context, id string) (*Transaction, er
 //
 // GET /payments/{id}, POST /payments/{id}/release/prepare, then
 // POST /payments/{id}/release — either participant.
-func (s *PaymentsService) Release(ctx context.Context, id string) (*Transaction, error) {
-	return s.step(ctx, id, OpRelease, Intent{}, PrepareParams{})
+func (s *PaymentsService) Release(ctx context.Context, id string, params ReleaseParams) (*Transaction, error) {
+	return s.step(ctx, id, OpRelease, params.Expect, Intent{}, PrepareParams{})
 }
 
 // Dispute opens a dispute (an on-chain signal; no funds move) with the
@@ -552,7 +577,7 @@ func (s *PaymentsService) Release(ctx context.Context, id string) (*Transaction,
 // GET /payments/{id}, POST /payments/{id}/dispute/prepare, then
 // POST /payments/{id}/dispute — the payer.
 func (s *PaymentsService) Dispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
-	return s.step(ctx, id, OpDispute, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
+	return s.step(ctx, id, OpDispute, params.Expect, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
 }
 
 // CloseDispute closes the open dispute with the client's signer (the
@@ -561,7 +586,7 @@ func (s *PaymentsService) Dispute(ctx context.Context, id string, params Dispute
 // GET /payments/{id}, POST /payments/{id}/dispute/close/prepare, then
 // POST /payments/{id}/dispute/close — the payer.
 func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
-	return s.step(ctx, id, OpCloseDispute, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
+	return s.step(ctx, id, OpCloseDispute, params.Expect, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
 }
 
 // Refund sends params.Amount back to the payer with the client's signer (the
@@ -571,14 +596,21 @@ func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params Di
 // is checked to carry that same amount and that same signature, signed and
 // submitted.
 //
+// A refund is the one step that sends the merchant's own money to someone
+// else, so it is never signed on the gateway's word alone about who that
+// is: name the payment by its rail0_id (the chain binds it to the payment's
+// terms, payer included), or set params.Expect.Payer (or Expect.Rail0ID).
+// Without either, Refund refuses before any request (ErrUnbound), unless
+// this client created the payment and remembers what Create asked for.
+//
 // GET /payments/{id}, POST /payments/{id}/refund/prepare (twice), then
 // POST /payments/{id}/refund — the payee.
 func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundParams) (*Transaction, error) {
-	f, err := s.newFlow(id, OpRefund)
-	if err != nil {
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
 	}
-	if err := checkHumanAmount("amount", params.Amount); err != nil {
+	f, err := s.newFlow(id, OpRefund, params.Expect)
+	if err != nil {
 		return nil, err
 	}
 	_, t, tr, err := f.read(ctx)
@@ -593,7 +625,7 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundPa
 	if _, err := checkSigner(t, OpRefund, in.Signer); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	auth, err := s.PrepareRefund(ctx, id, params)
+	auth, err := s.PrepareRefund(ctx, id, PrepareParams{Amount: params.Amount})
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}
@@ -613,24 +645,32 @@ const payerSignReads = 5
 // (TransferWithAuthorization over the token's domain on the payment's chain,
 // from the payer to the RAIL0 contract, exactly the payment's amount, valid
 // until authorization_expiry, with the nonce recomputed locally) and the
-// payment against its config_hash. When this client created the payment,
-// the payment read must also be the one asked for: Create's chain, mode,
-// token, payer, payee and amount (in base units with the token's decimals,
-// pinned or listed), so a gateway cannot answer Create with one payment and
-// PayerSign's read with another. Otherwise check the payment's amount and
-// payee against your order before calling it: the SDK cannot know them.
+// payment against its config_hash.
+//
+// The payment must also be the order the payer means to pay, since the
+// gateway could answer Create with one payment and this read with another,
+// consistent in itself. On the client that created it, the payment must
+// carry what Create asked for: chain, mode, token, payer, payee and amount
+// (in base units with the token's decimals). params.Expect is checked too,
+// and takes the record's place when there is none: after a restart, on
+// another client, or once more than 1024 newer payments were created. With
+// neither, PayerSign refuses before any request (ErrUnbound): set Expect's
+// ChainID, Mode, Token, Payee and Amount from the order, or call Create
+// again with the order's IdempotencyKey, which the gateway answers with the
+// same payment and which restores the record.
 //
 // If the gateway answers with a null signing_payload (a transient node
-// failure on its side), the payment is read again, waiting as WaitFor does
-// between reads (opts apply), at most five reads in all.
+// failure on its side), the payment is read again, waiting between reads as
+// WaitFor does (params.PollInterval and MaxPollInterval apply), at most five
+// reads in all.
 //
 // GET /payments/{id}, then PUT /payments/{id}/sign — the payer.
-func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...WaitOption) (*PaymentDetail, error) {
-	f, err := s.newFlow(id, "")
+func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PayerSignParams) (*PaymentDetail, error) {
+	f, err := s.newFlow(id, "", params.Expect)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := newWaitConfig(opts)
+	cfg, err := params.waitConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -657,15 +697,6 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...Wait
 	if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	if a, ok := s.client.created.lookup(id); ok {
-		base, err := s.client.baseUnits(t, "amount", a.amount)
-		if err != nil {
-			return nil, f.fail(StepVerify, err)
-		}
-		if err := checkAsked(payment, a, base); err != nil {
-			return nil, f.fail(StepVerify, err)
-		}
-	}
 	sig, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
 	if err != nil {
 		return nil, err
@@ -674,8 +705,31 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, opts ...Wait
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}
-	s.client.created.forget(id)
+	f.forgetAsked()
 	return signed, nil
+}
+
+// waitConfig is the pacing of PayerSign's re-reads.
+func (p PayerSignParams) waitConfig() (*waitConfig, error) {
+	first := p.PollInterval
+	if first == 0 {
+		first = DefaultPollInterval
+	}
+	last := p.MaxPollInterval
+	if last == 0 {
+		last = max(first, DefaultMaxPollInterval)
+	}
+	if first < 0 || last < 0 {
+		return nil, &ValidationError{Field: "poll interval", Reason: "is negative"}
+	}
+	return newWaitConfig([]WaitOption{WithPollInterval(first, last)})
+}
+
+// forgetAsked drops this client's record of the payment once it is signed.
+func (f *flow) forgetAsked() {
+	if f.asked != nil {
+		f.s.client.created.forget(f.askedKey)
+	}
 }
 
 // hasJSON reports whether raw holds a JSON value other than null.
@@ -701,7 +755,7 @@ const (
 	DefaultMaxPollInterval = 10 * time.Second
 )
 
-// WaitOption configures WaitFor, WaitForTransaction and PayerSign.
+// WaitOption configures WaitFor and WaitForTransaction.
 type WaitOption func(*waitConfig) error
 
 type waitConfig struct {

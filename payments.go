@@ -186,10 +186,12 @@ type CreatePaymentParams struct {
 // A missing field, a chain id below 1 or an amount that is not a positive
 // decimal such as "25.00" is a *ValidationError before any request.
 //
-// A client with a signer (WithSigner) remembers what was asked for, and
-// PayerSign of the payment on it signs those terms and no others, whatever
-// the gateway answers; a replay of an Idempotency-Key first used with other
-// params is refused there. Create returns what the gateway answered,
+// A client with a signer (WithSigner) remembers what was asked for (the
+// last 1024 payments, in memory), and PayerSign of the payment on it signs
+// those terms and no others, whatever the gateway answers; a replay of an
+// Idempotency-Key first used with other params is refused there. Calling
+// Create again with the order's IdempotencyKey, after a restart for
+// instance, restores that record. Create returns what the gateway answered,
 // unchecked.
 func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams) (*PaymentDetail, error) {
 	for _, f := range []struct{ name, value string }{
@@ -218,7 +220,7 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 	p.Replayed = resp.StatusCode == http.StatusOK
 	p.Response = resp
 	if s.client.signer != nil { // only PayerSign, a flow, reads it
-		s.client.created.remember(p.ID, askedOf(params))
+		s.client.created.remember(p.ID, askedOf(params, &p))
 	}
 	return &p, nil
 }
@@ -658,19 +660,30 @@ func doTransaction(ctx context.Context, c *Client, path string, body any) (*Tran
 	return &tx, nil
 }
 
-// PrepareRefund runs the first refund phase for amount (a human decimal,
-// 0 < amount <= refundable_amount, before refund_expiry): the gateway
-// answers with an EIP-3009 ReceiveWithAuthorization for the payee to sign,
-// and creates no transaction yet. Check it with VerifyPayload, sign the
-// digest, and pass the signature with the same amount to Prepare(OpRefund)
-// for the second phase; Refund does all of it. params.Amount is required: an
-// empty or malformed one is a *ValidationError before any request.
+// PrepareRefund runs the first refund phase for params.Amount (a human
+// decimal, 0 < amount <= refundable_amount, before refund_expiry): the
+// gateway answers with an EIP-3009 ReceiveWithAuthorization for the payee
+// to sign, and creates no transaction yet. Check it with VerifyPayload, sign
+// the digest, and pass the signature with the same amount to
+// Prepare(OpRefund) for the second phase; Refund does all of it.
+// params.Amount is required, and the other fields belong to other steps: an
+// empty or malformed amount, or another field set, is a *ValidationError
+// before any request.
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
-func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params RefundParams) (*RefundAuthorization, error) {
+func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PrepareParams) (*RefundAuthorization, error) {
 	amount := params.Amount
 	if err := checkHumanAmount("amount", amount); err != nil {
 		return nil, err
+	}
+	for _, f := range []struct{ name, value, why string }{
+		{"signature", params.Signature, "belongs to the second phase, Prepare(OpRefund)"},
+		{"from", params.From, "does not apply to refund"},
+		{"reason", params.Reason, "does not apply to refund"},
+	} {
+		if f.value != "" {
+			return nil, &ValidationError{Field: f.name, Reason: f.why}
+		}
 	}
 	path, err := paymentPath(id, "refund", "prepare")
 	if err != nil {

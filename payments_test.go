@@ -454,7 +454,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareRefund phase 1",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRefund(ctx, fixturePaymentID, RefundParams{Amount: "5"})
+				return c.Payments.PrepareRefund(ctx, fixturePaymentID, PrepareParams{Amount: "5"})
 			},
 			method: "POST", path: pid + "/refund/prepare", body: `{"amount": "5"}`,
 			reply: muxOK(`{"signing_payload": ` + fixtureSigningPayloadJSON + `}`),
@@ -610,7 +610,15 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"refund phase 1 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", RefundParams{Amount: ""})
+			_, err := p.PrepareRefund(ctx, "p", PrepareParams{Amount: ""})
+			return err
+		}},
+		{"refund phase 1 with the second phase's signature", "signature", func(ctx context.Context, p *PaymentsService) error {
+			_, err := p.PrepareRefund(ctx, "p", PrepareParams{Amount: "1", Signature: "0xsig"})
+			return err
+		}},
+		{"refund phase 1 with a release's from", "from", func(ctx context.Context, p *PaymentsService) error {
+			_, err := p.PrepareRefund(ctx, "p", PrepareParams{Amount: "1", From: "0x00000000000000000000000000000000000000aa"})
 			return err
 		}},
 		{"refund phase 2 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
@@ -715,7 +723,7 @@ func TestPrepareRefundWithoutPayloadIsDecodeError(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments/p/refund/prepare", muxOK(`{"signing_payload": null}`))
-	_, err := c.Payments.PrepareRefund(context.Background(), "p", RefundParams{Amount: "1"})
+	_, err := c.Payments.PrepareRefund(context.Background(), "p", PrepareParams{Amount: "1"})
 	var de *DecodeError
 	if !errors.As(err, &de) || de.StatusCode != http.StatusOK {
 		t.Fatalf("error = %v, want a *DecodeError for the 200 answer", err)

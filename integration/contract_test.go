@@ -435,7 +435,7 @@ func contractCalls() []contractCall {
 			return drainOne(c.Payments.AllDisputes(ctx, id, nil))
 		}},
 		{"Payments.PrepareRefund", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.RefundParams{Amount: "1"}))
+			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.PrepareParams{Amount: "1"}))
 		}},
 		{"Payments.WaitFor", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Payments.WaitFor(ctx, id, rail0.ForStatus(all...)))

@@ -144,14 +144,14 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 	}
 	signed := func(mode rail0.PaymentMode) string {
 		id := newPayment(mode)
-		if _, err := buyer.Payments.PayerSign(ctx, id); err != nil {
+		if _, err := buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{}); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
 	authorized := func() string {
 		id := signed(rail0.ModeAuthorize)
-		tx, err := merchant.Payments.Authorize(ctx, id)
+		tx, err := merchant.Payments.Authorize(ctx, id, rail0.AuthorizeParams{})
 		confirm(id, tx, err)
 		return id
 	}
@@ -170,17 +170,17 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 		field   string
 	}{
 		{"payer payload on chain 1", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "domain", "chainId", 1), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id)) }, "domain.chainId"},
+			onPayload("GET /payments/", "domain", "chainId", 1), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "domain.chainId"},
 		{"payer payload for 10^12", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "message", "value", "1000000000000"), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id)) }, "message.value"},
+			onPayload("GET /payments/", "message", "value", "1000000000000"), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "message.value"},
 		{"payer payload to another address", func() string { return newPayment(rail0.ModeCharge) },
-			onPayload("GET /payments/", "message", "to", gw.Buyer.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id)) }, "message.to"},
+			onPayload("GET /payments/", "message", "to", gw.Buyer.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "message.to"},
 		{"payer payload for another token", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "domain", "verifyingContract", gw.Merchant.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id)) }, "domain.verifyingContract"},
+			onPayload("GET /payments/", "domain", "verifyingContract", gw.Merchant.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "domain.verifyingContract"},
 		{"authorize carrying 5 ETH", func() string { return signed(rail0.ModeAuthorize) },
-			onTx("authorize", "value", "5000000000000000000"), func(id string) error { return errOnly(merchant.Payments.Authorize(ctx, id)) }, "value"},
+			onTx("authorize", "value", "5000000000000000000"), func(id string) error { return errOnly(merchant.Payments.Authorize(ctx, id, rail0.AuthorizeParams{})) }, "value"},
 		{"charge on chain 1", func() string { return signed(rail0.ModeCharge) },
-			onTx("charge", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Charge(ctx, id)) }, "chain_id"},
+			onTx("charge", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Charge(ctx, id, rail0.ChargeParams{})) }, "chain_id"},
 		{"capture as a token transfer", authorized,
 			func(p string, b map[string]any) bool {
 				return onTx("capture", "to", gw.Token)(p, b) && onTx("capture", "data", transfer)(p, b)
@@ -188,26 +188,26 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 				return errOnly(merchant.Payments.Capture(ctx, id, rail0.CaptureParams{Amount: "1.00"}))
 			}, "to"},
 		{"void calling transfer", authorized,
-			onTx("void", "data", transfer), func(id string) error { return errOnly(merchant.Payments.Void(ctx, id)) }, "data.selector"},
+			onTx("void", "data", transfer), func(id string) error { return errOnly(merchant.Payments.Void(ctx, id, rail0.VoidParams{})) }, "data.selector"},
 		{"release on chain 1", func() string {
 			id := authorized()
 			clock.Advance(2 * time.Hour) // past authorization_expiry
 			return id
 		},
-			onTx("release", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Release(ctx, id)) }, "chain_id"},
+			onTx("release", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Release(ctx, id, rail0.ReleaseParams{})) }, "chain_id"},
 		{"dispute with value", captured,
 			onTx("dispute", "value", "1"), func(id string) error { return errOnly(buyer.Payments.Dispute(ctx, id, rail0.DisputeParams{})) }, "value"},
 		{"refund authorization for 10^12", captured,
 			onPayload("/refund/prepare", "message", "value", "1000000000000"), func(id string) error {
-				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00"}))
+				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
 			}, "message.value"},
 		{"refund authorization to another address", captured,
 			onPayload("/refund/prepare", "message", "to", gw.Buyer.Address), func(id string) error {
-				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00"}))
+				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
 			}, "message.to"},
 		{"refund authorization on chain 1", captured,
 			onPayload("/refund/prepare", "domain", "chainId", 1), func(id string) error {
-				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00"}))
+				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
 			}, "domain.chainId"},
 	}
 	for _, tt := range tests {
@@ -253,10 +253,10 @@ func TestCaptureAfterAPendingLargerCapture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,19 +129,21 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep(p.Response)
-	signed, err := buyer.Payments.PayerSign(ctx, p.ID)
+	signed, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keep(signed.Response)
 	poll := rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)
 	for _, step := range []func() (*rail0.Transaction, error){
-		func() (*rail0.Transaction, error) { return merchant.Payments.Authorize(ctx, p.ID) },
+		func() (*rail0.Transaction, error) {
+			return merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+		},
 		func() (*rail0.Transaction, error) {
 			return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "1.00"})
 		},
 		func() (*rail0.Transaction, error) {
-			return merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "0.50"})
+			return merchant.Payments.Refund(ctx, p.Rail0ID, rail0.RefundParams{Amount: "0.50"})
 		},
 	} {
 		tx, err := step()

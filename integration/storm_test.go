@@ -237,10 +237,10 @@ func TestFaultStorm(t *testing.T) {
 			p, err := b.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "5.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			if err == nil {
-				_, err = b.Payments.PayerSign(ctx, p.ID)
+				_, err = b.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
 			}
 			if err == nil {
-				_, err = m.Payments.Authorize(ctx, p.ID)
+				_, err = m.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
 			}
 			if err == nil {
 				_, err = m.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusAuthorized), rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))

@@ -44,7 +44,7 @@ func TestSDKLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		t.Fatalf("PayerSign: %v", err)
 	}
 	confirm := func(c *rail0.Client, tx *rail0.Transaction, err error) {
@@ -56,11 +56,11 @@ func TestSDKLifecycle(t *testing.T) {
 			t.Fatalf("waiting for %s: %v", tx.Operation, err)
 		}
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
 	confirm(merchant, tx, err)
 	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
 	confirm(merchant, tx, err)
-	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00"})
+	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: srv.Buyer.Address}})
 	confirm(merchant, tx, err)
 	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{})
 	confirm(buyer, tx, err)

@@ -241,10 +241,10 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		t.Fatalf("PayerSign: %v", err)
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
 	if err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
@@ -252,14 +252,14 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 		t.Fatal(err)
 	}
 	var apiErr *rail0.APIError
-	if _, err := buyer.Payments.Release(ctx, p.ID); !errors.As(err, &apiErr) || apiErr.Code != "authorization_not_expired" {
+	if _, err := buyer.Payments.Release(ctx, p.ID, rail0.ReleaseParams{}); !errors.As(err, &apiErr) || apiErr.Code != "authorization_not_expired" {
 		t.Fatalf("release before the expiry: %v", err)
 	}
 
 	if r := g.do("POST", "/_rail0test/clock/advance", `{"by":"61m"}`); r.status != http.StatusOK {
 		t.Fatalf("advance: %d %s", r.status, r.body)
 	}
-	tx, err = buyer.Payments.Release(ctx, p.ID)
+	tx, err = buyer.Payments.Release(ctx, p.ID, rail0.ReleaseParams{})
 	if err != nil {
 		t.Fatalf("release after the expiry: %v", err)
 	}

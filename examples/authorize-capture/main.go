@@ -57,7 +57,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "created payment %s: %s\n", p.ID, p.Status)
 
 	// The buyer signs the EIP-3009 authorization the gateway prepared.
-	if p, err = buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if p, err = buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
 	fmt.Fprintln(w, "payer signed:", p.Status)
@@ -79,17 +79,23 @@ func run(ctx context.Context, w io.Writer) error {
 		return nil
 	}
 
+	// The merchant states what it knows of the order on every step, so that
+	// a gateway or a proxy answering with another payment (another payer, say)
+	// is refused before anything is signed.
+	order := rail0.Expectation{ChainID: env.ChainID, Token: env.Token, Amount: "25.00",
+		Payer: env.Buyer.Address(), Payee: env.Merchant.Address()}
+
 	// The merchant moves the funds into escrow, then captures 10.00 of them.
-	tx, err := merchant.Payments.Authorize(ctx, p.ID)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{Expect: order})
 	if err := step("authorize", tx, err); err != nil {
 		return err
 	}
-	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00", Expect: order})
 	if err := step("capture 10.00", tx, err); err != nil {
 		return err
 	}
 	// A partial refund of what was captured: two-phase, signed by the merchant.
-	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00"})
+	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: order})
 	if err := step("refund 4.00", tx, err); err != nil {
 		return err
 	}

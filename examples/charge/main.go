@@ -55,10 +55,10 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "replaying the same Idempotency-Key returns the same payment: %v (replayed %v)\n", again.ID == p.ID, again.Replayed)
 
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
-	tx, err := merchant.Payments.Charge(ctx, p.ID)
+	tx, err := merchant.Payments.Charge(ctx, p.ID, rail0.ChargeParams{})
 	if err != nil {
 		return fmt.Errorf("charge: %w", err)
 	}

@@ -51,7 +51,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		return err
 	}
 	confirm := func(c *rail0.Client, what string, tx *rail0.Transaction, err error) error {
@@ -68,7 +68,7 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "%s confirmed: payment %s, disputed %v\n", what, cur.Status, cur.Disputed)
 		return nil
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID)
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
 	if err := confirm(merchant, "authorize", tx, err); err != nil {
 		return err
 	}

@@ -50,10 +50,10 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
-	if _, err := merchant.Payments.Charge(ctx, p.ID); err != nil {
+	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.ChargeParams{}); err != nil {
 		return fmt.Errorf("charge: %w", err)
 	}
 	if p, err = merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll()); err != nil {
@@ -64,8 +64,10 @@ func run(ctx context.Context, w io.Writer) error {
 	// Both refund phases in one call: the merchant's ReceiveWithAuthorization
 	// is checked (exactly 20.00, back to the contract, on this chain and
 	// token) and signed, then the refund transaction is checked to carry that
-	// amount and that signature, signed and submitted.
-	tx, err := merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "20.00"})
+	// amount and that signature, signed and submitted. The payment is named by
+	// its rail0_id, under which the chain keeps its terms: the refund goes to
+	// this payment's payer or nowhere, whatever the gateway says.
+	tx, err := merchant.Payments.Refund(ctx, p.Rail0ID, rail0.RefundParams{Amount: "20.00"})
 	if err != nil {
 		return fmt.Errorf("refund: %w", err)
 	}
@@ -79,7 +81,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "payment %s, refundable %s\n", p.Status, env.Amount(p.RefundableAmount))
 
 	// Refunding again is refused before any gas is spent, with a typed code.
-	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, rail0.RefundParams{Amount: "1.00"})
+	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PrepareParams{Amount: "1.00"})
 	var apiErr *rail0.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Fprintf(w, "a second refund is refused: %d %s (%s)\n", apiErr.StatusCode, apiErr.Code, apiErr.Hint())

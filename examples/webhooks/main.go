@@ -107,10 +107,10 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 		return err
 	}
-	if _, err := merchant.Payments.Charge(ctx, p.ID); err != nil {
+	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.ChargeParams{}); err != nil {
 		return err
 	}
 	// Deliveries follow confirmations; reading the payment lets the

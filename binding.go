@@ -1,0 +1,307 @@
+package rail0
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// This file binds a flow to the payment the caller meant. The checks of
+// artifacts.go prove that what the gateway prepared agrees with the payment
+// it returned, and that the payment agrees with itself (config_hash, pins);
+// they cannot tell that it is the payment the caller had in mind. A gateway
+// or a proxy that answers every request about payment A with payment B,
+// consistent in itself, passes them all. What stops it is something the
+// gateway does not choose: the rail0_id the caller names (the chain holds
+// each payment's terms under its rail0_id, so a step bound to it acts on that
+// payment or reverts), what the caller states it expects (Expectation), or
+// what this client asked Create for.
+
+// ErrUnbound is returned (inside a *FlowError at StepVerify) by a flow that
+// nothing binds to the payment the caller meant, where acting on the
+// gateway's word alone could send the caller's money to someone else:
+// PayerSign without a record of the Create it signs for and without an
+// expectation of the order's terms, and Refund without a rail0_id or an
+// expected payer. Nothing was read or signed; the message says how to bind
+// the flow.
+var ErrUnbound = errors.New("rail0: nothing binds the flow to the payment you meant")
+
+// Expectation is what the caller knows of the payment a flow acts on: its
+// order. Every field that is set must match the payment the gateway returns,
+// or the flow is refused before anything is prepared or signed, with an
+// *ArtifactError on the payment's field inside a *FlowError at StepVerify.
+// The other checks of a flow prove the payment consistent; only this, a
+// rail0_id, or what this client asked Create for, proves it is the payment
+// meant, against a gateway or a proxy that answers for one payment with
+// another (the same merchant, another payer). A zero field is not checked.
+type Expectation struct {
+	// Rail0ID is the contract's id of the payment, 0x + 64 hex. The chain
+	// keeps the payment's terms under it, so a step bound to it acts on
+	// that payment or reverts: naming it binds a flow as fully as naming
+	// the payment by it.
+	Rail0ID string
+	// ChainID is the payment's chain.
+	ChainID int64
+	// Mode is ModeAuthorize or ModeCharge. It decides whether the payer's
+	// signature escrows the funds or pays the payee at once.
+	Mode PaymentMode
+	// Token is the token's address.
+	Token string
+	// Payer is the payer's address: the one a refund pays.
+	Payer string
+	// Payee is the payee's address: the one a charge or a capture pays.
+	Payee string
+	// Amount is the payment's whole amount as a human decimal ("25.00"),
+	// compared in base units with the token's decimals.
+	Amount string
+}
+
+// check validates the expectation's own fields, so that a typo fails before
+// any request rather than as a mismatch that looks like an attack.
+func (e Expectation) check() error {
+	if e.Rail0ID != "" {
+		if err := checkHex("expect.rail0_id", e.Rail0ID, 32); err != nil {
+			return err
+		}
+	}
+	if e.ChainID < 0 {
+		return &ValidationError{Field: "expect.chain_id", Reason: fmt.Sprintf("%d is not a chain id", e.ChainID)}
+	}
+	if e.Mode != "" && e.Mode != ModeAuthorize && e.Mode != ModeCharge {
+		return &ValidationError{Field: "expect.mode", Reason: fmt.Sprintf("%q is neither %s nor %s", e.Mode, ModeAuthorize, ModeCharge)}
+	}
+	for _, f := range []struct{ field, value string }{{"token", e.Token}, {"payer", e.Payer}, {"payee", e.Payee}} {
+		if f.value == "" {
+			continue
+		}
+		if _, err := parseAddress(f.value); err != nil {
+			return &ValidationError{Field: "expect." + f.field, Reason: err.Error()}
+		}
+	}
+	if e.Amount != "" {
+		return checkHumanAmount("expect.amount", e.Amount)
+	}
+	return nil
+}
+
+// ordersTerms reports whether e states every term the payer's signature
+// commits to (Payer aside: it is the signer): what PayerSign needs to sign
+// without a record of the Create.
+func (e Expectation) ordersTerms() bool {
+	return e.ChainID != 0 && e.Mode != "" && e.Token != "" && e.Payee != "" && e.Amount != ""
+}
+
+// checkExpected compares payment p, named id by the caller, with e. The
+// amount is compared in base units: toBase converts a human amount with the
+// payment's token, and is called only once the token is known to match.
+func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(string) (string, error)) error {
+	fail := func(field, expected, got string) error {
+		return &ArtifactError{PaymentID: id, Artifact: "payment", Field: field, Expected: expected, Got: got}
+	}
+	if e.Rail0ID != "" {
+		want, _ := parseWord(e.Rail0ID)
+		if got, err := parseWord(p.Rail0ID); err != nil || got != want {
+			return fail("rail0_id", e.Rail0ID, p.Rail0ID)
+		}
+	}
+	if e.ChainID != 0 && p.ChainID != e.ChainID {
+		return fail("chain_id", strconv.FormatInt(e.ChainID, 10), strconv.FormatInt(p.ChainID, 10))
+	}
+	if e.Mode != "" && p.Mode != e.Mode {
+		return fail("mode", string(e.Mode), string(p.Mode))
+	}
+	for _, f := range []struct{ field, expected, got string }{
+		{"token", e.Token, p.Token}, {"payer", e.Payer, p.Payer}, {"payee", e.Payee, p.Payee},
+	} {
+		if f.expected != "" && !sameAddress(f.expected, f.got) {
+			return fail(f.field, f.expected, f.got)
+		}
+	}
+	if e.Amount == "" {
+		return nil
+	}
+	base, err := toBase(e.Amount)
+	if err != nil {
+		return err
+	}
+	got, ok := new(big.Int).SetString(p.Amount, 10)
+	want, _ := new(big.Int).SetString(base, 10)
+	if !ok || want == nil || got.Cmp(want) != 0 {
+		return fail("amount", base, p.Amount)
+	}
+	return nil
+}
+
+// sameAddress compares two addresses whatever their case; text that is not
+// an address only equals itself, ignoring case.
+func sameAddress(a, b string) bool {
+	x, errA := parseAddress(a)
+	y, errB := parseAddress(b)
+	if errA != nil || errB != nil {
+		return errA != nil && errB != nil && strings.EqualFold(a, b)
+	}
+	return x == y
+}
+
+// rail0IDOf reports whether id names a payment by its rail0_id (0x + 64
+// hex) rather than its UUID, and returns it.
+func rail0IDOf(id string) (word, bool) {
+	if len(id) != 66 {
+		return word{}, false
+	}
+	w, err := parseWord(id)
+	return w, err == nil
+}
+
+// namedBy reports whether p is the payment id names: its rail0_id when id
+// is one, its UUID otherwise.
+func namedBy(p *PaymentDetail, id string) bool {
+	if w, ok := rail0IDOf(id); ok {
+		got, err := parseWord(p.Rail0ID)
+		return err == nil && got == w
+	}
+	return p.ID == id
+}
+
+// maxCreated bounds how many payments a client remembers having created
+// for PayerSign; a payment signed is forgotten at once. A payment pushed out
+// by newer ones is not signed unchecked: PayerSign then refuses it
+// (ErrUnbound) until the caller states the order (PayerSignParams.Expect) or
+// calls Create again with the order's IdempotencyKey, which the gateway
+// answers with the same payment.
+const maxCreated = 1024
+
+// createdLog remembers what the caller asked Create for, by payment id, so
+// that PayerSign on the same client signs those terms and no others, even
+// if the gateway's later read of the payment differs from its answer to
+// Create. The oldest entries go first when it is full. It lives in memory,
+// on purpose: the binding that survives a restart is the caller's own
+// (PayerSignParams.Expect, or Create again with the order's IdempotencyKey),
+// so the SDK keeps no state on disk and a lost record fails closed.
+type createdLog struct {
+	mu    sync.Mutex
+	asked map[string]Expectation // Rail0ID is Create's answer's, for lookups by rail0_id
+	order []string               // ids, oldest first
+}
+
+func (l *createdLog) remember(id string, a Expectation) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.asked == nil {
+		l.asked = map[string]Expectation{}
+	}
+	if _, ok := l.asked[id]; !ok {
+		if len(l.order) == maxCreated {
+			delete(l.asked, l.order[0])
+			l.order = l.order[1:]
+		}
+		l.order = append(l.order, id)
+	}
+	l.asked[id] = a
+}
+
+// lookup finds the record of the payment id names (by its UUID or by its
+// rail0_id) and returns it with the UUID it is kept under.
+func (l *createdLog) lookup(id string) (Expectation, string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a, ok := l.asked[id]; ok {
+		return a, id, true
+	}
+	if w, ok := rail0IDOf(id); ok {
+		for key, a := range l.asked {
+			if got, err := parseWord(a.Rail0ID); err == nil && got == w {
+				return a, key, true
+			}
+		}
+	}
+	return Expectation{}, "", false
+}
+
+func (l *createdLog) forget(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.asked[id]; ok {
+		delete(l.asked, id)
+		for i, x := range l.order {
+			if x == id {
+				l.order = append(l.order[:i:i], l.order[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// askedOf is the record Create keeps: the terms asked for, and the rail0_id
+// of the gateway's answer, under which PayerSign may name the payment too.
+func askedOf(params CreatePaymentParams, answer *PaymentDetail) Expectation {
+	e := Expectation{ChainID: params.ChainID, Mode: params.Mode, Amount: params.Amount,
+		Token: params.Token, Payer: params.Payer, Payee: params.Payee}
+	if _, err := parseWord(answer.Rail0ID); err == nil {
+		e.Rail0ID = answer.Rail0ID
+	}
+	return e
+}
+
+// unbound is the refusal of a flow that needs a binding and has none.
+func (f *flow) unbound() error {
+	how := "name the payment by its rail0_id, or set RefundParams.Expect.Payer (or Expect.Rail0ID) to the payer of the order"
+	if f.op == "" {
+		how = fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
+			"or more than %d payments created since): set PayerSignParams.Expect to the order's ChainID, Mode, Token, Payee and Amount, "+
+			"or call Create again on this client with the order's IdempotencyKey", f.id, maxCreated)
+	}
+	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, how))
+}
+
+// requireBinding refuses, before any request, a flow that would sign on the
+// gateway's word alone what sends the caller's money away: the payer's
+// signature needs the terms of the order (this client's record of Create,
+// or an expectation stating them); a refund needs its payer (a rail0_id,
+// which the chain binds to the payment's terms, or the expected payer).
+func (f *flow) requireBinding() error {
+	switch f.op {
+	case "":
+		if f.asked == nil && !f.expect.ordersTerms() {
+			return f.unbound()
+		}
+	case OpRefund:
+		_, byRail0ID := rail0IDOf(f.id)
+		if f.asked == nil && !byRail0ID && f.expect.Rail0ID == "" && f.expect.Payer == "" {
+			return f.unbound()
+		}
+	}
+	return nil
+}
+
+// bind checks that the payment read is the one the caller named and meant:
+// the id or rail0_id the caller gave, the caller's expectation, and what
+// this client asked Create for. It records the payment's UUID, which every
+// later answer of the flow must carry.
+func (f *flow) bind(p *PaymentDetail, t *terms) error {
+	if !namedBy(p, f.id) {
+		field, got := "id", p.ID
+		if _, ok := rail0IDOf(f.id); ok {
+			field, got = "rail0_id", p.Rail0ID
+		}
+		return &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "payment", Field: field, Expected: f.id, Got: got}
+	}
+	toBase := func(amount string) (string, error) { return f.s.client.baseUnits(t, "amount", amount) }
+	for _, e := range []*Expectation{&f.expect, f.asked} {
+		if e == nil || *e == (Expectation{}) {
+			continue
+		}
+		if err := checkExpected(p, f.id, *e, toBase); err != nil {
+			var ae *ArtifactError
+			if errors.As(err, &ae) {
+				ae.Operation = f.op
+			}
+			return err
+		}
+	}
+	f.paymentID = p.ID
+	return nil
+}
