@@ -1,12 +1,16 @@
 package rail0
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/rail0/rail0-go/internal/evm"
 )
 
 // This file binds a flow to the payment the caller meant. The checks of
@@ -19,6 +23,11 @@ import (
 // each payment's terms under its rail0_id, so a step bound to it acts on that
 // payment or reverts), what the caller states it expects (Expectation), or
 // what this client asked Create for.
+//
+// It also reconciles a repeat that the gateway refuses because the work is
+// done already (a payer signature on file, a transaction already known):
+// the payment is read, and the repeat is reported as a success only when the
+// work found is provably this client's.
 
 // ErrUnbound is returned (inside a *FlowError at StepVerify) by a flow that
 // nothing binds to the payment the caller meant, where acting on the
@@ -304,4 +313,69 @@ func (f *flow) bind(p *PaymentDetail, t *terms) error {
 	}
 	f.paymentID = p.ID
 	return nil
+}
+
+// signedAlready reconciles PayerSign's PUT .../sign that failed with cause:
+// refused because a signature is on file (already_signed, not_signable: the
+// answer to a repeat whose first answer was lost), or of unknown outcome.
+// The payment is read again; it is reported signed only when it is the
+// payment checked before signing (the same rail0_id, config_hash and mode,
+// so the same authorization) and is signed (status past unsigned, signed_at
+// set). The gateway stores only a signature that recovers to the payer, who
+// is this client's signer, over that authorization: the signature on file
+// is this signer's. Otherwise cause stands.
+func (f *flow) signedAlready(ctx context.Context, checked *terms, cause error) (*PaymentDetail, bool) {
+	var apiErr *APIError
+	refusedAsDone := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity &&
+		(apiErr.Code == CodeAlreadySigned || apiErr.Code == CodeNotSignable)
+	if !refusedAsDone && !errors.Is(cause, ErrOutcomeUnknown) {
+		return nil, false
+	}
+	p, t, _, err := f.read(ctx)
+	if err != nil || !isSigned(p) || t.rail0ID != checked.rail0ID || t.configHash != checked.configHash || t.mode != checked.mode {
+		return nil, false
+	}
+	return p, true
+}
+
+// isSigned reports whether p carries the payer's signature.
+func isSigned(p *PaymentDetail) bool { return p.Status != StatusUnsigned && p.SignedAt != nil }
+
+// transactionHash is the hash of a signed transaction (0x-prefixed hex, as
+// checkSignedTransaction accepts it): what the chain and the gateway know
+// it by.
+func transactionHash(signed string) word {
+	raw := make([]byte, (len(signed)-2)/2)
+	_ = decodeFixedHex(signed, raw)
+	return evm.Keccak256(raw)
+}
+
+// reconcileSubmit reports a submit of op on payment id, refused with cause,
+// as what happened when the gateway refused it because the transaction is
+// known already (a repeat after a lost answer: already_known, nonce_too_low,
+// transaction_not_overwritable, or a report by hash of a confirmed row, all
+// 422). The payment is read, and the transaction of op that carries hash,
+// the one this client signed or reported, is returned as the submit's
+// result, with the read's Response. A refusal for any other reason leaves
+// no such transaction, and cause stands; so does a failed read.
+func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash word, cause error) (*Transaction, error) {
+	var apiErr *APIError
+	if !errors.As(cause, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
+		return nil, cause
+	}
+	p, err := s.Get(ctx, id)
+	if err != nil || !namedBy(p, id) {
+		return nil, cause
+	}
+	for i := range p.Transactions {
+		tx := p.Transactions[i]
+		if tx.Operation != op || tx.TransactionHash == nil {
+			continue
+		}
+		if got, err := parseWord(*tx.TransactionHash); err == nil && got == hash {
+			tx.Response = p.Response
+			return &tx, nil
+		}
+	}
+	return nil, cause
 }

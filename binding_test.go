@@ -502,6 +502,77 @@ func TestPayerSignBindingIsNeverLost(t *testing.T) {
 	})
 }
 
+// Issue 19, item 4: PUT .../sign repeated after a lost answer is refused
+// with 422 already_signed; PayerSign reads the payment and reports it
+// signed when it is the payment it checked, signed. Anything else keeps
+// the refusal.
+func TestPayerSignReconcilesASignatureOnFile(t *testing.T) {
+	t.Parallel()
+	alreadySigned := map[string]string{"code": "already_signed", "title": "Already signed", "status": "invalid_state"}
+	signAndRefuse := func(change func(p *PaymentDetail)) func(b *bindGateway) (int, any) {
+		return func(b *bindGateway) (int, any) {
+			b.mu.Lock()
+			b.payment.Status = StatusSigned
+			now := time.Now()
+			b.payment.SignedAt = &now
+			b.mu.Unlock()
+			if change != nil {
+				b.rewrite(change)
+			}
+			return http.StatusUnprocessableEntity, alreadySigned
+		}
+	}
+	tests := []struct {
+		name string
+		sign func(b *bindGateway) (int, any)
+		ok   bool
+	}{
+		{"signed, the same payment", signAndRefuse(nil), true},
+		{"signed, other terms", signAndRefuse(func(p *PaymentDetail) { p.RefundExpiry++ }), false},
+		{"signed, as a charge", signAndRefuse(func(p *PaymentDetail) { p.Mode = ModeCharge }), false},
+		{"refused, still unsigned", func(b *bindGateway) (int, any) { return http.StatusUnprocessableEntity, alreadySigned }, false},
+		{"another refusal", func(b *bindGateway) (int, any) {
+			signAndRefuse(nil)(b)
+			return http.StatusUnprocessableEntity, map[string]string{"code": "signer_mismatch"}
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := newBindGateway(t, ModeAuthorize, StatusUnsigned)
+			b.sign = tt.sign
+			p, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)})
+			if tt.ok {
+				if err != nil || p.Status != StatusSigned || p.SignedAt == nil {
+					t.Fatalf("PayerSign = %+v, %v; want the signed payment", p, err)
+				}
+				return
+			}
+			var fe *FlowError
+			var apiErr *APIError
+			if err == nil || !errors.As(err, &fe) {
+				t.Fatalf("PayerSign = %v, want a *FlowError", err)
+			}
+			if fe.Step == StepSubmit && (!errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity) {
+				t.Errorf("the refusal was lost: %v", err)
+			}
+		})
+	}
+
+	// A later call finds the payment signed: the same report.
+	b := newBindGateway(t, ModeAuthorize, StatusSigned)
+	now := time.Now()
+	b.payment.SignedAt = &now
+	p, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)})
+	if err != nil || p.Status != StatusSigned || b.payer.Signed.Load() != 0 || len(b.preparedOrSubmitted()) != 0 {
+		t.Fatalf("PayerSign of a signed payment = %v (signed %d, sent %v)", err, b.payer.Signed.Load(), b.preparedOrSubmitted())
+	}
+	b.payment.SignedAt = nil
+	if _, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)}); !errors.Is(err, ErrNotSignable) {
+		t.Fatalf("PayerSign of a payment past unsigned without signed_at: %v", err)
+	}
+}
+
 // PayerSign folds its polling settings into its params: a null
 // signing_payload is read again after PollInterval, growing to
 // MaxPollInterval, at most five reads.
@@ -542,6 +613,74 @@ func TestPayerSignPollSettings(t *testing.T) {
 	var ve *ValidationError
 	if !errors.As(err, &ve) || len(b.sent()) != 0 {
 		t.Fatalf("a last interval below the first: %v, sent %v", err, b.sent())
+	}
+}
+
+// Issue 19, item 4: a submit repeated after a lost answer and refused with
+// 422 because the transaction is known is reported as the transaction that
+// carries the hash this client signed. A refusal that leaves no such
+// transaction stands.
+func TestSubmitReconcilesAKnownTransaction(t *testing.T) {
+	t.Parallel()
+	ours := transactionHash(fixtureSignedTx).String()
+	withHash := func(hash string, op Operation, status TransactionStatus) string {
+		return strings.Replace(txJSON("tx9", op, status, ""), `"transaction_hash": null`, `"transaction_hash": "`+hash+`"`, 1)
+	}
+	refused := func(code string) muxReply {
+		if code == "" { // the report-by-hash refusal has no body
+			return muxReply{status: http.StatusUnprocessableEntity}
+		}
+		return muxReply{status: http.StatusUnprocessableEntity, body: `{"code": "` + code + `"}`}
+	}
+	tests := []struct {
+		name   string
+		byHash bool
+		answer muxReply
+		read   string // the transaction the payment carries; "" for no read expected
+		ok     bool
+	}{
+		{"already known, ours", false, refused("already_known"), withHash(strings.ToUpper(ours[:2])+ours[2:], OpVoid, TxSubmitted), true},
+		{"nonce too low, ours confirmed", false, refused("nonce_too_low"), withHash(ours, OpVoid, TxConfirmed), true},
+		{"not overwritable, ours", false, refused("transaction_not_overwritable"), withHash(ours, OpVoid, TxSubmitted), true},
+		{"already known, another hash", false, refused("already_known"), withHash(fixtureHash, OpVoid, TxSubmitted), false},
+		{"our hash on another step", false, refused("already_known"), withHash(ours, OpCapture, TxSubmitted), false},
+		{"a report of a confirmed row", true, refused(""), withHash(fixtureHash, OpVoid, TxConfirmed), true},
+		{"a report refused as foreign", true, refused("foreign_transaction_hash"), withHash(ours, OpVoid, TxConfirmed), false},
+		{"a 400 is not reconciled", false, muxReply{status: http.StatusBadRequest}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, c := newMuxServer(t)
+			route := "POST /payments/p/void"
+			if tt.byHash {
+				route += "/submitted"
+			}
+			srv.on(route, tt.answer)
+			if tt.read != "" {
+				srv.on("GET /payments/p", muxOK(strings.Replace(paymentDetailJSON(StatusAuthorized, "", tt.read), `"id": "`+fixturePaymentID+`"`, `"id": "p"`, 1)))
+			}
+			var tx *Transaction
+			var err error
+			if tt.byHash {
+				tx, err = c.Payments.SubmitByHash(context.Background(), "p", OpVoid, fixtureHash)
+			} else {
+				tx, err = c.Payments.Submit(context.Background(), "p", OpVoid, fixtureSignedTx)
+			}
+			if tt.ok {
+				if err != nil || tx.ID != "tx9" || tx.Response == nil {
+					t.Fatalf("reconciled submit = %+v, %v; want the transaction carrying our hash", tx, err)
+				}
+				return
+			}
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != tt.answer.status {
+				t.Fatalf("err = %v, want the refusal (%d)", err, tt.answer.status)
+			}
+			if got := srv.routes(); tt.read == "" && len(got) != 1 {
+				t.Errorf("a refusal that cannot mean done read the payment: %v", got)
+			}
+		})
 	}
 }
 

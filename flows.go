@@ -84,7 +84,7 @@ func (e *FlowError) Unwrap() error { return e.Err }
 var ErrNoUnsignedTransaction = errors.New("rail0: prepared transaction has no unsigned_transaction")
 
 // ErrNotSignable is returned (inside a *FlowError) by PayerSign when the
-// payment is no longer waiting for the payer's signature.
+// payment is neither waiting for the payer's signature nor signed.
 var ErrNotSignable = errors.New("rail0: payment is not waiting for the payer signature")
 
 // ErrSigningPayloadUnavailable is returned (inside a *FlowError) by PayerSign
@@ -659,6 +659,13 @@ const payerSignReads = 5
 // again with the order's IdempotencyKey, which the gateway answers with the
 // same payment and which restores the record.
 //
+// A payment found signed already (status past unsigned, signed_at set),
+// whether by this call's PUT answered already_signed after its first answer
+// was lost or by an earlier call, is returned as a success when it is the
+// payment bound and checked: the gateway keeps only a signature that
+// recovers to the payer, this client's signer, over that payment's
+// authorization.
+//
 // If the gateway answers with a null signing_payload (a transient node
 // failure on its side), the payment is read again, waiting between reads as
 // WaitFor does (params.PollInterval and MaxPollInterval apply), at most five
@@ -682,7 +689,14 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payer
 			return nil, err
 		}
 		if payment.Status != StatusUnsigned {
-			return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
+			if !isSigned(payment) {
+				return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
+			}
+			if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
+				return nil, f.fail(StepVerify, err)
+			}
+			f.forgetAsked()
+			return payment, nil // signed already, with the terms bound
 		}
 		if hasJSON(payment.SigningPayload) {
 			break
@@ -703,7 +717,11 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payer
 	}
 	signed, err := s.Sign(ctx, id, sig)
 	if err != nil {
-		return nil, f.fail(StepSubmit, err)
+		done, ok := f.signedAlready(ctx, t, err)
+		if !ok {
+			return nil, f.fail(StepSubmit, err)
+		}
+		signed = done
 	}
 	f.forgetAsked()
 	return signed, nil

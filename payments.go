@@ -607,6 +607,13 @@ func (p PrepareParams) check(op Operation) error {
 // charge, void and refund (sent from the payee); any session for release
 // (sent from the payer or the payee) and for dispute and close_dispute
 // (sent from the payer).
+//
+// A repeat of a submit whose first answer was lost may be refused with a
+// 422 because the transaction is known already (already_known,
+// nonce_too_low, transaction_not_overwritable). Submit then reads the
+// payment (GET /payments/{id}) and returns the transaction of op that
+// carries this signed transaction's hash, as the gateway recorded it; with
+// no such transaction the refusal stands.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, signedTransaction string) (*Transaction, error) {
 	route, err := operationRoute(op)
 	if err != nil {
@@ -619,7 +626,11 @@ func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, s
 	if err != nil {
 		return nil, err
 	}
-	return doTransaction(ctx, s.client, path, map[string]string{"signed_transaction": signedTransaction})
+	tx, err := doTransaction(ctx, s.client, path, map[string]string{"signed_transaction": signedTransaction})
+	if err != nil {
+		return s.reconcileSubmit(ctx, id, op, transactionHash(signedTransaction), err)
+	}
+	return tx, nil
 }
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
@@ -635,6 +646,11 @@ func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, s
 // capture, charge, void and refund; either participant for release; the
 // payer for dispute and close_dispute. A hash that is not 0x + 64 hex is a
 // *ValidationError before any request.
+//
+// A report refused with a 422 (the row is confirmed and final, for a repeat
+// whose first answer was lost while the transaction confirmed) is
+// reconciled as Submit's is: the payment is read and the transaction of op
+// carrying transactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, transactionHash string) (*Transaction, error) {
 	route, err := operationRoute(op)
 	if err != nil {
@@ -647,7 +663,12 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 	if err != nil {
 		return nil, err
 	}
-	return doTransaction(ctx, s.client, path, map[string]string{"transaction_hash": transactionHash})
+	tx, err := doTransaction(ctx, s.client, path, map[string]string{"transaction_hash": transactionHash})
+	if err != nil {
+		hash, _ := parseWord(transactionHash)
+		return s.reconcileSubmit(ctx, id, op, hash, err)
+	}
+	return tx, nil
 }
 
 func doTransaction(ctx context.Context, c *Client, path string, body any) (*Transaction, error) {

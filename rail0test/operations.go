@@ -272,11 +272,22 @@ func (s *Server) submitRaw(w http.ResponseWriter, r *http.Request, sess *session
 		return
 	}
 	hash := raw.Hash()
-	for _, tx := range p.Txs { // the same signed transaction again: already known
-		if tx.Operation == op && tx.Hash != nil && *tx.Hash == hash {
-			writeJSON(w, http.StatusAccepted, transactionView(tx))
-			return
+	for _, tx := range p.Txs {
+		if tx.Hash == nil || *tx.Hash != hash {
+			continue
 		}
+		// The same signed transaction again (a repeat after a lost answer): the
+		// gateway broadcasts it and passes on what the node says, as the
+		// contract guide's node codes do. A repeat is not deduplicated into a
+		// 202: the client reads the payment to learn what happened.
+		if tx.Status == "submitting" || tx.Status == "submitted" {
+			writeError(w, errUnprocessable("already_known", "Transaction already known",
+				"The identical transaction is already pending on the network."))
+		} else {
+			writeError(w, errUnprocessable("nonce_too_low", "Nonce too low",
+				"The account nonce of this transaction is used; prepare the step again."))
+		}
+		return
 	}
 	pending, underway := pendingTx(p, op)
 	if pending == nil {

@@ -167,7 +167,12 @@ func TestStateGuards(t *testing.T) {
 	}
 }
 
-func TestSubmitIsIdempotentAndLedgerCountsIt(t *testing.T) {
+// A repeated submit of the same signed transaction (a client's retry after a
+// lost answer) is answered as a gateway broadcasting it again would: the node
+// knows it (422 already_known while it is pending, nonce_too_low once mined).
+// It creates no row and moves nothing; the client reads the payment to learn
+// what happened.
+func TestRepeatedSubmitIsRefusedAsKnownAndLedgerCountsIt(t *testing.T) {
 	h := newHarness(t, WithConfirmationDelay(10*time.Second))
 	buyer, merchant := h.login(h.srv.Buyer), h.login(h.srv.Merchant)
 	id := h.createPayment(buyer, "authorize", "8", true)
@@ -176,20 +181,20 @@ func TestSubmitIsIdempotentAndLedgerCountsIt(t *testing.T) {
 	prep := h.call("POST", "/payments/"+id+"/capture/prepare", merchant, map[string]any{"amount": "8"}).json(t)
 	raw := map[string]string{"signed_transaction": signTx(t, h.srv.Merchant.Key(), prep["unsigned_transaction"].(string))}
 	a := h.call("POST", "/payments/"+id+"/capture", merchant, raw)
-	b := h.call("POST", "/payments/"+id+"/capture", merchant, raw) // a client retry
 	expect(t, a, http.StatusAccepted, "")
-	expect(t, b, http.StatusAccepted, "")
-	if a.json(t)["id"] != b.json(t)["id"] {
-		t.Fatal("a resubmitted transaction created another row")
-	}
+	expect(t, h.call("POST", "/payments/"+id+"/capture", merchant, raw), http.StatusUnprocessableEntity, "already_known")
 	expect(t, h.call("POST", "/payments/"+id+"/capture/prepare", merchant, map[string]any{"amount": "1"}), http.StatusUnprocessableEntity, "transaction_not_overwritable")
 	h.clock.Advance(11 * time.Second)
+	expect(t, h.call("POST", "/payments/"+id+"/capture", merchant, raw), http.StatusUnprocessableEntity, "nonce_too_low")
 	p := h.call("GET", "/payments/"+id, merchant, nil).json(t)
 	if p["status"] != "captured" || p["refundable_amount"] != "8000000" {
 		t.Fatalf("after one capture = %v", p)
 	}
-	if n := h.srv.Ledger.CountOperation(id, "capture"); n != 2 {
-		t.Fatalf("capture submits in the ledger = %d, want 2", n)
+	if txs := p["transactions"].([]any); len(txs) != 2 || txs[1].(map[string]any)["transaction_hash"] != a.json(t)["transaction_hash"] {
+		t.Fatalf("transactions after the repeats = %v", txs)
+	}
+	if n := h.srv.Ledger.CountOperation(id, "capture"); n != 3 {
+		t.Fatalf("capture submits in the ledger = %d, want 3", n)
 	}
 	// Reporting by hash after confirmation is refused: a confirmed row is final.
 	res := h.call("POST", "/payments/"+id+"/capture/submitted", merchant, map[string]string{"transaction_hash": a.json(t)["transaction_hash"].(string)})
