@@ -180,7 +180,8 @@ func (w *bindingWorld) executed(op string, ps ...*rail0.PaymentDetail) int {
 // the same merchant, its id rewritten. With the defaults a refund of A is
 // refused before any request; with an expectation of the payer, or with A
 // named by its rail0_id, Refund, Capture and Void are refused before
-// anything is signed, and nothing reaches B.
+// anything is signed, and nothing reaches B. Without either, a capture or a
+// void goes to B: that is what an expectation is for.
 func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 	ctx := context.Background()
 	w := newBindingWorld(t)
@@ -239,11 +240,17 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 			if n := w.executed(step.op, a, b); n != 0 {
 				t.Fatalf("%d %s submits reached the gateway", n, step.op)
 			}
+			// What is not bound: named by its UUID and without an expectation,
+			// the step acts on the payment the gateway returns, B.
+			w.confirm(b.ID)(step.run(a.ID, rail0.Expectation{}))
+			if w.executed(step.op, a) != 0 || w.executed(step.op, b) != 1 {
+				t.Fatalf("the unbound %s did not go to B", step.op)
+			}
 			w.proxy.swap(nil, nil, false)
 			tx, err := step.run(a.Rail0ID, order)
 			w.confirm(a.ID)(tx, err)
-			if w.executed(step.op, a) != 1 || w.executed(step.op, b) != 0 {
-				t.Fatalf("the honest %s did not go to A alone", step.op)
+			if w.executed(step.op, a) != 1 || w.executed(step.op, b) != 1 {
+				t.Fatalf("the honest %s did not go to A", step.op)
 			}
 		})
 	}
