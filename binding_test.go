@@ -481,11 +481,23 @@ func TestPayerSignBindingIsNeverLost(t *testing.T) {
 		}
 		more := order
 		more.IdempotencyKey = ""
-		for range max(1001, maxCreated) {
-			if _, err := c.Payments.Create(ctx, more); err != nil {
-				t.Fatal(err)
-			}
+		creates := make(chan struct{}, max(1001, maxCreated))
+		for range cap(creates) {
+			creates <- struct{}{}
 		}
+		close(creates)
+		var wg sync.WaitGroup
+		for range 4 { // the order among the newer payments does not matter
+			wg.Go(func() {
+				for range creates {
+					if _, err := c.Payments.Create(ctx, more); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 		b.rewrite(tenfold)
 		_, err := c.Payments.PayerSign(ctx, artPayment, PayerSignParams{})
 		refusedUnsigned(t, b, err, ErrUnbound, "")
