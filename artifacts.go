@@ -105,8 +105,10 @@ type trust struct {
 	decimals map[tokenKey]int64
 	// chains, when non-nil, lists the chain ids of GET /blockchains.
 	chains map[int64]bool
-	// maxGas bounds gas_limit; maxFee bounds gas_limit × max_fee_per_gas
-	// (wei), so a gateway cannot spend the signer's ETH on gas.
+	// maxGas bounds gas_limit when the caller set it (WithFeeCap); zero
+	// bounds it per operation (maxGasLimit). maxFee bounds gas_limit ×
+	// max_fee_per_gas (wei), so a gateway cannot spend the signer's ETH on
+	// gas.
 	maxGas uint64
 	maxFee *big.Int
 	// tokenDomains maps chain/token to the EIP-712 name and version of the
@@ -120,16 +122,54 @@ type tokenKey struct {
 	token   address
 }
 
-// Default bounds on the gas of a prepared transaction (see WithFeeCap): far
-// above what any RAIL0 call spends (authorize, the dearest, about 155,000
-// gas) at any fee an L2 or L1 charges, but low enough that a gateway cannot
-// drain a signer.
+// Default bounds on the gas of a prepared transaction (see WithFeeCap):
+// far above what a RAIL0 call costs at any fee an L2 or L1 charges, but low
+// enough that a gateway cannot drain a signer. The gas limit is bounded per
+// operation (maxGasLimit).
 const (
-	// DefaultMaxGasLimit bounds gas_limit.
-	DefaultMaxGasLimit = 1_000_000
 	// DefaultMaxFeeWei bounds gas_limit × max_fee_per_gas: 0.05 ETH.
 	DefaultMaxFeeWei = 50_000_000_000_000_000
 )
+
+// contractGas is the gas each call of the RAIL0 contract v1.3.0 used in an
+// EVM with a minimal EIP-3009 token (contract guide, section 12.2), in its
+// dearest measured case: authorize as the first payment of a fresh
+// deployment (411,000 afterwards); charge with the same first-payment
+// extra (98,000) over its measured 417,000, since a deployment's first
+// payment may as well be a charge; capture the dearer of its two figures.
+var contractGas = map[Operation]uint64{
+	OpAuthorize: 509_000, OpCharge: 417_000 + 98_000, OpCapture: 175_000, OpRefund: 207_000,
+	OpVoid: 77_000, OpRelease: 77_000, OpDispute: 43_000, OpCloseDispute: 43_000,
+}
+
+// gasMargin turns contractGas into the default bound on gas_limit. An
+// honest limit exceeds the measured figure for two reasons: a production
+// token costs more than the minimal one measured (USDC sits behind a proxy,
+// which adds a delegatecall, its storage reads and a blocklist check to
+// every transfer), allowed for here up to a third more; and a gateway
+// estimates on the chain and adds its own margin, commonly 10 to 50%.
+// 4/3 × 3/2 = 2. A limit above that is not an estimate of this call.
+const gasMargin = 2
+
+// l1DataInGasLimit lists the chains whose gas limit also pays for the
+// transaction's L1 data (Arbitrum One, Nova and Sepolia charge it in L2
+// gas, before execution): there an honest limit follows the L1 price and
+// can be many times the call's own gas, so the default bound per
+// operation does not apply; the fee bound still does.
+var l1DataInGasLimit = map[int64]bool{42161: true, 42170: true, 421614: true}
+
+// maxGasLimit is the bound on the gas_limit of op on chainID: the caller's
+// (WithFeeCap) when set, else gasMargin × contractGas[op]; zero means no
+// bound but the fee's.
+func (tr *trust) maxGasLimit(op Operation, chainID int64) uint64 {
+	switch {
+	case tr.maxGas != 0:
+		return tr.maxGas
+	case l1DataInGasLimit[chainID]:
+		return 0
+	}
+	return gasMargin * contractGas[op]
+}
 
 // terms is the contract's Payment struct, decoded from a PaymentDetail.
 type terms struct {
@@ -552,6 +592,7 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 		}
 		return nil, err
 	}
+	limit := tr.maxGasLimit(in.Operation, t.chainID.Int64())
 	switch {
 	case tx.chainID.Cmp(t.chainID) != 0:
 		return fail("chain_id", t.chainID.String(), tx.chainID.String(), "")
@@ -563,8 +604,8 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 		return fail("from", signer.String(), tx.from.String(), "")
 	case tx.gasLimit == 0:
 		return fail("gas_limit", "", "0", "is zero")
-	case tx.gasLimit > tr.maxGas:
-		return fail("gas_limit", fmt.Sprintf("at most %d", tr.maxGas), fmt.Sprint(tx.gasLimit), "")
+	case limit != 0 && tx.gasLimit > limit:
+		return fail("gas_limit", fmt.Sprintf("at most %d for %s", limit, in.Operation), fmt.Sprint(tx.gasLimit), "")
 	case tx.maxPriorityFeePerGas.Cmp(tx.maxFeePerGas) > 0:
 		return fail("max_priority_fee_per_gas", "at most max_fee_per_gas "+tx.maxFeePerGas.String(), tx.maxPriorityFeePerGas.String(), "")
 	}

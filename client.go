@@ -231,8 +231,8 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
-	if cfg.maxGas == 0 {
-		cfg.maxGas, cfg.maxFee = DefaultMaxGasLimit, big.NewInt(DefaultMaxFeeWei)
+	if cfg.maxFee == nil { // without WithFeeCap the gas limit is bounded per operation
+		cfg.maxFee = big.NewInt(DefaultMaxFeeWei)
 	}
 	if cfg.token != "" {
 		token := cfg.token

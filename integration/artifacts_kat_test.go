@@ -219,8 +219,9 @@ func TestTransactionsPackedByGoEthereumVerify(t *testing.T) {
 			if want := crypto.Keccak256([]byte(sigText))[:4]; !strings.HasPrefix(hex.EncodeToString(data), hex.EncodeToString(want)) {
 				t.Fatalf("%s: selector mismatch", sigText)
 			}
+			// 80,000 gas: within the default bound of every operation.
 			unsigned, _ := json.Marshal(map[string]any{"chain_id": k.chainID, "nonce": 3, "to": k.contract.Hex(), "value": "0",
-				"data": hexutil.Encode(data), "gas_limit": 200000, "max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000"})
+				"data": hexutil.Encode(data), "gas_limit": 80000, "max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000"})
 			in := tc.intent
 			in.Operation = tc.op
 			if err := c.Payments.VerifyTransaction(ctx, &k.detail, in, string(unsigned)); err != nil {
