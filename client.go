@@ -23,8 +23,9 @@
 //
 // The low-level path is for programs that sign elsewhere (a browser wallet,
 // a signing service): Prepare and PrepareRefund, VerifyTransaction and
-// VerifyPayload (the flows' checks, which return the digest to sign), then
-// Submit or SubmitByHash. Every other method is one gateway operation.
+// VerifyPayload (the flows' checks, which return the digest to sign and the
+// transaction or typed data, encoded by the SDK, that a wallet must sign),
+// then Submit or SubmitByHash. Every other method is one gateway operation.
 //
 // # Errors
 //
