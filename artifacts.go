@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rail0/rail0-go/internal/evm"
@@ -92,6 +93,75 @@ type Intent struct {
 	Signature string
 }
 
+// VerifiedPayload is what VerifyPayload checked: the digest to sign and
+// the typed data it is the EIP-712 hash of.
+type VerifiedPayload struct {
+	// Digest is the EIP-712 digest of TypedData, for a signer that signs
+	// digests (a KMS, an HSM, a Signer).
+	Digest [32]byte
+	// TypedData is the EIP-712 document the digest was computed from,
+	// encoded by the SDK from the checked values, never the gateway's
+	// bytes: hand this to a wallet (eth_signTypedData_v4) so that what it
+	// signs is what was checked.
+	TypedData json.RawMessage
+}
+
+// VerifiedTransaction is what VerifyTransaction checked: the digest to sign
+// and the transaction it is the EIP-1559 signing hash of.
+type VerifiedTransaction struct {
+	// Digest is keccak256(0x02 ‖ rlp(Transaction's fields)), the hash the
+	// sender signs.
+	Digest [32]byte
+	// Transaction is the checked transaction in unsigned_transaction's own
+	// form (chain_id, nonce, to, value, data, gas_limit,
+	// max_priority_fee_per_gas, max_fee_per_gas, from), encoded by the SDK:
+	// every number a decimal string, from the checked sender. Build the
+	// transaction a wallet signs or sends from this, not from the
+	// gateway's string.
+	Transaction json.RawMessage
+}
+
+// checkRequest checks what a VerifyPayload (onChain false) or
+// VerifyTransaction (onChain true) call can be refused for without the
+// gateway: a payment given and well formed, an operation the method
+// serves, a signer who may sign it, and an amount, reason and signature
+// that parse. Nothing is fetched for a call refused here.
+func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
+	t, err := decodeTerms(payment)
+	if err != nil {
+		return err
+	}
+	switch _, known := callSignatures[in.Operation]; {
+	case onChain && !known:
+		return &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
+	case !onChain && in.Operation != "" && in.Operation != OpRefund:
+		return &ValidationError{Field: "operation", Reason: fmt.Sprintf("%s has no signing payload", in.Operation)}
+	}
+	if who, _ := signersOf(t, in.Operation); in.Signer != "" || len(who) != 1 {
+		if _, err := checkSigner(t, in.Operation, in.Signer); err != nil {
+			return err
+		}
+	}
+	switch in.Operation {
+	case OpCapture, OpRefund:
+		if err := checkHumanAmount("amount", in.Amount); err != nil {
+			return err
+		}
+	case OpDispute, OpCloseDispute:
+		if in.Reason != "" {
+			if err := checkHex("reason", in.Reason, 32); err != nil {
+				return err
+			}
+		}
+	}
+	if onChain && in.Operation == OpRefund {
+		if _, err := decodeSignatureHex(in.Signature); err != nil {
+			return &ValidationError{Field: "signature", Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
 // trust is what the checks take as given besides the payment: the RAIL0
 // contract pinned per chain, the chains the gateway serves, the limits on
 // gas, and token domains already seen.
@@ -104,8 +174,10 @@ type trust struct {
 	decimals map[tokenKey]int64
 	// chains, when non-nil, lists the chain ids of GET /blockchains.
 	chains map[int64]bool
-	// maxGas bounds gas_limit; maxFee bounds gas_limit × max_fee_per_gas
-	// (wei), so a gateway cannot spend the signer's ETH on gas.
+	// maxGas bounds gas_limit when the caller set it (WithFeeCap); zero
+	// bounds it per operation (maxGasLimit). maxFee bounds gas_limit ×
+	// max_fee_per_gas (wei), so a gateway cannot spend the signer's ETH on
+	// gas.
 	maxGas uint64
 	maxFee *big.Int
 	// tokenDomains maps chain/token to the EIP-712 name and version of the
@@ -119,16 +191,54 @@ type tokenKey struct {
 	token   address
 }
 
-// Default bounds on the gas of a prepared transaction (see WithFeeCap): far
-// above what any RAIL0 call spends (authorize, the dearest, about 155,000
-// gas) at any fee an L2 or L1 charges, but low enough that a gateway cannot
-// drain a signer.
+// Default bounds on the gas of a prepared transaction (see WithFeeCap):
+// far above what a RAIL0 call costs at any fee an L2 or L1 charges, but low
+// enough that a gateway cannot drain a signer. The gas limit is bounded per
+// operation (maxGasLimit).
 const (
-	// DefaultMaxGasLimit bounds gas_limit.
-	DefaultMaxGasLimit = 1_000_000
 	// DefaultMaxFeeWei bounds gas_limit × max_fee_per_gas: 0.05 ETH.
 	DefaultMaxFeeWei = 50_000_000_000_000_000
 )
+
+// contractGas is the gas each call of the RAIL0 contract v1.3.0 used in an
+// EVM with a minimal EIP-3009 token (contract guide, section 12.2), in its
+// dearest measured case: authorize as the first payment of a fresh
+// deployment (411,000 afterwards); charge with the same first-payment
+// extra (98,000) over its measured 417,000, since a deployment's first
+// payment may as well be a charge; capture the dearer of its two figures.
+var contractGas = map[Operation]uint64{
+	OpAuthorize: 509_000, OpCharge: 417_000 + 98_000, OpCapture: 175_000, OpRefund: 207_000,
+	OpVoid: 77_000, OpRelease: 77_000, OpDispute: 43_000, OpCloseDispute: 43_000,
+}
+
+// gasMargin turns contractGas into the default bound on gas_limit. An
+// honest limit exceeds the measured figure for two reasons: a production
+// token costs more than the minimal one measured (USDC sits behind a proxy,
+// which adds a delegatecall, its storage reads and a blocklist check to
+// every transfer), allowed for here up to a third more; and a gateway
+// estimates on the chain and adds its own margin, commonly 10 to 50%.
+// 4/3 × 3/2 = 2. A limit above that is not an estimate of this call.
+const gasMargin = 2
+
+// l1DataInGasLimit lists the chains whose gas limit also pays for the
+// transaction's L1 data (Arbitrum One, Nova and Sepolia charge it in L2
+// gas, before execution): there an honest limit follows the L1 price and
+// can be many times the call's own gas, so the default bound per
+// operation does not apply; the fee bound still does.
+var l1DataInGasLimit = map[int64]bool{42161: true, 42170: true, 421614: true}
+
+// maxGasLimit is the bound on the gas_limit of op on chainID: the caller's
+// (WithFeeCap) when set, else gasMargin × contractGas[op]; zero means no
+// bound but the fee's.
+func (tr *trust) maxGasLimit(op Operation, chainID int64) uint64 {
+	switch {
+	case tr.maxGas != 0:
+		return tr.maxGas
+	case l1DataInGasLimit[chainID]:
+		return 0
+	}
+	return gasMargin * contractGas[op]
+}
 
 // terms is the contract's Payment struct, decoded from a PaymentDetail.
 type terms struct {
@@ -312,22 +422,115 @@ func authorizationDigest(t *terms, primary, name, version string, from address, 
 }
 
 // payloadCheck is the outcome of a verified signing payload: the digest to
-// sign and the token's domain name and version.
+// sign and every value it was computed from, so that the typed data handed
+// to a wallet can be encoded from them.
 type payloadCheck struct {
 	digest        word
 	name, version string
+	primary       string
+	chainID       *big.Int
+	token         address // the domain's verifyingContract
+	from, to      address
+	value         *big.Int
+	validBefore   uint64
+	nonce         word
+}
+
+// typedField is one field of an EIP-712 struct type, as typed data lists it.
+type typedField struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// The EIP-712 types the payloads use: the four-field domain of the tokens
+// and of RAIL0, and the six fields of both EIP-3009 authorizations.
+var (
+	domainFields = []typedField{{"name", "string"}, {"version", "string"}, {"chainId", "uint256"}, {"verifyingContract", "address"}}
+	eip3009Typed = []typedField{{"from", "address"}, {"to", "address"}, {"value", "uint256"},
+		{"validAfter", "uint256"}, {"validBefore", "uint256"}, {"nonce", "bytes32"}}
+)
+
+// fieldList writes fields as "name type,name type,…" for comparison and
+// errors.
+func fieldList(fields []typedField) string {
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		parts[i] = f.Name + " " + f.Type
+	}
+	return strings.Join(parts, ",")
+}
+
+// typedData encodes the EIP-712 document the digest was computed from, in
+// the SDK's own words: the canonical types, the domain and message values
+// that were checked, uint256 values as decimal strings (exact in every
+// language; a JSON number above 2⁵³ is not, in JavaScript). Its hash under
+// eth_signTypedData_v4 is the digest.
+func (pc *payloadCheck) typedData() json.RawMessage {
+	type domain struct {
+		Name              string      `json:"name"`
+		Version           string      `json:"version"`
+		ChainID           json.Number `json:"chainId"`
+		VerifyingContract string      `json:"verifyingContract"`
+	}
+	type message struct {
+		From        string `json:"from"`
+		To          string `json:"to"`
+		Value       string `json:"value"`
+		ValidAfter  string `json:"validAfter"`
+		ValidBefore string `json:"validBefore"`
+		Nonce       string `json:"nonce"`
+	}
+	doc := struct {
+		Types       map[string][]typedField `json:"types"`
+		PrimaryType string                  `json:"primaryType"`
+		Domain      domain                  `json:"domain"`
+		Message     message                 `json:"message"`
+	}{
+		Types:       map[string][]typedField{"EIP712Domain": domainFields, pc.primary: eip3009Typed},
+		PrimaryType: pc.primary,
+		Domain:      domain{pc.name, pc.version, json.Number(pc.chainID.String()), pc.token.String()},
+		Message: message{pc.from.String(), pc.to.String(), pc.value.String(), "0",
+			strconv.FormatUint(pc.validBefore, 10), pc.nonce.String()},
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic("rail0: encoding checked typed data: " + err.Error()) // plain strings and numbers cannot fail
+	}
+	return b
+}
+
+// jsonString reads raw as a JSON string; null, a number or anything else is
+// not one.
+func jsonString(raw json.RawMessage) (string, bool) {
+	var s string
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // checkPayload verifies a signing_payload for the payer's signature (intent
-// operation empty) or a refund (OpRefund) against t and in.
+// operation empty) or a refund (OpRefund) against t and in. The payload is
+// read strictly (readArtifact): no key repeated, none that differs from
+// another only by case or folding, none that EIP-712 typed data does not
+// define, at any level.
 func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, error) {
 	fail := func(field, expected, got, reason string) (*payloadCheck, error) {
 		return nil, &ArtifactError{PaymentID: t.id, Operation: in.Operation, Artifact: "signing_payload",
 			Field: field, Expected: expected, Got: got, Reason: reason}
 	}
+	// failRead reports an error of the strict reader.
+	failRead := func(err error) (*payloadCheck, error) {
+		var fe *artifactFieldError
+		if errors.As(err, &fe) {
+			return fail(fe.field, "", fe.got, fe.reason)
+		}
+		return nil, err
+	}
 	var primary string
 	var nonceOp Operation
-	var from, to address
+	var from address
 	var value *big.Int
 	var validBefore uint64
 	switch in.Operation {
@@ -348,51 +551,76 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 	default:
 		return nil, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%s has no signing payload", in.Operation)}
 	}
-	to = t.contract
 
-	var doc struct {
-		Types       map[string][]struct{ Name, Type string } `json:"types"`
-		PrimaryType string                                   `json:"primaryType"`
-		Domain      map[string]json.RawMessage               `json:"domain"`
-		Message     map[string]json.RawMessage               `json:"message"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	if len(bytes.TrimSpace(payload)) == 0 || dec.Decode(&doc) != nil {
-		return fail("", "", "", "is not a JSON object of EIP-712 typed data")
-	}
-	if doc.PrimaryType != primary {
-		return fail("primaryType", primary, doc.PrimaryType, "")
-	}
-	wantTypes := map[string]string{
-		"EIP712Domain": "name string,version string,chainId uint256,verifyingContract address",
-		primary:        "from address,to address,value uint256,validAfter uint256,validBefore uint256,nonce bytes32",
-	}
-	for name, fields := range doc.Types {
-		want, known := wantTypes[name]
-		var got []string
-		for _, f := range fields {
-			got = append(got, f.Name+" "+f.Type)
+	doc, err := readArtifact(payload, "types", "primaryType", "domain", "message")
+	if err != nil {
+		var fe *artifactFieldError
+		if errors.As(err, &fe) && fe.field == "" {
+			return fail("", "", "", fe.reason+": not EIP-712 typed data")
 		}
-		if !known || strings.Join(got, ",") != want {
-			return fail("types."+name, want, strings.Join(got, ","), "")
-		}
+		return failRead(err)
 	}
-	if _, ok := doc.Types[primary]; !ok {
-		return fail("types."+primary, "", "", "is missing")
+	if got, ok := jsonString(doc["primaryType"]); !ok {
+		return fail("primaryType", "", "", "is missing or not a string")
+	} else if got != primary {
+		return fail("primaryType", primary, clip(got), "")
+	}
+	types, err := members(doc["types"], "types", "EIP712Domain", primary)
+	if err != nil {
+		return failRead(err)
+	}
+	for _, want := range []struct {
+		name   string
+		fields []typedField
+	}{{"EIP712Domain", domainFields}, {primary, eip3009Typed}} {
+		raw, ok := types[want.name]
+		if !ok {
+			if want.name == primary {
+				return fail("types."+primary, "", "", "is missing")
+			}
+			continue
+		}
+		var list []json.RawMessage
+		if json.Unmarshal(raw, &list) != nil {
+			return fail("types."+want.name, "", "", "is not a list of fields")
+		}
+		got := make([]typedField, len(list))
+		for i, f := range list {
+			path := fmt.Sprintf("types.%s[%d]", want.name, i)
+			m, err := members(f, path, "name", "type")
+			if err != nil {
+				return failRead(err)
+			}
+			var okName, okType bool
+			got[i].Name, okName = jsonString(m["name"])
+			got[i].Type, okType = jsonString(m["type"])
+			if !okName || !okType {
+				return fail(path, "", "", "must hold a string name and type")
+			}
+		}
+		if fieldList(got) != fieldList(want.fields) {
+			return fail("types."+want.name, fieldList(want.fields), fieldList(got), "")
+		}
 	}
 
 	// The domain: the token's, on the payment's chain.
-	if len(doc.Domain) != 4 {
+	domain, err := members(doc["domain"], "domain", "name", "version", "chainId", "verifyingContract")
+	if err != nil {
+		return failRead(err)
+	}
+	if len(domain) != 4 {
 		return fail("domain", "", "", "must hold exactly name, version, chainId and verifyingContract")
 	}
-	var name, version, contract string
-	for field, dst := range map[string]*string{"name": &name, "version": &version, "verifyingContract": &contract} {
-		if json.Unmarshal(doc.Domain[field], dst) != nil {
+	pc := &payloadCheck{primary: primary, chainID: t.chainID, token: t.token, from: from, to: t.contract,
+		value: value, validBefore: validBefore, nonce: t.nonce(nonceOp)}
+	var contract string
+	for field, dst := range map[string]*string{"name": &pc.name, "version": &pc.version, "verifyingContract": &contract} {
+		var ok bool
+		if *dst, ok = jsonString(domain[field]); !ok {
 			return fail("domain."+field, "", "", "is missing or not a string")
 		}
 	}
-	chainID, err := parseUint(doc.Domain["chainId"], 256)
+	chainID, err := parseUint(domain["chainId"], 256)
 	if err != nil {
 		return fail("domain.chainId", "", "", err.Error())
 	}
@@ -408,15 +636,19 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 	}
 
 	// The message.
-	if len(doc.Message) != 6 {
+	message, err := members(doc["message"], "message", "from", "to", "value", "validAfter", "validBefore", "nonce")
+	if err != nil {
+		return failRead(err)
+	}
+	if len(message) != 6 {
 		return fail("message", "", "", "must hold exactly from, to, value, validAfter, validBefore and nonce")
 	}
 	for _, f := range []struct {
 		field string
 		want  address
-	}{{"from", from}, {"to", to}} {
-		var text string
-		if json.Unmarshal(doc.Message[f.field], &text) != nil {
+	}{{"from", pc.from}, {"to", pc.to}} {
+		text, ok := jsonString(message[f.field])
+		if !ok {
 			return fail("message."+f.field, "", "", "is missing or not a string")
 		}
 		a, err := parseAddress(text)
@@ -427,19 +659,18 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 			return fail("message."+f.field, f.want.String(), a.String(), "")
 		}
 	}
-	nonce := t.nonce(nonceOp)
 	for _, f := range []struct {
 		field string
 		want  *big.Int
-	}{{"value", value}, {"validAfter", new(big.Int)}, {"validBefore", new(big.Int).SetUint64(validBefore)}, {"nonce", new(big.Int).SetBytes(nonce[:])}} {
-		got, err := parseUint(doc.Message[f.field], 256)
+	}{{"value", value}, {"validAfter", new(big.Int)}, {"validBefore", new(big.Int).SetUint64(validBefore)}, {"nonce", new(big.Int).SetBytes(pc.nonce[:])}} {
+		got, err := parseUint(message[f.field], 256)
 		if err != nil {
 			return fail("message."+f.field, "", "", err.Error())
 		}
 		if got.Cmp(f.want) != 0 {
 			want, have := f.want.String(), got.String()
 			if f.field == "nonce" {
-				want, have = nonce.String(), uintWord(got).String()
+				want, have = pc.nonce.String(), uintWord(got).String()
 			}
 			return fail("message."+f.field, want, have, "")
 		}
@@ -447,7 +678,8 @@ func checkPayload(t *terms, in Intent, payload json.RawMessage) (*payloadCheck, 
 
 	// The digest is computed from the checked values with the canonical
 	// EIP-3009 types, so what is signed is exactly what was verified.
-	return &payloadCheck{digest: authorizationDigest(t, primary, name, version, from, value, validBefore, nonce), name: name, version: version}, nil
+	pc.digest = authorizationDigest(t, primary, pc.name, pc.version, from, value, validBefore, pc.nonce)
+	return pc, nil
 }
 
 // Function selectors of the RAIL0 contract (README section 12.1): the first
@@ -497,6 +729,7 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 		}
 		return nil, err
 	}
+	limit := tr.maxGasLimit(in.Operation, t.chainID.Int64())
 	switch {
 	case tx.chainID.Cmp(t.chainID) != 0:
 		return fail("chain_id", t.chainID.String(), tx.chainID.String(), "")
@@ -508,8 +741,8 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 		return fail("from", signer.String(), tx.from.String(), "")
 	case tx.gasLimit == 0:
 		return fail("gas_limit", "", "0", "is zero")
-	case tx.gasLimit > tr.maxGas:
-		return fail("gas_limit", fmt.Sprintf("at most %d", tr.maxGas), fmt.Sprint(tx.gasLimit), "")
+	case limit != 0 && tx.gasLimit > limit:
+		return fail("gas_limit", fmt.Sprintf("at most %d for %s", limit, in.Operation), fmt.Sprint(tx.gasLimit), "")
 	case tx.maxPriorityFeePerGas.Cmp(tx.maxFeePerGas) > 0:
 		return fail("max_priority_fee_per_gas", "at most max_fee_per_gas "+tx.maxFeePerGas.String(), tx.maxPriorityFeePerGas.String(), "")
 	}

@@ -3,7 +3,7 @@ package rail0
 import (
 	"encoding/json"
 	"errors"
-	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -12,16 +12,17 @@ import (
 // whose fields equal the payment's, and anything it refuses is an
 // *ArtifactError or a *ValidationError.
 func FuzzCheckTransaction(f *testing.F) {
-	g := newArtGateway(&testing.T{}, ModeAuthorize, StatusPartiallyCaptured)
-	tm := g.terms()
-	tm.configHash = tm.computeConfigHash()
+	g, tm, in, tr := captureFixture(&testing.T{})
 	honest, _ := json.Marshal(g.txFields(OpCapture, PrepareParams{Amount: "1.00"}))
+	h := string(honest[:len(honest)-1])
 	for _, seed := range []string{string(honest), "", "{}", "null", `{"chain_id": 84532}`, `{"chain_id": "0x14a34"}`,
-		`{"chain_id": 1e3}`, `{"chain_id": -1}`, `{"data": "0x"}`, string(honest) + "x"} {
+		`{"chain_id": 1e3}`, `{"chain_id": -1}`, `{"data": "0x"}`, string(honest) + "x",
+		// Two readings of one transaction: a repeated key, a case variant,
+		// a folded one, an account nonce past EIP-2681's cap.
+		h + `,"to":"` + artToken + `"}`, h + `,"To":"` + artToken + `"}`, h + `,"max_fee_per_gaſ":"1"}`,
+		strings.Replace(string(honest), `"nonce":7`, `"nonce":"18446744073709551615"`, 1)} {
 		f.Add(seed)
 	}
-	tr := &trust{maxGas: DefaultMaxGasLimit, maxFee: big.NewInt(DefaultMaxFeeWei)}
-	in := Intent{Operation: OpCapture, Signer: g.payee.Address(), Amount: "1000000"}
 	f.Fuzz(func(t *testing.T, unsigned string) {
 		tx, err := checkTransaction(tm, in, unsigned, tr)
 		if refused(t, err) {
@@ -29,6 +30,11 @@ func FuzzCheckTransaction(f *testing.F) {
 		}
 		if tx.chainID.Int64() != artChain || tx.to != tm.contract || tx.value.Sign() != 0 || len(tx.data) != 4+32*8 {
 			t.Fatalf("accepted a transaction that differs from the payment: %+v", tx)
+		}
+		// What the SDK hands back reads the same and has the same digest.
+		again, err := checkTransaction(tm, in, string(tx.canonical(tm.payee)), tr)
+		if err != nil || again.signingHash() != tx.signingHash() {
+			t.Fatalf("the canonical transaction does not check to the same digest: %v", err)
 		}
 	})
 }
@@ -38,7 +44,14 @@ func FuzzCheckPayload(f *testing.F) {
 	g := newArtGateway(&testing.T{}, ModeAuthorize, StatusUnsigned)
 	tm := g.terms()
 	tm.configHash = tm.computeConfigHash()
-	for _, seed := range []string{string(g.payloadJSON(Intent{})), "", "{}", "null", `{"primaryType": "TransferWithAuthorization"}`} {
+	_, p := honestParts(&testing.T{})
+	for _, seed := range []string{string(g.payloadJSON(Intent{})), "", "{}", "null", `{"primaryType": "TransferWithAuthorization"}`,
+		// The attack of one payload read two ways: honest keys spelled
+		// another way after hostile ones, and a repeated message.
+		rawObj("types", p.types, "primaryType", p.primary, "domain", p.domain, "message", p.evil, "Domain", p.domain, "Message", p.message),
+		rawObj("types", p.types, "primaryType", p.primary, "domain", p.domain, "message", p.evil, "meſſage", p.message),
+		rawObj("types", p.types, "primaryType", p.primary, "domain", p.domain, "message", p.evil, "message", p.message),
+		rawObj("types", p.types, "primaryType", p.primary, "domain", p.domain, "message", strings.TrimSuffix(p.message, "}")+`,"Value":"1"}`)} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, payload string) {
@@ -49,7 +62,53 @@ func FuzzCheckPayload(f *testing.F) {
 		if pc.digest != g.authDigestUnder(pc.name, pc.version) {
 			t.Fatalf("accepted payload signs another digest")
 		}
+		// A reader that matches keys exactly, as JSON.parse does, finds in
+		// the gateway's payload the values the SDK checked and hands back.
+		if !sameReading(t, []byte(payload), pc.typedData()) {
+			t.Fatalf("an exact reader sees another payload than the one checked:\n%s", payload)
+		}
+		again, err := checkPayload(tm, Intent{}, pc.typedData())
+		if err != nil || again.digest != pc.digest {
+			t.Fatalf("the canonical typed data does not check to the same digest: %v", err)
+		}
 	})
+}
+
+// sameReading reports whether an exact-key reader (a Go map, like
+// JSON.parse: keys as written, the last of equal keys winning) finds the
+// same domain and message values in a and b.
+func sameReading(t *testing.T, a, b []byte) bool {
+	read := func(doc []byte) map[string]string {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(doc, &top) != nil {
+			t.Fatalf("unreadable: %s", doc)
+		}
+		out := map[string]string{}
+		for _, section := range []string{"domain", "message"} {
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(top[section], &m)
+			for k, v := range m {
+				if n, err := parseUint(v, 256); err == nil {
+					out[section+"."+k] = n.String()
+				} else if s, ok := jsonString(v); ok {
+					out[section+"."+k] = strings.ToLower(s)
+				} else {
+					out[section+"."+k] = string(v)
+				}
+			}
+		}
+		return out
+	}
+	x, y := read(a), read(b)
+	if len(x) != len(y) {
+		return false
+	}
+	for k, v := range x {
+		if y[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // refused reports whether a check refused its input, failing t when the

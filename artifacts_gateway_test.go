@@ -208,7 +208,8 @@ func (g *artGateway) txFields(op Operation, params PrepareParams) map[string]any
 	}
 	return map[string]any{
 		"chain_id": artChain, "nonce": 7, "to": artContract, "value": "0", "data": "0x" + hex.EncodeToString(data),
-		"gas_limit": 200000, "max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000", "from": from,
+		"gas_limit":                contractGas[op] * 5 / 4, // an honest estimate with a 25% margin
+		"max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000", "from": from,
 	}
 }
 

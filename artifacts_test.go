@@ -393,29 +393,29 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpCapture, Amount: "1.00"}, *prep.UnsignedTransaction); err != nil {
+	if _, err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpCapture, Amount: "1.00"}, *prep.UnsignedTransaction); err != nil {
 		t.Fatalf("honest capture: %v", err)
 	}
-	if err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpCapture, Amount: "2.00"}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
+	if _, err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpCapture, Amount: "2.00"}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("capture of 1.00 checked against 2.00: %v", err)
 	}
-	if err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
+	if _, err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("capture checked as a void: %v", err)
 	}
 	auth, err := c.Payments.PrepareRefund(ctx, artPayment, PrepareParams{Amount: "4.00"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "4.00"}, auth.SigningPayload)
-	if err != nil || digest == ([32]byte{}) {
-		t.Fatalf("honest refund payload: %x, %v", digest, err)
+	verified, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "4.00"}, auth.SigningPayload)
+	if err != nil || verified.Digest == ([32]byte{}) {
+		t.Fatalf("honest refund payload: %+v, %v", verified, err)
 	}
 	if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "3.00"}, auth.SigningPayload); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("refund payload for 4.00 checked against 3.00: %v", err)
 	}
 	// Nonsense in, a typed error out.
 	for _, junk := range []string{"", "{", "null", "[]", `{"chain_id": "x"}`, strings.Repeat("9", 1<<16)} {
-		err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpCapture, Amount: "1.00"}, junk)
+		_, err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpCapture, Amount: "1.00"}, junk)
 		var ae *ArtifactError
 		if !errors.As(err, &ae) {
 			t.Errorf("VerifyTransaction(%.20q) = %v, want an *ArtifactError", junk, err)
@@ -424,7 +424,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 			t.Errorf("VerifyPayload(%.20q) accepted", junk)
 		}
 	}
-	if err := c.Payments.VerifyTransaction(ctx, nil, Intent{Operation: OpCapture}, "{}"); err == nil {
+	if _, err := c.Payments.VerifyTransaction(ctx, nil, Intent{Operation: OpCapture}, "{}"); err == nil {
 		t.Error("nil payment accepted")
 	}
 }

@@ -23,8 +23,9 @@
 //
 // The low-level path is for programs that sign elsewhere (a browser wallet,
 // a signing service): Prepare and PrepareRefund, VerifyTransaction and
-// VerifyPayload (the flows' checks, which return the digest to sign), then
-// Submit or SubmitByHash. Every other method is one gateway operation.
+// VerifyPayload (the flows' checks, which return the digest to sign and the
+// transaction or typed data, encoded by the SDK, that a wallet must sign),
+// then Submit or SubmitByHash. Every other method is one gateway operation.
 //
 // # Errors
 //
@@ -231,8 +232,8 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
-	if cfg.maxGas == 0 {
-		cfg.maxGas, cfg.maxFee = DefaultMaxGasLimit, big.NewInt(DefaultMaxFeeWei)
+	if cfg.maxFee == nil { // without WithFeeCap the gas limit is bounded per operation
+		cfg.maxFee = big.NewInt(DefaultMaxFeeWei)
 	}
 	if cfg.token != "" {
 		token := cfg.token

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"github.com/rail0/rail0-go/internal/evm"
 )
@@ -212,21 +211,38 @@ type unsignedTx struct {
 	from                 *address // the optional hint
 }
 
+// unsignedTxKeys are the keys of an unsigned_transaction (README section
+// 12 of the gateway guide), from being optional.
+var unsignedTxKeys = []string{"chain_id", "nonce", "to", "value", "data", "gas_limit", "max_priority_fee_per_gas", "max_fee_per_gas", "from"}
+
+// maxAccountNonce is the highest account nonce a transaction may carry:
+// EIP-2681 caps an account's nonce at 2⁶⁴−1, so a transaction with that
+// nonce could never be followed and is invalid, like any above it.
+const maxAccountNonce = 1<<64 - 2
+
 // parseUnsignedTx decodes the JSON string of an unsigned_transaction,
-// strictly: every field present and well formed, no unknown field, numbers as
-// JSON numbers or decimal strings.
+// strictly: read by readArtifact (no key repeated or differing from another
+// only by case or folding, no unknown key), every field present and well
+// formed, numbers as JSON numbers or decimal strings.
+//
+// The account nonce is checked only for what holds on every chain: at most
+// maxAccountNonce. Whether it is the signer's next nonce needs the chain
+// (eth_getTransactionCount): a nonce already used makes the transaction
+// invalid, and a nonce ahead of the account's parks it, signed, until the
+// account catches up, so a gateway could keep it and broadcast it later.
+// What it would then run is only the call that was checked, on the
+// payment it was checked against; callers who care when it runs compare
+// the nonce with their own node before signing.
 func parseUnsignedTx(s string) (*unsignedTx, error) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, &artifactFieldError{field: "unsigned_transaction", got: clip(s), reason: "is not a JSON object"}
-	}
-	if dec.More() {
-		return nil, &artifactFieldError{field: "unsigned_transaction", got: clip(s), reason: "has data after the JSON object"}
+	fields, err := readArtifact([]byte(s), unsignedTxKeys...)
+	if err != nil {
+		var fe *artifactFieldError
+		if errors.As(err, &fe) && fe.field == "" {
+			fe.field = "unsigned_transaction"
+		}
+		return nil, err
 	}
 	var tx unsignedTx
-	var err error
 	num := func(name string, bits int) *big.Int {
 		if err != nil {
 			return nil
@@ -244,6 +260,9 @@ func parseUnsignedTx(s string) (*unsignedTx, error) {
 	}
 	tx.chainID = num("chain_id", 64)
 	if n := num("nonce", 64); n != nil {
+		if n.Uint64() > maxAccountNonce { // parseUint kept it within 64 bits
+			return nil, &artifactFieldError{field: "nonce", got: n.String(), reason: "is above 2⁶⁴−2, the highest account nonce (EIP-2681)"}
+		}
 		tx.nonce = n.Uint64()
 	}
 	tx.value = num("value", 256)
@@ -256,12 +275,12 @@ func parseUnsignedTx(s string) (*unsignedTx, error) {
 		return nil, err
 	}
 	str := func(name string) (string, error) {
-		var v string
 		raw, ok := fields[name]
 		if !ok {
 			return "", &artifactFieldError{field: name, reason: "is missing"}
 		}
-		if json.Unmarshal(raw, &v) != nil {
+		v, ok := jsonString(raw)
+		if !ok {
 			return "", &artifactFieldError{field: name, got: clip(string(raw)), reason: "is not a string"}
 		}
 		return v, nil
@@ -281,7 +300,7 @@ func parseUnsignedTx(s string) (*unsignedTx, error) {
 		return nil, &artifactFieldError{field: "data", got: clip(data), reason: "is not 0x-prefixed hex"}
 	}
 	tx.data, _ = hex.DecodeString(data[2:])
-	if _, ok := fields["from"]; ok && string(fields["from"]) != "null" {
+	if raw, ok := fields["from"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		from, err := str("from")
 		if err != nil {
 			return nil, err
@@ -292,19 +311,39 @@ func parseUnsignedTx(s string) (*unsignedTx, error) {
 		}
 		tx.from = &a
 	}
-	for name := range fields {
-		switch name {
-		case "chain_id", "nonce", "to", "value", "data", "gas_limit", "max_priority_fee_per_gas", "max_fee_per_gas", "from":
-		default:
-			return nil, &artifactFieldError{field: name, reason: "is not a field of an unsigned transaction"}
-		}
-	}
 	return &tx, nil
 }
 
-// artifactFieldError is a malformed field of an unsigned transaction,
-// before it can be compared with anything; checkTransaction turns it into
-// an *ArtifactError.
+// canonical encodes tx, sent by from, in unsigned_transaction's own form
+// and in the SDK's words: the keys in the guide's order, every number a
+// decimal string (exact in every language; a JSON number above 2⁵³ is
+// not, in JavaScript), addresses and data in lower-case hex. Its EIP-1559
+// signing hash is signingHash.
+func (tx *unsignedTx) canonical(from address) json.RawMessage {
+	b, err := json.Marshal(struct {
+		ChainID              string `json:"chain_id"`
+		Nonce                string `json:"nonce"`
+		To                   string `json:"to"`
+		Value                string `json:"value"`
+		Data                 string `json:"data"`
+		GasLimit             string `json:"gas_limit"`
+		MaxPriorityFeePerGas string `json:"max_priority_fee_per_gas"`
+		MaxFeePerGas         string `json:"max_fee_per_gas"`
+		From                 string `json:"from"`
+	}{
+		tx.chainID.String(), strconv.FormatUint(tx.nonce, 10), tx.to.String(), tx.value.String(),
+		"0x" + hex.EncodeToString(tx.data), strconv.FormatUint(tx.gasLimit, 10),
+		tx.maxPriorityFeePerGas.String(), tx.maxFeePerGas.String(), from.String(),
+	})
+	if err != nil {
+		panic("rail0: encoding a checked transaction: " + err.Error()) // plain strings cannot fail
+	}
+	return b
+}
+
+// artifactFieldError is a malformed field or key of an artifact, found
+// before anything can be compared; checkTransaction and checkPayload turn
+// it into an *ArtifactError.
 type artifactFieldError struct {
 	field, got, reason string
 }

@@ -299,44 +299,66 @@ func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 // ---- the checks, for callers who sign elsewhere ----
 
 // VerifyPayload checks a signing_payload against payment and intent before
-// anyone signs it, and returns the EIP-712 digest to sign, computed from the
-// checked fields. intent.Operation is empty for the payer's signature of the
-// payment (payment.SigningPayload) and OpRefund for the refund authorization
-// of PrepareRefund, with intent.Amount the human refund amount. The
-// payment's own fields are checked first (config_hash, contract pin, chain).
-// A mismatch is an *ArtifactError naming the field.
+// anyone signs it, and returns the EIP-712 digest to sign with the typed
+// data it was computed from, encoded by the SDK from the checked values:
+// give a wallet that TypedData, never the gateway's payload. intent.Operation
+// is empty for the payer's signature of the payment (payment.SigningPayload)
+// and OpRefund for the refund authorization of PrepareRefund, with
+// intent.Amount the human refund amount. The payment's own fields are
+// checked first (config_hash, contract pin, chain). The payload is read
+// strictly: a repeated key, keys that differ only by case or Unicode folding
+// ("Domain" beside "domain"), or a key EIP-712 does not define, at any
+// level, is refused, since encoding/json and a wallet would read such a
+// payload differently. A mismatch is an *ArtifactError naming the field; a
+// nil payment or an intent that cannot be served is a *ValidationError
+// before any request.
 //
 // GET /blockchains and GET /tokens, once per client — public; the check
 // itself sends nothing.
-func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) ([32]byte, error) {
+func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
+	if err := checkRequest(payment, intent, false); err != nil {
+		return nil, err
+	}
 	t, in, _, err := s.checkIntent(ctx, payment, intent)
 	if err != nil {
-		return [32]byte{}, err
+		return nil, err
 	}
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
-		return [32]byte{}, err
+		return nil, err
 	}
-	return pc.digest, nil
+	return &VerifiedPayload{Digest: pc.digest, TypedData: pc.typedData()}, nil
 }
 
 // VerifyTransaction checks an unsigned_transaction prepared for
 // intent.Operation against payment and intent before anyone signs it: chain,
-// contract, zero value, sender, gas bounds (WithFeeCap), the function
-// selector, the payment id, the Payment tuple, and the operation's own
-// arguments (the amount asked for, the dispute reason, the refund
-// signature, the payer's signature). A mismatch is an *ArtifactError naming
-// the field.
+// contract, zero value, sender, account nonce, gas bounds (per operation, or
+// WithFeeCap), the function selector, the payment id, the Payment tuple, and
+// the operation's own arguments (the amount asked for, the dispute reason,
+// the refund signature, the payer's signature). It returns the digest to sign
+// and the transaction it was computed from, encoded by the SDK: build what a
+// wallet signs or sends from that Transaction, never from the gateway's
+// string. The transaction is read as strictly as VerifyPayload reads a
+// payload. A mismatch is an *ArtifactError naming the field; a nil payment
+// or an intent that cannot be served is a *ValidationError before any
+// request.
 //
 // GET /blockchains and GET /tokens, once per client — public; the check
 // itself sends nothing.
-func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) error {
+func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) (*VerifiedTransaction, error) {
+	if err := checkRequest(payment, intent, true); err != nil {
+		return nil, err
+	}
 	t, in, tr, err := s.checkIntent(ctx, payment, intent)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = checkTransaction(t, in, unsignedTransaction, tr)
-	return err
+	tx, err := checkTransaction(t, in, unsignedTransaction, tr)
+	if err != nil {
+		return nil, err
+	}
+	from, _ := parseAddress(in.Signer) // checkIntent has checked it
+	return &VerifiedTransaction{Digest: tx.signingHash(), Transaction: tx.canonical(from)}, nil
 }
 
 // checkIntent checks the payment, turns intent's human amount into base

@@ -317,9 +317,11 @@ func WithTrustedTokens(tokens ...Token) Option {
 
 // WithFeeCap bounds the gas of every transaction the client signs:
 // gas_limit at most maxGas and gas_limit × max_fee_per_gas at most maxFee
-// wei, so a gateway cannot spend the signer's ETH on gas. The defaults,
-// DefaultMaxGasLimit and DefaultMaxFeeWei (0.05 ETH), are far above what a
-// RAIL0 call costs.
+// wei, so a gateway cannot spend the signer's ETH on gas. Without it the
+// fee is bounded by DefaultMaxFeeWei (0.05 ETH) and gas_limit per
+// operation, at twice what the RAIL0 contract was measured to use
+// (authorize 1,018,000 … dispute 86,000; no gas bound on Arbitrum, whose
+// limit also pays for L1 data), far above what a RAIL0 call costs.
 func WithFeeCap(maxGas uint64, maxFee *big.Int) Option {
 	return func(c *config) error {
 		if maxGas == 0 || maxFee == nil || maxFee.Sign() <= 0 {

@@ -489,8 +489,9 @@ type PreparedTransaction struct {
 // ReceiveWithAuthorization for the payee to sign. No transaction exists yet.
 type RefundAuthorization struct {
 	// SigningPayload is the EIP-712 typed data, kept exactly as received:
-	// check it with VerifyPayload, sign the digest that returns, and pass
-	// the signature to Prepare(OpRefund) with the same amount.
+	// check it with VerifyPayload, sign the digest (or have a wallet sign
+	// the typed data) that returns, and pass the signature to
+	// Prepare(OpRefund) with the same amount.
 	SigningPayload json.RawMessage `json:"signing_payload"`
 	// Response is the metadata of the call that returned this value; nil
 	// on a value nested in another call's result.

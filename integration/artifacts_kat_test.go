@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/hexutil"
 	"github.com/ethereum/go-ethereum/common/math"
+	"github.com/ethereum/go-ethereum/core/types"
 	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/ethereum/go-ethereum/signer/core/apitypes"
 
@@ -159,8 +161,17 @@ func TestPayloadDigestsMatchGoEthereum(t *testing.T) {
 			if err != nil {
 				t.Fatalf("VerifyPayload refused go-ethereum's payload: %v", err)
 			}
-			if common.Hash(got) != common.BytesToHash(want) {
-				t.Fatalf("digest %x, go-ethereum %x", got, want)
+			if common.Hash(got.Digest) != common.BytesToHash(want) {
+				t.Fatalf("digest %x, go-ethereum %x", got.Digest, want)
+			}
+			// The typed data handed back is what a wallet signs: go-ethereum
+			// reads it and hashes it to the same digest.
+			var back apitypes.TypedData
+			if err := json.Unmarshal(got.TypedData, &back); err != nil {
+				t.Fatalf("go-ethereum cannot read the returned typed data: %v\n%s", err, got.TypedData)
+			}
+			if again, _, err := apitypes.TypedDataAndHash(back); err != nil || common.BytesToHash(again) != common.Hash(got.Digest) {
+				t.Fatalf("the returned typed data hashes to %x (%v), not to the digest %x", again, err, got.Digest)
 			}
 		})
 	}
@@ -219,12 +230,36 @@ func TestTransactionsPackedByGoEthereumVerify(t *testing.T) {
 			if want := crypto.Keccak256([]byte(sigText))[:4]; !strings.HasPrefix(hex.EncodeToString(data), hex.EncodeToString(want)) {
 				t.Fatalf("%s: selector mismatch", sigText)
 			}
+			// 80,000 gas: within the default bound of every operation.
 			unsigned, _ := json.Marshal(map[string]any{"chain_id": k.chainID, "nonce": 3, "to": k.contract.Hex(), "value": "0",
-				"data": hexutil.Encode(data), "gas_limit": 200000, "max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000"})
+				"data": hexutil.Encode(data), "gas_limit": 80000, "max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000"})
 			in := tc.intent
 			in.Operation = tc.op
-			if err := c.Payments.VerifyTransaction(ctx, &k.detail, in, string(unsigned)); err != nil {
+			got, err := c.Payments.VerifyTransaction(ctx, &k.detail, in, string(unsigned))
+			if err != nil {
 				t.Fatalf("VerifyTransaction refused go-ethereum's %s call: %v", sigText, err)
+			}
+			// The digest is go-ethereum's EIP-1559 signing hash of the
+			// transaction handed back, which carries what was prepared.
+			var back map[string]string // every number a decimal string
+			if err := json.Unmarshal(got.Transaction, &back); err != nil {
+				t.Fatal(err)
+			}
+			dec := func(key string) *big.Int {
+				n, ok := new(big.Int).SetString(back[key], 10)
+				if !ok {
+					t.Fatalf("%s in %s is not a decimal string", key, got.Transaction)
+				}
+				return n
+			}
+			to := common.HexToAddress(back["to"])
+			tx := types.NewTx(&types.DynamicFeeTx{ChainID: dec("chain_id"), Nonce: dec("nonce").Uint64(), GasTipCap: dec("max_priority_fee_per_gas"),
+				GasFeeCap: dec("max_fee_per_gas"), Gas: dec("gas_limit").Uint64(), To: &to, Value: dec("value"), Data: common.FromHex(back["data"])})
+			if h := types.LatestSignerForChainID(big.NewInt(k.chainID)).Hash(tx); h != common.Hash(got.Digest) {
+				t.Fatalf("digest %x, go-ethereum's signing hash of the returned transaction %x", got.Digest, h)
+			}
+			if tx.Nonce() != 3 || tx.Gas() != 80000 || !bytes.Equal(tx.Data(), data) || to != k.contract {
+				t.Fatalf("the returned transaction differs from the prepared one: %s", got.Transaction)
 			}
 		})
 	}

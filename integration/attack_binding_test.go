@@ -314,7 +314,7 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := w.merchant.Payments.VerifyTransaction(ctx, p, rail0.Intent{Operation: rail0.OpCapture, Amount: "5.00"}, *prep.UnsignedTransaction); err != nil {
+			if _, err := w.merchant.Payments.VerifyTransaction(ctx, p, rail0.Intent{Operation: rail0.OpCapture, Amount: "5.00"}, *prep.UnsignedTransaction); err != nil {
 				t.Fatal(err)
 			}
 			raw, err := signRaw(w.gw.Merchant.PrivateKey, *prep.UnsignedTransaction)

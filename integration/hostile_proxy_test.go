@@ -1,18 +1,10 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,51 +15,30 @@ import (
 
 // rewritingProxy sits in front of rail0test and rewrites one field of one
 // kind of answer, as a compromised gateway or a man in the middle would. It
-// counts the submits that reach the gateway.
+// counts the answers it rewrote (a rawProxy that decodes them).
 type rewritingProxy struct {
-	*httptest.Server
-	mu      sync.Mutex
-	rewrite func(path string, body map[string]any) bool // reports whether it changed body
-	hits    int
+	*rawProxy
 }
 
 func newRewritingProxy(t *testing.T, gw *rail0test.Server) *rewritingProxy {
-	target, _ := url.Parse(gw.URL)
-	hp := &rewritingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		hp.mu.Lock()
-		rewrite := hp.rewrite
-		hp.mu.Unlock()
-		if rewrite == nil || resp.StatusCode >= 300 {
-			return nil
-		}
-		raw, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		var body map[string]any
-		if json.Unmarshal(raw, &body) == nil && rewrite(resp.Request.Method+" "+resp.Request.URL.Path, body) {
-			raw, _ = json.Marshal(body)
-			hp.mu.Lock()
-			hp.hits++
-			hp.mu.Unlock()
-		}
-		resp.Body = io.NopCloser(bytes.NewReader(raw))
-		resp.ContentLength = int64(len(raw))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
-		return nil
-	}
-	hp.Server = httptest.NewServer(rp)
-	t.Cleanup(hp.Close)
-	return hp
+	return &rewritingProxy{newRawProxy(t, gw)}
 }
 
-func (hp *rewritingProxy) set(f func(path string, body map[string]any) bool) {
-	hp.mu.Lock()
-	hp.rewrite, hp.hits = f, 0
-	hp.mu.Unlock()
+// set installs rewrite, which reports whether it changed body; nil stops
+// rewriting.
+func (hp *rewritingProxy) set(rewrite func(path string, body map[string]any) bool) {
+	if rewrite == nil {
+		hp.rawProxy.set(nil)
+		return
+	}
+	hp.rawProxy.set(func(path string, raw []byte) []byte {
+		var body map[string]any
+		if json.Unmarshal(raw, &body) != nil || !rewrite(path, body) {
+			return nil
+		}
+		out, _ := json.Marshal(body)
+		return out
+	})
 }
 
 // onPayload rewrites signing_payload.<section>.<field> in answers whose

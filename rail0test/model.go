@@ -25,6 +25,7 @@ type contract struct {
 	ID      string
 	Address common.Address
 	Active  bool
+	paid    bool // a payment has been authorized or charged: the first one costs more gas
 }
 
 type token struct {
