@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors matched by status through errors.Is on *APIError, so that
@@ -448,12 +450,72 @@ func firstNonEmpty(v ...string) string {
 	return ""
 }
 
-// oneLine keeps Error() on one line whatever the server sent.
+// oneLine returns s as one line that is safe to print on a terminal and in a
+// log line. It is applied to every piece of gateway text that an Error(), a
+// transcript or a log line quotes, because whatever sits between the SDK and
+// the gateway decides that text: an ANSI escape in a detail could recolour,
+// erase or retitle the terminal that prints the error, a U+2028 or a newline
+// could forge a second log record, and a U+202E could display a reversed
+// reading of a value.
+//
+// Runs of white space, line and paragraph separators included (CR, LF,
+// TAB, NEL, U+2028, U+2029), become one space and the ends are trimmed.
+// Every other rune a terminal or a log viewer would act on instead of
+// showing it is written as a Go escape (\x1b, \u202e): C0 and C1 controls,
+// DEL, ESC (so an ANSI sequence shows as inert text), format characters
+// (bidi overrides and isolates, zero-width characters) and bytes that are
+// not UTF-8. The reader still sees that something was sent; nothing is
+// interpreted. Printable ASCII, the common case, is returned as is.
+//
+// The typed fields (APIError.Detail, TransactionFailedError.Code, ...) keep
+// the raw text for programs.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			plain = false
+			break
+		}
+	}
+	if plain {
 		return s
 	}
-	return strings.Join(strings.Fields(s), " ")
+	var b strings.Builder
+	space := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			writeSpace(&b, &space)
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsSpace(r):
+			space = true
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			writeSpace(&b, &space)
+			switch {
+			case r < 0x100:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			case r <= 0xffff:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
+		default:
+			writeSpace(&b, &space)
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// writeSpace writes the one space that stands for a run of white space
+// before the next visible text, except at the start.
+func writeSpace(b *strings.Builder, pending *bool) {
+	if *pending && b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	*pending = false
 }
 
 func errorText(err error) string {
