@@ -103,7 +103,10 @@ const (
 	CodeRateLimited                ErrorCode = "rate_limited"
 )
 
-// hints holds an actionable next step for the codes where one exists.
+// hints holds the next step for every code the contract names (README
+// section 9 of the gateway guide), in the guide's words where it gives
+// one: TestEveryContractCodeHasAHint fails for a code added to the
+// contract without a hint.
 var hints = map[ErrorCode]string{
 	CodeRateLimited:                "wait RetryAfter before sending again; background jobs can enable WithRetryOn429",
 	CodeUnauthorized:               "sign in again (nonce, SIWE, POST /auth): the token is missing, expired or revoked",
@@ -148,6 +151,26 @@ var hints = map[ErrorCode]string{
 	CodeGasPriceTooLow:             "prepare the step again to get current fees",
 	CodeReplacementUnderpriced:     "wait for the pending transaction or prepare again",
 	CodeRPCUnavailable:             "nothing was sent; retry later",
+	CodeInvalidEventType:           "only the chain indexer calls /sync: send an event_type it recognises",
+	CodeInvalidState:               "the payment's state forbids this step: read the payment (status, capturable_amount, refundable_amount) and act on the specific code",
+	CodeConfigHashMismatch:         "the gateway's record and the payment's on-chain configuration disagree: sign nothing for it and report the request id to the gateway's operator",
+	CodePaymentNotOnChain:          "the contract does not know this payment yet: wait for its authorize or charge to confirm before the next step",
+	CodeUnsupportedContractVersion: "this gateway does not serve the payment's contract version: act on it through a gateway that does",
+	CodeContractRevert:             "the contract refused the call: act on the specific code; the payment is unchanged",
+	CodeNotPayee:                   "the contract takes this step only from the payee: sign the transaction with the payee's key",
+	CodeNotPayer:                   "the contract takes this step only from the payer: sign the transaction with the payer's key",
+	CodeNotPayerOrPayee:            "the contract takes a release only from the payer or the payee: sign it with one of their keys",
+	CodeAlreadyCaptured:            "something was captured, so void is impossible: refund what was captured, or release the rest after authorization_expiry",
+	CodeTokenNotAccepted:           "this chain's RAIL0 deployment does not accept the token (its allowlist is fixed): pay with a token it accepts",
+	CodePaymentAlreadyExists:       "the payment is already on chain: read it before sending its authorize or charge again",
+	CodeRevert:                     "the contract refused the call for a reason the gateway could not decode: read the payment and check the step is allowed before preparing again",
+	CodeInsufficientTokenBalance:   "the paying wallet holds too little of the token: fund it, then prepare the step again",
+	CodeInvalidTokenSignature:      "the token authorization does not recover to the paying wallet: sign the signing_payload with its key (the payer's; the payee's for a refund)",
+	CodeAuthorizationAlreadyUsed:   "that token authorization was spent or cancelled: read the payment, the step it paid for may have run already",
+	CodeAuthorizationNotYetValid:   "the token authorization's validAfter has not come yet: wait for it, then prepare the step again",
+	CodeTokenAccountBlocked:        "the token's issuer blocks the payer's or the payee's wallet: no step can move this token for it",
+	CodeTokenPaused:                "the token's issuer paused transfers: prepare the step again once they resume",
+	CodeAlreadyKnown:               "the identical transaction is already pending: wait for it (WaitForTransaction) instead of sending it again",
 }
 
 // APIError is a non-2xx answer from the gateway. Every such answer becomes an
