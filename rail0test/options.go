@@ -188,8 +188,9 @@ func WithFaults(faults ...Fault) Option {
 // WithControl turns on the control surface under /_rail0test/ (see the package
 // documentation): move the clock forward, reset the server, read the ledger, add
 // and clear faults, over HTTP, for clients that cannot call Go. It answers only
-// requests from a loopback address whose Host is a loopback name, and it is off by
-// default. When the server's Clock cannot move (it has no Advance method, like the
+// requests from a loopback address whose Host is a loopback name, refuses those a
+// browser makes for a page of another origin (by Sec-Fetch-Site and Origin), and
+// it is off by default. When the server's Clock cannot move (it has no Advance method, like the
 // system clock), Server.Clock becomes that clock plus the offset the control
 // surface adds.
 func WithControl() Option {

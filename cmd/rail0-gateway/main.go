@@ -92,7 +92,8 @@ Fault rules (-fault, repeatable) are comma-separated key=value pairs:
   e.g. -fault 'path=/payments/*/capture,status=502,every=2'
        -fault 'route=POST /payments,kind=drop,when=after,times=1'
 
-Control surface (-control; loopback clients only; never throttled, faulted or recorded):
+Control surface (-control; loopback clients only, no cross-origin browser requests;
+never throttled, faulted or recorded):
   GET /_rail0test/clock   POST /_rail0test/clock/advance?by=2h   POST /_rail0test/reset
   GET /_rail0test/ledger[?route=&idempotency_key=&payment_id=&operation=&status=]
   DELETE /_rail0test/ledger   POST /_rail0test/faults (body: a rule)   GET /_rail0test/faults/ID (hits)
