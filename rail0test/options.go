@@ -101,7 +101,8 @@ func WithConfirmationDelay(d time.Duration) Option {
 }
 
 // WithRateLimits sets the per-window budgets of the public surface (keyed by client
-// IP) and of the session surface (keyed by bearer token). The defaults are 100 and
+// IP) and of the session surface (keyed by the bearer token of a valid session; a
+// request whose token is invented, expired or revoked counts as public). The defaults are 100 and
 // 300 per 60 s, as on the hosted gateway. No window ever admits more than its
 // Requests, also under concurrency and with a clock that jumps.
 func WithRateLimits(public, session Limit) Option {

@@ -116,7 +116,7 @@ func parseFlags(args []string, errOut io.Writer) (*settings, error) {
 	noLimit := fs.Bool("no-rate-limit", false, "turn rate limiting off")
 	publicLimit := fs.Int("public-limit", 100, "requests per window on the public surface, per client IP (0 throttles every request)")
 	publicPeriod := fs.Duration("public-period", time.Minute, "throttle window of the public surface; Retry-After is this in whole seconds")
-	sessionLimit := fs.Int("session-limit", 300, "requests per window on the session surface, per bearer token")
+	sessionLimit := fs.Int("session-limit", 300, "requests per window on the session surface, per valid session token (any other bearer counts as public)")
 	sessionPeriod := fs.Duration("session-period", time.Minute, "throttle window of the session surface")
 	rateHeaders := fs.Bool("rate-limit-headers", false, "send RateLimit-Policy, RateLimit and RateLimit-Limit/-Remaining/-Reset (the hosted gateway does not)")
 	authWindow := fs.Duration("authorization-window", 7*24*time.Hour, "authorization_expiry after creation: capture and void before it, release after it")
