@@ -15,7 +15,6 @@ import (
 func TestInventedBearersStayOnThePublicBudget(t *testing.T) {
 	h := limited(t, 3, 10, time.Minute, WithSessionTTL(time.Hour))
 	h.srv.limiter.on.Store(false) // sign in without spending the budgets
-	merchant := h.login(h.srv.Merchant)
 	revoked := h.login(h.srv.Buyer)
 	expect(t, h.call("POST", "/auth/logout", revoked, nil), http.StatusOK, "")
 	expired := h.login(h.srv.Buyer)
@@ -26,8 +25,8 @@ func TestInventedBearersStayOnThePublicBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Advance(59 * time.Minute)
-	merchant = h.login(h.srv.Merchant) // valid for another hour
-	h.clock.Advance(30 * time.Minute)  // the first buyer session has expired
+	merchant := h.login(h.srv.Merchant) // valid for another hour
+	h.clock.Advance(30 * time.Minute)   // the first buyer session has expired
 	h.srv.limiter.on.Store(true)
 
 	// 20 sign-in nonces, each with another bearer that proves no session.
