@@ -27,19 +27,11 @@ func TestWebhookReceiverWithSeveralSubscriptions(t *testing.T) {
 	ctx := context.Background()
 	gw := rail0test.NewServer(rail0test.WithoutRateLimits())
 	defer gw.Close()
-	client := func(p rail0test.Party) *rail0.Client {
-		t.Helper()
-		key, err := signing.NewPrivateKeySigner(p.PrivateKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := gw.Client(rail0.WithSigner(key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+	payer, err := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
 	}
-	merchant, buyer := client(gw.Merchant), client(gw.Buyer)
+	merchant, buyer := signedIn(ctx, gw, gw.Merchant), signedIn(ctx, gw, gw.Buyer, rail0.WithSigner(payer))
 
 	events := make(chan webhook.Event, 16)
 	var mu sync.Mutex
