@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/secret"
 )
 
 // Signer is an Ethereum account: the one interface through which the SDK
@@ -44,12 +46,16 @@ type Nonce struct {
 	Response *Response `json:"-"`
 }
 
-// Session is a signed-in session. Token is the bearer JWT to send; it is
-// never printed: String, Format (every fmt verb) and LogValue show the
-// address, account and expiry only.
+// Session is a signed-in session. Its bearer token is read with Token and
+// is never printed: String, Format (every fmt verb) and LogValue show the
+// address, account and expiry only, and the token is held where no
+// reflection-based printer or encoder reaches it, so a Session kept in an
+// unexported field of the application's own struct (which fmt and slog's
+// text handler walk field by field, without calling those methods), or
+// encoded with encoding/json, encoding/xml or gob, shows no token either.
 type Session struct {
-	// Token is the bearer JWT (Authorization: Bearer <token>).
-	Token string `json:"token"`
+	// token is the bearer JWT (Authorization: Bearer <token>).
+	token *secret.Value
 	// Address is the signed-in address.
 	Address string `json:"address"`
 	// AccountID is the merchant account of the address, nil for an
@@ -84,16 +90,25 @@ func (s Session) String() string {
 // struct printed with %d or %x would otherwise show the token's bytes.
 func (s Session) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, s.String()) }
 
-// MarshalJSON encodes the session with its token redacted, so that a
-// session inside a struct that a JSON logger (slog's JSONHandler, say)
-// marshals never writes the token. Persist s.Token explicitly if you must.
-func (s Session) MarshalJSON() ([]byte, error) {
-	type plain Session
-	p := plain(s)
-	if p.Token != "" {
-		p.Token = "[redacted]"
+// Token returns the bearer JWT to send as Authorization: Bearer <token>.
+// It is the one way to read it: persist it explicitly if you must.
+func (s Session) Token() string { return s.token.Reveal() }
+
+// UnmarshalJSON decodes the gateway's session answer ({"token", "address",
+// "account_id", "name", "expires_at"}), keeping the token behind a value
+// no printer can open. Encoding a Session writes no token.
+func (s *Session) UnmarshalJSON(data []byte) error {
+	type fields Session // the fields without the methods, so this is not called again
+	var v struct {
+		fields
+		Token string `json:"token"`
 	}
-	return json.Marshal(p)
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*s = Session(v.fields)
+	s.token = secret.New(v.Token)
+	return nil
 }
 
 // LogValue implements slog.LogValuer without the token.
@@ -394,7 +409,7 @@ func (ts *TokenSource) Token(ctx context.Context) (string, error) {
 	if use, ok := ctx.Value(tokenUseKey{}).(*tokenUse); ok && use != nil {
 		use.ts, use.gen = ts, gen // the client's call records which session it sends
 	}
-	return s.Token, nil
+	return s.Token(), nil
 }
 
 // Session returns a copy of the current session, signing in first when

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/secret"
 )
 
 // siweSigner is a Signer for the root package's tests, which must not link
@@ -246,9 +247,9 @@ func TestLogin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sess.Token != "jwt-1" || sess.Address != signer.addr || !sess.HasAccount() || *sess.AccountID != "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9" ||
+	if sess.Token() != "jwt-1" || sess.Address != signer.addr || !sess.HasAccount() || *sess.AccountID != "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9" ||
 		sess.Name == nil || *sess.Name != "Acme" || !sess.ExpiresAt.Equal(clock.Now().Add(10*time.Minute)) {
-		t.Errorf("session = %+v (token %q)", sess, sess.Token)
+		t.Errorf("session = %+v (token %q)", sess, sess.Token())
 	}
 	want := "127.0.0.1 wants you to sign in with your Ethereum account:\n" + signer.addr + "\n\nSign in to RAIL0\n\n" +
 		"URI: " + srv.URL + "\nVersion: 1\nChain ID: 84532\nNonce: nonce0001\nIssued At: 2026-09-14T10:00:00Z"
@@ -357,7 +358,7 @@ func TestAuthNonceAndVerifyWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sess.Token != "jwt" || sess.HasAccount() || sess.AccountID != nil || sess.Name != nil {
+	if sess.Token() != "jwt" || sess.HasAccount() || sess.AccountID != nil || sess.Name != nil {
 		t.Errorf("account-less session = %+v", sess)
 	}
 	reqs := srv.requests()
@@ -460,7 +461,7 @@ func TestWalletProof(t *testing.T) {
 func TestSessionNeverPrintsToken(t *testing.T) {
 	t.Parallel()
 	acct := "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"
-	s := Session{Token: "eyJ.secret-token.sig", Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &acct,
+	s := Session{token: secret.New("eyJ.secret-token.sig"), Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &acct,
 		ExpiresAt: time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC)}
 	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%d"} {
 		for _, v := range []any{s, &s, []Session{s}, struct{ S Session }{s}} {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/secret"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -226,7 +227,7 @@ func TestTokenSourceSessionIsADeepCopy(t *testing.T) {
 	require.NotNil(t, s.Name)
 	require.NotNil(t, s.Response)
 	account, name := *s.AccountID, *s.Name
-	*s.AccountID, *s.Name, s.Token = "tampered", "tampered", "tampered"
+	*s.AccountID, *s.Name, s.token = "tampered", "tampered", secret.New("tampered")
 	s.Response.RequestID = "tampered"
 	s.Response.Header.Set("X-Tampered", "1")
 
@@ -234,7 +235,7 @@ func TestTokenSourceSessionIsADeepCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, account, *again.AccountID)
 	assert.Equal(t, name, *again.Name)
-	assert.NotEqual(t, "tampered", again.Token)
+	assert.NotEqual(t, "tampered", again.Token())
 	assert.NotEqual(t, "tampered", again.Response.RequestID)
 	assert.Empty(t, again.Response.Header.Get("X-Tampered"))
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Sentinel errors matched by status through errors.Is on *APIError, so that
@@ -101,7 +103,10 @@ const (
 	CodeRateLimited                ErrorCode = "rate_limited"
 )
 
-// hints holds an actionable next step for the codes where one exists.
+// hints holds the next step for every code the contract names (README
+// section 9 of the gateway guide), in the guide's words where it gives
+// one: TestEveryContractCodeHasAHint fails for a code added to the
+// contract without a hint.
 var hints = map[ErrorCode]string{
 	CodeRateLimited:                "wait RetryAfter before sending again; background jobs can enable WithRetryOn429",
 	CodeUnauthorized:               "sign in again (nonce, SIWE, POST /auth): the token is missing, expired or revoked",
@@ -146,6 +151,26 @@ var hints = map[ErrorCode]string{
 	CodeGasPriceTooLow:             "prepare the step again to get current fees",
 	CodeReplacementUnderpriced:     "wait for the pending transaction or prepare again",
 	CodeRPCUnavailable:             "nothing was sent; retry later",
+	CodeInvalidEventType:           "only the chain indexer calls /sync: send an event_type it recognises",
+	CodeInvalidState:               "the payment's state forbids this step: read the payment (status, capturable_amount, refundable_amount) and act on the specific code",
+	CodeConfigHashMismatch:         "the gateway's record and the payment's on-chain configuration disagree: sign nothing for it and report the request id to the gateway's operator",
+	CodePaymentNotOnChain:          "the contract does not know this payment yet: wait for its authorize or charge to confirm before the next step",
+	CodeUnsupportedContractVersion: "this gateway does not serve the payment's contract version: act on it through a gateway that does",
+	CodeContractRevert:             "the contract refused the call: act on the specific code; the payment is unchanged",
+	CodeNotPayee:                   "the contract takes this step only from the payee: sign the transaction with the payee's key",
+	CodeNotPayer:                   "the contract takes this step only from the payer: sign the transaction with the payer's key",
+	CodeNotPayerOrPayee:            "the contract takes a release only from the payer or the payee: sign it with one of their keys",
+	CodeAlreadyCaptured:            "something was captured, so void is impossible: refund what was captured, or release the rest after authorization_expiry",
+	CodeTokenNotAccepted:           "this chain's RAIL0 deployment does not accept the token (its allowlist is fixed): pay with a token it accepts",
+	CodePaymentAlreadyExists:       "the payment is already on chain: read it before sending its authorize or charge again",
+	CodeRevert:                     "the contract refused the call for a reason the gateway could not decode: read the payment and check the step is allowed before preparing again",
+	CodeInsufficientTokenBalance:   "the paying wallet holds too little of the token: fund it, then prepare the step again",
+	CodeInvalidTokenSignature:      "the token authorization does not recover to the paying wallet: sign the signing_payload with its key (the payer's; the payee's for a refund)",
+	CodeAuthorizationAlreadyUsed:   "that token authorization was spent or cancelled: read the payment, the step it paid for may have run already",
+	CodeAuthorizationNotYetValid:   "the token authorization's validAfter has not come yet: wait for it, then prepare the step again",
+	CodeTokenAccountBlocked:        "the token's issuer blocks the payer's or the payee's wallet: no step can move this token for it",
+	CodeTokenPaused:                "the token's issuer paused transfers: prepare the step again once they resume",
+	CodeAlreadyKnown:               "the identical transaction is already pending: wait for it (WaitForTransaction) instead of sending it again",
 }
 
 // APIError is a non-2xx answer from the gateway. Every such answer becomes an
@@ -448,12 +473,72 @@ func firstNonEmpty(v ...string) string {
 	return ""
 }
 
-// oneLine keeps Error() on one line whatever the server sent.
+// oneLine returns s as one line that is safe to print on a terminal and in a
+// log line. It is applied to every piece of gateway text that an Error(), a
+// transcript or a log line quotes, because whatever sits between the SDK and
+// the gateway decides that text: an ANSI escape in a detail could recolour,
+// erase or retitle the terminal that prints the error, a U+2028 or a newline
+// could forge a second log record, and a U+202E could display a reversed
+// reading of a value.
+//
+// Runs of white space, line and paragraph separators included (CR, LF,
+// TAB, NEL, U+2028, U+2029), become one space and the ends are trimmed.
+// Every other rune a terminal or a log viewer would act on instead of
+// showing it is written as a Go escape (\x1b, \u202e): C0 and C1 controls,
+// DEL, ESC (so an ANSI sequence shows as inert text), format characters
+// (bidi overrides and isolates, zero-width characters) and bytes that are
+// not UTF-8. The reader still sees that something was sent; nothing is
+// interpreted. Printable ASCII, the common case, is returned as is.
+//
+// The typed fields (APIError.Detail, TransactionFailedError.Code, ...) keep
+// the raw text for programs.
 func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			plain = false
+			break
+		}
+	}
+	if plain {
 		return s
 	}
-	return strings.Join(strings.Fields(s), " ")
+	var b strings.Builder
+	space := false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			writeSpace(&b, &space)
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsSpace(r):
+			space = true
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			writeSpace(&b, &space)
+			switch {
+			case r < 0x100:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			case r <= 0xffff:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
+		default:
+			writeSpace(&b, &space)
+			b.WriteRune(r)
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// writeSpace writes the one space that stands for a run of white space
+// before the next visible text, except at the start.
+func writeSpace(b *strings.Builder, pending *bool) {
+	if *pending && b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	*pending = false
 }
 
 func errorText(err error) string {

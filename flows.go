@@ -896,9 +896,9 @@ type TransactionFailedError struct {
 
 // Error returns one readable line.
 func (e *TransactionFailedError) Error() string {
-	msg := "rail0: transaction of payment " + e.PaymentID + " failed"
+	msg := "rail0: transaction of payment " + oneLine(e.PaymentID) + " failed"
 	if tx := e.Transaction; tx != nil {
-		msg = fmt.Sprintf("rail0: %s transaction %s of payment %s failed", tx.Operation, tx.ID, e.PaymentID)
+		msg = fmt.Sprintf("rail0: %s transaction %s of payment %s failed", oneLine(string(tx.Operation)), oneLine(tx.ID), oneLine(e.PaymentID))
 	}
 	if e.Code != "" {
 		msg += ": " + oneLine(string(e.Code))
@@ -983,7 +983,7 @@ func (c WaitCondition) check(p *PaymentDetail) (bool, error) {
 		}
 		return false, nil
 	}
-	return true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, c.transactionID, p.ID)
+	return true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID))
 }
 
 // WaitForTransaction waits until the payment's transaction txID is

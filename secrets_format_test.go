@@ -6,12 +6,28 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go/internal/leaktest"
+	"github.com/rail0/rail0-go/internal/secret"
 )
 
-// Every value of the root and webhook packages that holds a secret prints
-// and logs without it, under every verb and flag: String and GoString
-// alone leave %d, %x, %X and %o to walk the fields and print the secret or
-// its bytes.
+// shop is an application's own struct holding the SDK's secret holders, in
+// unexported fields (which fmt and slog's text handler walk without calling
+// the holders' String, Format or LogValue) and in exported ones (which
+// encoding/json, encoding/xml and gob encode).
+type shop struct {
+	name    string
+	session Session
+	hook    WebhookWithSecret
+	tokens  *TokenSource
+	client  *Client
+	Session Session
+	Hook    WebhookWithSecret
+}
+
+// Every value of the root package that holds a secret prints, logs and
+// encodes without it, under every verb and flag, on its own and inside the
+// application's own struct: String and GoString alone leave %d, %x, %X and
+// %o to walk the fields and print the secret or its bytes, and no method
+// is called on a value in an unexported field.
 func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
 	const (
 		tokenSecret   = "eyJhbGciOiJIUzI1NiJ9.TOKEN-SECRET.sig"
@@ -26,8 +42,8 @@ func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
 	fixed := newTestClient(t, "https://api.rail0.xyz", WithToken(tokenSecret))
 	sourced := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
 	account, name := "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9", "Acme"
-	session := Session{Token: tokenSecret, Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &account, Name: &name, ExpiresAt: time.Unix(1789381370, 0)}
-	hook := WebhookWithSecret{Webhook: Webhook{ID: "wh-1", Name: "orders"}, SharedSecret: webhookSecret}
+	session := Session{token: secret.New(tokenSecret), Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &account, Name: &name, ExpiresAt: time.Unix(1789381370, 0)}
+	hook := WebhookWithSecret{Webhook: Webhook{ID: "wh-1", Name: "orders"}, sharedSecret: secret.New(webhookSecret)}
 
 	values := map[string]any{
 		"Session": session, "*Session": &session,
@@ -39,6 +55,9 @@ func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
 			T *TokenSource
 		}{session, hook, ts},
 		"slice of them": []any{session, &hook, ts},
+		"caller's struct": shop{name: "acme", session: session, hook: hook, tokens: ts, client: sourced,
+			Session: session, Hook: hook},
+		"*caller's struct": &shop{session: session, hook: hook, Session: session, Hook: hook},
 	}
 	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, liveToken}
 	leaktest.NoSecret(t, values, leaktest.Forms(secrets...))

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/secret"
 )
 
 // WebhookTopic is the event a webhook subscribes to, and the topic of a
@@ -66,15 +68,37 @@ type Webhook struct {
 }
 
 // WebhookWithSecret is a webhook with its shared secret, which the gateway
-// returns only on creation and rotation: store it, since it verifies every
-// delivery. The secret is never printed: String, Format (every fmt verb)
-// and LogValue omit it.
+// returns only on creation and rotation: store it (read it with
+// SharedSecret), since it verifies every delivery. The secret is never
+// printed: String, Format (every fmt verb) and LogValue omit it, and it is
+// held where no reflection-based printer or encoder reaches it (see
+// Session), so a WebhookWithSecret in an unexported field of the
+// application's own struct, or encoded with encoding/json, encoding/xml or
+// gob, shows no secret either.
 type WebhookWithSecret struct {
 	Webhook
-	SharedSecret string `json:"shared_secret"`
+	sharedSecret *secret.Value
 	// Response is the metadata of the call that returned this value; nil
 	// on a value nested in another call's result.
 	Response *Response `json:"-"`
+}
+
+// SharedSecret returns the webhook's shared_secret, the key of every
+// delivery's signature (webhook.NewVerifier takes it).
+func (w WebhookWithSecret) SharedSecret() string { return w.sharedSecret.Reveal() }
+
+// UnmarshalJSON decodes the gateway's WebhookWithSecret, keeping the
+// secret behind a value no printer can open. Encoding one writes no secret.
+func (w *WebhookWithSecret) UnmarshalJSON(data []byte) error {
+	var v struct {
+		Webhook
+		SharedSecret string `json:"shared_secret"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*w = WebhookWithSecret{Webhook: v.Webhook, sharedSecret: secret.New(v.SharedSecret)}
+	return nil
 }
 
 // String describes the webhook without its secret.
@@ -85,17 +109,6 @@ func (w WebhookWithSecret) String() string {
 
 // Format implements fmt.Formatter so that every verb prints String.
 func (w WebhookWithSecret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, w.String()) }
-
-// MarshalJSON encodes the webhook with its secret redacted, for the same
-// reason as Session.MarshalJSON. Store w.SharedSecret explicitly.
-func (w WebhookWithSecret) MarshalJSON() ([]byte, error) {
-	type plain WebhookWithSecret
-	p := plain(w)
-	if p.SharedSecret != "" {
-		p.SharedSecret = "[redacted]"
-	}
-	return json.Marshal(p)
-}
 
 // LogValue implements slog.LogValuer without the secret.
 func (w WebhookWithSecret) LogValue() slog.Value {
@@ -307,7 +320,7 @@ func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, err
 
 // RotateSecret replaces the webhook's shared secret and returns the new one,
 // shown only here. Deliveries signed before the rotation may still arrive:
-// keep the old secret in webhook.Verifier.PreviousSecrets for a while.
+// keep accepting the old one for a while, as webhook.NewVerifier(new, old).
 //
 // PUT /webhooks/{id}/rotate_secret — a session of the owning account.
 func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*WebhookWithSecret, error) {

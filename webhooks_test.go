@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/secret"
 )
 
 const (
@@ -46,8 +48,8 @@ func checkWebhook(t *testing.T, got any) {
 func checkWebhookSecret(t *testing.T, got any) {
 	t.Helper()
 	w := got.(*WebhookWithSecret)
-	if w.ID != fixtureWebhookID || w.SharedSecret != "example-shared-secret" || w.Topic != TopicPaymentsCaptured {
-		t.Errorf("webhook = %s (secret ok: %v)", w, w.SharedSecret == "example-shared-secret")
+	if w.ID != fixtureWebhookID || w.SharedSecret() != "example-shared-secret" || w.Topic != TopicPaymentsCaptured {
+		t.Errorf("webhook = %s (secret ok: %v)", w, w.SharedSecret() == "example-shared-secret")
 	}
 }
 
@@ -282,7 +284,7 @@ func TestWebhooksValidation(t *testing.T) {
 
 func TestWebhookWithSecretNeverPrintsSecret(t *testing.T) {
 	t.Parallel()
-	w := WebhookWithSecret{Webhook: Webhook{ID: fixtureWebhookID, Name: "orders", Topic: TopicPaymentsCaptured}, SharedSecret: "whsec-do-not-print"}
+	w := WebhookWithSecret{Webhook: Webhook{ID: fixtureWebhookID, Name: "orders", Topic: TopicPaymentsCaptured}, sharedSecret: secret.New("whsec-do-not-print")}
 	for _, format := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
 		for _, v := range []any{w, &w, []WebhookWithSecret{w}} {
 			if out := fmt.Sprintf(format, v); strings.Contains(out, "whsec-do-not-print") || strings.Contains(out, fmt.Sprintf("%x", "whsec-do-not-print")) {

@@ -96,7 +96,7 @@ func ExampleAuthService_Login() {
 	}
 	fmt.Println("signed in as", session.Address)
 	fmt.Println("merchant account:", session.HasAccount())
-	fmt.Println(strings.Contains(fmt.Sprint(session), session.Token)) // the token is never printed
+	fmt.Println(strings.Contains(fmt.Sprint(session), session.Token())) // the token is never printed
 	// Output:
 	// signed in as 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
 	// merchant account: true

@@ -30,7 +30,7 @@ func signedIn(ctx context.Context, srv *rail0test.Server, party rail0test.Party,
 	if err != nil {
 		panic(err)
 	}
-	c, err := srv.Client(append([]rail0.Option{rail0.WithToken(session.Token)}, opts...)...)
+	c, err := srv.Client(append([]rail0.Option{rail0.WithToken(session.Token())}, opts...)...)
 	if err != nil {
 		panic(err)
 	}
@@ -190,8 +190,8 @@ func ExampleWebhooksService_Create() {
 		return
 	}
 	// The shared secret is returned only here and on rotation: store it, and
-	// verify deliveries with webhook.Verifier{Secret: hook.SharedSecret} (package webhook).
-	fmt.Println(hook.Topic, hook.SharedSecret != "", hook.CircuitState)
+	// verify deliveries with webhook.NewVerifier(hook.SharedSecret()) (package webhook).
+	fmt.Println(hook.Topic, hook.SharedSecret() != "", hook.CircuitState)
 	// Output: payments.captured true closed
 }
 

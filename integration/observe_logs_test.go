@@ -108,7 +108,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 			t.Fatal(err)
 		}
 		keep(s.Response)
-		tokens = append(tokens, s.Token)
+		tokens = append(tokens, s.Token())
 		return c
 	}
 	buyer, merchant := clientFor(gw.Buyer.PrivateKey), clientFor(gw.Merchant.PrivateKey)
@@ -164,7 +164,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 	keep(out.Response)
 
 	var secrets []string
-	for _, s := range append(tokens, hook.SharedSecret, rotated.SharedSecret) {
+	for _, s := range append(tokens, hook.SharedSecret(), rotated.SharedSecret()) {
 		secrets = append(secrets, encodings(s)...)
 	}
 	for _, k := range []string{gw.Buyer.PrivateKey, gw.Merchant.PrivateKey} {

@@ -217,7 +217,7 @@ func TestFaultStorm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.Token
+		return s.Token()
 	}
 	buyerToken, merchantToken := login(buyerKey), login(merchantKey)
 	direct := func(token string, key rail0.Signer) *rail0.Client {

@@ -137,10 +137,10 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Webhooks.Create: %v", err)
 	}
-	if hook.SharedSecret == "" {
+	if hook.SharedSecret() == "" {
 		t.Fatal("no shared secret on creation")
 	}
-	receiver.set(&webhook.Handler{Verifier: webhook.Verifier{Secret: hook.SharedSecret}, Handle: func(_ context.Context, e webhook.Event) error {
+	receiver.set(&webhook.Handler{Verifier: webhook.NewVerifier(hook.SharedSecret()), Handle: func(_ context.Context, e webhook.Event) error {
 		events <- e
 		return nil
 	}})
@@ -156,7 +156,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if buyerSession.HasAccount() {
 		t.Errorf("the buyer's session has an account: %v", buyerSession)
 	}
-	buyerClient, err := gw.Client(rail0.WithToken(buyerSession.Token))
+	buyerClient, err := gw.Client(rail0.WithToken(buyerSession.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}

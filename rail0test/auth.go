@@ -242,6 +242,17 @@ func (s *Server) authenticate(r *http.Request) (*session, *apiError) {
 	return sess, nil
 }
 
+// sessionToken returns r's bearer token when it is a valid session of this
+// server (signed, unexpired, not revoked), and "" otherwise: an invented or
+// stale token is no session, so it must not buy its sender a budget of its own.
+func (s *Server) sessionToken(r *http.Request) string {
+	if _, e := s.authenticate(r); e != nil {
+		return ""
+	}
+	tok, _ := bearer(r)
+	return tok
+}
+
 // bearer extracts the token of an Authorization: Bearer header.
 func bearer(r *http.Request) (string, bool) {
 	h := r.Header.Get("Authorization")

@@ -58,7 +58,8 @@
 // server to its initial state without a new port.
 //
 // Clients in other languages reach the same handles over HTTP through the control
-// surface that WithControl mounts under /_rail0test/ (loopback clients only):
+// surface that WithControl mounts under /_rail0test/ (loopback clients only, and
+// never a browser's request for a page of another origin):
 //
 //	GET    /_rail0test/clock                 {"now": RFC 3339 time}
 //	POST   /_rail0test/clock/advance?by=2h   moves the clock forward ({"by": "2h"} works too)

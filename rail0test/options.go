@@ -101,7 +101,8 @@ func WithConfirmationDelay(d time.Duration) Option {
 }
 
 // WithRateLimits sets the per-window budgets of the public surface (keyed by client
-// IP) and of the session surface (keyed by bearer token). The defaults are 100 and
+// IP) and of the session surface (keyed by the bearer token of a valid session; a
+// request whose token is invented, expired or revoked counts as public). The defaults are 100 and
 // 300 per 60 s, as on the hosted gateway. No window ever admits more than its
 // Requests, also under concurrency and with a clock that jumps.
 func WithRateLimits(public, session Limit) Option {
@@ -188,8 +189,9 @@ func WithFaults(faults ...Fault) Option {
 // WithControl turns on the control surface under /_rail0test/ (see the package
 // documentation): move the clock forward, reset the server, read the ledger, add
 // and clear faults, over HTTP, for clients that cannot call Go. It answers only
-// requests from a loopback address whose Host is a loopback name, and it is off by
-// default. When the server's Clock cannot move (it has no Advance method, like the
+// requests from a loopback address whose Host is a loopback name, refuses those a
+// browser makes for a page of another origin (by Sec-Fetch-Site and Origin), and
+// it is off by default. When the server's Clock cannot move (it has no Advance method, like the
 // system clock), Server.Clock becomes that clock plus the offset the control
 // surface adds.
 func WithControl() Option {

@@ -122,13 +122,17 @@ func seconds(d time.Duration) int64 {
 }
 
 // check counts r and, when it is over the limit, answers 429 and returns true.
-func (l *rateLimiter) check(w http.ResponseWriter, r *http.Request) bool {
+// session is the bearer token when r carries a valid session, and "" otherwise:
+// a request counts against its session's budget only when the token proves
+// one, and against its IP's public budget otherwise, as the gateway's
+// Rack::Attack keys do. Keying on any bearer text instead would give every
+// invented token a fresh budget.
+func (l *rateLimiter) check(w http.ResponseWriter, r *http.Request, session string) bool {
 	key := clientIP(r)
-	tok, session := bearer(r)
-	if session {
-		key = tok
+	if session != "" {
+		key = session
 	}
-	v := l.count(session, key)
+	v := l.count(session != "", key)
 
 	if l.headers {
 		windowEnd := time.Unix(0, (v.window+1)*int64(v.period))

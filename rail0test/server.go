@@ -306,7 +306,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if s.limiter.enabled() {
-		if throttled := s.limiter.check(w, r); throttled {
+		if throttled := s.limiter.check(w, r, s.sessionToken(r)); throttled {
 			s.log.Debug("rail0test: throttled", "method", r.Method, "path", r.URL.Path, "request_id", rid)
 			return
 		}

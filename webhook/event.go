@@ -28,10 +28,14 @@ var ErrMalformedEvent = errors.New("webhook: malformed event")
 type Event struct {
 	ID          string               // event id, identical on redelivery
 	EmittedAt   time.Time            // when the gateway produced the event; zero if absent
-	Topic       rail0.WebhookTopic   // from the body, or the X-Rail0-Topic header when the body has none
+	Topic       rail0.WebhookTopic   // from the signed body only; see Verifier.VerifyEvent for a body without one
 	Payment     *rail0.PaymentDetail // the payment as of the event (ChainID set, Transactions empty); nil if absent
 	Transaction *rail0.Transaction   // the related transaction; nil if absent or null
 	Raw         json.RawMessage
+	// Subscription is the subscription whose secret verified the delivery
+	// (Verifier.VerifyEvent, Handler); zero from DecodeEvent, which
+	// verifies nothing.
+	Subscription Subscription
 }
 
 // DecodeEvent decodes a delivery body leniently: unknown fields are

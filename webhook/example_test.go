@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/webhook"
 )
 
@@ -20,10 +21,8 @@ func ExampleVerifier_Verify() {
 	if err != nil {
 		panic(err)
 	}
-	v := webhook.Verifier{
-		Secret: "example-shared-secret",
-		Now:    func() time.Time { return time.Unix(1789381370+30, 0) },
-	}
+	v := webhook.NewVerifier("example-shared-secret")
+	v.Now = func() time.Time { return time.Unix(1789381370+30, 0) }
 	err = v.Verify(body, "d7c3749a9cf1de2cfa67e2e3bd9ad39f0239233614a15de4c93588cb7c190109", "1789381370")
 	fmt.Println("authentic:", err == nil)
 
@@ -69,4 +68,31 @@ func ExampleHandler() {
 	// event evt-1 payments.authorized payment pay-1 authorized
 	// status 204
 	// status 401
+}
+
+// One callback URL serves two subscriptions, each with its own secret; the
+// refund subscription's secret was just rotated, so both of its secrets are
+// accepted for now. A delivery is accepted only for the topic of the
+// subscription whose secret signed it, and says which subscription that is.
+func ExampleVerifier_WithSubscription() {
+	v := webhook.Verifier{}.
+		WithSubscription(webhook.Subscription{ID: "wh-orders", Topic: rail0.TopicPaymentsCreated}, "orders-secret").
+		WithSubscription(webhook.Subscription{ID: "wh-refunds", Topic: rail0.TopicPaymentsRefunded}, "refunds-secret-new", "refunds-secret-old")
+	v.Now = func() time.Time { return time.Unix(1789381370, 0) }
+
+	deliver := func(body, secret string) {
+		e, err := v.VerifyEvent([]byte(body), webhook.Sign([]byte(body), 1789381370, secret), "1789381370")
+		if err != nil {
+			fmt.Println("refused:", errors.Is(err, webhook.ErrTopicMismatch))
+			return
+		}
+		fmt.Println(e.ID, e.Topic, "for", e.Subscription.ID)
+	}
+	deliver(`{"id":"evt-1","topic":"payments.created"}`, "orders-secret")
+	deliver(`{"id":"evt-2","topic":"payments.refunded"}`, "refunds-secret-old")
+	deliver(`{"id":"evt-3","topic":"payments.refunded"}`, "orders-secret") // that secret vouches for orders only
+	// Output:
+	// evt-1 payments.created for wh-orders
+	// evt-2 payments.refunded for wh-refunds
+	// refused: true
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-
-	"github.com/rail0/rail0-go"
 )
 
 // DefaultMaxBodyBytes bounds the body a [Handler] reads when MaxBodyBytes
@@ -22,13 +20,17 @@ const DefaultMaxBodyBytes int64 = 1 << 20
 var ErrNoHandleFunc = errors.New("webhook: Handler.Handle is nil")
 
 // Handler is an http.Handler for a webhook's callback_url. It reads the raw
-// body (bounded by MaxBodyBytes), verifies it with Verifier, decodes it
-// with [DecodeEvent] and passes the event to Handle.
+// body (bounded by MaxBodyBytes), verifies and decodes it with
+// [Verifier.VerifyEvent] and passes the event to Handle. One Handler serves
+// several subscriptions that share a callback URL when its Verifier holds
+// each one's secrets ([Verifier.WithSubscription]); Event.Subscription then
+// says which one a delivery came for, and Event.Topic is the signed body's.
 //
 // Answers:
 //   - 204 when Handle returns nil;
 //   - 400 for a malformed signature header or an undecodable envelope;
-//   - 401 for a bad signature or a stale timestamp;
+//   - 401 for a bad signature, a stale timestamp, or a topic that the
+//     subscription whose secret signed the delivery is not subscribed to;
 //   - 405 for a method other than POST;
 //   - 413 for a body over MaxBodyBytes;
 //   - 500 when Handle fails (the gateway then redelivers), or when the
@@ -38,7 +40,7 @@ var ErrNoHandleFunc = errors.New("webhook: Handler.Handle is nil")
 // circuit, so Handle should record the event (deduplicating on Event.ID)
 // and return; do slow work elsewhere.
 type Handler struct {
-	// Verifier holds the shared secret(s), tolerance and clock.
+	// Verifier holds the subscriptions' secrets, tolerance and clock.
 	Verifier Verifier
 
 	// Handle receives every verified event, with the request's context.
@@ -56,7 +58,7 @@ type Handler struct {
 // NewHandler returns a Handler that verifies deliveries with secret and the
 // default tolerance, and passes each event to handle.
 func NewHandler(secret string, handle func(ctx context.Context, event Event) error) *Handler {
-	return &Handler{Verifier: Verifier{Secret: secret}, Handle: handle}
+	return &Handler{Verifier: NewVerifier(secret), Handle: handle}
 }
 
 // String describes the handler without revealing any secret.
@@ -94,17 +96,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("webhook: reading body: %w", err))
 		return
 	}
-	if err := h.Verifier.Verify(body, r.Header.Get(SignatureHeader), r.Header.Get(TimestampHeader)); err != nil {
+	event, err := h.Verifier.VerifyEvent(body, r.Header.Get(SignatureHeader), r.Header.Get(TimestampHeader))
+	if err != nil {
 		h.fail(w, r, statusFor(err), err)
 		return
-	}
-	event, err := DecodeEvent(body)
-	if err != nil {
-		h.fail(w, r, http.StatusBadRequest, err)
-		return
-	}
-	if event.Topic == "" {
-		event.Topic = rail0.WebhookTopic(r.Header.Get(TopicHeader))
 	}
 	if h.Handle == nil {
 		h.fail(w, r, http.StatusInternalServerError, ErrNoHandleFunc)
@@ -119,9 +114,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, ErrMalformedHeader):
+	case errors.Is(err, ErrMalformedHeader), errors.Is(err, ErrMalformedEvent):
 		return http.StatusBadRequest
-	case errors.Is(err, ErrBadSignature), errors.Is(err, ErrStale):
+	case errors.Is(err, ErrBadSignature), errors.Is(err, ErrStale), errors.Is(err, ErrTopicMismatch):
 		return http.StatusUnauthorized
 	default: // ErrNoSecret: the receiver is misconfigured, not the sender.
 		return http.StatusInternalServerError

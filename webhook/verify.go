@@ -12,11 +12,18 @@
 //
 // Verify the raw body bytes exactly as they arrived: decoding and
 // re-encoding the JSON changes key order and whitespace, and with them the
-// digest. [Handler] does this for an http.Server; [Verifier] does it for any
-// other framework.
+// digest. [Handler] does this for an http.Server; [Verifier.VerifyEvent]
+// does it for any other framework.
 //
-// This package depends only on the standard library, so a service that only
-// receives deliveries does not compile the API client.
+// The signature covers the timestamp and the body, not the X-Rail0-Topic
+// header, so an event's topic is read from the signed body only; the
+// header is never read (see [TopicHeader]).
+//
+// Each webhook subscription has its own secret and one topic. A receiver
+// whose one callback URL serves several subscriptions gives its Verifier
+// each subscription's secrets with [Verifier.WithSubscription]: a delivery
+// is accepted when one of them verifies it, and only for the topic of the
+// subscription that secret belongs to.
 package webhook
 
 import (
@@ -27,8 +34,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/secret"
 )
 
 // Header names used by webhook deliveries.
@@ -37,7 +48,12 @@ const (
 	SignatureHeader = "X-Rail0-Signature"
 	// TimestampHeader carries the signing time as decimal Unix seconds.
 	TimestampHeader = "X-Rail0-Timestamp"
-	// TopicHeader carries the event's topic, e.g. "payments.captured".
+	// TopicHeader carries the event's topic, e.g. "payments.captured". It
+	// is informational only: the signature does not cover it, so anyone on
+	// the way could change it, and this package never reads it. The topic
+	// comes from the signed body; a header that disagrees with it is
+	// ignored rather than refused, since refusing would let whoever changed
+	// it get an authentic delivery retried, and nothing acts on it.
 	TopicHeader = "X-Rail0-Topic"
 )
 
@@ -63,21 +79,23 @@ var (
 	// ErrNoSecret means the verifier has no secret. An empty HMAC key is
 	// public knowledge, so verifying with it would accept forgeries.
 	ErrNoSecret = errors.New("webhook: no shared secret configured")
+	// ErrTopicMismatch means the delivery verified only with the secret of
+	// a subscription to another topic than the one its signed body names:
+	// that secret does not vouch for this topic (see
+	// [Verifier.WithSubscription]).
+	ErrTopicMismatch = errors.New("webhook: topic is not the subscription's")
 )
 
-// Verifier checks delivery signatures. The zero value has no secret and
-// rejects everything with [ErrNoSecret]; set Secret to the webhook's
-// shared_secret. A Verifier is safe for concurrent use once configured.
+// Verifier checks delivery signatures. Build it with [NewVerifier] (one
+// subscription) or [Verifier.WithSubscription] (several); the zero value
+// has no secret and rejects everything with [ErrNoSecret]. A Verifier is
+// safe for concurrent use once configured.
+//
+// The secrets are held where no reflection-based printer or encoder
+// reaches them: a Verifier prints (every fmt verb), logs and encodes
+// without them, also as an unexported field of the application's own
+// struct, which fmt and slog's text handler walk field by field.
 type Verifier struct {
-	// Secret is the webhook's shared_secret, as returned when the webhook
-	// was created or its secret rotated. It is never printed.
-	Secret string
-
-	// PreviousSecrets are also accepted. Set the secret replaced by a
-	// rotation here while deliveries signed before the rotation may still
-	// arrive, then remove it.
-	PreviousSecrets []string
-
 	// Tolerance is the largest accepted |now - timestamp|. Zero means
 	// DefaultTolerance. A negative value is treated as zero tolerance
 	// rather than disabling the check.
@@ -86,37 +104,145 @@ type Verifier struct {
 	// Now returns the current time; nil means time.Now. Tests inject a
 	// fixed clock here.
 	Now func() time.Time
+
+	keys []key // never modified once built: WithSubscription copies
+}
+
+// key is one accepted secret and the subscription it was issued for.
+type key struct {
+	secret *secret.Value
+	sub    Subscription
+}
+
+// Subscription is a webhook subscription as the receiver knows it. A
+// delivery names no subscription, so the receiver learns which one it came
+// for from the secret that verified it, and reports it in
+// [Event.Subscription].
+type Subscription struct {
+	// ID is the webhook's id (rail0.Webhook.ID), for the receiver's own
+	// routing and logs; it may be empty.
+	ID string
+	// Topic is the one topic the webhook is subscribed to. A delivery
+	// verified with this subscription's secret is accepted only when its
+	// signed body names this topic (or none, and then takes it). Empty
+	// accepts any topic.
+	Topic rail0.WebhookTopic
+}
+
+// NewVerifier returns a Verifier for one subscription of any topic that
+// accepts deliveries signed with any of secrets: the webhook's current
+// shared_secret and, after a rotation, the one it replaced, for as long as
+// deliveries signed before the rotation may still arrive. Empty secrets
+// are ignored.
+func NewVerifier(secrets ...string) Verifier {
+	return Verifier{}.WithSubscription(Subscription{}, secrets...)
+}
+
+// WithSubscription returns a copy of v that also accepts deliveries for sub
+// signed with any of secrets (its current shared_secret and, during a
+// rotation, the previous one). Give each subscription of a callback URL its
+// own Topic: a delivery is then accepted only for the topic of the
+// subscription whose secret verified it, so a secret handed to a system
+// that sees only payments.created cannot vouch for a payments.refunded.
+// Empty secrets are ignored; v is not modified.
+func (v Verifier) WithSubscription(sub Subscription, secrets ...string) Verifier {
+	keys := slices.Clip(v.keys) // an append must never write into another copy's array
+	for _, s := range secrets {
+		if s != "" {
+			keys = append(keys, key{secret: secret.New(s), sub: sub})
+		}
+	}
+	v.keys = keys
+	return v
 }
 
 // Verify reports whether body, with the given X-Rail0-Signature and
 // X-Rail0-Timestamp header values, is an authentic and fresh delivery
 // signed with secret, using DefaultTolerance and the system clock.
 //
-// It is shorthand for Verifier{Secret: secret}.Verify(...).
+// It is shorthand for NewVerifier(secret).Verify(...).
 func Verify(body []byte, signatureHeader, timestampHeader, secret string) error {
-	v := Verifier{Secret: secret}
-	return v.Verify(body, signatureHeader, timestampHeader)
+	return NewVerifier(secret).Verify(body, signatureHeader, timestampHeader)
 }
 
-// Verify checks one delivery. body must be the raw request body.
+// Verify checks one delivery's signature and timestamp against every
+// configured secret. body must be the raw request body. It does not look
+// at the body, so it does not check a subscription's topic:
+// [Verifier.VerifyEvent] does.
 //
 // The digest is checked before the clock, so [ErrStale] is only returned for
 // a delivery that really was signed with one of the secrets: a caller can
 // tell a replay or a skewed clock apart from a forgery.
 func (v Verifier) Verify(body []byte, signatureHeader, timestampHeader string) error {
-	if v.Secret == "" {
-		return ErrNoSecret
+	_, err := v.verify(body, signatureHeader, timestampHeader)
+	return err
+}
+
+// VerifyEvent verifies one delivery and decodes it: the signature and
+// timestamp as [Verifier.Verify] does, the body as [DecodeEvent] does,
+// and the topic against the subscription whose secret verified it. The
+// event's Topic comes from the signed body only (the X-Rail0-Topic header
+// is not read); a body that names none takes the subscription's topic.
+// Event.Subscription says which subscription the delivery came for.
+//
+// A delivery verified only by subscriptions to other topics than the one
+// its body names is refused with [ErrTopicMismatch]; a body that is not an
+// event, with [ErrMalformedEvent]. [Handler] calls this for each request.
+func (v Verifier) VerifyEvent(body []byte, signatureHeader, timestampHeader string) (Event, error) {
+	matched, err := v.verify(body, signatureHeader, timestampHeader)
+	if err != nil {
+		return Event{}, err
+	}
+	event, err := DecodeEvent(body)
+	if err != nil {
+		return Event{}, err
+	}
+	sub, ok := subscriptionFor(matched, event.Topic)
+	if !ok {
+		return Event{}, fmt.Errorf("%w: the body names %q; the secret that signed it belongs to a subscription to %q",
+			ErrTopicMismatch, event.Topic, matched[0].Topic)
+	}
+	if event.Topic == "" {
+		event.Topic = sub.Topic
+	}
+	event.Subscription = sub
+	return event, nil
+}
+
+// subscriptionFor picks, among the subscriptions whose secret verified a
+// delivery, the one that vouches for topic: one subscribed to it, else one
+// of any topic. A body without a topic takes the first.
+func subscriptionFor(matched []Subscription, topic rail0.WebhookTopic) (Subscription, bool) {
+	if topic == "" {
+		return matched[0], true
+	}
+	if i := slices.IndexFunc(matched, func(s Subscription) bool { return s.Topic == topic }); i >= 0 {
+		return matched[i], true
+	}
+	if i := slices.IndexFunc(matched, func(s Subscription) bool { return s.Topic == "" }); i >= 0 {
+		return matched[i], true
+	}
+	return Subscription{}, false
+}
+
+// verify checks the headers, the digest under every secret and the clock,
+// and returns the subscriptions whose secret matched (at least one when
+// the error is nil).
+func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) ([]Subscription, error) {
+	if len(v.keys) == 0 {
+		return nil, ErrNoSecret
 	}
 	got, err := parseSignature(signatureHeader)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ts, err := parseTimestamp(timestampHeader)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if !v.matches(body, timestampHeader, got) {
-		return ErrBadSignature
+	matched := v.matches(body, timestampHeader, got)
+	if len(matched) == 0 {
+		return nil, ErrBadSignature
 	}
 	now := time.Now
 	if v.Now != nil {
@@ -127,15 +253,16 @@ func (v Verifier) Verify(body []byte, signatureHeader, timestampHeader string) e
 	// Duration to the maximum, so absurd timestamps are refused too.
 	skew := now().Sub(time.Unix(ts, 0))
 	if skew.Abs() > tolerance {
-		return fmt.Errorf("%w: signed at %s, %s away from now (tolerance %s)",
+		return nil, fmt.Errorf("%w: signed at %s, %s away from now (tolerance %s)",
 			ErrStale, time.Unix(ts, 0).UTC().Format(time.RFC3339), skew.Abs(), tolerance)
 	}
-	return nil
+	return matched, nil
 }
 
 // String describes the verifier without revealing any secret.
 func (v Verifier) String() string {
-	return fmt.Sprintf("webhook.Verifier{secrets: %d, tolerance: %s}", v.secretCount(), v.tolerance())
+	return fmt.Sprintf("webhook.Verifier{subscriptions: %d, secrets: %d, tolerance: %s}",
+		v.subscriptionCount(), len(v.keys), v.tolerance())
 }
 
 // tolerance returns the effective tolerance (see the Tolerance field).
@@ -152,38 +279,38 @@ func (v Verifier) tolerance() time.Duration {
 // GoString is like String, so %#v does not reveal the secret either.
 func (v Verifier) GoString() string { return v.String() }
 
-// Format implements fmt.Formatter so that every verb prints String: String
-// and GoString alone leave %d, %x or %o to walk the fields and print the
-// secret's bytes.
+// Format implements fmt.Formatter so that every verb prints String.
 func (v Verifier) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, v.String()) }
 
 // LogValue implements slog.LogValuer without any secret.
 func (v Verifier) LogValue() slog.Value {
-	return slog.GroupValue(slog.Int("secrets", v.secretCount()), slog.Duration("tolerance", v.tolerance()))
+	return slog.GroupValue(slog.Int("subscriptions", v.subscriptionCount()), slog.Int("secrets", len(v.keys)),
+		slog.Duration("tolerance", v.tolerance()))
 }
 
-func (v Verifier) secretCount() int {
-	n := len(v.PreviousSecrets)
-	if v.Secret != "" {
-		n++
+// subscriptionCount counts the distinct subscriptions of the keys.
+func (v Verifier) subscriptionCount() int {
+	var seen []Subscription
+	for _, k := range v.keys {
+		if !slices.Contains(seen, k.sub) {
+			seen = append(seen, k.sub)
+		}
 	}
-	return n
+	return len(seen)
 }
 
-// matches compares got with the digest under every configured secret. All
-// secrets are tried even after a match, so the time taken does not tell
-// which one matched.
-func (v Verifier) matches(body []byte, timestamp string, got []byte) bool {
-	ok := hmac.Equal(got, digest(v.Secret, timestamp, body))
-	for _, s := range v.PreviousSecrets {
-		if s == "" {
-			continue
-		}
-		if hmac.Equal(got, digest(s, timestamp, body)) {
-			ok = true
+// matches compares got with the digest under every configured secret and
+// returns the subscriptions of the secrets that match, in configuration
+// order. All secrets are tried even after a match, so the time taken does
+// not tell which one matched.
+func (v Verifier) matches(body []byte, timestamp string, got []byte) []Subscription {
+	var matched []Subscription
+	for _, k := range v.keys {
+		if hmac.Equal(got, digest(k.secret.Reveal(), timestamp, body)) {
+			matched = append(matched, k.sub)
 		}
 	}
-	return ok
+	return matched
 }
 
 // Sign returns the X-Rail0-Signature value for body signed at timestamp

@@ -26,6 +26,12 @@ func readmeBody(tb testing.TB) []byte {
 	return b
 }
 
+// withClock returns v reading the time from now.
+func withClock(v Verifier, now func() time.Time) Verifier {
+	v.Now = now
+	return v
+}
+
 func clockAt(unix int64) func() time.Time {
 	return func() time.Time { return time.Unix(unix, 0) }
 }
@@ -35,7 +41,7 @@ func TestVerifyReadmeVector(t *testing.T) {
 	if got := Sign(body, 1789381370, readmeSecret); got != readmeSignature {
 		t.Fatalf("Sign = %s, want %s", got, readmeSignature)
 	}
-	v := Verifier{Secret: readmeSecret, Now: clockAt(1789381370 + 12)}
+	v := withClock(NewVerifier(readmeSecret), clockAt(1789381370+12))
 	if err := v.Verify(body, readmeSignature, readmeTimestamp); err != nil {
 		t.Fatalf("Verify(README vector) = %v", err)
 	}
@@ -59,24 +65,24 @@ func TestVerify(t *testing.T) {
 		wantErr   error // nil: accepted
 		wantInErr string
 	}{
-		{name: "valid", v: Verifier{Secret: readmeSecret}, sig: good, ts: readmeTimestamp},
-		{name: "upper-case hex accepted", v: Verifier{Secret: readmeSecret}, sig: strings.ToUpper(good), ts: readmeTimestamp},
-		{name: "wrong secret", v: Verifier{Secret: "other"}, sig: good, ts: readmeTimestamp, wantErr: ErrBadSignature},
-		{name: "body altered", v: Verifier{Secret: readmeSecret}, body: append(readmeBody(t), ' '), sig: good, ts: readmeTimestamp, wantErr: ErrBadSignature},
-		{name: "timestamp altered", v: Verifier{Secret: readmeSecret}, sig: good, ts: "1789381371", wantErr: ErrBadSignature},
-		{name: "zero signature", v: Verifier{Secret: readmeSecret}, sig: strings.Repeat("0", 64), ts: readmeTimestamp, wantErr: ErrBadSignature},
-		{name: "previous secret accepted", v: Verifier{Secret: "new-secret", PreviousSecrets: []string{"", readmeSecret}}, sig: good, ts: readmeTimestamp},
+		{name: "valid", v: NewVerifier(readmeSecret), sig: good, ts: readmeTimestamp},
+		{name: "upper-case hex accepted", v: NewVerifier(readmeSecret), sig: strings.ToUpper(good), ts: readmeTimestamp},
+		{name: "wrong secret", v: NewVerifier("other"), sig: good, ts: readmeTimestamp, wantErr: ErrBadSignature},
+		{name: "body altered", v: NewVerifier(readmeSecret), body: append(readmeBody(t), ' '), sig: good, ts: readmeTimestamp, wantErr: ErrBadSignature},
+		{name: "timestamp altered", v: NewVerifier(readmeSecret), sig: good, ts: "1789381371", wantErr: ErrBadSignature},
+		{name: "zero signature", v: NewVerifier(readmeSecret), sig: strings.Repeat("0", 64), ts: readmeTimestamp, wantErr: ErrBadSignature},
+		{name: "previous secret accepted", v: NewVerifier("new-secret", "", readmeSecret), sig: good, ts: readmeTimestamp},
 		{name: "no secret", v: Verifier{}, sig: good, ts: readmeTimestamp, wantErr: ErrNoSecret},
-		{name: "only a previous secret", v: Verifier{PreviousSecrets: []string{readmeSecret}}, sig: good, ts: readmeTimestamp, wantErr: ErrNoSecret},
-		{name: "missing signature", v: Verifier{Secret: readmeSecret}, sig: "", ts: readmeTimestamp, wantErr: ErrMalformedHeader, wantInErr: SignatureHeader},
-		{name: "short signature", v: Verifier{Secret: readmeSecret}, sig: good[:63], ts: readmeTimestamp, wantErr: ErrMalformedHeader},
-		{name: "prefixed signature", v: Verifier{Secret: readmeSecret}, sig: "sha256=" + good, ts: readmeTimestamp, wantErr: ErrMalformedHeader},
-		{name: "non-hex signature", v: Verifier{Secret: readmeSecret}, sig: "zz" + good[2:], ts: readmeTimestamp, wantErr: ErrMalformedHeader},
-		{name: "missing timestamp", v: Verifier{Secret: readmeSecret}, sig: good, ts: "", wantErr: ErrMalformedHeader, wantInErr: TimestampHeader},
-		{name: "signed timestamp", v: Verifier{Secret: readmeSecret}, sig: good, ts: "+1789381370", wantErr: ErrMalformedHeader},
-		{name: "spaced timestamp", v: Verifier{Secret: readmeSecret}, sig: good, ts: " 1789381370", wantErr: ErrMalformedHeader},
-		{name: "fractional timestamp", v: Verifier{Secret: readmeSecret}, sig: good, ts: "1789381370.5", wantErr: ErrMalformedHeader},
-		{name: "overflowing timestamp", v: Verifier{Secret: readmeSecret}, sig: good, ts: "99999999999999999999", wantErr: ErrMalformedHeader},
+		{name: "only empty secrets", v: NewVerifier("", ""), sig: good, ts: readmeTimestamp, wantErr: ErrNoSecret},
+		{name: "missing signature", v: NewVerifier(readmeSecret), sig: "", ts: readmeTimestamp, wantErr: ErrMalformedHeader, wantInErr: SignatureHeader},
+		{name: "short signature", v: NewVerifier(readmeSecret), sig: good[:63], ts: readmeTimestamp, wantErr: ErrMalformedHeader},
+		{name: "prefixed signature", v: NewVerifier(readmeSecret), sig: "sha256=" + good, ts: readmeTimestamp, wantErr: ErrMalformedHeader},
+		{name: "non-hex signature", v: NewVerifier(readmeSecret), sig: "zz" + good[2:], ts: readmeTimestamp, wantErr: ErrMalformedHeader},
+		{name: "missing timestamp", v: NewVerifier(readmeSecret), sig: good, ts: "", wantErr: ErrMalformedHeader, wantInErr: TimestampHeader},
+		{name: "signed timestamp", v: NewVerifier(readmeSecret), sig: good, ts: "+1789381370", wantErr: ErrMalformedHeader},
+		{name: "spaced timestamp", v: NewVerifier(readmeSecret), sig: good, ts: " 1789381370", wantErr: ErrMalformedHeader},
+		{name: "fractional timestamp", v: NewVerifier(readmeSecret), sig: good, ts: "1789381370.5", wantErr: ErrMalformedHeader},
+		{name: "overflowing timestamp", v: NewVerifier(readmeSecret), sig: good, ts: "99999999999999999999", wantErr: ErrMalformedHeader},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +140,8 @@ func TestVerifyTolerance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Verifier{Secret: "s", Tolerance: tt.tolerance, Now: func() time.Time { return tt.now }}
+			v := NewVerifier("s")
+			v.Tolerance, v.Now = tt.tolerance, func() time.Time { return tt.now }
 			err := v.Verify(body, sig, ts)
 			switch {
 			case !tt.stale && err != nil:
@@ -153,7 +160,7 @@ func TestVerifyTolerance(t *testing.T) {
 func TestVerifyFarFutureTimestamp(t *testing.T) {
 	body := []byte(`{"id":"x"}`)
 	const farFuture = int64(253402300799) // 9999-12-31T23:59:59Z
-	v := Verifier{Secret: "s", Now: clockAt(1_800_000_000)}
+	v := withClock(NewVerifier("s"), clockAt(1_800_000_000))
 	if err := v.Verify(body, Sign(body, farFuture, "s"), fmt.Sprint(farFuture)); !errors.Is(err, ErrStale) {
 		t.Fatalf("year 9999: Verify = %v, want ErrStale", err)
 	}
@@ -164,7 +171,7 @@ func TestVerifyFarFutureTimestamp(t *testing.T) {
 
 func TestVerifierNeverPrintsSecret(t *testing.T) {
 	const secret = "whsec-very-private"
-	v := Verifier{Secret: secret, PreviousSecrets: []string{"old-private"}}
+	v := NewVerifier(secret, "old-private")
 	h := &Handler{Verifier: v}
 	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
 		for _, x := range []any{v, &v, h, *h} {
@@ -180,7 +187,7 @@ func TestVerifierNeverPrintsSecret(t *testing.T) {
 
 	body := []byte(`{"id":"x"}`)
 	sig := Sign(body, 1000, secret)
-	err := Verifier{Secret: secret, Now: clockAt(0)}.Verify(body, sig, "1000")
+	err := withClock(NewVerifier(secret), clockAt(0)).Verify(body, sig, "1000")
 	if !errors.Is(err, ErrStale) {
 		t.Fatalf("Verify = %v, want ErrStale", err)
 	}
@@ -190,7 +197,7 @@ func TestVerifierNeverPrintsSecret(t *testing.T) {
 }
 
 func TestErrorsAreDistinct(t *testing.T) {
-	all := []error{ErrMalformedHeader, ErrBadSignature, ErrStale, ErrNoSecret, ErrMalformedEvent, ErrNoHandleFunc}
+	all := []error{ErrMalformedHeader, ErrBadSignature, ErrStale, ErrNoSecret, ErrMalformedEvent, ErrNoHandleFunc, ErrTopicMismatch}
 	for i, a := range all {
 		for j, b := range all {
 			if errors.Is(a, b) != (i == j) {

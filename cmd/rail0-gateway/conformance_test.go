@@ -288,7 +288,7 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	}
 	// The old session is refused: a client with that fixed token gets a 401
 	// (a WithSigner client would sign in again), and the payment is gone.
-	old, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client), rail0.WithToken(oldSession.Token))
+	old, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client), rail0.WithToken(oldSession.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,8 @@ Fault rules (-fault, repeatable) are comma-separated key=value pairs:
   e.g. -fault 'path=/payments/*/capture,status=502,every=2'
        -fault 'route=POST /payments,kind=drop,when=after,times=1'
 
-Control surface (-control; loopback clients only; never throttled, faulted or recorded):
+Control surface (-control; loopback clients only, no cross-origin browser requests;
+never throttled, faulted or recorded):
   GET /_rail0test/clock   POST /_rail0test/clock/advance?by=2h   POST /_rail0test/reset
   GET /_rail0test/ledger[?route=&idempotency_key=&payment_id=&operation=&status=]
   DELETE /_rail0test/ledger   POST /_rail0test/faults (body: a rule)   GET /_rail0test/faults/ID (hits)
@@ -115,7 +116,7 @@ func parseFlags(args []string, errOut io.Writer) (*settings, error) {
 	noLimit := fs.Bool("no-rate-limit", false, "turn rate limiting off")
 	publicLimit := fs.Int("public-limit", 100, "requests per window on the public surface, per client IP (0 throttles every request)")
 	publicPeriod := fs.Duration("public-period", time.Minute, "throttle window of the public surface; Retry-After is this in whole seconds")
-	sessionLimit := fs.Int("session-limit", 300, "requests per window on the session surface, per bearer token")
+	sessionLimit := fs.Int("session-limit", 300, "requests per window on the session surface, per valid session token (any other bearer counts as public)")
 	sessionPeriod := fs.Duration("session-period", time.Minute, "throttle window of the session surface")
 	rateHeaders := fs.Bool("rate-limit-headers", false, "send RateLimit-Policy, RateLimit and RateLimit-Limit/-Remaining/-Reset (the hosted gateway does not)")
 	authWindow := fs.Duration("authorization-window", 7*24*time.Hour, "authorization_expiry after creation: capture and void before it, release after it")

@@ -95,7 +95,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	// The shared secret is shown only now (and on rotation): store it.
 	rc.mu.Lock()
-	rc.handler = &webhook.Handler{Verifier: webhook.Verifier{Secret: hook.SharedSecret}, Handle: rc.handle}
+	rc.handler = &webhook.Handler{Verifier: webhook.NewVerifier(hook.SharedSecret()), Handle: rc.handle}
 	rc.mu.Unlock()
 	fmt.Fprintf(w, "webhook %q registered for %s (secret printed as %v)\n", hook.Name, hook.Topic, hook)
 

@@ -5,7 +5,10 @@ package leaktest
 
 import (
 	"bytes"
+	"encoding/gob"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -28,28 +31,53 @@ func Forms(secrets ...string) []string {
 	return forms
 }
 
-// NoSecret formats every value with every verb and logs it through slog's
-// JSON and text handlers, and fails t when any output contains one of forms.
+// NoSecret prints and encodes every value, and fails t when any output
+// contains one of forms. Each value is formatted with every verb and logged
+// through slog's JSON and text handlers three ways: on its own, in an
+// unexported field of a caller's struct and in an exported one. The
+// unexported field is the hard case: fmt and slog's text handler walk such a
+// field by reflection and cannot call its String, Format or LogValue. Each
+// value is also encoded with encoding/json, encoding/xml and gob (an
+// encoding error is fine; whatever was written before it is checked too).
+//
+// Tests pass their own caller structs as values as well, with the holders
+// as typed fields, since gob and xml cannot encode a value held in an
+// interface field.
 func NoSecret(t testing.TB, values map[string]any, forms []string) {
 	t.Helper()
-	for name, v := range values {
-		for _, verb := range Verbs {
-			out := fmt.Sprintf(verb, v)
-			for _, s := range forms {
-				if strings.Contains(out, s) {
-					t.Errorf("%s formatted with %s shows a secret: %s", name, verb, out)
-					break
-				}
-			}
-		}
-		var buf bytes.Buffer
-		slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "v", v)
-		slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "v", v)
+	check := func(name, how, out string) {
+		t.Helper()
 		for _, s := range forms {
-			if strings.Contains(buf.String(), s) {
-				t.Errorf("%s logged with slog shows a secret: %s", name, buf.String())
-				break
+			if strings.Contains(out, s) {
+				t.Errorf("%s %s shows a secret: %s", name, how, out)
+				return
 			}
 		}
+	}
+	for name, v := range values {
+		for _, w := range []struct {
+			how string
+			v   any
+		}{
+			{"", v},
+			{"in an unexported field", struct{ held any }{v}},
+			{"in an exported field", struct{ Held any }{v}},
+		} {
+			for _, verb := range Verbs {
+				check(name, strings.TrimSpace(w.how+" formatted with "+verb), fmt.Sprintf(verb, w.v))
+			}
+			var buf bytes.Buffer
+			slog.New(slog.NewJSONHandler(&buf, nil)).Info("value", "v", w.v)
+			slog.New(slog.NewTextHandler(&buf, nil)).Info("value", "v", w.v)
+			check(name, strings.TrimSpace(w.how+" logged with slog"), buf.String())
+		}
+		j, _ := json.Marshal(v)
+		check(name, "encoded with encoding/json", string(j))
+		var x bytes.Buffer
+		_ = xml.NewEncoder(&x).Encode(v)
+		check(name, "encoded with encoding/xml", x.String())
+		var g bytes.Buffer
+		_ = gob.NewEncoder(&g).Encode(v)
+		check(name, "encoded with gob", g.String())
 	}
 }
