@@ -72,7 +72,7 @@ func TestWebhookReceiverWithSeveralSubscriptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := buyer.Payments.PayerSign(ctx, p.ID); err != nil {
+		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
 			t.Fatal(err)
 		}
 		return p.ID
