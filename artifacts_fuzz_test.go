@@ -3,7 +3,6 @@ package rail0
 import (
 	"encoding/json"
 	"errors"
-	"math/big"
 	"testing"
 )
 
@@ -20,7 +19,7 @@ func FuzzCheckTransaction(f *testing.F) {
 		`{"chain_id": 1e3}`, `{"chain_id": -1}`, `{"data": "0x"}`, string(honest) + "x"} {
 		f.Add(seed)
 	}
-	tr := &trust{maxGas: DefaultMaxGasLimit, maxFee: big.NewInt(DefaultMaxFeeWei)}
+	tr := &trust{maxGas: DefaultMaxGasLimit} // the chain's default fee bound
 	in := Intent{Operation: OpCapture, Signer: g.payee.Address(), Amount: "1000000"}
 	f.Fuzz(func(t *testing.T, unsigned string) {
 		tx, err := checkTransaction(tm, in, unsigned, tr)

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,7 +30,7 @@ type FlowStep string
 
 // Stages of a flow, in order.
 const (
-	// StepRead is reading the payment and the catalog it is checked with.
+	// StepRead is reading the payment.
 	StepRead FlowStep = "read"
 	// StepPrepare is the prepare call (for a refund, either phase).
 	StepPrepare FlowStep = "prepare"
@@ -113,123 +112,34 @@ type DisputeParams struct {
 	Reason string
 }
 
-// ---- the catalog the checks rely on ----
+// ---- what the checks rely on ----
 
-// catalogCache holds GET /blockchains and GET /tokens, fetched once per
-// client when a check first needs them and kept for the client's life: the
-// chains an unpinned contract may be on, and the decimals that turn the
-// caller's human amounts into the base units an artifact must carry. A
-// failed fetch is not cached. It also remembers the EIP-712 name and version
-// of tokens whose payloads passed the checks.
-type catalogCache struct {
-	mu           sync.Mutex
-	chains       map[int64]bool
-	decimals     map[tokenKey]int64
-	tokenDomains map[tokenKey][2]string // replaced, never modified, once stored
-	loading      *catalogLoad           // the fetch in flight, shared by concurrent first calls
+// domainCache remembers the EIP-712 name and version of tokens whose
+// payloads passed the checks, so that the payer's signature inside a later
+// authorize or charge call can be recovered.
+type domainCache struct {
+	mu sync.Mutex
+	m  map[tokenKey][2]string // replaced, never modified, once stored
 }
 
-// catalogLoad is one fetch of the catalog, awaited by the calls that need
-// the catalog while it runs.
-type catalogLoad struct {
-	done chan struct{}
-	err  error
-}
-
-// loadCatalog fetches the catalog on first need. Concurrent first calls
-// share one fetch instead of each spending two requests of the public rate
-// limit; a call whose fetch was cut short by its own context leaves the
-// others to fetch again.
-func (c *Client) loadCatalog(ctx context.Context) error {
-	for {
-		c.catalog.mu.Lock()
-		if c.catalog.chains != nil {
-			c.catalog.mu.Unlock()
-			return nil
-		}
-		if load := c.catalog.loading; load != nil {
-			c.catalog.mu.Unlock()
-			select {
-			case <-load.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if load.err != nil && !(isContextErr(load.err) && ctx.Err() == nil) {
-				return load.err
-			}
-			continue // loaded, or the leader's own context ended: look again
-		}
-		load := &catalogLoad{done: make(chan struct{})}
-		c.catalog.loading = load
-		c.catalog.mu.Unlock()
-		load.err = c.fetchCatalog(ctx)
-		c.catalog.mu.Lock()
-		c.catalog.loading = nil
-		c.catalog.mu.Unlock()
-		close(load.done)
-		return load.err
-	}
-}
-
-// fetchCatalog reads GET /blockchains and GET /tokens and stores them.
-func (c *Client) fetchCatalog(ctx context.Context) error {
-	var chains []Blockchain
-	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "blockchains", anonymous: true}, &chains); err != nil {
-		return err
-	}
-	var tokens []Token
-	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "tokens", anonymous: true}, &tokens); err != nil {
-		return err
-	}
-	set := make(map[int64]bool, len(chains))
-	for _, ch := range chains {
-		set[ch.ChainID] = true
-	}
-	dec := make(map[tokenKey]int64, len(tokens))
-	for _, t := range tokens {
-		if a, err := parseAddress(t.Address); err == nil && t.Decimals >= 0 && t.Decimals <= MaxDecimals {
-			dec[tokenKey{t.ChainID, a}] = t.Decimals
-		}
-	}
-	c.catalog.mu.Lock()
-	c.catalog.chains, c.catalog.decimals = set, dec
-	c.catalog.mu.Unlock()
-	return nil
-}
-
-// trust returns the client's trust with the catalog it fetched: a snapshot
-// safe to read without the lock.
-func (c *Client) trust(ctx context.Context) (*trust, error) {
-	if err := c.loadCatalog(ctx); err != nil {
-		return nil, err
-	}
-	c.catalog.mu.Lock()
-	defer c.catalog.mu.Unlock()
+// trust returns the client's trust with the token domains it has learned:
+// a snapshot safe to read without the lock. It sends nothing: the pins are
+// the client's own (pins.go), never a listing of the gateway's.
+func (c *Client) trust() *trust {
+	c.domains.mu.Lock()
+	defer c.domains.mu.Unlock()
 	t := c.trustBase
-	t.chains = c.catalog.chains
-	t.tokenDomains = c.catalog.tokenDomains
-	return &t, nil
+	t.tokenDomains = c.domains.m
+	return &t
 }
 
-// baseUnits converts a human amount of t's token with the catalog's
-// decimals, which must agree with a WithTrustedTokens pin.
+// baseUnits converts a human amount of t's token with the token's pinned
+// decimals, which checkPayment found for t.
 func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
 	if err := checkHumanAmount(field, amount); err != nil {
 		return "", err
 	}
-	key := tokenKey{t.chainID.Int64(), t.token}
-	c.catalog.mu.Lock()
-	decimals, ok := c.catalog.decimals[key]
-	c.catalog.mu.Unlock()
-	if !ok {
-		return "", &ArtifactError{PaymentID: t.id, Artifact: "payment", Field: "token",
-			Reason: fmt.Sprintf("%s on chain %s is not a token GET /tokens lists", t.token, t.chainID)}
-	}
-	if pin, pinned := c.trustBase.decimals[key]; pinned && pin != decimals {
-		return "", &ArtifactError{PaymentID: t.id, Artifact: "token", Field: "decimals",
-			Expected: strconv.FormatInt(pin, 10), Got: strconv.FormatInt(decimals, 10)}
-	}
-	return ToBaseUnits(amount, decimals)
+	return ToBaseUnits(amount, t.decimals)
 }
 
 // maxCreated bounds how many payments a client remembers having created
@@ -279,17 +189,17 @@ func (l *createdLog) forget(id string) {
 }
 
 func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
-	c.catalog.mu.Lock()
-	defer c.catalog.mu.Unlock()
+	c.domains.mu.Lock()
+	defer c.domains.mu.Unlock()
 	k, v := tokenKey{t.chainID.Int64(), t.token}, [2]string{pc.name, pc.version}
-	if known, ok := c.catalog.tokenDomains[k]; ok && known == v {
+	if known, ok := c.domains.m[k]; ok && known == v {
 		return
 	}
 	// Copy on write: trust snapshots share the stored map without a lock.
-	domains := make(map[tokenKey][2]string, len(c.catalog.tokenDomains)+1)
-	maps.Copy(domains, c.catalog.tokenDomains)
+	domains := make(map[tokenKey][2]string, len(c.domains.m)+1)
+	maps.Copy(domains, c.domains.m)
 	domains[k] = v
-	c.catalog.tokenDomains = domains
+	c.domains.m = domains
 }
 
 // ---- the checks, for callers who sign elsewhere ----
@@ -299,13 +209,14 @@ func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 // checked fields. intent.Operation is empty for the payer's signature of the
 // payment (payment.SigningPayload) and OpRefund for the refund authorization
 // of PrepareRefund, with intent.Amount the human refund amount. The
-// payment's own fields are checked first (config_hash, contract pin, chain).
-// A mismatch is an *ArtifactError naming the field.
+// payment's own fields are checked first (config_hash, the chain's trusted
+// contract, the token's pinned decimals). A mismatch is an *ArtifactError
+// naming the field; a chain or token neither the registry nor the client's
+// pins trust is an *UntrustedError.
 //
-// GET /blockchains and GET /tokens, once per client — public; the check
-// itself sends nothing.
+// It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) ([32]byte, error) {
-	t, in, _, err := s.checkIntent(ctx, payment, intent)
+	t, in, _, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -322,12 +233,12 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 // selector, the payment id, the Payment tuple, and the operation's own
 // arguments (the amount asked for, the dispute reason, the refund
 // signature, the payer's signature). A mismatch is an *ArtifactError naming
-// the field.
+// the field; a chain or token neither the registry nor the client's pins
+// trust is an *UntrustedError.
 //
-// GET /blockchains and GET /tokens, once per client — public; the check
-// itself sends nothing.
+// It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) error {
-	t, in, tr, err := s.checkIntent(ctx, payment, intent)
+	t, in, tr, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return err
 	}
@@ -337,11 +248,8 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 
 // checkIntent checks the payment, turns intent's human amount into base
 // units and returns the trust it checked with.
-func (s *PaymentsService) checkIntent(ctx context.Context, payment *PaymentDetail, intent Intent) (*terms, Intent, *trust, error) {
-	tr, err := s.client.trust(ctx)
-	if err != nil {
-		return nil, intent, nil, err
-	}
+func (s *PaymentsService) checkIntent(payment *PaymentDetail, intent Intent) (*terms, Intent, *trust, error) {
+	tr := s.client.trust()
 	t, err := checkPayment(payment, tr)
 	if err != nil {
 		return nil, intent, nil, err
@@ -408,10 +316,7 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error)
 	if err != nil {
 		return nil, nil, nil, f.fail(StepRead, err)
 	}
-	tr, err := f.s.client.trust(ctx)
-	if err != nil {
-		return nil, nil, nil, f.fail(StepRead, err)
-	}
+	tr := f.s.client.trust()
 	t, err := checkPayment(p, tr)
 	if err != nil {
 		return nil, nil, nil, f.fail(StepVerify, err)
@@ -615,8 +520,8 @@ const payerSignReads = 5
 // until authorization_expiry, with the nonce recomputed locally) and the
 // payment against its config_hash. When this client created the payment,
 // the payment read must also be the one asked for: Create's chain, mode,
-// token, payer, payee and amount (in base units with the token's decimals,
-// pinned or listed), so a gateway cannot answer Create with one payment and
+// token, payer, payee and amount (in base units with the token's pinned
+// decimals), so a gateway cannot answer Create with one payment and
 // PayerSign's read with another. Otherwise check the payment's amount and
 // payee against your order before calling it: the SDK cannot know them.
 //
