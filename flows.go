@@ -35,7 +35,8 @@ const (
 	// StepPrepare is the prepare call (for a refund, either phase).
 	StepPrepare FlowStep = "prepare"
 	// StepVerify is checking an artifact against the payment and the
-	// request; the error is an *ArtifactError and nothing was signed.
+	// request; the error is an *ArtifactError (or an *UntrustedError) and
+	// nothing was signed.
 	StepVerify FlowStep = "verify"
 	// StepSign is the signer signing a checked digest.
 	StepSign FlowStep = "sign"
