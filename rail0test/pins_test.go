@@ -48,7 +48,7 @@ func TestPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pinned.Payments.PayerSign(ctx, id); err != nil {
+	if _, err := pinned.Payments.PayerSign(ctx, create(pinned)); err != nil {
 		t.Fatalf("PayerSign with Pins: %v", err)
 	}
 	if n := srv.Ledger.Count("PUT /payments/{id}/sign", ""); n != 1 {
