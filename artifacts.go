@@ -35,8 +35,8 @@ type ArtifactError struct {
 	// payer's signature.
 	Operation Operation
 	// Artifact names what was checked: "payment", "signing_payload",
-	// "unsigned_transaction", "transaction" (the prepared transaction's
-	// row) or "token" (a GET /tokens entry against a WithTrustedTokens pin).
+	// "unsigned_transaction" or "transaction" (the prepared transaction's
+	// row).
 	Artifact string
 	// Field is the field that differs, in the artifact's own names
 	// ("domain.chainId", "message.value", "to", "data.amount", ...).
@@ -83,7 +83,8 @@ type Intent struct {
 	Signer string
 	// Amount is the amount asked for, for capture and refund: a human
 	// decimal such as "10.00", which VerifyPayload and VerifyTransaction
-	// turn into base units with the token's decimals (GET /tokens).
+	// turn into base units with the token's pinned decimals (the
+	// registry's or WithTrustedTokens), never the gateway's listing.
 	Amount string
 	// Reason is the bytes32 reason of a dispute or a dispute close; empty
 	// means zero.
@@ -162,22 +163,19 @@ func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 	return nil
 }
 
-// trust is what the checks take as given besides the payment: the RAIL0
-// contract pinned per chain, the chains the gateway serves, the limits on
-// gas, and token domains already seen.
+// trust is what the checks take as given besides the payment: the pinned
+// contracts and tokens (pins.go), the limits on gas, and token domains
+// already seen.
 type trust struct {
-	// contracts pins the RAIL0 contract per chain; a chain without a pin
-	// accepts the payment's rail0_contract when everything agrees with it.
-	contracts map[int64]address
-	// decimals pins the decimals of tokens (WithTrustedTokens); GET /tokens
-	// must agree with a pin.
-	decimals map[tokenKey]int64
-	// chains, when non-nil, lists the chain ids of GET /blockchains.
-	chains map[int64]bool
+	// pins are the RAIL0 contract per chain and the decimals per token:
+	// the registry's, with the caller's WithTrustedContracts and
+	// WithTrustedTokens merged in.
+	pins pins
 	// maxGas bounds gas_limit when the caller set it (WithFeeCap); zero
-	// bounds it per operation (maxGasLimit). maxFee bounds gas_limit ×
-	// max_fee_per_gas (wei), so a gateway cannot spend the signer's ETH on
-	// gas.
+	// bounds it per operation (maxGasLimit). maxFee, when the caller set
+	// it (WithFeeCap), bounds gas_limit × max_fee_per_gas on every chain,
+	// and when nil each chain's default does (defaultFeeBound), so a
+	// gateway cannot spend the signer's native currency on gas.
 	maxGas uint64
 	maxFee *big.Int
 	// tokenDomains maps chain/token to the EIP-712 name and version of the
@@ -191,14 +189,11 @@ type tokenKey struct {
 	token   address
 }
 
-// Default bounds on the gas of a prepared transaction (see WithFeeCap):
-// far above what a RAIL0 call costs at any fee an L2 or L1 charges, but low
-// enough that a gateway cannot drain a signer. The gas limit is bounded per
-// operation (maxGasLimit).
-const (
-	// DefaultMaxFeeWei bounds gas_limit × max_fee_per_gas: 0.05 ETH.
-	DefaultMaxFeeWei = 50_000_000_000_000_000
-)
+// The default bounds on the gas of a prepared transaction (see WithFeeCap),
+// far above what a RAIL0 call costs but low enough that a gateway cannot
+// drain a signer: gas_limit per operation (maxGasLimit, below), and
+// gas_limit × max_fee_per_gas per chain in that chain's native unit
+// (defaultFeeBound, pins.go).
 
 // contractGas is the gas each call of the RAIL0 contract v1.3.0 used in an
 // EVM with a minimal EIP-3009 token (contract guide, section 12.2), in its
@@ -255,6 +250,9 @@ type terms struct {
 	capturable   *big.Int
 	mode         PaymentMode
 	configHash   word
+	// decimals are the token's pinned decimals (checkPayment), with which
+	// the caller's human amounts become base units.
+	decimals int64
 }
 
 const paymentType = "Payment(address payer,address payee,address token,uint120 amount,uint48 authorizationExpiry,uint48 refundExpiry)"
@@ -297,26 +295,20 @@ func (t *terms) nonce(op Operation) word {
 const maxUint48 = uint64(1)<<48 - 1
 
 // checkPayment decodes p's terms and checks them for consistency: well-formed
-// fields, terms the contract accepts, the contract pinned for the chain (or,
-// without a pin, a chain the gateway lists), and a config_hash equal to the
-// one computed locally, which binds every term and the contract address.
+// fields, terms the contract accepts, a chain with a trusted contract that
+// the payment names, a token trusted on that chain (whose pinned decimals
+// the terms keep), and a config_hash equal to the one computed locally,
+// which binds every term and the contract address.
 func checkPayment(p *PaymentDetail, tr *trust) (*terms, error) {
 	t, err := decodeTerms(p)
 	if err != nil {
 		return nil, err
 	}
-	fail := func(field, expected, got, reason string) (*terms, error) {
-		return nil, &ArtifactError{PaymentID: p.ID, Artifact: "payment", Field: field, Expected: expected, Got: got, Reason: reason}
-	}
-	if pinned, ok := tr.contracts[p.ChainID]; ok {
-		if pinned != t.contract {
-			return fail("rail0_contract", pinned.String(), t.contract.String(), "")
-		}
-	} else if tr.chains != nil && !tr.chains[p.ChainID] {
-		return fail("chain_id", "a chain listed by GET /blockchains", fmt.Sprint(p.ChainID), "")
+	if t.decimals, err = tr.pins.anchor(t); err != nil {
+		return nil, err
 	}
 	if want := t.computeConfigHash(); want != t.configHash {
-		return fail("config_hash", want.String(), t.configHash.String(), "")
+		return nil, &ArtifactError{PaymentID: p.ID, Artifact: "payment", Field: "config_hash", Expected: want.String(), Got: t.configHash.String()}
 	}
 	return t, nil
 }
@@ -746,8 +738,13 @@ func checkTransaction(t *terms, in Intent, unsigned string, tr *trust) (*unsigne
 	case tx.maxPriorityFeePerGas.Cmp(tx.maxFeePerGas) > 0:
 		return fail("max_priority_fee_per_gas", "at most max_fee_per_gas "+tx.maxFeePerGas.String(), tx.maxPriorityFeePerGas.String(), "")
 	}
-	if fee := new(big.Int).Mul(tx.maxFeePerGas, new(big.Int).SetUint64(tx.gasLimit)); fee.Cmp(tr.maxFee) > 0 {
-		return fail("max_fee_per_gas", fmt.Sprintf("gas_limit × max_fee_per_gas at most %s wei", tr.maxFee), fee.String()+" wei", "")
+	chainID := t.chainID.Int64()
+	maxFee, ok := tr.feeBound(chainID)
+	if !ok {
+		return fail("max_fee_per_gas", "", "", fmt.Sprintf("cannot be bounded: chain %d has no default fee bound; set one with WithFeeCap", chainID))
+	}
+	if fee := new(big.Int).Mul(tx.maxFeePerGas, new(big.Int).SetUint64(tx.gasLimit)); fee.Cmp(maxFee) > 0 {
+		return fail("max_fee_per_gas", "gas_limit × max_fee_per_gas at most "+nativeAmount(chainID, maxFee), nativeAmount(chainID, fee), "")
 	}
 
 	// The call: selector, paymentId, the Payment tuple, then the

@@ -48,8 +48,13 @@ type artGateway struct {
 	// new transaction: a transaction prepared earlier.
 	pending map[string]any
 	// submits records submitted bodies by route.
-	submits     []string
-	blockchains string
+	submits []string
+	// blockchains and tokens are the gateway's catalog, GET /blockchains
+	// and GET /tokens (nil tokens: the token with decimals), which the
+	// SDK must never rely on; catalogReads counts the requests for them.
+	blockchains  string
+	tokens       []Token
+	catalogReads int
 	// decimals is what GET /tokens lists for the token and what the
 	// gateway scales human amounts with; zero means the token's real 6.
 	decimals int64
@@ -149,7 +154,7 @@ func (g *artGateway) payloadJSON(in Intent) json.RawMessage {
 				{"name": "validBefore", "type": "uint256"}, {"name": "nonce", "type": "bytes32"}},
 		},
 		"primaryType": primary,
-		"domain":      map[string]any{"name": "USDC", "version": "2", "chainId": artChain, "verifyingContract": artToken},
+		"domain":      map[string]any{"name": "USDC", "version": "2", "chainId": t.chainID.Int64(), "verifyingContract": t.token.String()},
 		"message": map[string]any{"from": from.String(), "to": t.contract.String(), "value": value.String(),
 			"validAfter": "0", "validBefore": fmt.Sprint(before), "nonce": nonce.String()},
 	}
@@ -207,7 +212,7 @@ func (g *artGateway) txFields(op Operation, params PrepareParams) map[string]any
 		from = params.From
 	}
 	return map[string]any{
-		"chain_id": artChain, "nonce": 7, "to": artContract, "value": "0", "data": "0x" + hex.EncodeToString(data),
+		"chain_id": t.chainID.Int64(), "nonce": 7, "to": t.contract.String(), "value": "0", "data": "0x" + hex.EncodeToString(data),
 		"gas_limit":                contractGas[op] * 5 / 4, // an honest estimate with a 25% margin
 		"max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000", "from": from,
 	}
@@ -220,14 +225,23 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
-	switch {
-	case r.Method == http.MethodGet && path == "blockchains":
+	if path == "blockchains" || path == "tokens" {
+		g.mu.Lock()
+		g.catalogReads++
+		chains, tokens := g.blockchains, g.tokens
+		g.mu.Unlock()
+		if tokens == nil {
+			tokens = []Token{{ChainID: artChain, Symbol: "USDC", Address: artToken, Decimals: g.tokenDecimals(), Active: true}}
+		}
+		if path == "tokens" {
+			reply(200, tokens)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(g.blockchains))
+		_, _ = w.Write([]byte(chains))
 		return
-	case r.Method == http.MethodGet && path == "tokens":
-		reply(200, []Token{{ChainID: artChain, Symbol: "USDC", Address: artToken, Decimals: g.tokenDecimals(), Active: true}})
-		return
+	}
+	switch {
 	case r.Method == http.MethodPost && path == "payments":
 		g.mu.Lock()
 		p := *g.payment
@@ -329,8 +343,21 @@ func (g *artGateway) submitted() []string {
 	return append([]string(nil), g.submits...)
 }
 
-// client returns a client of the gateway signing with key.
+// artPins trusts the fake gateway's RAIL0 contract, which is not the one
+// published for its chain (Base Sepolia), as rail0test's is not: the one
+// place root tests pin what the registry does not. Its token is the
+// published Base Sepolia USDC, which the registry pins.
+func artPins() Option { return WithTrustedContracts(map[int64]string{artChain: artContract}) }
+
+// client returns a client of the gateway signing with key, trusting the
+// gateway's contract (artPins).
 func (g *artGateway) client(key Signer, opts ...Option) *Client {
+	return g.clientWithout(key, append([]Option{artPins()}, opts...)...)
+}
+
+// clientWithout is client without artPins: the registry's pins and opts
+// alone.
+func (g *artGateway) clientWithout(key Signer, opts ...Option) *Client {
 	srv := httptest.NewServer(http.HandlerFunc(g.serve))
 	g.t.Cleanup(srv.Close)
 	c, err := NewClient(srv.URL, append([]Option{WithToken("t"), WithSigner(key)}, opts...)...)

@@ -64,7 +64,7 @@ type Expectation struct {
 	// Payee is the payee's address: the one a charge or a capture pays.
 	Payee string
 	// Amount is the payment's whole amount as a human decimal ("25.00"),
-	// compared in base units with the token's decimals.
+	// compared in base units with the pinned decimals.
 	Amount string
 }
 

@@ -96,7 +96,7 @@ func (b *bindGateway) client(key Signer, opts ...Option) *Client {
 }
 
 func (b *bindGateway) clientAt(url string, key Signer, opts ...Option) *Client {
-	c, err := NewClient(url, append([]Option{WithToken("t"), WithSigner(key)}, opts...)...)
+	c, err := NewClient(url, append([]Option{artPins(), WithToken("t"), WithSigner(key)}, opts...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -96,7 +96,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -106,6 +105,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/rail0/rail0-go/registry"
 )
 
 // Version is the SDK version, sent in the default User-Agent.
@@ -162,10 +163,10 @@ type Client struct {
 	// keeps its session when the client signs in with it.
 	signer Signer
 	login  *TokenSource
-	// trustBase holds the pins and gas bounds; catalog caches the chains
-	// and tokens the checks need, fetched once.
+	// trustBase holds the pins and gas bounds; domains, the token
+	// domains the checks have learned.
 	trustBase trust
-	catalog   catalogCache
+	domains   domainCache
 	// created remembers what Create was asked for, for PayerSign.
 	created createdLog
 
@@ -232,8 +233,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
-	if cfg.maxFee == nil { // without WithFeeCap the gas limit is bounded per operation
-		cfg.maxFee = big.NewInt(DefaultMaxFeeWei)
+	// Without WithFeeCap, maxGas stays zero (gas_limit bounded per
+	// operation) and maxFee nil (a fee bound per chain, in its native unit).
+	if err := checkFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
+		return nil, err
 	}
 	if cfg.token != "" {
 		token := cfg.token
@@ -267,7 +270,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:         cfg.now,
 		rand:        cfg.rand,
 		signer:      cfg.signer,
-		trustBase:   trust{contracts: cfg.contracts, decimals: cfg.decimals, maxGas: cfg.maxGas, maxFee: cfg.maxFee},
+		trustBase:   trust{pins: newPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), maxGas: cfg.maxGas, maxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
 		policy: policy{
 			retryOn429:    cfg.retryOn429,

@@ -10,7 +10,8 @@ import (
 )
 
 // TestRootPackageImports pins the root package's dependencies: the standard
-// library, go-retryablehttp and internal/evm (standard library only).
+// library, go-retryablehttp, internal/evm, internal/secret and registry
+// (all three standard library only).
 // In particular it must never import go-ethereum, so that programs that only
 // read data do not compile it; signing is the package for keys. Nor does
 // it, or any of its tests, import OpenTelemetry (package rail0otel does).
@@ -22,10 +23,12 @@ func TestRootPackageImports(t *testing.T) {
 		"github.com/rail0/rail0-go/internal/evm": true,
 		// Holds credentials where reflection cannot reach (standard library only).
 		"github.com/rail0/rail0-go/internal/secret": true,
+		// The published deployments and stablecoins, the default pins.
+		"github.com/rail0/rail0-go/registry": true,
 	}
 	// Package webhook derives its types from the root package's.
 	for dir, extra := range map[string]map[string]bool{".": allowed, "webhook": {"github.com/rail0/rail0-go": true, "github.com/rail0/rail0-go/internal/secret": true},
-		"internal/evm": {}, "internal/secret": {}} {
+		"internal/evm": {}, "internal/secret": {}, "registry": {}} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

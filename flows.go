@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,12 +30,13 @@ type FlowStep string
 
 // Stages of a flow, in order.
 const (
-	// StepRead is reading the payment and the catalog it is checked with.
+	// StepRead is reading the payment.
 	StepRead FlowStep = "read"
 	// StepPrepare is the prepare call (for a refund, either phase).
 	StepPrepare FlowStep = "prepare"
 	// StepVerify is checking an artifact against the payment and the
-	// request; the error is an *ArtifactError and nothing was signed.
+	// request; the error is an *ArtifactError (or an *UntrustedError) and
+	// nothing was signed.
 	StepVerify FlowStep = "verify"
 	// StepSign is the signer signing a checked digest.
 	StepSign FlowStep = "sign"
@@ -163,137 +163,48 @@ type DisputeParams struct {
 	Expect Expectation
 }
 
-// ---- the catalog the checks rely on ----
+// ---- what the checks rely on ----
 
-// catalogCache holds GET /blockchains and GET /tokens, fetched once per
-// client when a check first needs them and kept for the client's life: the
-// chains an unpinned contract may be on, and the decimals that turn the
-// caller's human amounts into the base units an artifact must carry. A
-// failed fetch is not cached. It also remembers the EIP-712 name and version
-// of tokens whose payloads passed the checks.
-type catalogCache struct {
-	mu           sync.Mutex
-	chains       map[int64]bool
-	decimals     map[tokenKey]int64
-	tokenDomains map[tokenKey][2]string // replaced, never modified, once stored
-	loading      *catalogLoad           // the fetch in flight, shared by concurrent first calls
+// domainCache remembers the EIP-712 name and version of tokens whose
+// payloads passed the checks, so that the payer's signature inside a later
+// authorize or charge call can be recovered.
+type domainCache struct {
+	mu sync.Mutex
+	m  map[tokenKey][2]string // replaced, never modified, once stored
 }
 
-// catalogLoad is one fetch of the catalog, awaited by the calls that need
-// the catalog while it runs.
-type catalogLoad struct {
-	done chan struct{}
-	err  error
-}
-
-// loadCatalog fetches the catalog on first need. Concurrent first calls
-// share one fetch instead of each spending two requests of the public rate
-// limit; a call whose fetch was cut short by its own context leaves the
-// others to fetch again.
-func (c *Client) loadCatalog(ctx context.Context) error {
-	for {
-		c.catalog.mu.Lock()
-		if c.catalog.chains != nil {
-			c.catalog.mu.Unlock()
-			return nil
-		}
-		if load := c.catalog.loading; load != nil {
-			c.catalog.mu.Unlock()
-			select {
-			case <-load.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if load.err != nil && !(isContextErr(load.err) && ctx.Err() == nil) {
-				return load.err
-			}
-			continue // loaded, or the leader's own context ended: look again
-		}
-		load := &catalogLoad{done: make(chan struct{})}
-		c.catalog.loading = load
-		c.catalog.mu.Unlock()
-		load.err = c.fetchCatalog(ctx)
-		c.catalog.mu.Lock()
-		c.catalog.loading = nil
-		c.catalog.mu.Unlock()
-		close(load.done)
-		return load.err
-	}
-}
-
-// fetchCatalog reads GET /blockchains and GET /tokens and stores them.
-func (c *Client) fetchCatalog(ctx context.Context) error {
-	var chains []Blockchain
-	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "blockchains", anonymous: true}, &chains); err != nil {
-		return err
-	}
-	var tokens []Token
-	if _, err := c.do(ctx, &request{method: http.MethodGet, path: "tokens", anonymous: true}, &tokens); err != nil {
-		return err
-	}
-	set := make(map[int64]bool, len(chains))
-	for _, ch := range chains {
-		set[ch.ChainID] = true
-	}
-	dec := make(map[tokenKey]int64, len(tokens))
-	for _, t := range tokens {
-		if a, err := parseAddress(t.Address); err == nil && t.Decimals >= 0 && t.Decimals <= MaxDecimals {
-			dec[tokenKey{t.ChainID, a}] = t.Decimals
-		}
-	}
-	c.catalog.mu.Lock()
-	c.catalog.chains, c.catalog.decimals = set, dec
-	c.catalog.mu.Unlock()
-	return nil
-}
-
-// trust returns the client's trust with the catalog it fetched: a snapshot
-// safe to read without the lock.
-func (c *Client) trust(ctx context.Context) (*trust, error) {
-	if err := c.loadCatalog(ctx); err != nil {
-		return nil, err
-	}
-	c.catalog.mu.Lock()
-	defer c.catalog.mu.Unlock()
+// trust returns the client's trust with the token domains it has learned:
+// a snapshot safe to read without the lock. It sends nothing: the pins are
+// the client's own (pins.go), never a listing of the gateway's.
+func (c *Client) trust() *trust {
+	c.domains.mu.Lock()
+	defer c.domains.mu.Unlock()
 	t := c.trustBase
-	t.chains = c.catalog.chains
-	t.tokenDomains = c.catalog.tokenDomains
-	return &t, nil
+	t.tokenDomains = c.domains.m
+	return &t
 }
 
-// baseUnits converts a human amount of t's token with the catalog's
-// decimals, which must agree with a WithTrustedTokens pin.
+// baseUnits converts a human amount of t's token with the token's pinned
+// decimals, which checkPayment found for t.
 func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
 	if err := checkHumanAmount(field, amount); err != nil {
 		return "", err
 	}
-	key := tokenKey{t.chainID.Int64(), t.token}
-	c.catalog.mu.Lock()
-	decimals, ok := c.catalog.decimals[key]
-	c.catalog.mu.Unlock()
-	if !ok {
-		return "", &ArtifactError{PaymentID: t.id, Artifact: "payment", Field: "token",
-			Reason: fmt.Sprintf("%s on chain %s is not a token GET /tokens lists", t.token, t.chainID)}
-	}
-	if pin, pinned := c.trustBase.decimals[key]; pinned && pin != decimals {
-		return "", &ArtifactError{PaymentID: t.id, Artifact: "token", Field: "decimals",
-			Expected: strconv.FormatInt(pin, 10), Got: strconv.FormatInt(decimals, 10)}
-	}
-	return ToBaseUnits(amount, decimals)
+	return ToBaseUnits(amount, t.decimals)
 }
 
 func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
-	c.catalog.mu.Lock()
-	defer c.catalog.mu.Unlock()
+	c.domains.mu.Lock()
+	defer c.domains.mu.Unlock()
 	k, v := tokenKey{t.chainID.Int64(), t.token}, [2]string{pc.name, pc.version}
-	if known, ok := c.catalog.tokenDomains[k]; ok && known == v {
+	if known, ok := c.domains.m[k]; ok && known == v {
 		return
 	}
 	// Copy on write: trust snapshots share the stored map without a lock.
-	domains := make(map[tokenKey][2]string, len(c.catalog.tokenDomains)+1)
-	maps.Copy(domains, c.catalog.tokenDomains)
+	domains := make(map[tokenKey][2]string, len(c.domains.m)+1)
+	maps.Copy(domains, c.domains.m)
 	domains[k] = v
-	c.catalog.tokenDomains = domains
+	c.domains.m = domains
 }
 
 // ---- the checks, for callers who sign elsewhere ----
@@ -305,21 +216,21 @@ func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
 // is empty for the payer's signature of the payment (payment.SigningPayload)
 // and OpRefund for the refund authorization of PrepareRefund, with
 // intent.Amount the human refund amount. The payment's own fields are
-// checked first (config_hash, contract pin, chain). The payload is read
-// strictly: a repeated key, keys that differ only by case or Unicode folding
-// ("Domain" beside "domain"), or a key EIP-712 does not define, at any
-// level, is refused, since encoding/json and a wallet would read such a
-// payload differently. A mismatch is an *ArtifactError naming the field; a
-// nil payment or an intent that cannot be served is a *ValidationError
-// before any request.
+// checked first (config_hash, the chain's trusted contract, the token's
+// pinned decimals). The payload is read strictly: a repeated key, keys that
+// differ only by case or Unicode folding ("Domain" beside "domain"), or a
+// key EIP-712 does not define, at any level, is refused, since
+// encoding/json and a wallet would read such a payload differently. A
+// mismatch is an *ArtifactError naming the field; a chain or token neither
+// the registry nor the client's pins trust is an *UntrustedError; a nil
+// payment or an intent that cannot be served is a *ValidationError.
 //
-// GET /blockchains and GET /tokens, once per client — public; the check
-// itself sends nothing.
+// It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
 	if err := checkRequest(payment, intent, false); err != nil {
 		return nil, err
 	}
-	t, in, _, err := s.checkIntent(ctx, payment, intent)
+	t, in, _, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return nil, err
 	}
@@ -332,24 +243,24 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 
 // VerifyTransaction checks an unsigned_transaction prepared for
 // intent.Operation against payment and intent before anyone signs it: chain,
-// contract, zero value, sender, account nonce, gas bounds (per operation, or
-// WithFeeCap), the function selector, the payment id, the Payment tuple, and
-// the operation's own arguments (the amount asked for, the dispute reason,
-// the refund signature, the payer's signature). It returns the digest to sign
-// and the transaction it was computed from, encoded by the SDK: build what a
-// wallet signs or sends from that Transaction, never from the gateway's
-// string. The transaction is read as strictly as VerifyPayload reads a
-// payload. A mismatch is an *ArtifactError naming the field; a nil payment
-// or an intent that cannot be served is a *ValidationError before any
-// request.
+// contract, zero value, sender, account nonce, gas bounds (gas_limit per
+// operation and the fee per chain, or WithFeeCap), the function selector,
+// the payment id, the Payment tuple, and the operation's own arguments (the
+// amount asked for, the dispute reason, the refund signature, the payer's
+// signature). It returns the digest to sign and the transaction it was
+// computed from, encoded by the SDK: build what a wallet signs or sends
+// from that Transaction, never from the gateway's string. The transaction
+// is read as strictly as VerifyPayload reads a payload. A mismatch is an
+// *ArtifactError naming the field; a chain or token neither the registry
+// nor the client's pins trust is an *UntrustedError; a nil payment or an
+// intent that cannot be served is a *ValidationError.
 //
-// GET /blockchains and GET /tokens, once per client — public; the check
-// itself sends nothing.
+// It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) (*VerifiedTransaction, error) {
 	if err := checkRequest(payment, intent, true); err != nil {
 		return nil, err
 	}
-	t, in, tr, err := s.checkIntent(ctx, payment, intent)
+	t, in, tr, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return nil, err
 	}
@@ -363,11 +274,8 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 
 // checkIntent checks the payment, turns intent's human amount into base
 // units and returns the trust it checked with.
-func (s *PaymentsService) checkIntent(ctx context.Context, payment *PaymentDetail, intent Intent) (*terms, Intent, *trust, error) {
-	tr, err := s.client.trust(ctx)
-	if err != nil {
-		return nil, intent, nil, err
-	}
+func (s *PaymentsService) checkIntent(payment *PaymentDetail, intent Intent) (*terms, Intent, *trust, error) {
+	tr := s.client.trust()
 	t, err := checkPayment(payment, tr)
 	if err != nil {
 		return nil, intent, nil, err
@@ -455,10 +363,7 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error)
 	if err != nil {
 		return nil, nil, nil, f.fail(StepRead, err)
 	}
-	tr, err := f.s.client.trust(ctx)
-	if err != nil {
-		return nil, nil, nil, f.fail(StepRead, err)
-	}
+	tr := f.s.client.trust()
 	t, err := checkPayment(p, tr)
 	if err != nil {
 		return nil, nil, nil, f.fail(StepVerify, err)
@@ -673,7 +578,7 @@ const payerSignReads = 5
 // gateway could answer Create with one payment and this read with another,
 // consistent in itself. On the client that created it, the payment must
 // carry what Create asked for: chain, mode, token, payer, payee and amount
-// (in base units with the token's decimals). params.Expect is checked too,
+// (in base units with the pinned decimals). params.Expect is checked too,
 // and takes the record's place when there is none: after a restart, on
 // another client, or once more than 1024 newer payments were created. With
 // neither, PayerSign refuses before any request (ErrUnbound): set Expect's

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // sleepRecorder replaces WaitFor's sleep: it records each wait and returns at
@@ -227,48 +222,4 @@ func TestTransactionFailedErrorIsOneLine(t *testing.T) {
 	if !errors.Is(e, ErrTransactionFailed) {
 		t.Fatal("errors.Is(ErrTransactionFailed) must hold")
 	}
-}
-
-// Calls that need the catalog at once share one fetch: the public rate
-// limit is not spent once per caller. A caller whose own context ends while
-// it waits returns at once; the fetch goes on for the others.
-func TestConcurrentFirstCallsShareOneCatalogFetch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		hits := map[string]int{}
-		release := make(chan struct{})
-		srv, opt := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			hits[r.URL.Path]++
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			if r.URL.Path == "/blockchains" {
-				<-release
-				_, _ = w.Write([]byte(`[{"chain_id": 84532}]`))
-				return
-			}
-			_, _ = w.Write([]byte(`[{"chain_id": 84532, "address": "0x036cbd53842c5426634e7929541ec2318f3dcf7e", "decimals": 6}]`))
-		}))
-		c, err := NewClient(srv.URL, opt)
-		require.NoError(t, err)
-
-		const callers = 8
-		errs := make(chan error, callers+1)
-		for range callers {
-			go func() { errs <- c.loadCatalog(context.Background()) }()
-		}
-		synctest.Wait() // one leads and waits for /blockchains, the others for it
-		impatient, cancel := context.WithCancel(context.Background())
-		go func() { errs <- c.loadCatalog(impatient) }()
-		synctest.Wait()
-		cancel()
-		assert.ErrorIs(t, <-errs, context.Canceled, "the impatient caller returns when its context ends")
-		close(release)
-		for range callers {
-			assert.NoError(t, <-errs)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		assert.Equal(t, map[string]int{"/blockchains": 1, "/tokens": 1}, hits)
-	})
 }

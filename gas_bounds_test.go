@@ -65,7 +65,7 @@ func TestGasLimitBoundPerOperation(t *testing.T) {
 			if op != OpRefund && key.Signed.Load() != 0 { // a refund signs its authorization first
 				t.Fatalf("%d signatures before the refusal", key.Signed.Load())
 			}
-			if _, _, err := runFlow(t, fc, withGas(1_500_000), WithFeeCap(2_000_000, big.NewInt(DefaultMaxFeeWei))); err != nil {
+			if _, _, err := runFlow(t, fc, withGas(1_500_000), WithFeeCap(2_000_000, big.NewInt(50_000_000_000_000_000))); err != nil {
 				t.Fatalf("1,500,000 gas under WithFeeCap(2,000,000): %v", err)
 			}
 		})
@@ -84,12 +84,14 @@ func TestGasLimitBoundPerOperation(t *testing.T) {
 
 // captureFixture is a partially captured payment of the test gateway, its
 // checked terms, a capture of 1.00 by its payee and the trust of a client
-// with no option set: what a check of a capture transaction takes.
+// whose gas_limit is bounded per operation and whose fee bound is 0.05 ETH
+// (Arbitrum's default, 0.002 ETH, would refuse the 5,000,000 gas at 1.5
+// gwei above): what a check of a capture transaction takes.
 func captureFixture(t *testing.T) (*artGateway, *terms, Intent, *trust) {
 	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	tm := g.terms()
 	tm.configHash = tm.computeConfigHash()
-	return g, tm, Intent{Operation: OpCapture, Signer: g.payee.Address(), Amount: "1000000"}, &trust{maxFee: big.NewInt(DefaultMaxFeeWei)}
+	return g, tm, Intent{Operation: OpCapture, Signer: g.payee.Address(), Amount: "1000000"}, &trust{maxFee: big.NewInt(50_000_000_000_000_000)}
 }
 
 func mustJSON(t *testing.T, v any) string {

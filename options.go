@@ -264,21 +264,30 @@ func WithSigner(signer Signer) Option {
 	}
 }
 
-// WithTrustedContracts pins the RAIL0 contract address per chain id. The
-// flows and the Verify methods then refuse any payment, payload or
-// transaction that names another contract on a pinned chain. Without a pin,
-// the contract is the one the payment names, accepted only when the payment,
-// its config_hash, the payload and the transaction all agree with it and the
-// chain is one GET /blockchains lists: that stops a gateway bug or a
-// tampered field, but not a gateway that lies consistently, which only a pin
-// stops. Pin the addresses published for your chains in production.
+// WithTrustedContracts pins the RAIL0 contract address per chain id, in
+// addition to the published deployments the SDK trusts by default (package
+// registry). A chain pinned here is the caller's: its published contract,
+// if any, is no longer trusted, and every payment, payload and transaction
+// on it must name the pinned contract. Any token the registry publishes for
+// that chain keeps its decimals; pin other tokens with WithTrustedTokens. A
+// payment on a chain that neither the registry nor a pin covers is refused
+// (*UntrustedError) before anything is prepared or signed, whatever the
+// gateway lists. Pin a mainnet contract this way (none is published yet).
+// On a chain the registry does not know, give a fee bound with WithFeeCap
+// too: NewClient refuses the pin otherwise. Pins add up across calls; a
+// chain pinned to two contracts is an error.
 func WithTrustedContracts(contracts map[int64]string) Option {
 	return func(c *config) error {
-		c.contracts = make(map[int64]address, len(contracts))
+		if c.contracts == nil {
+			c.contracts = make(map[int64]address, len(contracts))
+		}
 		for chain, addr := range contracts {
 			a, err := parseAddress(addr)
 			if err != nil || chain <= 0 {
 				return fmt.Errorf("rail0: WithTrustedContracts: chain %d: invalid pin %q", chain, clip(addr))
+			}
+			if b, dup := c.contracts[chain]; dup && b != a {
+				return fmt.Errorf("rail0: WithTrustedContracts: chain %d pinned to %s and %s", chain, b, a)
 			}
 			c.contracts[chain] = a
 		}
@@ -286,15 +295,18 @@ func WithTrustedContracts(contracts map[int64]string) Option {
 	}
 }
 
-// WithTrustedTokens pins the decimals of tokens, given by ChainID, Address
-// and Decimals (the other fields are ignored). The SDK turns the caller's
+// WithTrustedTokens pins tokens and their decimals, given by ChainID,
+// Address and Decimals (the other fields are ignored), in addition to the
+// published stablecoins the SDK trusts by default (package registry); a pin
+// of a published token replaces its decimals. The SDK turns the caller's
 // human amounts ("1.00") into the base units an artifact must carry with
-// the decimals GET /tokens lists; a gateway that lies about them
-// consistently, in the list and in every artifact, would otherwise get a
-// signature for ten times (or a tenth of) the amount asked for. With a pin,
-// a listing that disagrees is refused (*ArtifactError on the token's
-// decimals) before anything is signed. Pin the tokens you accept in
-// production, as you pin contracts (WithTrustedContracts).
+// these decimals only, never with the gateway's GET /tokens, so a gateway
+// cannot get ten times (or a tenth of) the amount asked for signed. A
+// payment in a token that neither the registry (for a token the chain's
+// contract accepts) nor a pin covers is refused (*UntrustedError) before
+// anything is prepared or signed. Pin the tokens of a deployment whose
+// token addresses are not published (Celo Sepolia's) or of your own
+// contract this way.
 func WithTrustedTokens(tokens ...Token) Option {
 	return func(c *config) error {
 		if c.decimals == nil {
@@ -317,11 +329,17 @@ func WithTrustedTokens(tokens ...Token) Option {
 
 // WithFeeCap bounds the gas of every transaction the client signs:
 // gas_limit at most maxGas and gas_limit × max_fee_per_gas at most maxFee
-// wei, so a gateway cannot spend the signer's ETH on gas. Without it the
-// fee is bounded by DefaultMaxFeeWei (0.05 ETH) and gas_limit per
-// operation, at twice what the RAIL0 contract was measured to use
-// (authorize 1,018,000 … dispute 86,000; no gas bound on Arbitrum, whose
-// limit also pays for L1 data), far above what a RAIL0 call costs.
+// base units of the chain's native currency (wei of ETH, POL, CELO or
+// AVAX; on Arc, USDC counted with its native 18 decimals), so a gateway
+// cannot spend the signer's gas money. Both apply to every chain and every
+// operation alike. Without it gas_limit is bounded per operation, at twice
+// what the RAIL0 contract was measured to use (authorize 1,018,000 …
+// dispute 86,000; no gas bound on Arbitrum, whose limit also pays for L1
+// data), and each chain of package registry has its own fee bound in its
+// own unit, far above what a RAIL0 call costs there (0.002 ETH on the
+// rollups and their testnets, 0.03 ETH on Ethereum, 1 POL, 0.2 CELO,
+// 0.1 AVAX, 0.2 USDC on Arc); a chain the registry does not know has none,
+// so pinning one (WithTrustedContracts) requires this option.
 func WithFeeCap(maxGas uint64, maxFee *big.Int) Option {
 	return func(c *config) error {
 		if maxGas == 0 || maxFee == nil || maxFee.Sign() <= 0 {

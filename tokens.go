@@ -7,8 +7,11 @@ import (
 	"strconv"
 )
 
-// Token is a token of the gateway's catalog on one chain. Use Decimals to
-// convert amounts (ToBaseUnits, FormatAmount).
+// Token is a token of the gateway's catalog on one chain, and the form of a
+// WithTrustedTokens pin. A listed Decimals is the gateway's word: the SDK's
+// checks never use it, and an amount you will sign is best converted
+// (ToBaseUnits, FormatAmount) with the decimals of package registry or of
+// your own pin.
 type Token struct {
 	ChainID  int64  `json:"chain_id"`
 	Symbol   string `json:"symbol"`

@@ -115,7 +115,7 @@ func newBindingWorld(t *testing.T, opts ...rail0test.Option) *bindingWorld {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := rail0.NewClient(w.proxy.URL, rail0.WithSigner(key))
+		c, err := rail0.NewClient(w.proxy.URL, w.gw.Pins(), rail0.WithSigner(key))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,11 +144,11 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 	ctx := context.Background()
 	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
 	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	buyer, err := rail0.NewClient(rp.URL, rail0.WithSigner(buyerKey))
+	buyer, err := rail0.NewClient(rp.URL, gw.Pins(), rail0.WithSigner(buyerKey))
 	if err != nil {
 		t.Fatal(err)
 	}
-	merchant, err := rail0.NewClient(rp.URL, rail0.WithSigner(merchantKey))
+	merchant, err := rail0.NewClient(rp.URL, gw.Pins(), rail0.WithSigner(merchantKey))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -82,11 +82,11 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 	ctx := context.Background()
 	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
 	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	buyer, err := rail0.NewClient(hp.URL, rail0.WithSigner(buyerKey))
+	buyer, err := rail0.NewClient(hp.URL, rail0.WithSigner(buyerKey), gw.Pins())
 	if err != nil {
 		t.Fatal(err)
 	}
-	merchant, err := rail0.NewClient(hp.URL, rail0.WithSigner(merchantKey))
+	merchant, err := rail0.NewClient(hp.URL, rail0.WithSigner(merchantKey), gw.Pins())
 	if err != nil {
 		t.Fatal(err)
 	}

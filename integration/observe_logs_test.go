@@ -99,7 +99,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 		rs := &recordingSigner{Signer: key}
 		signers = append(signers, rs)
 		c, err := rail0.NewClient(gw.URL, rail0.WithLogger(logger), rail0.WithRetryOn429(true),
-			rail0.WithHTTPClient(gw.HTTPClient()), rail0.WithSigner(rs))
+			rail0.WithHTTPClient(gw.HTTPClient()), rail0.WithSigner(rs), gw.Pins())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,10 +3,26 @@ package rail0test
 import rail0 "github.com/rail0/rail0-go"
 
 // Client returns an SDK client pointed at the server, using the server's HTTP
-// client (whose connections Close releases). Options are applied after the
-// defaults, so rail0.WithHTTPClient can replace it; add rail0.WithToken with a
+// client (whose connections Close releases) and trusting the server's RAIL0
+// contract (Pins). Options are applied after the defaults, so
+// rail0.WithHTTPClient can replace the HTTP client; add rail0.WithToken with a
 // token from Login to call session endpoints.
 func (s *Server) Client(opts ...rail0.Option) (*rail0.Client, error) {
-	all := append([]rail0.Option{rail0.WithHTTPClient(s.HTTPClient())}, opts...)
+	all := append([]rail0.Option{rail0.WithHTTPClient(s.HTTPClient()), s.Pins()}, opts...)
 	return rail0.NewClient(s.URL, all...)
+}
+
+// Pins returns the option that makes an SDK client trust this server's
+// RAIL0 contract on its test chain. The contract is deliberately not the one
+// published for Base Sepolia (ContractAddress, not the registry's), so that
+// a signature made against this test double is never valid on the real
+// testnet; an SDK client trusts only published deployments by default and
+// refuses every payment of this server without this option
+// (rail0.ErrUntrusted). The server's USDC is the published Base Sepolia USDC,
+// whose decimals the SDK's registry already pins. Client includes it; give it
+// to clients made otherwise, for example in front of a proxy:
+//
+//	rail0.NewClient(proxyURL, srv.Pins(), rail0.WithSigner(key))
+func (s *Server) Pins() rail0.Option {
+	return rail0.WithTrustedContracts(map[int64]string{s.ChainID: s.Contract})
 }

@@ -1,8 +1,11 @@
 // Package demo sets up what the examples need: a gateway and two parties, a
 // buyer and a merchant. By default it starts the in-process gateway of
-// package rail0test, so every example runs offline with nothing to install.
-// With RAIL0_BASE_URL set it uses that gateway instead, with the keys and
-// catalog entries given in the environment (see Setup).
+// package rail0test, so every example runs offline with nothing to install;
+// its clients trust that gateway's own RAIL0 contract (rail0test's Pins) and
+// otherwise run with the SDK's defaults. With RAIL0_BASE_URL set it uses
+// that gateway instead, with the keys and token given in the environment
+// (see Setup); there the SDK's registry of published deployments and
+// stablecoins is the trust.
 package demo
 
 import (
@@ -11,10 +14,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/rail0test"
+	"github.com/rail0/rail0-go/registry"
 	"github.com/rail0/rail0-go/signing"
 )
 
@@ -33,12 +38,20 @@ type Env struct {
 	Decimals int64
 	// Server is the embedded gateway, nil for a real one.
 	Server *rail0test.Server
+	// trust is what every client of the example trusts besides the SDK's
+	// registry: the embedded gateway's contract, or a token the registry
+	// does not publish.
+	trust []rail0.Option
 }
 
 // Setup returns the example's environment. Without RAIL0_BASE_URL it starts
 // rail0test with fast confirmations (opts are passed on). With it, it reads
 // RAIL0_BUYER_KEY and RAIL0_MERCHANT_KEY (hex private keys of test wallets),
-// RAIL0_CHAIN_ID, RAIL0_TOKEN and RAIL0_TOKEN_DECIMALS. Call Close when done.
+// RAIL0_CHAIN_ID and RAIL0_TOKEN: a stablecoin's symbol ("USDC") or address,
+// which the SDK's registry must publish for that chain, with its decimals.
+// RAIL0_TOKEN_DECIMALS pins a token the registry does not publish (Celo
+// Sepolia's, for instance) with those decimals; nothing else is trusted
+// beyond the registry. Call Close when done.
 func Setup(opts ...rail0test.Option) (*Env, error) {
 	if base := os.Getenv("RAIL0_BASE_URL"); base != "" {
 		return fromEnvironment(base)
@@ -55,10 +68,12 @@ func Setup(opts ...rail0test.Option) (*Env, error) {
 		srv.Close()
 		return nil, err
 	}
+	usdc, _ := registry.LookupStablecoin(srv.ChainID, "USDC") // rail0test's USDC is the published one
 	return &Env{
 		BaseURL: srv.URL, Embedded: true, Server: srv,
 		Buyer: buyer, Merchant: merchant,
-		ChainID: srv.ChainID, Token: srv.Token, Decimals: 6,
+		ChainID: srv.ChainID, Token: srv.Token, Decimals: usdc.Decimals,
+		trust: []rail0.Option{srv.Pins()},
 	}, nil
 }
 
@@ -86,11 +101,20 @@ func fromEnvironment(base string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: RAIL0_CHAIN_ID: %w", err)
 	}
-	decimals := int64(6)
+	env := &Env{BaseURL: base, ChainID: chainID}
 	if d := os.Getenv("RAIL0_TOKEN_DECIMALS"); d != "" {
-		if decimals, err = strconv.ParseInt(d, 10, 64); err != nil {
+		// A token the registry does not publish: the caller vouches for it.
+		if env.Decimals, err = strconv.ParseInt(d, 10, 64); err != nil {
 			return nil, fmt.Errorf("demo: RAIL0_TOKEN_DECIMALS: %w", err)
 		}
+		env.Token = token
+		env.trust = []rail0.Option{rail0.WithTrustedTokens(rail0.Token{ChainID: chainID, Address: token, Decimals: env.Decimals})}
+	} else {
+		coin, ok := publishedToken(chainID, token)
+		if !ok {
+			return nil, fmt.Errorf("demo: RAIL0_TOKEN %q is not a stablecoin the registry publishes for chain %d; set RAIL0_TOKEN_DECIMALS to trust it", token, chainID)
+		}
+		env.Token, env.Decimals = coin.Address, coin.Decimals
 	}
 	buyer, err := signing.NewPrivateKeySigner(buyerKey)
 	if err != nil {
@@ -100,7 +124,22 @@ func fromEnvironment(base string) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: RAIL0_MERCHANT_KEY: %w", err)
 	}
-	return &Env{BaseURL: base, Buyer: buyer, Merchant: merchant, ChainID: chainID, Token: token, Decimals: decimals}, nil
+	env.Buyer, env.Merchant = buyer, merchant
+	return env, nil
+}
+
+// publishedToken finds the registry's stablecoin on chainID by symbol or
+// address.
+func publishedToken(chainID int64, token string) (registry.Stablecoin, bool) {
+	if coin, ok := registry.LookupStablecoin(chainID, token); ok {
+		return coin, true
+	}
+	for _, coin := range registry.Stablecoins() {
+		if coin.ChainID == chainID && strings.EqualFold(coin.Address, token) {
+			return coin, true
+		}
+	}
+	return registry.Stablecoin{}, false
 }
 
 // Close stops the embedded gateway, if any.
@@ -112,9 +151,11 @@ func (e *Env) Close() {
 
 // Client returns a client with signer's identity: it signs in now (so that
 // the session, returned too, is at hand) and again before the session
-// expires, and its flows sign with signer.
+// expires, and its flows sign with signer. It runs with the SDK's defaults
+// and the environment's trust (the embedded gateway's contract), then opts.
 func (e *Env) Client(ctx context.Context, signer rail0.Signer, opts ...rail0.Option) (*rail0.Client, *rail0.Session, error) {
-	c, err := rail0.NewClient(e.BaseURL, append([]rail0.Option{rail0.WithSigner(signer)}, opts...)...)
+	all := append(append([]rail0.Option{rail0.WithSigner(signer)}, e.trust...), opts...)
+	c, err := rail0.NewClient(e.BaseURL, all...)
 	if err != nil {
 		return nil, nil, err
 	}
