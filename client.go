@@ -238,19 +238,16 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		token := cfg.token
 		cfg.tokenSource = func(context.Context) (string, error) { return token, nil }
 	}
-	var hc *http.Client
-	if cfg.httpClient != nil {
-		// A copy, so that the redirect policy below does not change the
-		// caller's client; it shares the caller's Transport and Jar.
-		own := *cfg.httpClient
-		hc = &own
-	} else {
+	// The caller's client is not modified: the one the SDK sends with
+	// shares its Transport, Jar and Timeout (see sendingClient).
+	hc := cfg.httpClient
+	if hc == nil {
 		hc = &http.Client{
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
 			Timeout:   defaultTimeout,
 		}
 	}
-	hc.CheckRedirect = noRedirects
+	hc = sendingClient(hc)
 	c := &Client{
 		base:        base,
 		baseStr:     base.String(),

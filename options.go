@@ -82,7 +82,9 @@ func WithTokenSource(source func(context.Context) (string, error)) Option {
 // its own connection pool. The client is copied and its redirect policy
 // replaced: the SDK never follows redirects, whatever hc.CheckRedirect says
 // (a 3xx comes back as an *APIError with its Location), so the bearer token
-// never travels to another origin. hc itself is not modified.
+// never travels to another origin. hc itself is not modified, and a failed
+// call never closes the idle connections of its Transport (go-retryablehttp
+// would, for the whole program, on every failure).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {
