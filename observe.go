@@ -362,7 +362,7 @@ func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *C
 // headers.
 func (c *Client) beforeAttempt(req *http.Request, st *callState) {
 	call := st.call
-	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: st.requestBytes})
+	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: len(st.requestBody)})
 	if c.observer != nil {
 		c.observer.SendAttempt(req.Context(), call, AttemptHeader{req.Header})
 	}
