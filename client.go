@@ -32,9 +32,12 @@
 // code, the request id and RetryAfter (a 3xx too: redirects are never
 // followed, so the token never reaches another origin); errors.Is matches
 // ErrRateLimited, ErrUnauthorized, ErrForbidden and ErrNotFound by status.
-// A write whose outcome is unknown (the connection broke after the request
-// was written, or any 5xx) is an *OutcomeUnknownError (errors.Is(err,
-// ErrOutcomeUnknown)).
+// A write that must not run twice whose outcome is unknown is an
+// *OutcomeUnknownError (errors.Is(err, ErrOutcomeUnknown)), carrying its
+// Idempotency-Key: the connection broke after the request was written, or
+// the answer does not prove the write did not run (only a 429 and a 4xx in
+// the gateway's error envelope do: a 5xx, a 408, a proxy's 401 or an
+// undecodable 2xx may come after it ran).
 // A call cut short by its context returns an error that matches both the
 // context error and, if a 429 was being waited out or retried, the *APIError.
 //
@@ -418,8 +421,9 @@ type request struct {
 // again (one sign-in shared by all callers), and sends the call once more
 // if the token is a new one. The gateway answers a 401 before it runs
 // anything, but a proxy or a broken gateway might not: a write that must not
-// run twice (a submit, a secret rotation) comes back with its 401 instead,
-// and the caller's next call signs in.
+// run twice (a submit, a secret rotation) comes back with its 401 instead
+// (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
+// provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err

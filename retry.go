@@ -274,11 +274,18 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	}
 	if out != nil && st.status != http.StatusNoContent {
 		if err := json.Unmarshal(st.body, out); err != nil {
-			return meta, &DecodeError{
+			var failure error = &DecodeError{
 				Method: st.method, Path: st.path, StatusCode: st.status,
 				RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
 				Body: truncate(st.body, 1024), Err: err,
 			}
+			if st.maybeExecuted {
+				// A 2xx that is not the gateway's promised JSON may be a
+				// proxy's page: the write may or may not have run, and a
+				// keyed one can be repeated with its key.
+				failure = &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: failure}
+			}
+			return meta, failure
 		}
 	}
 	return meta, nil
@@ -327,7 +334,11 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	}
 	if !o.notSent {
 		st.sent = true
-		if st.op.matters() && (o.failed || o.status >= 500) {
+		if st.op.matters() && (o.failed || !provesNotRun(o.status, st.body)) {
+			// A write that must not run twice may have run: a broken
+			// connection, or any answer that does not prove it did not
+			// (a 2xx included, so that one the SDK cannot read is no
+			// proof either way).
 			st.maybeExecuted = true
 		}
 	}
