@@ -254,16 +254,7 @@ func TestCallersClientSettingsApply(t *testing.T) {
 			}
 			io.WriteString(w, paymentBody)
 		})
-		ln := newPipeListener()
-		srv := httptest.NewUnstartedServer(mux)
-		srv.Listener.Close()
-		srv.Listener = ln
-		srv.Start()
-		tr := &http.Transport{DialContext: ln.dial}
-		t.Cleanup(func() {
-			srv.Close()
-			tr.CloseIdleConnections()
-		})
+		_, tr := pipeTransport(t, mux)
 		jar := &cookieJar{cookies: []*http.Cookie{{Name: "affinity", Value: "a1"}}}
 		c, err := NewClient("http://gateway.test", WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Second, Jar: jar}))
 		require.NoError(t, err)
