@@ -354,9 +354,8 @@ type TokenSource struct {
 	margin time.Duration
 	now    func() time.Time
 
-	mu       sync.Mutex // guards session, gen, obtained and inflight
+	mu       sync.Mutex // guards session, obtained and inflight
 	session  *Session   // never modified once stored: callers get copies
-	gen      uint64     // counts sign-ins; identifies session
 	obtained time.Time
 	inflight *loginCall
 }
@@ -365,9 +364,23 @@ type TokenSource struct {
 type loginCall struct {
 	done    chan struct{}
 	session *Session
-	gen     uint64
 	err     error
 }
+
+// sessionRefusal is what a client tells its token source after a 401:
+// the token the gateway refused, and whether the client wants a token of a
+// new session now (renew) or only the refused one dropped (the call that
+// got the 401 is not sent again; the next call signs in). It reaches the
+// source in the context given to the source, as a value: read-only, and
+// passed on by any source that hands the context to TokenSource.Token. A
+// token names its session, so the source needs no more to drop that one
+// only.
+type sessionRefusal struct {
+	token string
+	renew bool
+}
+
+type sessionRefusalKey struct{}
 
 // LoginTokenSource returns a TokenSource that signs in with signer through
 // auth (see Auth.Login for params). It does no I/O until its first use.
@@ -401,13 +414,20 @@ func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts
 
 // Token returns a bearer token valid for at least the refresh margin,
 // signing in first when needed. Its signature matches WithTokenSource.
+//
+// Called by a client after the gateway answered 401 to a call sent with one
+// of its tokens, it first drops that token's session (and only that one: a
+// newer session another call obtained is kept); see WithTokenSource.
 func (ts *TokenSource) Token(ctx context.Context) (string, error) {
-	s, gen, err := ts.current(ctx)
+	if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok {
+		ts.refused(n.token)
+		if !n.renew {
+			return "", nil
+		}
+	}
+	s, err := ts.current(ctx)
 	if err != nil {
 		return "", err
-	}
-	if use, ok := ctx.Value(tokenUseKey{}).(*tokenUse); ok && use != nil {
-		use.ts, use.gen = ts, gen // the client's call records which session it sends
 	}
 	return s.Token(), nil
 }
@@ -424,40 +444,39 @@ func (ts *TokenSource) Token(ctx context.Context) (string, error) {
 // callers sign in again with their own context and allowance instead of
 // inheriting a failure that was about another caller's budget.
 func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
-	s, _, err := ts.current(ctx)
+	s, err := ts.current(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return copySession(s), nil
 }
 
-// current returns the cached session (not to be modified) and its
-// generation, signing in first when needed; see Session.
-func (ts *TokenSource) current(ctx context.Context) (*Session, uint64, error) {
+// current returns the cached session (not to be modified), signing in
+// first when needed; see Session.
+func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		ts.mu.Lock()
 		if s := ts.session; s != nil && ts.fresh(s) {
-			gen := ts.gen
 			ts.mu.Unlock()
-			return s, gen, nil
+			return s, nil
 		}
 		if call := ts.inflight; call != nil {
 			ts.mu.Unlock()
 			select {
 			case <-call.done:
 			case <-ctx.Done():
-				return nil, 0, ctx.Err()
+				return nil, ctx.Err()
 			}
 			if call.err == nil {
-				return call.session, call.gen, nil
+				return call.session, nil
 			}
 			if ctx.Err() == nil && (isContextErr(call.err) || ts.ownBudgetAdmits(ctx, call.err)) {
 				continue // the leader gave up or ran out of budget; lead a sign-in ourselves
 			}
-			return nil, 0, call.err
+			return nil, call.err
 		}
 		call := &loginCall{done: make(chan struct{})}
 		ts.inflight = call
@@ -471,17 +490,15 @@ func (ts *TokenSource) current(ctx context.Context) (*Session, uint64, error) {
 		ts.mu.Lock()
 		ts.inflight = nil
 		if call.err == nil {
-			ts.gen++
-			call.gen = ts.gen
 			ts.session = call.session
 			ts.obtained = ts.now()
 		}
 		ts.mu.Unlock()
 		close(call.done)
 		if call.err != nil {
-			return nil, 0, call.err
+			return nil, call.err
 		}
-		return call.session, call.gen, nil
+		return call.session, nil
 	}
 }
 
@@ -501,12 +518,12 @@ func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	return wait <= c.policy.maxRetryWait && wait < timeLeft(ctx, c.now())
 }
 
-// refused drops the session of generation gen, which the gateway answered
-// 401: it was revoked. A newer session (another call already signed in
-// again) is kept.
-func (ts *TokenSource) refused(gen uint64) {
+// refused drops the session whose token the gateway answered 401: it was
+// revoked. A newer session (another call already signed in again) is
+// kept.
+func (ts *TokenSource) refused(token string) {
 	ts.mu.Lock()
-	if ts.session != nil && ts.gen == gen {
+	if ts.session != nil && ts.session.Token() == token {
 		ts.session = nil
 	}
 	ts.mu.Unlock()

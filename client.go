@@ -33,9 +33,12 @@
 // code, the request id and RetryAfter (a 3xx too: redirects are never
 // followed, so the token never reaches another origin); errors.Is matches
 // ErrRateLimited, ErrUnauthorized, ErrForbidden and ErrNotFound by status.
-// A write whose outcome is unknown (the connection broke after the request
-// was written, or any 5xx) is an *OutcomeUnknownError (errors.Is(err,
-// ErrOutcomeUnknown)).
+// A write that must not run twice whose outcome is unknown is an
+// *OutcomeUnknownError (errors.Is(err, ErrOutcomeUnknown)), carrying its
+// Idempotency-Key: the connection broke after the request was written, or
+// the answer does not prove the write did not run (only a 429 and a 4xx in
+// the gateway's error envelope do: a 5xx, a 408, a proxy's 401 or an
+// undecodable 2xx may come after it ran).
 // A call cut short by its context returns an error that matches both the
 // context error and, if a 429 was being waited out or retried, the *APIError.
 //
@@ -68,6 +71,12 @@
 //     and reports by hash). Submitting a signed transaction, rotating a
 //     webhook secret and the other writes that must not run twice are never
 //     repeated after they may have run.
+//  6. A call waits in two places only: between an answer and its retry (the
+//     waits above, timed by go-retryablehttp), and, with the cooldown or
+//     WithPacing, for its turn on its rate-limit partition just before each
+//     request leaves, since another call's answer can move that turn while
+//     this one waits. Both end when the context does; the server-given waits
+//     and the turns count against WithMaxRetryWait.
 //
 // # What a call tells
 //
@@ -103,8 +112,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/rail0/rail0-go/registry"
 )
@@ -151,7 +158,7 @@ type Client struct {
 	policy      policy
 	now         func() time.Time
 	rand        func() float64
-	rc          *retryablehttp.Client
+	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
 	limiter     Limiter
 	pacing      Pacing
 	pacingOn    bool
@@ -242,21 +249,19 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		token := cfg.token
 		cfg.tokenSource = func(context.Context) (string, error) { return token, nil }
 	}
-	var hc *http.Client
-	if cfg.httpClient != nil {
-		// A copy, so that the redirect policy below does not change the
-		// caller's client; it shares the caller's Transport and Jar.
-		own := *cfg.httpClient
-		hc = &own
-	} else {
+	// The caller's client is not modified: the one the SDK sends with
+	// shares its Transport, Jar and Timeout (see sendingClient).
+	hc := cfg.httpClient
+	if hc == nil {
 		hc = &http.Client{
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
 			Timeout:   defaultTimeout,
 		}
 	}
-	hc.CheckRedirect = noRedirects
+	hc = sendingClient(hc)
 	c := &Client{
 		base:        base,
+		hc:          hc,
 		baseStr:     base.String(),
 		tokenSource: cfg.tokenSource,
 		userAgent:   cfg.userAgent,
@@ -279,21 +284,6 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			maxRetries:    cfg.maxRetries,
 			base:          defaultBackoffBase,
 		},
-	}
-	// One retryablehttp.Client for the life of the Client, built as a
-	// literal: its defaults would drop the final response on exhaustion and
-	// use Retry-After uncapped. Our CheckRetry enforces every limit, so its
-	// own RetryMax is only a ceiling never reached.
-	c.rc = &retryablehttp.Client{
-		HTTPClient:   hc,
-		RetryMax:     maxAttempts,
-		CheckRetry:   c.checkRetry,
-		Backoff:      c.backoff,
-		ErrorHandler: passthroughErrorHandler,
-		PrepareRetry: c.prepareRetry,
-		// Called before every attempt: the transcript's send time, and the
-		// observer's headers (trace context).
-		RequestLogHook: c.requestHook,
 	}
 	if c.limiter == nil {
 		c.limiter = NewMemoryLimiter(c.now)
@@ -426,39 +416,44 @@ type request struct {
 // do sends r and decodes a 2xx JSON answer into out (see send). It refuses
 // a request that could not be sent as given before anything goes out.
 //
-// When a call sent with a session of a TokenSource is answered 401, do drops
-// that session (that one only: a newer session that another call obtained
+// A call sent with a token and answered 401 tells the client's token source
+// which token the gateway refused (see bearer): a TokenSource drops that
+// session (that one only: a newer session that another call obtained
 // meanwhile is kept, so late 401s for an old token do not discard a fresh
-// one), lets the TokenSource sign in again (one sign-in shared by all
-// callers) and sends the call once more, if the operation is safe to repeat
-// (the table of backoff.go). The gateway answers a 401 before it runs
+// one). When the operation is safe to repeat (the table of backoff.go), do
+// asks the source for a token at once, which makes a TokenSource sign in
+// again (one sign-in shared by all callers), and sends the call once more
+// if the token is a new one. The gateway answers a 401 before it runs
 // anything, but a proxy or a broken gateway might not: a write that must not
-// run twice (a submit, a secret rotation) comes back with its 401 instead,
-// and the caller's next call uses the new session.
+// run twice (a submit, a secret rotation) comes back with its 401 instead
+// (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
+// provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err
 	}
 	ctx, call := c.startCall(ctx, r)
-	use, sp := &tokenUse{}, &spent{}
-	resp, err := c.send(ctx, r, out, use, call, sp)
-	sessionRefused := use.ts != nil && !r.keep401 && errors.Is(err, ErrUnauthorized)
-	if sessionRefused {
-		use.ts.refused(use.gen)
-	}
-	if sessionRefused && call.class.repeatable(r.idempotencyKey != "") {
-		// The send after a sign-in is a retry like any other: counted,
-		// reported, and within the call's attempts and allowance.
-		ev := RetryEvent{Method: r.method, Path: call.Path, Attempt: sp.attempts, StatusCode: http.StatusUnauthorized,
-			Err: err, WillRetry: true, Reason: ReasonSessionRefused, CallID: call.ID}
-		if n := len(call.Attempts); n > 0 {
-			a := &call.Attempts[n-1]
-			a.Retry, a.Reason = true, ReasonSessionRefused
-			ev.RequestID = a.RequestID
+	st := c.newCall(r, call)
+	resp, err := st.send(ctx, r, out, "")
+	if refused := st.token; refused != "" && !r.keep401 && errors.Is(err, ErrUnauthorized) {
+		if !call.class.repeatable(r.idempotencyKey != "") {
+			_, _ = c.bearer(ctx, refused, false) // the session is dropped; the answer is not used
+		} else if tok, srcErr := c.bearer(ctx, refused, true); srcErr != nil {
+			err = srcErr
+		} else if tok != refused {
+			// The send after a sign-in is a retry like any other: counted,
+			// reported, and within the call's attempts and allowance.
+			ev := RetryEvent{Method: r.method, Path: call.Path, Attempt: st.attempts, StatusCode: http.StatusUnauthorized,
+				Err: err, WillRetry: true, Reason: ReasonSessionRefused, CallID: call.ID}
+			if n := len(call.Attempts); n > 0 {
+				a := &call.Attempts[n-1]
+				a.Retry, a.Reason = true, ReasonSessionRefused
+				ev.RequestID = a.RequestID
+			}
+			c.stats.retries.Add(1)
+			c.report(ctx, ev)
+			resp, err = st.send(ctx, r, out, tok)
 		}
-		c.stats.retries.Add(1)
-		c.report(ctx, ev)
-		resp, err = c.send(ctx, r, out, &tokenUse{}, call, sp)
 	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError
@@ -472,17 +467,6 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	}
 	return resp, err
 }
-
-// tokenUse records which session of a TokenSource a call was sent with. do
-// puts it in the context it hands the token source; TokenSource.Token fills
-// it in. Any token source that passes the context on to a TokenSource's
-// Token (as WithTokenSource(ts.Token) does) takes part.
-type tokenUse struct {
-	ts  *TokenSource
-	gen uint64 // the session's generation within ts
-}
-
-type tokenUseKey struct{}
 
 // pathSegment validates an id that goes into a request path and returns it
 // escaped. Empty, "." and ".." are refused: escaping leaves the dots as they
@@ -527,13 +511,21 @@ func (c *Client) resolve(path string, query url.Values) string {
 	return u
 }
 
-// bearer resolves the call's token, recording in use which TokenSource
-// session it is (see tokenUse).
-func (c *Client) bearer(ctx context.Context, use *tokenUse) (string, error) {
+// bearer asks the client's token source for a token. refused, when not
+// empty, is the token a 401 just refused: it reaches the source in the
+// context, as a read-only value (sessionRefusal), and a TokenSource's Token
+// drops that session, then (renew) returns a token of a fresh one, or
+// (!renew) returns at once without signing in; the caller does not use that
+// answer. Nothing else rides in the context: the answer is the token, which
+// itself names the session.
+func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string, error) {
 	if c.tokenSource == nil {
 		return "", nil
 	}
-	tok, err := c.tokenSource(context.WithValue(ctx, tokenUseKey{}, use))
+	if refused != "" {
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
+	}
+	tok, err := c.tokenSource(ctx)
 	if err != nil {
 		return "", fmt.Errorf("rail0: token source: %w", err)
 	}

@@ -305,8 +305,12 @@ func (e *APIError) Hint() string {
 
 // OutcomeUnknownError is returned when a write that must not run twice may
 // or may not have been executed: the connection failed after the request was
-// written, or the gateway or a proxy answered any 5xx (520, 524 and 507
-// included). Which writes those are is decided per operation: submitting a
+// written, or the answer does not prove that it did not run, which only a
+// 429 and a 4xx in the gateway's own error envelope do. Any 5xx (520, 524
+// and 507 included), a 3xx, a 408, a 4xx without the envelope (a proxy's
+// 401, say) and a 2xx whose body is not the promised JSON (an HTML page, an
+// empty body) may have been written by a proxy after the gateway ran the
+// request. Which writes those are is decided per operation: submitting a
 // signed transaction, rotating a webhook secret, creating a webhook or a
 // wallet, and creating a payment (which the SDK repeats only with the same
 // Idempotency-Key). Read the resource (or replay with the same
@@ -318,7 +322,8 @@ type OutcomeUnknownError struct {
 	// IdempotencyKey is the key the request carried, if any: replaying the
 	// call with it is safe.
 	IdempotencyKey string
-	// Err is the last failure: an *APIError for a 5xx, or the transport error.
+	// Err is the last failure: the *APIError of the last answer, the
+	// *DecodeError of a 2xx that could not be read, or the transport error.
 	Err error
 	// Call is the transcript of the call.
 	Call *Call

@@ -357,12 +357,12 @@ func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *C
 	return ctx, call
 }
 
-// beforeAttempt runs just before each attempt leaves (requestHook): it
-// opens the attempt's entry in the transcript and lets the observer add its
-// headers.
+// beforeAttempt runs just before each attempt leaves (send for the first,
+// prepareRetry for a retry): it opens the attempt's entry in the transcript
+// and lets the observer add its headers.
 func (c *Client) beforeAttempt(req *http.Request, st *callState) {
 	call := st.call
-	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: st.requestBytes})
+	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: len(st.requestBody)})
 	if c.observer != nil {
 		c.observer.SendAttempt(req.Context(), call, AttemptHeader{req.Header})
 	}

@@ -63,10 +63,14 @@ func WithToken(token string) Option {
 // Authorization header. See LoginTokenSource for one that signs in again
 // before the session expires.
 //
-// With a TokenSource's Token (or any function that passes the call's context
-// on to it), a call answered 401 makes the client drop the session the call
-// was sent with, sign in again (one sign-in for all the calls refused
-// together) and send the call once more; a second 401 is returned.
+// A call answered 401 asks the source once more, with the refused token in
+// the context it passes: a TokenSource's Token (or any function that passes
+// that context on to it) drops the session of that token, and only that
+// one, then signs in again (one sign-in for all the calls refused together).
+// If the operation is safe to repeat and the source returns another token,
+// the call is sent once more with it; a second 401 is returned. A write that
+// must not run twice is not sent again: its session is dropped without
+// signing in, and the next call signs in.
 func WithTokenSource(source func(context.Context) (string, error)) Option {
 	return func(c *config) error {
 		if source == nil {
@@ -82,7 +86,9 @@ func WithTokenSource(source func(context.Context) (string, error)) Option {
 // its own connection pool. The client is copied and its redirect policy
 // replaced: the SDK never follows redirects, whatever hc.CheckRedirect says
 // (a 3xx comes back as an *APIError with its Location), so the bearer token
-// never travels to another origin. hc itself is not modified.
+// never travels to another origin. hc itself is not modified, and a failed
+// call never closes the idle connections of its Transport (go-retryablehttp
+// would, for the whole program, on every failure).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {

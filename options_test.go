@@ -52,8 +52,10 @@ func TestNewClientDefaults(t *testing.T) {
 	assert.Equal(t, "https://api.rail0.xyz/", c.BaseURL())
 	assert.Equal(t, policy{retryOn429: false, retryAfterCap: 60 * time.Second, maxRetryWait: 3 * time.Minute, maxRetries: 2, base: 500 * time.Millisecond}, c.policy)
 	assert.Nil(t, c.logger)
-	assert.NotSame(t, http.DefaultClient, c.rc.HTTPClient, "no shared global client")
-	assert.NotSame(t, http.DefaultTransport, c.rc.HTTPClient.Transport)
+	assert.NotSame(t, http.DefaultClient, c.hc, "no shared global client")
+	inner := c.hc.Transport.(timeoutClient).hc
+	assert.NotSame(t, http.DefaultTransport, inner.Transport)
+	assert.Equal(t, 30*time.Second, inner.Timeout)
 }
 
 // Paths resolve under a base path, whatever its trailing slash.

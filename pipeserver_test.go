@@ -16,6 +16,14 @@ import (
 // inside the bubble.
 func pipeServer(t *testing.T, h http.Handler) (*httptest.Server, Option) {
 	t.Helper()
+	srv, transport := pipeTransport(t, h)
+	return srv, WithHTTPClient(&http.Client{Transport: transport})
+}
+
+// pipeTransport is pipeServer for a test that builds its own http.Client:
+// it returns the Transport that reaches the server.
+func pipeTransport(t *testing.T, h http.Handler) (*httptest.Server, *http.Transport) {
+	t.Helper()
 	ln := newPipeListener()
 	srv := httptest.NewUnstartedServer(h)
 	srv.Listener.Close()
@@ -26,7 +34,7 @@ func pipeServer(t *testing.T, h http.Handler) (*httptest.Server, Option) {
 		srv.Close()
 		transport.CloseIdleConnections()
 	})
-	return srv, WithHTTPClient(&http.Client{Transport: transport})
+	return srv, transport
 }
 
 // newPipeScript is newScriptServer on the in-memory network of pipeServer,

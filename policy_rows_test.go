@@ -87,8 +87,11 @@ var policyRows = []policyRow{
 	{name: "502 on a report by hash is retried", method: "POST", path: "payments/p1/capture/submitted",
 		steps: []step{{status: 502}, {status: 202, body: `{}`}}, attempts: 2, outcome: "ok",
 		reasons: []RetryReason{ReasonServerError}},
-	{name: "a definitive 422", method: "POST", steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
+	{name: "a definitive 422", method: "POST", steps: []step{{status: 422,
+		body: `{"code":"invalid_amount","title":"Invalid amount","detail":"Not a valid amount.","status":"invalid_amount"}`}},
 		attempts: 1, outcome: "api", status: 422},
+	{name: "a 422 without the gateway's envelope on a submit", method: "POST", steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
+		attempts: 1, outcome: "unknown", status: 422},
 }
 
 func (row policyRow) requestPath() string {

@@ -61,27 +61,54 @@ type RetryEvent struct {
 	CallID uint64
 }
 
-// callState is the per-call state. It rides in the request's context under
-// an unexported key, so that each call's hooks see only their own attempts:
-// one response's header never paces another call or attempt. Only the
-// calling goroutine touches it (retryablehttp runs the hooks synchronously).
+// callState is one call: its request, its transcript, what its attempts
+// used and did, and the go-retryablehttp client it sends with. That client
+// is the call's own (a struct literal, built once per call), and its hooks
+// (checkRetry, backoff, prepareRetry) are methods of this value: each call's
+// hooks see only its own attempts, so one response's header never paces
+// another call, and nothing about the call rides in its context. The hooks
+// run on the calling goroutine (go-retryablehttp calls them from Do), the
+// only one that touches the state.
+//
+// A call may wait in two places, each for its own reason:
+//
+//   - go-retryablehttp's timer, between an answer and its retry: the wait
+//     the policy decided in checkRetry (the server's Retry-After, or a
+//     guess), which backoff hands over. That includes the retry after a
+//     transport error: backoff reads this value, not the response, which
+//     go-retryablehttp gives it as nil then.
+//   - the limiter's admission (admit, before the first attempt in send and
+//     before each retry in prepareRetry): the call's turn on its rate-limit
+//     partition, which other calls' answers (a 429, a lower budget) can move
+//     while this one waits, so it is taken just before the request leaves.
+//
+// checkRetry itself never waits.
 type callState struct {
-	call           *Call // the transcript, shared by the sends of one call
-	requestBytes   int
+	c              *Client
+	rc             retryablehttp.Client
+	call           *Call // the transcript
 	method         string
 	path           string
 	idempotencyKey string
 	op             opClass // what repeating the operation would do
-	partition      string  // derived from the token when first needed
-	anonymous      bool    // no token: the public partition
-	token          string  // only to derive partition; never logged or stored elsewhere
-	gated          bool    // waits for the limiter before each attempt
-	jitter         float64 // the draw of the last 429 decision, reused for its admission
-	turn           turn    // the limiter's admission of the attempt in flight
-	held           int64   // the slot held for the retry of a 429 since the answer came; zero when none
+	requestBody    []byte  // the JSON body, encoded once and replayed on every attempt
 
-	spent               // carried from the call's earlier sends
-	next  time.Duration // the wait checkRetry decided, taken by backoff
+	spent     // what the call used and did, across its sends
+	sendState // what the current send has seen
+}
+
+// sendState is what one send of a call has seen. The send after a 401 (see
+// do) starts from a fresh one, with the new token.
+type sendState struct {
+	partition string  // derived from the token when first needed
+	anonymous bool    // no token: the public partition
+	token     string  // the bearer token; never logged or stored elsewhere
+	gated     bool    // waits for the limiter before each attempt
+	jitter    float64 // the draw of the last 429 decision, reused for its admission
+	turn      turn    // the limiter's admission of the attempt in flight
+	held      int64   // the slot held for the retry of a 429 since the answer came; zero when none
+
+	next time.Duration // the wait checkRetry decided, taken by backoff
 
 	last429    *APIError // kept so a call cut short while waiting or retrying still reports it
 	refused    bool
@@ -94,8 +121,6 @@ type callState struct {
 	bodyErr    error
 }
 
-type callStateKey struct{}
-
 // partitionKey names the call's rate-limit partition, hashing the token only
 // when a limiter needs it (most calls never do).
 func (st *callState) partitionKey() string {
@@ -105,17 +130,11 @@ func (st *callState) partitionKey() string {
 	return st.partition
 }
 
-func stateFrom(ctx context.Context) *callState {
-	st, _ := ctx.Value(callStateKey{}).(*callState)
-	return st
-}
-
 // spent is what a call has used of its limits, and what its attempts may
-// have done, across sends. The send after a 401 (see do) starts from it, so
-// that signing in again gives a call neither a second allowance (attempts,
-// MaxRetryWait, the guesses and other retries the policy counts) nor a
-// clean record: a write an earlier attempt may have run still ends as an
-// *OutcomeUnknownError.
+// have done, across sends: signing in again after a 401 gives a call
+// neither a second allowance (attempts, MaxRetryWait, the guesses and other
+// retries the policy counts) nor a clean record: a write an earlier attempt
+// may have run still ends as an *OutcomeUnknownError.
 type spent struct {
 	attempts      int
 	waited        time.Duration // server-given and rate-limit waiting spent
@@ -125,36 +144,44 @@ type spent struct {
 	sent          bool // some attempt may have reached the server
 }
 
+// newCall starts the state of the call r, whose transcript is call.
+func (c *Client) newCall(r *request, call *Call) *callState {
+	st := &callState{c: c, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey, op: call.class}
+	// The call's own client, built as a literal (its defaults would drop
+	// the final response on exhaustion and use Retry-After uncapped).
+	// checkRetry enforces every limit, so RetryMax is only a ceiling never
+	// reached.
+	st.rc = retryablehttp.Client{
+		HTTPClient:   c.hc,
+		RetryMax:     maxAttempts,
+		CheckRetry:   st.checkRetry,
+		Backoff:      st.backoff,
+		ErrorHandler: passthroughErrorHandler,
+		PrepareRetry: st.prepareRetry,
+	}
+	return st
+}
+
 // send sends r through the retry policy and decodes a 2xx JSON body into
 // out (out may be nil). Every non-2xx becomes an *APIError, or an
-// *OutcomeUnknownError for a write that may have run. use records which
-// token-source session the call was sent with (see do in client.go); sp
-// holds what earlier sends of the call spent and is updated.
-func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, call *Call, sp *spent) (*Response, error) {
-	st := &callState{
-		call:           call,
-		method:         r.method,
-		path:           call.Path,
-		idempotencyKey: r.idempotencyKey,
-		op:             call.class,
-		spent:          *sp,
-	}
-	defer func() { *sp = st.spent }()
+// *OutcomeUnknownError for a write that may have run. token is the bearer
+// token to send; empty, the call's token source is asked (an anonymous
+// request sends none).
+func (st *callState) send(ctx context.Context, r *request, out any, token string) (*Response, error) {
+	c := st.c
+	st.sendState = sendState{}
 	if err := ctx.Err(); err != nil {
 		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 	}
-	var body any
-	if r.body != nil {
+	if r.body != nil && st.requestBody == nil {
 		b, err := json.Marshal(r.body)
 		if err != nil {
 			return nil, fmt.Errorf("rail0: %s %s: encoding the request body: %w", st.method, st.path, err)
 		}
-		body = b // replayed from these bytes on every attempt
-		st.requestBytes = len(b)
+		st.requestBody = b
 	}
-	var token string
-	if !r.anonymous {
-		t, err := c.bearer(ctx, use)
+	if !r.anonymous && token == "" {
+		t, err := c.bearer(ctx, "", true)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +198,11 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, c
 			return nil, err
 		}
 	}
-	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, callStateKey{}, st), r.method, call.URL, body)
+	var body any
+	if st.requestBody != nil {
+		body = st.requestBody
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, st.call.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
 	}
@@ -187,7 +218,8 @@ func (c *Client) send(ctx context.Context, r *request, out any, use *tokenUse, c
 	if r.idempotencyKey != "" {
 		h.Set("Idempotency-Key", r.idempotencyKey)
 	}
-	resp, err := c.rc.Do(req)
+	c.beforeAttempt(req.Request, st)
+	resp, err := st.rc.Do(req)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close() // checkRetry has read it already
 	}
@@ -242,23 +274,28 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	}
 	if out != nil && st.status != http.StatusNoContent {
 		if err := json.Unmarshal(st.body, out); err != nil {
-			return meta, &DecodeError{
+			var failure error = &DecodeError{
 				Method: st.method, Path: st.path, StatusCode: st.status,
 				RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
 				Body: truncate(st.body, 1024), Err: err,
 			}
+			if st.maybeExecuted {
+				// A 2xx that is not the gateway's promised JSON may be a
+				// proxy's page: the write may or may not have run, and a
+				// keyed one can be repeated with its key.
+				failure = &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: failure}
+			}
+			return meta, failure
 		}
 	}
 	return meta, nil
 }
 
 // checkRetry is the CheckRetry hook: it reads the answer, asks the policy
-// and records the decision. It is the only place that decides.
-func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	st := stateFrom(ctx)
-	if st == nil {
-		return false, err
-	}
+// and records the decision. It is the only place that decides, and it does
+// not wait: the wait it decides is backoff's.
+func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	c := st.c
 	st.attempts++
 	now := c.now()
 	o := outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
@@ -297,7 +334,11 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	if !o.notSent {
 		st.sent = true
-		if st.op.matters() && (o.failed || o.status >= 500) {
+		if st.op.matters() && (o.failed || !provesNotRun(o.status, st.body)) {
+			// A write that must not run twice may have run: a broken
+			// connection, or any answer that does not prove it did not
+			// (a 2xx included, so that one the SDK cannot read is no
+			// proof either way).
 			st.maybeExecuted = true
 		}
 	}
@@ -358,16 +399,6 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	c.stats.retries.Add(1)
 	c.report(ctx, ev)
-	if resp == nil {
-		// retryablehttp hands Backoff no response after a transport error,
-		// so Backoff cannot reach this call's state and its decided wait.
-		// Rather than draw a second, different wait there, the wait the
-		// policy decided (and reported) is taken here.
-		if !sleepCtx(ctx, d.wait) {
-			return false, ctx.Err()
-		}
-		return true, nil
-	}
 	st.next = d.wait
 	if st.gated && o.status == http.StatusTooManyRequests {
 		c.holdRetrySlot(ctx, st, d.wait)
@@ -376,37 +407,28 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 }
 
 // backoff is the Backoff hook: it returns the wait checkRetry decided for
-// this call's last answer, and consumes it so it cannot pace another attempt.
-func (c *Client) backoff(_, _ time.Duration, _ int, resp *http.Response) time.Duration {
-	if resp == nil || resp.Request == nil {
-		return 0 // transport error: waited in checkRetry
-	}
-	st := stateFrom(resp.Request.Context())
-	if st == nil {
-		return 0
-	}
+// the call's last answer, and consumes it. It reads the call's state, not
+// the response, which go-retryablehttp passes as nil after a transport
+// error.
+func (st *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
 	w := st.next
 	st.next = 0
 	return w
 }
 
-// prepareRetry is the PrepareRetry hook: a retry is a new send, so a gated
-// call takes its turn with the limiter again (after a 429 the cooldown that
-// answer set is normally over by now, since the backoff waited it out with
-// the same jitter draw).
-func (c *Client) prepareRetry(req *http.Request) error {
-	st := stateFrom(req.Context())
-	if st == nil || !st.gated {
-		return nil
+// prepareRetry is the PrepareRetry hook, run when the backoff is over and
+// just before the retry leaves: a gated call takes its turn with the
+// limiter again (after a 429 the cooldown that answer set is normally over
+// by now, since the backoff waited it out with the same jitter draw), then
+// the retry opens its entry in the transcript.
+func (st *callState) prepareRetry(req *http.Request) error {
+	if st.gated {
+		if err := st.c.admit(req.Context(), st); err != nil {
+			return err
+		}
 	}
-	return c.admit(req.Context(), st)
-}
-
-// requestHook is the RequestLogHook: it runs before every attempt.
-func (c *Client) requestHook(_ retryablehttp.Logger, req *http.Request, _ int) {
-	if st := stateFrom(req.Context()); st != nil {
-		c.beforeAttempt(req, st)
-	}
+	st.c.beforeAttempt(req, st)
+	return nil
 }
 
 // admit waits for the call's turn on its rate-limit partition (see
@@ -495,9 +517,9 @@ func (r RetryRefusals) Total() uint64 {
 // them. No RetryEvent carries it: the refusal comes before an attempt.
 const ReasonLimiter RetryReason = "limiter"
 
-// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
-// client signed in again and sent the call once more (a transcript entry,
-// not a RetryEvent).
+// ReasonSessionRefused is the Attempt.Reason and RetryEvent.Reason of a 401
+// after which the client's token source gave a new token (a TokenSource
+// signed in again) and the call was sent once more with it.
 const ReasonSessionRefused RetryReason = "session_refused"
 
 // retryCounters holds the client's retry counters.
