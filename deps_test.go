@@ -9,23 +9,62 @@ import (
 	"testing"
 )
 
-// TestRootPackageImports pins the root package's dependencies: the standard
-// library, go-retryablehttp and internal/evm (standard library only).
-// In particular it must never import go-ethereum, so that programs that only
-// read data do not compile it; signing is the package for keys. Nor does
-// it, or any of its tests, import OpenTelemetry (package rail0otel does).
-func TestRootPackageImports(t *testing.T) {
-	allowed := map[string]bool{
-		"github.com/hashicorp/go-retryablehttp": true,
-		// Keccak-256, RLP and secp256k1 recovery on the standard library,
-		// so that checking artifacts needs no go-ethereum.
-		"github.com/rail0/rail0-go/internal/evm": true,
+// Module paths that only the integrations (modules of their own: rail0test,
+// rail0otel, redislimit, cmd/..., integration, examples) may need. None of
+// them may reach a program that imports only the SDK's own packages.
+var heavyModules = []string{
+	"github.com/ethereum/go-ethereum",
+	"go.opentelemetry.io/",
+	"github.com/redis/go-redis/",
+	"github.com/getkin/kin-openapi",
+	"gonum.org/",
+	"github.com/golang-jwt/",
+}
+
+func isHeavy(path string) bool {
+	for _, h := range heavyModules {
+		if strings.HasPrefix(path, h) {
+			return true
+		}
 	}
-	// Package webhook derives its types from the root package's.
-	for dir, extra := range map[string]map[string]bool{".": allowed, "webhook": {"github.com/rail0/rail0-go": true}, "internal/evm": {}} {
+	return false
+}
+
+// TestRootPackageImports pins the dependencies of the SDK's own packages:
+// the root package imports the standard library, go-retryablehttp and
+// internal/evm; internal/evm and signing do their Ethereum cryptography with
+// decred's secp256k1 and x/crypto's Keccak. None of these packages, nor any
+// of their tests, imports go-ethereum or another integration's dependency
+// (OpenTelemetry is package rail0otel's, go-ethereum the integration tests'),
+// so that programs that only use the SDK do not download them.
+func TestRootPackageImports(t *testing.T) {
+	const (
+		root      = "github.com/rail0/rail0-go"
+		evm       = root + "/internal/evm"
+		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
+		ecdsa     = secp256k1 + "/ecdsa"
+		sha3      = "golang.org/x/crypto/sha3"
+	)
+	allow := func(paths ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, p := range paths {
+			m[p] = true
+		}
+		return m
+	}
+	for dir, allowed := range map[string]map[string]bool{
+		".":                allow("github.com/hashicorp/go-retryablehttp", evm),
+		"webhook":          allow(root), // its types are the root package's
+		"signing":          allow(root, evm, secp256k1, ecdsa),
+		"internal/evm":     allow(secp256k1, ecdsa, sha3),
+		"internal/evmtest": allow(evm, secp256k1, ecdsa),
+	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Fatalf("no Go files in %s", dir)
 		}
 		for _, f := range files {
 			test := strings.HasSuffix(f, "_test.go")
@@ -35,17 +74,14 @@ func TestRootPackageImports(t *testing.T) {
 			}
 			for _, imp := range file.Imports {
 				path, _ := strconv.Unquote(imp.Path.Value)
-				// OpenTelemetry is package rail0otel's alone: the root
-				// reaches it through the Observer interface, and neither
-				// its code nor its tests import it.
-				if strings.HasPrefix(path, "go.opentelemetry.io/") {
-					t.Errorf("%s imports %s; only package rail0otel may", f, path)
+				if isHeavy(path) {
+					t.Errorf("%s imports %s, which only an integration's module may need", f, path)
 				}
 				if test {
 					continue
 				}
 				first := strings.Split(path, "/")[0]
-				if !strings.Contains(first, ".") || extra[path] {
+				if !strings.Contains(first, ".") || allowed[path] {
 					continue // standard library, or allowed
 				}
 				t.Errorf("%s imports %s", f, path)
