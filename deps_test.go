@@ -3,6 +3,7 @@ package rail0_test
 import (
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,6 +87,39 @@ func TestRootPackageImports(t *testing.T) {
 				}
 				t.Errorf("%s imports %s", f, path)
 			}
+		}
+	}
+}
+
+// TestRootModuleRequiresNoIntegrationDependency reads go.mod: with module
+// graph pruning, what the root module requires is what a user's
+// `go list -m all` names besides the SDK, so the integrations' dependencies
+// must be required by their own modules' go.mod files instead. .ci/rootcost
+// checks the same on a real user module.
+func TestRootModuleRequiresNoIntegrationDependency(t *testing.T) {
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBlock := false
+	for _, line := range strings.Split(string(gomod), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+			continue
+		case fields[0] == "require" && len(fields) > 1 && fields[1] == "(":
+			inBlock = true
+			continue
+		case inBlock && fields[0] == ")":
+			inBlock = false
+			continue
+		case fields[0] == "require" && len(fields) > 1:
+			fields = fields[1:]
+		case !inBlock:
+			continue
+		}
+		if isHeavy(fields[0]) {
+			t.Errorf("go.mod requires %s; only an integration's own module may", fields[0])
 		}
 	}
 }
