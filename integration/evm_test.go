@@ -12,9 +12,10 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 )
 
-// The root package's Ethereum primitives are written on the standard library
-// so that root users never download go-ethereum; here they are checked
-// against go-ethereum on random inputs.
+// The root package's Ethereum primitives (internal/evm) rest on x/crypto's
+// Keccak and decred's secp256k1, with an RLP encoder of their own, so that
+// root users never download go-ethereum; here they are checked against
+// go-ethereum on random inputs.
 
 func TestKeccak256MatchesGoEthereum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))

@@ -11,6 +11,10 @@
 // a signer only ever signs 32-byte digests. A key in an HSM or a cloud KMS
 // needs no code from this package: implement rail0.Signer's two methods.
 //
-// This is the only package of the module that imports go-ethereum, so
-// programs that only import the root package do not download or compile it.
+// Keys, signatures and addresses rest on decred's secp256k1, the pure-Go
+// implementation go-ethereum itself uses without cgo, and on
+// golang.org/x/crypto's Keccak: a program using this package does not
+// download go-ethereum. Its signatures are the ones go-ethereum's
+// crypto.Sign makes (RFC 6979 nonces, low s); the integration tests check
+// that byte for byte.
 package signing

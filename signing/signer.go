@@ -2,17 +2,17 @@ package signing
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 
-	"github.com/ethereum/go-ethereum/common"
-	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+	"github.com/decred/dcrd/dcrec/secp256k1/v4/ecdsa"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/evm"
 )
 
 // PrivateKeySigner implements rail0.Signer, the SDK's one signing interface.
@@ -25,8 +25,8 @@ var _ rail0.Signer = (*PrivateKeySigner)(nil)
 // fmt verb, including %#v) and logs (slog.LogValuer) as its address only, and
 // no error of this package repeats a key. It is safe for concurrent use.
 type PrivateKeySigner struct {
-	key  *ecdsa.PrivateKey
-	addr common.Address
+	key  *secp256k1.PrivateKey
+	addr string // EIP-55
 }
 
 // NewPrivateKeySigner returns a signer for the 32-byte private key written as
@@ -48,44 +48,49 @@ func NewPrivateKeySigner(hexKey string) (*PrivateKeySigner, error) {
 	if _, err := hex.Decode(b, hb); err != nil {
 		return nil, fmt.Errorf("%w: want 64 hex digits", ErrInvalidPrivateKey)
 	}
-	key, err := crypto.ToECDSA(b)
-	if err != nil {
+	// A key must be in [1, N-1]; decred's PrivKeyFromBytes would reduce a
+	// larger one modulo N instead of refusing it.
+	var d secp256k1.ModNScalar
+	if overflow := d.SetByteSlice(b); overflow || d.IsZero() {
+		d.Zero()
 		return nil, fmt.Errorf("%w: not in the secp256k1 range", ErrInvalidPrivateKey)
 	}
+	key := secp256k1.NewPrivateKey(&d)
+	d.Zero()
 	return newPrivateKeySigner(key), nil
 }
 
 // GenerateKey returns a signer for a fresh random key drawn from crypto/rand.
 // The key cannot be exported, so it suits tests and short-lived identities.
 func GenerateKey() (*PrivateKeySigner, error) {
-	key, err := crypto.GenerateKey()
+	key, err := secp256k1.GeneratePrivateKey()
 	if err != nil {
 		return nil, fmt.Errorf("signing: generate key: %w", err)
 	}
 	return newPrivateKeySigner(key), nil
 }
 
-func newPrivateKeySigner(key *ecdsa.PrivateKey) *PrivateKeySigner {
-	return &PrivateKeySigner{key: key, addr: crypto.PubkeyToAddress(key.PublicKey)}
+func newPrivateKeySigner(key *secp256k1.PrivateKey) *PrivateKeySigner {
+	return &PrivateKeySigner{key: key, addr: evm.ChecksumAddress(evm.PublicKeyAddress(key.PubKey()))}
 }
 
 // Address returns the account address derived from the key, EIP-55
 // checksummed.
-func (s *PrivateKeySigner) Address() string { return s.addr.Hex() }
+func (s *PrivateKeySigner) Address() string { return s.addr }
 
 // SignDigest signs digest with RFC 6979 deterministic nonces, so the same key
-// and digest always give the same signature. It returns r ‖ s ‖ v with v in
-// {0, 1}. It does no I/O; it only refuses a context that is already done.
+// and digest always give the same signature (the one go-ethereum's
+// crypto.Sign gives). It returns r ‖ s ‖ v with s in the lower half of the
+// curve order and v in {0, 1}. It does no I/O; it only refuses a context that
+// is already done.
 func (s *PrivateKeySigner) SignDigest(ctx context.Context, digest [32]byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	sig, err := crypto.Sign(digest[:], s.key)
-	if err != nil {
-		// crypto.Sign's errors describe the digest or key length, never the key.
-		return nil, fmt.Errorf("signing: sign digest: %w", err)
-	}
-	return sig, nil
+	// decred's compact form is 27+v ‖ r ‖ s, with s already made low;
+	// Ethereum's is r ‖ s ‖ v.
+	compact := ecdsa.SignCompact(s.key, digest[:], false)
+	return append(compact[1:65:65], compact[0]-27), nil
 }
 
 // String returns "PrivateKeySigner(<EIP-55 address>)".
@@ -93,7 +98,7 @@ func (s *PrivateKeySigner) String() string {
 	if s == nil {
 		return "PrivateKeySigner(nil)"
 	}
-	return "PrivateKeySigner(" + s.addr.Hex() + ")"
+	return "PrivateKeySigner(" + s.addr + ")"
 }
 
 // GoString returns a Go-syntax-like description holding only the address.
@@ -101,7 +106,7 @@ func (s *PrivateKeySigner) GoString() string {
 	if s == nil {
 		return "(*signing.PrivateKeySigner)(nil)"
 	}
-	return `&signing.PrivateKeySigner{Address: "` + s.addr.Hex() + `"}`
+	return `&signing.PrivateKeySigner{Address: "` + s.addr + `"}`
 }
 
 // Format implements fmt.Formatter so that every verb and flag, %#v and %+v
@@ -115,7 +120,7 @@ func (s *PrivateKeySigner) LogValue() slog.Value {
 	if s == nil {
 		return slog.StringValue("<nil>")
 	}
-	return slog.StringValue(s.addr.Hex())
+	return slog.StringValue(s.addr)
 }
 
 // formatRedacted writes str for every verb except %#v (goStr) and %q (quoted).

@@ -3,6 +3,7 @@ package signing
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ethereum/go-ethereum/crypto"
+	"github.com/rail0/rail0-go/internal/evm"
 )
 
 // Well-known keys and their addresses: Hardhat's first account, the EIP-712
@@ -73,7 +74,7 @@ func TestSignDigestIsDeterministicLowSAndRecoverable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		digest := crypto.Keccak256Hash([]byte{byte(i)})
+		digest := evm.Keccak256([]byte{byte(i)})
 		a, err := s.SignDigest(context.Background(), digest)
 		if err != nil {
 			t.Fatal(err)
@@ -85,13 +86,34 @@ func TestSignDigestIsDeterministicLowSAndRecoverable(t *testing.T) {
 		if a[64] > 1 {
 			t.Fatalf("v = %d, want 0 or 1", a[64])
 		}
-		pub, err := crypto.SigToPub(digest[:], a)
-		if err != nil || crypto.PubkeyToAddress(*pub).Hex() != hardhatAddr {
+		got, err := evm.Recover(digest, a)
+		if err != nil || evm.ChecksumAddress(got) != hardhatAddr {
 			t.Fatalf("signature does not recover to the signer: %v", err)
 		}
-		if !crypto.ValidateSignatureValues(a[64], bytesInt(a[:32]), bytesInt(a[32:64]), true) {
+		if !evm.IsLowS(a[32:64]) {
 			t.Fatal("s is not in the lower half")
 		}
+	}
+}
+
+// TestSignDigestKnownAnswer signs the transaction of EIP-155's example (its
+// signing hash) and expects the r and s the EIP publishes, with v = 37 − 35 −
+// 2·chainID = 0: the nonce is RFC 6979's and s is low.
+func TestSignDigestKnownAnswer(t *testing.T) {
+	s, err := NewPrivateKeySigner(eip155Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, _ := hex.DecodeString("daf5a779ae972f972197303d7b574746c7ef83eadac0f2791ad23db92e4c8e53")
+	sig, err := s.SignDigest(context.Background(), [32]byte(digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := new(big.Int).SetString("18515461264373351373200002665853028612451056578545711640558177340181847433846", 10)
+	ss, _ := new(big.Int).SetString("46948507304638947509940763649030358759909902576025900602547168820602576006531", 10)
+	want := append(append(r.FillBytes(make([]byte, 32)), ss.FillBytes(make([]byte, 32))...), 0)
+	if !bytes.Equal(sig, want) {
+		t.Fatalf("signature %x, want %x", sig, want)
 	}
 }
 
@@ -144,5 +166,3 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
-
-func bytesInt(b []byte) *big.Int { return new(big.Int).SetBytes(b) }

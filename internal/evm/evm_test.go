@@ -3,6 +3,7 @@ package evm_test
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"math/big"
 	"strings"
 	"testing"
@@ -70,15 +71,43 @@ func TestRecover(t *testing.T) {
 	for name, bad := range map[string][]byte{
 		"short": sig[:64],
 		"v=2":   append(append([]byte{}, sig[:64]...), 2),
-		"r=0":   append(make([]byte, 32), sig[32:]...),
-		"s=0":   append(append(append([]byte{}, sig[:32]...), make([]byte, 32)...), sig[64]),
-		"r>=n":  append(append(evm.N().FillBytes(make([]byte, 32)), sig[32:64]...), sig[64]),
+		// 29..34 are recovery codes in decred's compact form (an overflowed
+		// r, a compressed key), never Ethereum's v.
+		"v=29": append(append([]byte{}, sig[:64]...), 29),
+		"v=31": append(append([]byte{}, sig[:64]...), 31),
+		"r=0":  append(make([]byte, 32), sig[32:]...),
+		"s=0":  append(append(append([]byte{}, sig[:32]...), make([]byte, 32)...), sig[64]),
+		"r>=n": append(append(evm.N().FillBytes(make([]byte, 32)), sig[32:64]...), sig[64]),
 	} {
-		if _, err := evm.Recover(digest, bad); err == nil {
-			t.Errorf("%s: accepted", name)
+		if _, err := evm.Recover(digest, bad); !errors.Is(err, evm.ErrInvalidSignature) {
+			t.Errorf("%s: got %v, want ErrInvalidSignature", name, err)
 		}
 	}
 	if !evm.IsLowS(sig[32:64]) || evm.IsLowS(new(big.Int).Sub(evm.N(), big.NewInt(1)).Bytes()) {
 		t.Error("IsLowS")
+	}
+}
+
+// The examples of EIP-55 itself, and two well-known accounts.
+func TestChecksumAddress(t *testing.T) {
+	for _, want := range []string{
+		"0x52908400098527886E0F7030069857D2E4169EE7",
+		"0x8617E340B3D01FA5F11F306F4090FD50E238070D",
+		"0xde709f2102306220921060314715629080e2fb77",
+		"0x27b1fdb04752bbc536007a920d24acb045561c26",
+		"0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed",
+		"0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359",
+		"0xdbF03B407c01E7cD3CBea99509d93f8DDDC8C6FB",
+		"0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb",
+		"0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266",
+		"0xCD2a3d9F938E13CD947Ec05AbC7FE734Df8DD826",
+	} {
+		b, err := hex.DecodeString(strings.ToLower(want[2:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := evm.ChecksumAddress([20]byte(b)); got != want {
+			t.Errorf("ChecksumAddress = %s, want %s", got, want)
+		}
 	}
 }
