@@ -503,14 +503,16 @@ func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
 }
 
 // ownBudgetAdmits reports whether a sign-in led by another caller failed
-// only for that caller's budget: its 429 was refused (RetryRefused) for a
-// wait that fits the allowance of a fresh call and this caller's deadline.
+// only for that caller's settings or budget: it came back with a 429 (its
+// wait did not fit that caller's allowance or deadline, or that caller's
+// view does not retry 429s) whose wait fits the allowance of a fresh call
+// with this caller's settings (see Client.With) and this caller's deadline.
 func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) || !apiErr.RetryRefused {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
 		return false
 	}
-	c := ts.auth.client
+	c := ts.auth.client.forCaller(ctx)
 	if !c.policy.retryOn429 {
 		return false
 	}
