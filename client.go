@@ -116,7 +116,7 @@ import (
 	"github.com/rail0/rail0-go/registry"
 )
 
-// Version is the SDK version, sent in the default User-Agent.
+// Version is the SDK version, sent in the User-Agent (see WithUserAgent).
 const Version = "0.1.0"
 
 const defaultTimeout = 30 * time.Second
@@ -247,7 +247,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		retryAfterCap: DefaultRetryAfterCap,
 		maxRetryWait:  DefaultMaxRetryWait,
 		maxRetries:    DefaultMaxRetries,
-		userAgent:     "rail0-go/" + Version,
+		userAgent:     sdkUserAgent,
 		now:           time.Now,
 		rand:          rand.Float64,
 		cooldown:      true,
