@@ -224,7 +224,7 @@ func (s *AuthService) message(p LoginParams, statement, address, nonce string) (
 		URI:       p.URI,
 		ChainID:   p.ChainID,
 		Nonce:     nonce,
-		IssuedAt:  s.client.now().UTC().Truncate(time.Second),
+		IssuedAt:  s.client.gatewayNow().UTC().Truncate(time.Second), // the gateway judges it by its clock
 	}
 	return m, m.Validate()
 }
@@ -317,7 +317,8 @@ func WithRefreshMargin(d time.Duration) TokenSourceOption {
 }
 
 // withSessionClock sets the clock used to judge expiry (default: the
-// clock of the AuthService's client, normally time.Now); the tests' seam.
+// gateway's clock as the AuthService's client learned it; see
+// Client.ClockOffset); the tests' seam.
 func withSessionClock(now func() time.Time) TokenSourceOption {
 	return func(ts *TokenSource) error {
 		if now == nil {
@@ -399,7 +400,7 @@ func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts
 		signer: signer,
 		params: params,
 		margin: DefaultRefreshMargin,
-		now:    auth.client.now,
+		now:    auth.client.gatewayNow, // expires_at is on the gateway's clock
 	}
 	for _, opt := range opts {
 		if opt == nil {

@@ -205,6 +205,8 @@ type clientState struct {
 	// then on every call tells the limiter what its answers say, so that a
 	// 429 a handler's call gets closes the partition for the job's calls.
 	waiters atomic.Bool
+	// clock is the gateway's clock as its Date headers tell it.
+	clock gatewayClock
 }
 
 // Service types: each groups the operations of one resource. Their methods
