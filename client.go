@@ -426,6 +426,10 @@ type request struct {
 	// keep401 returns a 401 as it is, without signing in again: logging out
 	// a session the gateway already refuses needs no new session.
 	keep401 bool
+	// raw marks a RawRequest, whose retry class is the caller's (class)
+	// rather than the contract table's.
+	raw   bool
+	class opClass
 }
 
 // do sends r and decodes a 2xx JSON answer into out (see send). It refuses
@@ -452,6 +456,11 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 	}
 	c = c.forCaller(ctx)
 	ctx, call := c.startCall(ctx, r)
+	if r.raw && (call.Operation == "" || r.class.stricter(call.class)) {
+		// The caller's word, for an operation the contract does not name;
+		// for one it names, the stricter of the caller's and the table's.
+		call.class = r.class
+	}
 	st := c.newCall(r, call)
 	resp, err := st.send(ctx, r, out, "")
 	if refused := st.token; refused != "" && !r.keep401 && errors.Is(err, ErrUnauthorized) {
