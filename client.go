@@ -78,6 +78,11 @@
 //     this one waits. Both end when the context does; the server-given waits
 //     and the turns count against WithMaxRetryWait.
 //
+// Client.With gives a kind of caller its own RetryOn429, MaxRetryWait and
+// MaxRetries on the same client (a handler and a job share one cooldown
+// and one learned budget), and Client.Raw sends a request to an endpoint
+// the SDK does not know yet under all of the above.
+//
 // # What a call tells
 //
 // Every struct a call returns carries the call's metadata in its Response

@@ -228,6 +228,7 @@ func WithLogger(l *slog.Logger) Option {
 // executed, so it is retried on every method, POST included. The retry sleeps
 // the calling goroutine: turn it on in background jobs, and keep it off in
 // request/response handlers, which should pass APIError.RetryAfter on instead.
+// One client serves both: see Client.With.
 func WithRetryOn429(on bool) Option {
 	return func(c *config) error {
 		c.retryOn429 = on
