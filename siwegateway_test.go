@@ -113,3 +113,10 @@ func (g *siweGateway) counts() (logins, expired int) {
 	defer g.mu.Unlock()
 	return g.logins, g.expired
 }
+
+// writeThrottled answers as the gateway's throttle does: 429 with
+// Retry-After and the rate_limited envelope.
+func writeThrottled(w http.ResponseWriter, retryAfter string) {
+	w.Header().Set("Retry-After", retryAfter)
+	authWriteJSON(w, http.StatusTooManyRequests, rateLimitedBody)
+}

@@ -212,8 +212,9 @@ func newView(state *clientState, p policy, over callOverrides, err error) *Clien
 	return c
 }
 
-// noteWaiters records that the client has calls that wait for the limiter
-// when c's do (see clientState.waiters).
+// noteWaiters records, when c's calls wait for the limiter, that the client
+// has such calls, so that every call tells the limiter what its answers say
+// (see clientState.waiters).
 func (c *Client) noteWaiters() {
 	if c.policy.retryOn429 && c.cooldown || c.pacingOn {
 		c.waiters.Store(true)

@@ -223,10 +223,7 @@ func TestSignInHonoursTheCallersView(t *testing.T) {
 				gw := newSIWEGateway(t, 0)
 				gw.beforeNonce = func(w http.ResponseWriter) bool {
 					if nonces.Add(1) == 1 {
-						w.Header().Set("Retry-After", "1")
-						w.Header().Set("Content-Type", "application/json")
-						w.WriteHeader(http.StatusTooManyRequests)
-						fmt.Fprint(w, rateLimitedBody)
+						writeThrottled(w, "1")
 						return true
 					}
 					return false
@@ -259,10 +256,7 @@ func TestSharedSignInDoesNotShareTheHandlersSettings(t *testing.T) {
 				return false
 			}
 			<-release
-			w.Header().Set("Retry-After", "1")
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprint(w, rateLimitedBody)
+			writeThrottled(w, "1")
 			return true
 		}
 		c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()))
@@ -285,4 +279,17 @@ func TestSharedSignInDoesNotShareTheHandlersSettings(t *testing.T) {
 		assert.ErrorIs(t, handlerErr, ErrRateLimited)
 		assert.NoError(t, jobErr, "the job inherited the handler's refusal")
 	})
+}
+
+// BenchmarkWith is the cost of a view: one allocation, whatever it sets.
+func BenchmarkWith(b *testing.B) {
+	c, err := NewClient("https://api.rail0.xyz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := []CallOption{RetryOn429(true), MaxRetryWait(time.Minute), MaxRetries(1)}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.With(opts...)
+	}
 }
