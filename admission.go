@@ -150,8 +150,8 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	if !st.turn.sentAt.IsZero() {
 		c.delays.add(c.now().Sub(st.turn.sentAt))
 	}
-	if !st.gated {
-		return // the limiter never holds this client's calls back
+	if !st.gated && !c.waiters.Load() {
+		return // the limiter never holds this client's calls back, through any view
 	}
 	ob := Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
 		FixedWindows: true, Admitted: st.turn.budget}

@@ -224,7 +224,7 @@ func (s *AuthService) message(p LoginParams, statement, address, nonce string) (
 		URI:       p.URI,
 		ChainID:   p.ChainID,
 		Nonce:     nonce,
-		IssuedAt:  s.client.now().UTC().Truncate(time.Second),
+		IssuedAt:  s.client.gatewayNow().UTC().Truncate(time.Second), // the gateway judges it by its clock
 	}
 	return m, m.Validate()
 }
@@ -317,7 +317,8 @@ func WithRefreshMargin(d time.Duration) TokenSourceOption {
 }
 
 // withSessionClock sets the clock used to judge expiry (default: the
-// clock of the AuthService's client, normally time.Now); the tests' seam.
+// gateway's clock as the AuthService's client learned it; see
+// Client.ClockOffset); the tests' seam.
 func withSessionClock(now func() time.Time) TokenSourceOption {
 	return func(ts *TokenSource) error {
 		if now == nil {
@@ -399,7 +400,7 @@ func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts
 		signer: signer,
 		params: params,
 		margin: DefaultRefreshMargin,
-		now:    auth.client.now,
+		now:    auth.client.gatewayNow, // expires_at is on the gateway's clock
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -503,14 +504,16 @@ func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
 }
 
 // ownBudgetAdmits reports whether a sign-in led by another caller failed
-// only for that caller's budget: its 429 was refused (RetryRefused) for a
-// wait that fits the allowance of a fresh call and this caller's deadline.
+// only for that caller's settings or budget: it came back with a 429 (its
+// wait did not fit that caller's allowance or deadline, or that caller's
+// view does not retry 429s) whose wait fits the allowance of a fresh call
+// with this caller's settings (see Client.With) and this caller's deadline.
 func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) || !apiErr.RetryRefused {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
 		return false
 	}
-	c := ts.auth.client
+	c := ts.auth.client.forCaller(ctx)
 	if !c.policy.retryOn429 {
 		return false
 	}

@@ -78,6 +78,11 @@
 //     this one waits. Both end when the context does; the server-given waits
 //     and the turns count against WithMaxRetryWait.
 //
+// Client.With gives a kind of caller its own RetryOn429, MaxRetryWait and
+// MaxRetries on the same client (a handler and a job share one cooldown
+// and one learned budget), and Client.Raw sends a request to an endpoint
+// the SDK does not know yet under all of the above.
+//
 // # What a call tells
 //
 // Every struct a call returns carries the call's metadata in its Response
@@ -116,7 +121,7 @@ import (
 	"github.com/rail0/rail0-go/registry"
 )
 
-// Version is the SDK version, sent in the default User-Agent.
+// Version is the SDK version, sent in the User-Agent (see WithUserAgent).
 const Version = "0.1.0"
 
 const defaultTimeout = 30 * time.Second
@@ -147,6 +152,24 @@ type Client struct {
 	// Discovery reads the gateway's service descriptor and contract.
 	Discovery *DiscoveryService
 
+	// clientState is what every view of the client shares (see With).
+	*clientState
+	// policy is the retry settings of this view's calls: the client's
+	// options with the view's overrides applied.
+	policy policy
+	// over is what With changed, carried to the calls a call makes on its
+	// behalf (a sign-in; see bearer); viewErr is an invalid CallOption,
+	// which every call of the view returns before sending.
+	over    callOverrides
+	viewErr error
+}
+
+// clientState is the state of a Client that all its views share: the
+// connection pool, the session, the limiter with its cooldowns and learned
+// budgets, the retry budget, the counters, the pins and the record of
+// created payments. A view (With) differs from its client only by the retry
+// settings of its calls.
+type clientState struct {
 	base    *url.URL // always ends with "/"
 	baseStr string
 	// tokenSource yields the bearer token; a fixed token is held in a
@@ -155,7 +178,6 @@ type Client struct {
 	userAgent   string
 	logger      *slog.Logger
 	onRetry     func(RetryEvent)
-	policy      policy
 	now         func() time.Time
 	rand        func() float64
 	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
@@ -182,6 +204,14 @@ type Client struct {
 
 	observer Observer
 	calls    atomic.Uint64 // the last call id given
+
+	// waiters is set once any view of the client makes calls that wait for
+	// the limiter (WithRetryOn429 with the cooldown, or WithPacing): from
+	// then on every call tells the limiter what its answers say, so that a
+	// 429 a handler's call gets closes the partition for the job's calls.
+	waiters atomic.Bool
+	// clock is the gateway's clock as its Date headers tell it.
+	clock gatewayClock
 }
 
 // Service types: each groups the operations of one resource. Their methods
@@ -224,7 +254,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		retryAfterCap: DefaultRetryAfterCap,
 		maxRetryWait:  DefaultMaxRetryWait,
 		maxRetries:    DefaultMaxRetries,
-		userAgent:     "rail0-go/" + Version,
+		userAgent:     sdkUserAgent,
 		now:           time.Now,
 		rand:          rand.Float64,
 		cooldown:      true,
@@ -259,7 +289,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		}
 	}
 	hc = sendingClient(hc)
-	c := &Client{
+	state := &clientState{
 		base:        base,
 		hc:          hc,
 		baseStr:     base.String(),
@@ -277,28 +307,18 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		signer:      cfg.signer,
 		trustBase:   trust{pins: newPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), maxGas: cfg.maxGas, maxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
-		policy: policy{
-			retryOn429:    cfg.retryOn429,
-			retryAfterCap: cfg.retryAfterCap,
-			maxRetryWait:  cfg.maxRetryWait,
-			maxRetries:    cfg.maxRetries,
-			base:          defaultBackoffBase,
-		},
 	}
-	if c.limiter == nil {
-		c.limiter = NewMemoryLimiter(c.now)
+	if state.limiter == nil {
+		state.limiter = NewMemoryLimiter(state.now)
 	}
-	c.Auth = &AuthService{c}
-	c.Chains = &ChainsService{c}
-	c.Tokens = &TokensService{c}
-	c.Health = &HealthService{c}
-	c.PaymentMethods = &PaymentMethodsService{c}
-	c.Wallets = &WalletsService{c}
-	c.Payments = &PaymentsService{c}
-	c.Disputes = &DisputesService{c}
-	c.Analytics = &AnalyticsService{c}
-	c.Webhooks = &WebhooksService{c}
-	c.Discovery = &DiscoveryService{c}
+	c := newView(state, policy{
+		retryOn429:    cfg.retryOn429,
+		retryAfterCap: cfg.retryAfterCap,
+		maxRetryWait:  cfg.maxRetryWait,
+		maxRetries:    cfg.maxRetries,
+		base:          defaultBackoffBase,
+	}, callOverrides{}, nil)
+	c.noteWaiters()
 	if c.signer != nil && c.tokenSource == nil {
 		ts, err := LoginTokenSource(c.Auth, c.signer, LoginParams{})
 		if err != nil {
@@ -321,7 +341,7 @@ func (c *Client) Session(ctx context.Context) (*Session, error) {
 	if c.login == nil {
 		return nil, ErrNoSession
 	}
-	return c.login.Session(ctx)
+	return c.login.Session(c.withCaller(ctx))
 }
 
 func parseBaseURL(raw string) (*url.URL, error) {
@@ -411,6 +431,10 @@ type request struct {
 	// keep401 returns a 401 as it is, without signing in again: logging out
 	// a session the gateway already refuses needs no new session.
 	keep401 bool
+	// raw marks a RawRequest, whose retry class is the caller's (class)
+	// rather than the contract table's.
+	raw   bool
+	class opClass
 }
 
 // do sends r and decodes a 2xx JSON answer into out (see send). It refuses
@@ -429,10 +453,19 @@ type request struct {
 // (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
 // provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	if c.viewErr != nil {
+		return nil, c.viewErr
+	}
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err
 	}
+	c = c.forCaller(ctx)
 	ctx, call := c.startCall(ctx, r)
+	if r.raw && (call.Operation == "" || r.class.stricter(call.class)) {
+		// The caller's word, for an operation the contract does not name;
+		// for one it names, the stricter of the caller's and the table's.
+		call.class = r.class
+	}
 	st := c.newCall(r, call)
 	resp, err := st.send(ctx, r, out, "")
 	if refused := st.token; refused != "" && !r.keep401 && errors.Is(err, ErrUnauthorized) {
@@ -525,7 +558,7 @@ func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string
 	if refused != "" {
 		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
 	}
-	tok, err := c.tokenSource(ctx)
+	tok, err := c.tokenSource(c.withCaller(ctx))
 	if err != nil {
 		return "", fmt.Errorf("rail0: token source: %w", err)
 	}

@@ -234,6 +234,9 @@ type APIError struct {
 	Call *Call
 
 	cause error // the context error when the call was cut short
+	// clockOffset is the client's learned ClockOffset when the answer came,
+	// kept for the hint of an invalid_siwe.
+	clockOffset time.Duration
 }
 
 // Error returns one readable line.
@@ -300,7 +303,23 @@ func (e *APIError) Hint() string {
 	if e.StatusCode == http.StatusTooManyRequests {
 		return hints[CodeRateLimited]
 	}
+	if e.Code == CodeInvalidSIWE && e.clockOffset.Abs() >= clockHintOffset {
+		return clockHint(e.clockOffset)
+	}
 	return hints[e.Code]
+}
+
+// clockHint is the hint of an invalid_siwe when the local clock is off by
+// offset: the gateway refuses an Issued At too far from its own time, which
+// a local clock that far off produces.
+func clockHint(offset time.Duration) string {
+	side := "behind"
+	if offset < 0 {
+		side = "ahead of"
+	}
+	return "the local clock is about " + offset.Abs().Round(time.Second).String() + " " + side +
+		" the gateway's (by the Date of its answers): date Issued At by the gateway's clock (Login does; add Client.ClockOffset to a message built by hand) and fix the system clock (NTP); " +
+		hints[CodeInvalidSIWE]
 }
 
 // OutcomeUnknownError is returned when a write that must not run twice may
@@ -438,6 +457,9 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 	}
 	if ra, ok := retryAfterOf(header, now); ok {
 		e.RetryAfter = ra
+	}
+	if st.c != nil {
+		e.clockOffset = st.c.clock.offset()
 	}
 	if rl, ok := ParseRateLimit(header, now); ok {
 		e.RateLimit = &rl

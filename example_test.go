@@ -262,3 +262,33 @@ func ExampleResponse() {
 	// 200 req-1 getPayment /payments/{id} 1 ok
 	// 404 req-2 getPayment missing api_error
 }
+
+// An endpoint the SDK has no method for yet: Raw sends it with the client's
+// token, retries, limiter and transcript, under the retry class the caller
+// gives (here a read, safe to repeat), and decodes the answer.
+func ExampleClient_Raw() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"url": "https://receipts.example/1042.pdf"}`)
+	}))
+	defer srv.Close()
+	client, err := rail0.NewClient(srv.URL, rail0.WithToken("token"))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var receipt struct {
+		URL string `json:"url"`
+	}
+	resp, err := client.Raw(context.Background(), rail0.RawRequest{
+		Method: http.MethodGet,
+		Path:   []string{"payments", "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "receipt"}, // one segment each, escaped
+		Class:  rail0.Idempotent,
+	}, &receipt)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(resp.StatusCode, resp.Call.Route, receipt.URL)
+	// Output:
+	// 200 /payments/0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b/receipt https://receipts.example/1042.pdf
+}

@@ -99,16 +99,114 @@ func WithHTTPClient(hc *http.Client) Option {
 	}
 }
 
-// WithUserAgent sets the User-Agent header; it is sent as given, so include
-// your application's name and version.
-func WithUserAgent(ua string) Option {
+// WithUserAgent adds your application's identity to the User-Agent header,
+// after the SDK's own: WithUserAgent("shop/2.1") sends
+// "rail0-go/0.1.0 shop/2.1" (stripe-go's AppInfo, aws-sdk-go-v2's AppID).
+// The gateway's operator then sees both who calls and with which SDK, and
+// the SDK's product stays first, where the operator's tools look for it.
+// app is one or more products ("name/version", the version optional) and
+// comments ("(+https://shop.example)"), separated by spaces, in printable
+// ASCII and at most 200 bytes (RFC 9110 §10.1.5); the SDK's product cannot
+// be given or replaced. Given twice, the last one counts.
+func WithUserAgent(app string) Option {
 	return func(c *config) error {
-		if strings.TrimSpace(ua) == "" || checkHeaderValue("user_agent", ua) != nil {
-			return fmt.Errorf("rail0: WithUserAgent: invalid user agent %q", ua)
+		if err := checkUserAgent(app); err != nil {
+			return err
 		}
-		c.userAgent = ua
+		c.userAgent = sdkUserAgent + " " + app
 		return nil
 	}
+}
+
+// sdkUserAgent is the SDK's product in the User-Agent header.
+const sdkUserAgent = "rail0-go/" + Version
+
+// maxUserAgentApp bounds what WithUserAgent adds: a header a gateway or a
+// proxy refuses as too large would fail every call.
+const maxUserAgentApp = 200
+
+// checkUserAgent checks that app is a list of RFC 9110 products and
+// comments, without the SDK's own product.
+func checkUserAgent(app string) error {
+	invalid := func(reason string) error {
+		return &ValidationError{Field: "WithUserAgent", Reason: fmt.Sprintf("%q %s", clip(app), reason)}
+	}
+	switch {
+	case strings.TrimSpace(app) == "":
+		return invalid("is empty")
+	case len(app) > maxUserAgentApp:
+		return invalid(fmt.Sprintf("is longer than %d bytes", maxUserAgentApp))
+	case app[0] == ' ' || app[0] == '\t' || app[0] == '(':
+		return invalid("must start with a product such as shop/2.1")
+	}
+	for i := 0; i < len(app); {
+		switch b := app[i]; {
+		case b == ' ' || b == '\t':
+			i++
+		case b == '(':
+			n, ok := commentLen(app[i:])
+			if !ok {
+				return invalid("has an unbalanced or invalid comment")
+			}
+			i += n
+		default:
+			name := tokenLen(app[i:])
+			if name == 0 {
+				return invalid(fmt.Sprintf("has %q where a product or a comment belongs", string(rune(b))))
+			}
+			if strings.EqualFold(app[i:i+name], "rail0-go") {
+				return invalid("names the SDK, which adds its own product")
+			}
+			i += name
+			if i < len(app) && app[i] == '/' {
+				v := tokenLen(app[i+1:])
+				if v == 0 {
+					return invalid("has a product with an empty version")
+				}
+				i += 1 + v
+			}
+			if i < len(app) && app[i] != ' ' && app[i] != '\t' {
+				return invalid("needs a space between products")
+			}
+		}
+	}
+	return nil
+}
+
+// tokenLen is the length of the RFC 9110 token s starts with.
+func tokenLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(s[i])) && !('0' <= s[i] && s[i] <= '9') &&
+			!('a' <= s[i] && s[i] <= 'z') && !('A' <= s[i] && s[i] <= 'Z') {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// commentLen is the length of the RFC 9110 comment s starts with (nested
+// comments and quoted pairs included, printable ASCII only); ok is false
+// when it does not end.
+func commentLen(s string) (n int, ok bool) {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b == '(':
+			depth++
+		case b == ')':
+			if depth--; depth == 0 {
+				return i + 1, true
+			}
+		case b == '\\':
+			if i+1 >= len(s) || (s[i+1] < ' ' && s[i+1] != '\t') || s[i+1] > '~' {
+				return 0, false
+			}
+			i++
+		case (b < ' ' && b != '\t') || b > '~':
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
 // WithLogger sets a structured logger. The client logs nothing by default;
@@ -130,6 +228,7 @@ func WithLogger(l *slog.Logger) Option {
 // executed, so it is retried on every method, POST included. The retry sleeps
 // the calling goroutine: turn it on in background jobs, and keep it off in
 // request/response handlers, which should pass APIError.RetryAfter on instead.
+// One client serves both: see Client.With.
 func WithRetryOn429(on bool) Option {
 	return func(c *config) error {
 		c.retryOn429 = on

@@ -79,7 +79,7 @@ func TestHeadersSent(t *testing.T) {
 	_, err := c.Payments.Get(context.Background(), "p1")
 	require.NoError(t, err)
 	h := srv.requests()[0].header
-	assert.Equal(t, "shop/1.2", h.Get("User-Agent"))
+	assert.Equal(t, "rail0-go/"+Version+" shop/1.2", h.Get("User-Agent"), "the application is added to the SDK, never in its place")
 	assert.Equal(t, "Bearer t1", h.Get("Authorization"))
 	assert.Equal(t, "application/json", h.Get("Accept"))
 	assert.Empty(t, h.Get("Content-Type"), "no body, no Content-Type")

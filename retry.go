@@ -310,6 +310,10 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	} else {
 		st.status, st.header = resp.StatusCode, resp.Header
 		o.status = resp.StatusCode
+		if n := len(st.call.Attempts); n > 0 {
+			c.clock.sample(resp.Header, st.call.Attempts[n-1].Sent, now)
+		}
+		gatewayNow := now.Add(c.clock.offset()) // what the answer's times are relative to
 		success := resp.StatusCode >= 200 && resp.StatusCode <= 299
 		st.body, st.bodyErr = readBody(resp, success)
 		if success && st.bodyErr != nil {
@@ -318,11 +322,11 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 			o.failed = true
 			failure = st.bodyErr
 		}
-		if ra, ok := retryAfterOf(resp.Header, now); ok {
+		if ra, ok := retryAfterOf(resp.Header, gatewayNow); ok {
 			o.retryAfter, o.hasRetryAfter = ra, true
 		}
 		st.rateLimit = nil
-		if rl, ok := ParseRateLimit(resp.Header, now); ok {
+		if rl, ok := ParseRateLimit(resp.Header, gatewayNow); ok {
 			st.rateLimit = &rl
 		}
 		c.observe(ctx, st, o)
@@ -359,7 +363,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	d = distrust(d, st.turn.fb, c.policy, b, u)
 	switch {
 	case o.status == http.StatusTooManyRequests:
-		st.last429 = newAPIError(st, o.status, st.header, st.body, now)
+		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
 	case o.failed && o.ctxDone && st.last429 != nil:
 		// The retry after a 429 died on the context (say, a deadline that
 		// fitted the wait but not the retry): keep the 429 to report it.
@@ -470,7 +474,7 @@ func (c *Client) answerError(st *callState) *APIError {
 	if st.last429 != nil {
 		return st.last429
 	}
-	return newAPIError(st, st.status, st.header, st.body, c.now())
+	return newAPIError(st, st.status, st.header, st.body, c.gatewayNow())
 }
 
 // lastAnswer returns the call's last answer from the server as an

@@ -248,6 +248,45 @@ func ExampleWithRetryOn429() {
 	// done after 1 retry
 }
 
+// One client serves a request/response handler and a background job: each
+// holds a view with its own retry settings, and they share one cooldown and
+// one learned budget. The handler's 429 comes back at once, for it to pass
+// on; the job's next call waits for the partition that 429 closed to
+// reopen, instead of being refused too.
+func ExampleClient_With() {
+	clock := rail0test.NewManualClock(time.Now())
+	srv := rail0test.NewServer(
+		rail0test.WithRateLimits(rail0test.Limit{Requests: 1}, rail0test.Limit{Requests: 300}),
+		rail0test.WithRateLimitPeriod(time.Second), rail0test.WithClock(clock))
+	defer srv.Close()
+
+	client, _ := rail0.NewClient(srv.URL) // one client: one cooldown, one learned budget
+	// The handler answers its own caller now; the job may sleep through
+	// 429s, a minute per call at most.
+	handler := client.With(rail0.RetryOn429(false))
+	job := client.With(rail0.RetryOn429(true), rail0.MaxRetryWait(time.Minute))
+	ctx := context.Background()
+
+	_, _ = job.Health.Get(ctx) // the public budget of 1 is spent
+	_, err := handler.Health.Get(ctx)
+	var apiErr *rail0.APIError
+	if errors.As(err, &apiErr) {
+		fmt.Println("handler:", apiErr.StatusCode, "retry after", apiErr.RetryAfter)
+	}
+
+	clock.Advance(time.Second) // the test gateway's window moves on meanwhile
+	h, err := job.Health.Get(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	waits := h.Response.Call.Limiter
+	fmt.Println("job:", h.Response.StatusCode, "after waiting out the handler's cooldown:", len(waits) > 0 && waits[0].Cooldown)
+	// Output:
+	// handler: 429 retry after 1s
+	// job: 200 after waiting out the handler's cooldown: true
+}
+
 // The gateway serves its own contract: a deployment can check which version
 // it speaks.
 func ExampleDiscoveryService_OpenAPI() {

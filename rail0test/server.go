@@ -291,6 +291,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		rid = s.ent.uuid()
 	}
 	w.Header().Set("X-Request-Id", rid)
+	// The Date of every answer is the server's clock, as a real gateway's
+	// is (net/http would write the system clock): a client learns the
+	// gateway's time from it.
+	w.Header().Set("Date", s.Clock.Now().UTC().Format(http.TimeFormat))
 	ri := &reqInfo{requestID: rid}
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 

@@ -1,0 +1,112 @@
+package rail0
+
+import (
+	"net/http"
+	"sync"
+	"time"
+)
+
+// This file learns the gateway's clock from the Date header of its answers,
+// as aws-sdk-go-v2 does for request signing: the gateway refuses a SIWE
+// message whose Issued At is too far from its own time, and a session's
+// expires_at is on its clock, so a client whose clock is ten minutes off
+// could not sign in, and would refresh its session ten minutes late.
+
+const (
+	// dateResolution is the resolution of an HTTP Date: the gateway's time
+	// when it wrote the answer is in [Date, Date + 1 s).
+	dateResolution = time.Second
+	// clockDeadBand is the offset below which the clocks are taken to
+	// agree: a Date cannot say more, and moving Issued At or the refresh by
+	// less would chase noise.
+	clockDeadBand = 2 * time.Second
+	// maxClockOffset bounds an offset the client believes: a Date further
+	// off than a day is a broken or hostile header (a local clock that far
+	// off could not check a TLS certificate either).
+	maxClockOffset = 24 * time.Hour
+	// clockHintOffset is the offset from which the hint of invalid_siwe
+	// names the clock before the message layout.
+	clockHintOffset = 30 * time.Second
+)
+
+// gatewayClock estimates the offset of the gateway's clock from the local
+// one. Each answer bounds it: the gateway wrote Date (truncated to the
+// second) at some local time between the request's departure and the
+// answer's arrival, so the offset lies in
+//
+//	[Date − arrival, Date + 1 s − departure].
+//
+// The estimate is the middle of the intersection of those intervals, which
+// narrows with every answer to about the shortest round trip. An answer
+// whose interval does not meet it is held aside: one lying or stale header
+// moves nothing, and the second answer in a row that agrees with it (the
+// gateway's clock was stepped, or the local one was) replaces the estimate.
+// Safe for concurrent use.
+type gatewayClock struct {
+	mu      sync.Mutex
+	known   bool
+	lo, hi  time.Duration // the offset's bounds
+	pending *[2]time.Duration
+}
+
+// sample takes in the Date header of an answer to a request that left at
+// sent and whose answer arrived at arrived (local times). A missing or
+// malformed Date, or one more than a day off, is ignored.
+func (g *gatewayClock) sample(h http.Header, sent, arrived time.Time) {
+	v := h.Get("Date")
+	if v == "" || sent.IsZero() || arrived.Before(sent) {
+		return
+	}
+	date, err := http.ParseTime(v)
+	if err != nil {
+		return
+	}
+	lo, hi := date.Sub(arrived), date.Add(dateResolution).Sub(sent)
+	if lo < -maxClockOffset || hi > maxClockOffset {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case !g.known:
+		g.known, g.lo, g.hi = true, lo, hi
+	case lo <= g.hi && g.lo <= hi:
+		g.lo, g.hi = max(g.lo, lo), min(g.hi, hi)
+		g.pending = nil
+	case g.pending != nil && lo <= g.pending[1] && g.pending[0] <= hi:
+		g.lo, g.hi = max(g.pending[0], lo), min(g.pending[1], hi)
+		g.pending = nil
+	default:
+		g.pending = &[2]time.Duration{lo, hi}
+	}
+}
+
+// offset is how far the gateway's clock is ahead of the local one (negative
+// when behind); zero until an answer carried a Date, and within the dead
+// band.
+func (g *gatewayClock) offset() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.known {
+		return 0
+	}
+	d := g.lo + (g.hi-g.lo)/2
+	if d > -clockDeadBand && d < clockDeadBand {
+		return 0
+	}
+	return d
+}
+
+// ClockOffset returns how far the gateway's clock is ahead of the local one
+// (negative when it is behind), as the Date headers of its answers tell it;
+// zero before the first answer and when the two agree within two seconds.
+// The client dates what the gateway compares with its own time by it (the
+// Issued At of a SIWE message, the refresh of a session before its
+// expires_at, an X-RateLimit-Reset given as a Unix time). A webhook
+// receiver can check the gateway's timestamps the same way, by setting its
+// webhook.Verifier's Now to
+// func() time.Time { return time.Now().Add(client.ClockOffset()) }.
+func (c *Client) ClockOffset() time.Duration { return c.clock.offset() }
+
+// gatewayNow is the gateway's time now, by the learned offset.
+func (c *Client) gatewayNow() time.Time { return c.now().Add(c.clock.offset()) }

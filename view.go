@@ -1,0 +1,222 @@
+package rail0
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CallOption changes the retry settings of the calls made through a view
+// of a Client (see Client.With).
+type CallOption func(*callOverrides) error
+
+// RetryOn429 is WithRetryOn429 for the calls of a view: on in a background
+// job, whose calls may sleep through 429s; off in a request/response
+// handler, which passes APIError.RetryAfter on instead.
+func RetryOn429(on bool) CallOption {
+	return func(o *callOverrides) error {
+		o.set |= setRetryOn429
+		o.retryOn429 = on
+		return nil
+	}
+}
+
+// MaxRetryWait is WithMaxRetryWait for the calls of a view: the per-call
+// allowance of server-given waiting. Zero means never wait.
+func MaxRetryWait(d time.Duration) CallOption {
+	return func(o *callOverrides) error {
+		if d < 0 {
+			return &ValidationError{Field: "max_retry_wait", Reason: fmt.Sprintf("must not be negative, got %v", d)}
+		}
+		o.set |= setMaxRetryWait
+		o.maxRetryWait = d
+		return nil
+	}
+}
+
+// MaxRetries is WithMaxRetries for the calls of a view: retries of failures
+// other than 429, still within the client-wide retry budget.
+func MaxRetries(n int) CallOption {
+	return func(o *callOverrides) error {
+		if n < 0 {
+			return &ValidationError{Field: "max_retries", Reason: fmt.Sprintf("must not be negative, got %d", n)}
+		}
+		o.set |= setMaxRetries
+		o.maxRetries = n
+		return nil
+	}
+}
+
+// With returns a view of c whose calls use the retry settings opts give,
+// and c's for the rest. The view is c in every other way: one connection
+// pool, one session, one limiter (so one cooldown and one learned budget
+// per rate-limit partition), one retry budget, one set of counters and pins,
+// one record of created payments. It costs one allocation; make one per
+// kind of caller and keep it, or make one per call:
+//
+//	handler := client.With(rail0.RetryOn429(false)) // pass RetryAfter on
+//	job := client.With(rail0.RetryOn429(true), rail0.MaxRetryWait(10*time.Minute))
+//
+// Every request a method of the view sends honours its settings: each
+// request of a flow, each page of an iterator, and the sign-in a call
+// triggers. A view of a view applies both, the later one winning. An
+// invalid option (a negative MaxRetries, say) makes every call of the view
+// return its *ValidationError before sending anything.
+//
+// Why a view: aws-sdk-go-v2 takes per-operation option functions
+// (optFns ...func(*Options)) on every method, which here would put a
+// variadic tail on methods that already end in their params, or let a
+// per-call option replace what must be shared (the limiter, the signer).
+// stripe-go carries per-call settings in each operation's Params, which
+// a flow of several requests or an iterator would have to pass to each of
+// its requests by hand. go-github puts read-only flags in the context,
+// where nothing in the signature says they exist and every context
+// derived from a request's would carry them into unrelated calls. A view
+// is an explicit value of the type the caller already uses, so a handler
+// and a job hold their own Client and nothing else changes. go-retryablehttp
+// declined per-call settings; the hooks here are built per call already
+// (see callState), so they read the view's settings at no cost.
+//
+// The Idempotency-Key is not a setting of a view: it belongs to the one
+// request it protects, so it stays in that request's params, as in
+// stripe-go (CreatePaymentParams.IdempotencyKey, RawRequest.IdempotencyKey),
+// the only places the gateway takes one. A key on a view would be sent with
+// every payment created through it, and the gateway answers a repeated key
+// with the payment it created first.
+func (c *Client) With(opts ...CallOption) *Client {
+	v := newView(c.clientState, c.policy, c.over, c.viewErr)
+	for _, opt := range opts {
+		if v.viewErr != nil {
+			break
+		}
+		if opt == nil {
+			v.viewErr = &ValidationError{Field: "call_option", Reason: "must not be nil"}
+			break
+		}
+		v.viewErr = opt(&v.over) // into the view itself: no second allocation
+	}
+	v.policy = v.over.apply(c.policy)
+	v.noteWaiters()
+	return v
+}
+
+// callOverrides is what the options of a view set, and which of them.
+type callOverrides struct {
+	set          uint8
+	retryOn429   bool
+	maxRetryWait time.Duration
+	maxRetries   int
+}
+
+const (
+	setRetryOn429 uint8 = 1 << iota
+	setMaxRetryWait
+	setMaxRetries
+)
+
+// apply returns p with the overridden settings replaced.
+func (o callOverrides) apply(p policy) policy {
+	if o.set&setRetryOn429 != 0 {
+		p.retryOn429 = o.retryOn429
+	}
+	if o.set&setMaxRetryWait != 0 {
+		p.maxRetryWait = o.maxRetryWait
+	}
+	if o.set&setMaxRetries != 0 {
+		p.maxRetries = o.maxRetries
+	}
+	return p
+}
+
+// under returns o with the settings of inner in place of its own: the
+// settings of a call made on behalf of another (inner's view) yield to
+// those its own view set explicitly.
+func (o callOverrides) under(inner callOverrides) callOverrides {
+	own := inner.set
+	inner.set |= o.set
+	if own&setRetryOn429 == 0 {
+		inner.retryOn429 = o.retryOn429
+	}
+	if own&setMaxRetryWait == 0 {
+		inner.maxRetryWait = o.maxRetryWait
+	}
+	if own&setMaxRetries == 0 {
+		inner.maxRetries = o.maxRetries
+	}
+	return inner
+}
+
+// callerOverridesKey carries the overrides of the view a call was made
+// through to the calls made on its behalf by the client's token source (a
+// sign-in), as a read-only value: the token source's client is not the
+// view. Only bearer sets it.
+type callerOverridesKey struct{}
+
+// forCaller returns the view the calls made on behalf of ctx's caller use:
+// c itself unless that caller's view set something c did not.
+func (c *Client) forCaller(ctx context.Context) *Client {
+	caller, ok := ctx.Value(callerOverridesKey{}).(callOverrides)
+	if !ok || caller.set&^c.over.set == 0 {
+		return c
+	}
+	over := caller.under(c.over)
+	v := newView(c.clientState, over.apply(c.policy), over, c.viewErr)
+	v.noteWaiters()
+	return v
+}
+
+// withCaller returns ctx carrying c's overrides to the calls a token
+// source makes for it.
+func (c *Client) withCaller(ctx context.Context) context.Context {
+	if c.over.set == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, callerOverridesKey{}, c.over)
+}
+
+// serviceSet holds one of each service, allocated with the Client they
+// serve: a view costs one allocation.
+type serviceSet struct {
+	auth           AuthService
+	chains         ChainsService
+	tokens         TokensService
+	health         HealthService
+	paymentMethods PaymentMethodsService
+	wallets        WalletsService
+	payments       PaymentsService
+	disputes       DisputesService
+	analytics      AnalyticsService
+	webhooks       WebhooksService
+	discovery      DiscoveryService
+}
+
+// newView returns a Client on state with the given retry settings, its
+// services bound to it.
+func newView(state *clientState, p policy, over callOverrides, err error) *Client {
+	v := &struct {
+		Client
+		svc serviceSet
+	}{}
+	c := &v.Client
+	c.clientState, c.policy, c.over, c.viewErr = state, p, over, err
+	v.svc = serviceSet{
+		auth: AuthService{c}, chains: ChainsService{c}, tokens: TokensService{c}, health: HealthService{c},
+		paymentMethods: PaymentMethodsService{c}, wallets: WalletsService{c}, payments: PaymentsService{c},
+		disputes: DisputesService{c}, analytics: AnalyticsService{c}, webhooks: WebhooksService{c},
+		discovery: DiscoveryService{c},
+	}
+	s := &v.svc
+	c.Auth, c.Chains, c.Tokens, c.Health = &s.auth, &s.chains, &s.tokens, &s.health
+	c.PaymentMethods, c.Wallets, c.Payments, c.Disputes = &s.paymentMethods, &s.wallets, &s.payments, &s.disputes
+	c.Analytics, c.Webhooks, c.Discovery = &s.analytics, &s.webhooks, &s.discovery
+	return c
+}
+
+// noteWaiters records, when c's calls wait for the limiter, that the client
+// has such calls, so that every call tells the limiter what its answers say
+// (see clientState.waiters).
+func (c *Client) noteWaiters() {
+	if c.policy.retryOn429 && c.cooldown || c.pacingOn {
+		c.waiters.Store(true)
+	}
+}

@@ -1,0 +1,295 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 22 item 1: one client serves a request/response handler (retries
+// off, RetryAfter passed on) and a background job (RetryOn429 on). A 429
+// the handler's call gets closes the partition for the job's calls, and
+// teaches the budget they are paced at: one cooldown, one learned budget.
+// With two clients, the job's calls would go into the closed window and be
+// refused.
+func TestOneClientServesAHandlerAndAJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period = 5, 2 * time.Second
+		g := newFixedWindow(limit, period)
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
+			withRand(func() float64 { return 0 }))
+		handler := c.With(RetryOn429(false))
+		job := c.With(RetryOn429(true))
+		ctx := context.Background()
+
+		// The job uses the window's budget; the handler's next call is refused.
+		for i := range limit {
+			_, err := job.Payments.Get(ctx, fmt.Sprintf("job-%d", i))
+			require.NoError(t, err)
+		}
+		start := time.Now()
+		_, err := handler.Payments.Get(ctx, "handler-1")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+		assert.Equal(t, period, apiErr.RetryAfter, "the handler passes the gateway's instruction on")
+		assert.Equal(t, 1, apiErr.Attempts)
+		// The handler's calls are never held back, even while the partition
+		// is closed: its own caller decides when to come back.
+		_, err = handler.Payments.Get(ctx, "handler-2")
+		require.ErrorIs(t, err, ErrRateLimited)
+		assert.Zero(t, time.Since(start), "a handler's call waited")
+		refused := len(g.arrivals())
+
+		// The job's calls wait for the reopening and keep to the budget the
+		// handler's 429 taught: the gateway refuses none of them.
+		errs := runCalls(job, 4, 3*limit)
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		perWindow := map[int]int{}
+		for _, a := range g.arrivals()[refused:] {
+			assert.NotEqual(t, http.StatusTooManyRequests, a.status, "the job sent %s into a closed window at %v", a.path, a.at)
+			assert.GreaterOrEqual(t, a.at, period, "the job sent %s before the partition reopened", a.path)
+			perWindow[g.window(a)]++
+		}
+		for w, n := range perWindow {
+			assert.LessOrEqual(t, n, limit, "window %d", w)
+		}
+		assert.Equal(t, uint64(0), c.RetryStats().Retries, "nothing needed a retry")
+	})
+}
+
+// Each setting of a view applies to its calls only, end to end: the
+// client's calls keep the client's settings.
+func TestViewSettingsApplyPerCall(t *testing.T) {
+	type run struct {
+		name     string
+		opts     []Option
+		call     []CallOption
+		steps    []step
+		attempts int
+		refused  bool
+	}
+	for _, r := range []run{
+		{"RetryOn429 on for the view", nil, []CallOption{RetryOn429(true)},
+			[]step{throttled("1"), {status: 200, body: paymentBody}}, 2, false},
+		{"RetryOn429 off for the view", []Option{WithRetryOn429(true)}, []CallOption{RetryOn429(false)},
+			[]step{throttled("1"), {status: 200, body: paymentBody}}, 1, false},
+		{"MaxRetryWait shorter than the instruction", []Option{WithRetryOn429(true)}, []CallOption{MaxRetryWait(time.Second)},
+			[]step{throttled("5"), {status: 200, body: paymentBody}}, 1, true},
+		{"MaxRetryWait longer than the client's", []Option{WithRetryOn429(true), WithMaxRetryWait(time.Second)}, []CallOption{MaxRetryWait(time.Minute)},
+			[]step{throttled("5"), {status: 200, body: paymentBody}}, 2, false},
+		{"MaxRetries zero", nil, []CallOption{MaxRetries(0)},
+			[]step{{status: 502}, {status: 200, body: paymentBody}}, 1, false},
+		{"MaxRetries above the client's", []Option{WithMaxRetries(0)}, []CallOption{MaxRetries(3)},
+			[]step{{status: 502}, {status: 502}, {status: 502}, {status: 200, body: paymentBody}}, 4, false},
+	} {
+		t.Run(r.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The view's call gets the view's settings...
+				s, opt := newPipeScript(t, r.steps...)
+				c := newTestClient(t, s.URL, append([]Option{opt}, r.opts...)...)
+				_, err := c.With(r.call...).Payments.Get(context.Background(), "p")
+				assert.Len(t, s.requests(), r.attempts)
+				var apiErr *APIError
+				if errors.As(err, &apiErr) {
+					assert.Equal(t, r.refused, apiErr.RetryRefused)
+				}
+
+				// ...and the same call on the client gets the client's.
+				s2, opt2 := newPipeScript(t, r.steps...)
+				c2 := newTestClient(t, s2.URL, append([]Option{opt2}, r.opts...)...)
+				_ = c2.With(r.call...)
+				_, _ = c2.Payments.Get(context.Background(), "p")
+				assert.NotEqual(t, r.attempts, len(s2.requests()), "the view changed its client's settings")
+			})
+		})
+	}
+}
+
+// A view of a view applies both, the later one winning, and leaves the
+// views it was made from as they were.
+func TestViewOfAView(t *testing.T) {
+	c := newTestClient(t, "https://api.rail0.xyz", WithMaxRetries(1))
+	a := c.With(RetryOn429(true), MaxRetryWait(time.Minute))
+	b := a.With(MaxRetryWait(time.Second), MaxRetries(4))
+	assert.Equal(t, policy{retryOn429: true, retryAfterCap: DefaultRetryAfterCap, maxRetryWait: time.Second, maxRetries: 4, base: defaultBackoffBase}, b.policy)
+	assert.Equal(t, policy{retryOn429: true, retryAfterCap: DefaultRetryAfterCap, maxRetryWait: time.Minute, maxRetries: 1, base: defaultBackoffBase}, a.policy)
+	assert.Equal(t, policy{retryAfterCap: DefaultRetryAfterCap, maxRetryWait: DefaultMaxRetryWait, maxRetries: 1, base: defaultBackoffBase}, c.policy)
+	for _, v := range []*Client{a, b} {
+		assert.Same(t, c.clientState, v.clientState, "a view shares its client's state")
+		assert.Same(t, v, v.Payments.client, "a view's services call through the view")
+		assert.Same(t, v, v.Auth.client)
+		assert.Same(t, v, v.Discovery.client)
+	}
+	assert.Same(t, c, c.Webhooks.client)
+}
+
+// A view costs one allocation, whatever it sets.
+func TestViewIsCheap(t *testing.T) {
+	c := newTestClient(t, "https://api.rail0.xyz")
+	opts := []CallOption{RetryOn429(true), MaxRetries(1)}
+	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = c.With(opts...) }))
+}
+
+// An invalid option makes every call of the view fail with its
+// *ValidationError before anything is sent: a method, a flow, an iterator.
+func TestInvalidCallOptionRefusesEveryCall(t *testing.T) {
+	s := newScriptServer(t, step{status: 200, body: paymentBody})
+	c := newTestClient(t, s.URL, WithToken("tok"), WithSigner(newSIWESigner()))
+	for _, tc := range []struct {
+		field string
+		opts  []CallOption
+	}{
+		{"max_retries", []CallOption{MaxRetries(-1)}},
+		{"max_retry_wait", []CallOption{RetryOn429(true), MaxRetryWait(-time.Second)}},
+		{"call_option", []CallOption{nil}},
+	} {
+		v := c.With(tc.opts...)
+		calls := map[string]error{}
+		_, calls["Get"] = v.Payments.Get(context.Background(), "p")
+		_, calls["Capture"] = v.Payments.Capture(context.Background(), "p", CaptureParams{Amount: "1.00"})
+		for _, err := range v.Payments.All(context.Background(), &ListPaymentsParams{}) {
+			calls["All"] = err
+			break
+		}
+		_, calls["a view of the view"] = v.With(RetryOn429(false)).Payments.Get(context.Background(), "p")
+		for name, err := range calls {
+			var ve *ValidationError
+			if assert.ErrorAs(t, err, &ve, name) {
+				assert.Equal(t, tc.field, ve.Field, name)
+			}
+		}
+	}
+	assert.Empty(t, s.requests(), "a call of an invalid view was sent")
+}
+
+// Every request of an iterator honours the view: a page answered 429 is
+// retried through a view with RetryOn429, and returned through the client.
+func TestIteratorHonoursTheView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		page := func(n, total int) step {
+			return step{status: 200, body: `[` + paymentBody + `]`, header: map[string]string{
+				"X-Page": fmt.Sprint(n), "X-Per-Page": "1", "X-Total-Count": fmt.Sprint(total)}}
+		}
+		steps := []step{page(1, 3), throttled("1"), page(2, 3), throttled("1"), page(3, 3)}
+		s, opt := newPipeScript(t, steps...)
+		c := newTestClient(t, s.URL, opt, WithToken("tok"))
+		var n int
+		for _, err := range c.With(RetryOn429(true)).Payments.All(context.Background(), &ListPaymentsParams{}) {
+			require.NoError(t, err)
+			n++
+		}
+		assert.Equal(t, 3, n)
+		assert.Len(t, s.requests(), 5, "each throttled page was retried once")
+
+		s2, opt2 := newPipeScript(t, steps...)
+		c2 := newTestClient(t, s2.URL, opt2, WithToken("tok"))
+		var last error
+		for _, err := range c2.Payments.All(context.Background(), &ListPaymentsParams{}) {
+			last = err
+		}
+		assert.ErrorIs(t, last, ErrRateLimited, "the client's own iterator does not retry 429s")
+	})
+}
+
+// The sign-in a call triggers honours the view the call was made through:
+// a job's view waits out a 429 on the nonce, a handler's view returns it at
+// once, whatever the client's own setting.
+func TestSignInHonoursTheCallersView(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		clientOn  bool
+		view      CallOption
+		wantCalls int // requests the server sees
+		wantErr   bool
+	}{
+		{"a job's view on a client that does not retry", false, RetryOn429(true), 4, false},
+		{"a handler's view on a client that retries", true, RetryOn429(false), 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var nonces atomic.Int32
+				gw := newSIWEGateway(t, 0)
+				gw.beforeNonce = func(w http.ResponseWriter) bool {
+					if nonces.Add(1) == 1 {
+						writeThrottled(w, "1")
+						return true
+					}
+					return false
+				}
+				c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()), WithRetryOn429(tc.clientOn))
+				start := time.Now()
+				_, err := c.With(tc.view).Payments.Get(context.Background(), "p")
+				if tc.wantErr {
+					require.ErrorIs(t, err, ErrRateLimited)
+					assert.Zero(t, time.Since(start), "the handler's call slept through the sign-in's 429")
+				} else {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, tc.wantCalls, gw.requests(), strings.Join(gw.paths(), " "))
+			})
+		})
+	}
+}
+
+// A sign-in that a handler's view led, and whose 429 it returned at once,
+// does not fail the job's call waiting for it: the job signs in itself,
+// with its own settings, and waits the 429 out.
+func TestSharedSignInDoesNotShareTheHandlersSettings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var nonces atomic.Int32
+		gw := newSIWEGateway(t, 0)
+		gw.beforeNonce = func(w http.ResponseWriter) bool {
+			if nonces.Add(1) > 1 {
+				return false
+			}
+			<-release
+			writeThrottled(w, "1")
+			return true
+		}
+		c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()))
+		ctx := context.Background()
+		var handlerErr, jobErr error
+		done := make(chan struct{}, 2)
+		go func() {
+			_, handlerErr = c.With(RetryOn429(false)).Payments.Get(ctx, "p")
+			done <- struct{}{}
+		}()
+		synctest.Wait() // the handler's sign-in is under way, its nonce held
+		go func() {
+			_, jobErr = c.With(RetryOn429(true)).Payments.Get(ctx, "p")
+			done <- struct{}{}
+		}()
+		synctest.Wait() // the job waits for the handler's sign-in
+		close(release)
+		<-done
+		<-done
+		assert.ErrorIs(t, handlerErr, ErrRateLimited)
+		assert.NoError(t, jobErr, "the job inherited the handler's refusal")
+	})
+}
+
+// BenchmarkWith is the cost of a view: one allocation, whatever it sets.
+func BenchmarkWith(b *testing.B) {
+	c, err := NewClient("https://api.rail0.xyz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts := []CallOption{RetryOn429(true), MaxRetryWait(time.Minute), MaxRetries(1)}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = c.With(opts...)
+	}
+}
