@@ -440,7 +440,7 @@ func (ts *TokenSource) Token(ctx context.Context) (string, error) {
 // When another caller's sign-in is under way, Session waits for it (or for
 // ctx). If that sign-in was cut short by its caller's context, or its 429
 // was refused because the wait did not fit its caller's allowance or
-// deadline (APIError.RetryRefused) while it fits this caller's, the waiting
+// deadline (Call.NotRetried says so) while it fits this caller's, the waiting
 // callers sign in again with their own context and allowance instead of
 // inheriting a failure that was about another caller's budget.
 func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
@@ -503,11 +503,18 @@ func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
 }
 
 // ownBudgetAdmits reports whether a sign-in led by another caller failed
-// only for that caller's budget: its 429 was refused (RetryRefused) for a
-// wait that fits the allowance of a fresh call and this caller's deadline.
+// only for that caller's budget: its answer was not retried because the
+// wait did not fit that caller's allowance or deadline, or the limiter's
+// turn did not (Call.NotRetried), and the wait fits the allowance of a
+// fresh call and this caller's deadline.
 func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) || !apiErr.RetryRefused {
+	if !errors.As(err, &apiErr) || apiErr.Call == nil {
+		return false
+	}
+	switch apiErr.Call.NotRetried() {
+	case ReasonAllowance, ReasonDeadline, ReasonLimiter:
+	default:
 		return false
 	}
 	c := ts.auth.client

@@ -26,8 +26,7 @@ type config struct {
 	retryAfterCap time.Duration
 	maxRetryWait  time.Duration
 	maxRetries    int
-	onRetry       func(RetryEvent)
-	observer      Observer
+	observers     []Observer
 	now           func() time.Time
 	rand          func() float64
 	pacing        Pacing
@@ -170,7 +169,8 @@ func WithMaxRetryWait(d time.Duration) Option {
 // connection failures (default 2). These retries also draw on a client-wide
 // retry budget (20 retries' worth, refilled one fifth of a retry per
 // success), so that an outage does not multiply the load; when it is empty
-// such failures come back at once (RetryStats().Refusals.RetryBudget). It
+// such failures come back at once (reason retry_budget_empty in the
+// transcript: Call.NotRetried). It
 // does not limit 429 retries, which MaxRetryWait bounds.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error {
@@ -178,18 +178,6 @@ func WithMaxRetries(n int) Option {
 			return fmt.Errorf("rail0: WithMaxRetries: must not be negative, got %d", n)
 		}
 		c.maxRetries = n
-		return nil
-	}
-}
-
-// WithOnRetry sets a function called on every retry decision, before the
-// wait, from the calling goroutine; it must not block.
-func WithOnRetry(fn func(RetryEvent)) Option {
-	return func(c *config) error {
-		if fn == nil {
-			return errors.New("rail0: WithOnRetry: nil function")
-		}
-		c.onRetry = fn
 		return nil
 	}
 }
