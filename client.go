@@ -94,8 +94,9 @@
 //
 // A call can be watched in three ways, and each retry decision reaches
 // every one of them: the transcript above; WithLogger, which logs one line
-// per attempt at debug, retries and refusals at info, and what needs the
-// user at warn; and WithObserver, which hands every call to a hook such as package
+// per attempt at debug (with WithWireLog, its headers and bodies too,
+// redacted), retries and refusals at info, and what needs the user at
+// warn; and WithObserver, which hands every call to a hook such as package
 // rail0otel (OpenTelemetry) or package rail0stats (counters), neither of
 // which this package imports.
 //
@@ -157,6 +158,7 @@ type Client struct {
 	tokenSource func(context.Context) (string, error)
 	userAgent   string
 	logger      *slog.Logger
+	wireLog     bool // WithWireLog: headers and bodies at debug, redacted
 	policy      policy
 	now         func() time.Time
 	rand        func() float64
@@ -241,6 +243,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
+	if cfg.wireLog && cfg.logger == nil {
+		return nil, errors.New("rail0: WithWireLog needs WithLogger: the wire log is written at debug level to that logger")
+	}
 	// Without WithFeeCap, maxGas stays zero (gas_limit bounded per
 	// operation) and maxFee nil (a fee bound per chain, in its native unit).
 	if err := checkFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
@@ -267,6 +272,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		tokenSource: cfg.tokenSource,
 		userAgent:   cfg.userAgent,
 		logger:      cfg.logger,
+		wireLog:     cfg.wireLog,
 		observer:    observerOf(cfg.observers),
 		limiter:     cfg.limiter,
 		pacing:      cfg.pacing,

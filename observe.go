@@ -463,6 +463,9 @@ func (c *Client) beforeAttempt(req *http.Request, st *callState) {
 	if c.observer != nil {
 		c.observer.SendAttempt(req.Context(), call, AttemptHeader{req.Header})
 	}
+	if c.wireLogging(req.Context()) {
+		c.logWireRequest(req.Context(), st, req.Header)
+	}
 }
 
 // recordAttempt completes the transcript's entry of the attempt that just

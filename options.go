@@ -22,6 +22,7 @@ type config struct {
 	httpClient    *http.Client
 	userAgent     string
 	logger        *slog.Logger
+	wireLog       bool
 	retryOn429    bool
 	retryAfterCap time.Duration
 	maxRetryWait  time.Duration
@@ -115,8 +116,9 @@ func WithUserAgent(ua string) Option {
 // status, duration, request id, attempt, body sizes, call id); at info, every
 // retry decision (attempt, status, wait, will_retry, reason) and limiter
 // refusal; at warn, what the user must act on (an unknown outcome, a
-// redirect, a limiter that cannot be reached). It never logs a header, a
-// body, the bearer token or any other credential.
+// redirect, a limiter that cannot be reached). It logs no header and no
+// body unless WithWireLog is on, and then redacted: never the bearer token
+// or any other credential.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		c.logger = l

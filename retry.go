@@ -282,6 +282,9 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		o.status = resp.StatusCode
 		success := resp.StatusCode >= 200 && resp.StatusCode <= 299
 		st.body, st.bodyErr = readBody(resp, success)
+		if c.wireLogging(ctx) {
+			c.logWireResponse(ctx, st, resp.StatusCode, resp.Header, st.body)
+		}
 		if success && st.bodyErr != nil {
 			// A body that breaks off is a broken connection after the
 			// request ran: handled like one.
