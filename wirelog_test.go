@@ -112,8 +112,7 @@ func TestWireLogEndToEnd(t *testing.T) {
 	srv := newScriptServer(t, step{status: 503, header: map[string]string{"Set-Cookie": "lb=secret-cookie"}},
 		step{status: 201, body: paymentBody}, step{status: 200, body: `{"id":"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b","status":"unsigned"}`})
 	var jsonOut, textOut bytes.Buffer
-	logger := slog.New(fanout{slog.NewJSONHandler(&jsonOut, &slog.HandlerOptions{Level: slog.LevelDebug}),
-		slog.NewTextHandler(&textOut, &slog.HandlerOptions{Level: slog.LevelDebug})})
+	logger := leaktest.Logger(&jsonOut, &textOut, slog.LevelDebug)
 	c := newTestClient(t, srv.URL, WithToken(token), WithLogger(logger), WithWireLog(true), withRand(func() float64 { return 0 }))
 
 	p, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
@@ -169,43 +168,4 @@ func TestWireLogEndToEnd(t *testing.T) {
 	}
 	_, err = NewClient(srv.URL, WithWireLog(true))
 	assert.ErrorContains(t, err, "WithWireLog needs WithLogger")
-}
-
-// fanout is a slog.Handler that writes every record to several handlers.
-type fanout []slog.Handler
-
-func (f fanout) Enabled(ctx context.Context, l slog.Level) bool {
-	for _, h := range f {
-		if h.Enabled(ctx, l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (f fanout) Handle(ctx context.Context, r slog.Record) error {
-	for _, h := range f {
-		if h.Enabled(ctx, r.Level) {
-			if err := h.Handle(ctx, r.Clone()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (f fanout) WithAttrs(attrs []slog.Attr) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithAttrs(attrs)
-	}
-	return out
-}
-
-func (f fanout) WithGroup(name string) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithGroup(name)
-	}
-	return out
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/leaktest"
 	"github.com/rail0/rail0-go/rail0test"
 	"github.com/rail0/rail0-go/signing"
 )
@@ -78,8 +79,7 @@ func bytesEncodings(b []byte) []string {
 // what it is for: the payment's id, its amounts and its statuses.
 func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 	var logs, textLogs syncBuffer
-	logger := slog.New(fanout{slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}),
-		slog.NewTextHandler(&textLogs, &slog.HandlerOptions{Level: slog.LevelDebug})})
+	logger := leaktest.Logger(&logs, &textLogs, slog.LevelDebug)
 	gw := rail0test.NewServer(rail0test.WithLogger(logger),
 		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 8}),
 		rail0test.WithRateLimitPeriod(time.Second))
@@ -242,44 +242,4 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 			}
 		}
 	}
-}
-
-// fanout is a slog.Handler that writes every record to several handlers, so
-// that one run is logged through slog's JSON and text handlers alike.
-type fanout []slog.Handler
-
-func (f fanout) Enabled(ctx context.Context, l slog.Level) bool {
-	for _, h := range f {
-		if h.Enabled(ctx, l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (f fanout) Handle(ctx context.Context, r slog.Record) error {
-	for _, h := range f {
-		if h.Enabled(ctx, r.Level) {
-			if err := h.Handle(ctx, r.Clone()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (f fanout) WithAttrs(attrs []slog.Attr) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithAttrs(attrs)
-	}
-	return out
-}
-
-func (f fanout) WithGroup(name string) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithGroup(name)
-	}
-	return out
 }
