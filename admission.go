@@ -90,7 +90,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error)
 		c.noteAdmission(ctx, st, adm) // the transcript, the debug log, the observer
 		gen := c.limitGen.Load()
 		if !sleepCtx(ctx, adm.Wait) {
-			c.release(ctx, r.Partition, adm.Ticket)
+			c.release(ctx, st, adm.Ticket)
 			return adm, ctx.Err()
 		}
 		if adm.Ticket != 0 && c.limitGen.Load() == gen {
@@ -126,16 +126,16 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	}
 }
 
-// release gives back a slot the call will not use.
-func (c *Client) release(ctx context.Context, partition string, ticket int64) {
+// release gives back a slot the call st will not use.
+func (c *Client) release(ctx context.Context, st *callState, ticket int64) {
 	if ticket == 0 {
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := c.limiter.Release(rctx, partition, ticket); err != nil && c.logger != nil {
+	if err := c.limiter.Release(rctx, st.partitionKey(), ticket); err != nil && c.logger != nil {
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; slot not released",
-			slog.String("error", err.Error()))
+			callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
 	}
 }
 
@@ -187,17 +187,19 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	if err != nil {
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; answer not recorded",
-				slog.String("path", st.path), slog.String("error", err.Error()))
+				callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
 		}
 		return
 	}
 	st.turn.fb = fb
-	if c.observer != nil {
-		ps := PartitionState{Partition: st.partitionKey(), Budget: fb.Budget, Distrusted: fb.Distrusted}
+	if n := len(st.call.Attempts); n > 0 {
+		// The transcript keeps what the answer told the limiter; observers
+		// read it there (EndAttempt).
+		ps := &PartitionState{Partition: st.partitionKey(), Budget: fb.Budget, Distrusted: fb.Distrusted}
 		if fb.Cooldown > 0 {
 			ps.CooldownUntil = c.now().Add(fb.Cooldown)
 		}
-		c.observer.PartitionState(ctx, st.call, ps)
+		st.call.Attempts[n-1].PartitionState = ps
 	}
 }
 
@@ -213,7 +215,7 @@ func distrust(d decision, fb Feedback, p policy, b budget, u float64) decision {
 	room, limit := roomFor(p, b)
 	w, ok := serverWait(fb.Cooldown, maxDuration, room, u)
 	if !ok {
-		return decision{relevant: true, reason: limit, refused: true}
+		return decision{relevant: true, reason: limit}
 	}
 	d.wait = max(d.wait, w)
 	d.reason = ReasonRetryAfterDistrusted

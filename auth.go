@@ -441,7 +441,7 @@ func (ts *TokenSource) Token(ctx context.Context) (string, error) {
 // When another caller's sign-in is under way, Session waits for it (or for
 // ctx). If that sign-in was cut short by its caller's context, or its 429
 // was refused because the wait did not fit its caller's allowance or
-// deadline (APIError.RetryRefused) while it fits this caller's, the waiting
+// deadline (Call.NotRetried says so) while it fits this caller's, the waiting
 // callers sign in again with their own context and allowance instead of
 // inheriting a failure that was about another caller's budget.
 func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {

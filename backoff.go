@@ -170,7 +170,8 @@ type budget struct {
 // RetryReason says why a retry was made or not.
 type RetryReason string
 
-// Reasons reported in RetryEvent.
+// Reasons of the transcript (Attempt.Reason, Call.NotRetried), the log
+// lines and the observers.
 const (
 	// ReasonRateLimited: a 429 retried after the server's Retry-After.
 	ReasonRateLimited RetryReason = "rate_limited"
@@ -208,10 +209,6 @@ type decision struct {
 	// success or a definitive answer): nothing is reported.
 	relevant bool
 	reason   RetryReason
-	// refused marks a server-given wait (a 429, or a 503 with Retry-After)
-	// that the call would have waited out but whose wait does not fit the
-	// allowance, the deadline or the attempt limit.
-	refused bool
 	// unknown marks a write whose outcome is unknown (do not retry, tell the caller).
 	unknown bool
 	// rateWait is true when wait counts against the allowance (MaxRetryWait).
@@ -232,19 +229,19 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 			return decision{relevant: true, reason: ReasonRetryOn429Off}
 		}
 		if b.attempts >= maxAttempts {
-			return decision{relevant: true, reason: ReasonMaxRetries, refused: true}
+			return decision{relevant: true, reason: ReasonMaxRetries}
 		}
 		room, limit := roomFor(p, b)
 		if o.hasRetryAfter {
 			w, ok := serverWait(o.retryAfter, p.retryAfterCap, room, u)
 			if !ok {
-				return decision{relevant: true, reason: limit, refused: true}
+				return decision{relevant: true, reason: limit}
 			}
 			return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimited, rateWait: true}
 		}
 		w, ok := guessWait(p.base, p.retryAfterCap, b.guesses429, room, u)
 		if !ok {
-			return decision{relevant: true, reason: limit, refused: true}
+			return decision{relevant: true, reason: limit}
 		}
 		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true}
 	}
@@ -280,7 +277,7 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		// The server said when to come back: a server wait, like a 429's.
 		room, limit := roomFor(p, b)
 		if w, ok = serverWait(o.retryAfter, p.retryAfterCap, room, u); !ok {
-			return decision{relevant: true, reason: limit, refused: true, unknown: unknown}
+			return decision{relevant: true, reason: limit, unknown: unknown}
 		}
 		rateWait = true
 	} else if w, ok = guessWait(p.base, p.retryAfterCap, b.otherRetries, b.deadline, u); !ok {

@@ -52,7 +52,8 @@
 //     uncapped; zero when absent or unusable.
 //  2. 429s are retried only with WithRetryOn429(true) (off by default), on
 //     any operation, since a 429 was never executed. With it off, each 429
-//     is still reported (OnRetry, logger) with WillRetry false.
+//     is still reported (the transcript, the observers, the logger at info)
+//     with Retry false and reason retry_on_429_off.
 //  3. A server-given wait (a 429's Retry-After, or a retried 503's) is
 //     min(RetryAfter, RetryAfterCap) plus additive jitter U[0, 10%) of it:
 //     never earlier than the instruction. An HTTP-date is read against the
@@ -61,8 +62,8 @@
 //  4. WithMaxRetryWait (default 3 min) bounds the server-given waiting of one
 //     call. When the instruction, uncapped, does not fit what is left of the
 //     allowance or of the context deadline, no wait is started: the answer
-//     comes back at once (APIError.RetryRefused). RetryStats counts refusals
-//     by reason.
+//     comes back at once, and the transcript says which limit refused the
+//     retry (Call.NotRetried; package rail0stats counts refusals by reason).
 //  5. Other failures are retried at most WithMaxRetries times (default 2),
 //     while the client-wide retry budget lasts (20 retries' worth, refilled
 //     by successes): a request that was never sent, on any operation; a 5xx
@@ -96,10 +97,13 @@
 // the common call site stays two results, and a flow need not choose which
 // of its calls' responses to return beside its result.
 //
-// WithLogger logs one line per attempt at debug, retries and refusals at
-// info, and what needs the user at warn; WithObserver hands every call to a
-// hook such as package rail0otel (OpenTelemetry), which this package does
-// not import.
+// A call can be watched in three ways, and each retry decision reaches
+// every one of them: the transcript above; WithLogger, which logs one line
+// per attempt at debug (with WithWireLog, its headers and bodies too,
+// redacted), retries and refusals at info, and what needs the user at
+// warn; and WithObserver, which hands every call to a hook such as package
+// rail0otel (OpenTelemetry) or package rail0stats (counters), neither of
+// which this package imports.
 //
 // The /sync/* routes of the gateway belong to its chain indexer, not to
 // merchants or buyers, and have no methods here.
@@ -177,7 +181,7 @@ type clientState struct {
 	tokenSource func(context.Context) (string, error)
 	userAgent   string
 	logger      *slog.Logger
-	onRetry     func(RetryEvent)
+	wireLog     bool // WithWireLog: headers and bodies at debug, redacted
 	now         func() time.Time
 	rand        func() float64
 	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
@@ -199,10 +203,9 @@ type clientState struct {
 	// created remembers what Create was asked for, for PayerSign.
 	created createdLog
 
-	stats retryCounters
 	quota *retryQuota // the client-wide retry budget
 
-	observer Observer
+	observer Observer      // nil, the one given, or all of them (observers)
 	calls    atomic.Uint64 // the last call id given
 
 	// waiters is set once any view of the client makes calls that wait for
@@ -270,6 +273,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}
+	if cfg.wireLog && cfg.logger == nil {
+		return nil, errors.New("rail0: WithWireLog needs WithLogger: the wire log is written at debug level to that logger")
+	}
 	// Without WithFeeCap, maxGas stays zero (gas_limit bounded per
 	// operation) and maxFee nil (a fee bound per chain, in its native unit).
 	if err := checkFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
@@ -296,8 +302,8 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		tokenSource: cfg.tokenSource,
 		userAgent:   cfg.userAgent,
 		logger:      cfg.logger,
-		onRetry:     cfg.onRetry,
-		observer:    cfg.observer,
+		wireLog:     cfg.wireLog,
+		observer:    observerOf(cfg.observers),
 		limiter:     cfg.limiter,
 		pacing:      cfg.pacing,
 		pacingOn:    cfg.pacingOn,
@@ -369,24 +375,6 @@ func parseBaseURL(raw string) (*url.URL, error) {
 
 // BaseURL returns the gateway URL the client sends to.
 func (c *Client) BaseURL() string { return c.base.String() }
-
-// RetryStats counts the client's retry decisions since it was created.
-type RetryStats struct {
-	// Retries is the number of retries sent.
-	Retries uint64
-	// Refusals counts, by reason, the failures returned at once although
-	// the client would have retried them.
-	Refusals RetryRefusals
-	// RetryBudget is what is left of the client-wide retry budget (100
-	// tokens when full): zero means failures other than 429 are not retried
-	// until successes refill it.
-	RetryBudget int
-}
-
-// RetryStats returns the client's retry counters.
-func (c *Client) RetryStats() RetryStats {
-	return RetryStats{Retries: c.stats.retries.Load(), Refusals: c.stats.refusals(), RetryBudget: c.quota.left()}
-}
 
 // Response is the metadata of a call's final response; the body has been
 // read and closed. Every struct a call returns carries it in its Response
@@ -467,6 +455,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		call.class = r.class
 	}
 	st := c.newCall(r, call)
+	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && call.class.repeatable(r.idempotencyKey != "")
 	resp, err := st.send(ctx, r, out, "")
 	if refused := st.token; refused != "" && !r.keep401 && errors.Is(err, ErrUnauthorized) {
 		if !call.class.repeatable(r.idempotencyKey != "") {
@@ -474,20 +463,20 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		} else if tok, srcErr := c.bearer(ctx, refused, true); srcErr != nil {
 			err = srcErr
 		} else if tok != refused {
-			// The send after a sign-in is a retry like any other: counted,
-			// reported, and within the call's attempts and allowance.
-			ev := RetryEvent{Method: r.method, Path: call.Path, Attempt: st.attempts, StatusCode: http.StatusUnauthorized,
-				Err: err, WillRetry: true, Reason: ReasonSessionRefused, CallID: call.ID}
+			// The send after a sign-in is a retry like any other: in the
+			// transcript, logged and observed as one, and within the
+			// call's attempts and allowance. Its attempt is reported only
+			// now that the decision is taken (see checkRetry).
 			if n := len(call.Attempts); n > 0 {
 				a := &call.Attempts[n-1]
 				a.Retry, a.Reason = true, ReasonSessionRefused
-				ev.RequestID = a.RequestID
 			}
-			c.stats.retries.Add(1)
-			c.report(ctx, ev)
+			c.tellUntold(ctx, st)
+			st.resendOn401 = false // a second 401 is returned as it is
 			resp, err = st.send(ctx, r, out, tok)
 		}
 	}
+	c.tellUntold(ctx, st)
 	if r.secretAnswer {
 		var decodeErr *DecodeError
 		if errors.As(err, &decodeErr) {
@@ -499,6 +488,18 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		resp = nil // the error carries the answer and the transcript
 	}
 	return resp, err
+}
+
+// tellUntold reports the call's last attempt when its report waited for the
+// decision after a 401.
+func (c *Client) tellUntold(ctx context.Context, st *callState) {
+	if !st.untold {
+		return
+	}
+	st.untold = false
+	if n := len(st.call.Attempts); n > 0 {
+		c.tellAttempt(ctx, st.call, &st.call.Attempts[n-1])
+	}
 }
 
 // pathSegment validates an id that goes into a request path and returns it

@@ -147,11 +147,11 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 			c, err := NewClient("https://gateway.example.com", append([]Option{
 				WithHTTPClient(&http.Client{Transport: tr}), WithToken("tok"), WithRetryOn429(true),
 				WithMaxRetryWait(70 * time.Second),
-				WithOnRetry(func(ev RetryEvent) {
-					if cancelOnRetry != nil && ev.WillRetry {
+				WithObserver(attemptHook(func(_ *Call, a *Attempt) {
+					if cancelOnRetry != nil && a.Retry {
 						cancelOnRetry()
 					}
-				}),
+				})),
 			}, opts...)...)
 			require.NoError(t, err)
 			return c
@@ -190,7 +190,7 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
-		assert.Equal(t, 3, apiErr.Attempts)
+		assert.Len(t, apiErr.Call.Attempts, 3)
 		require.ErrorIs(t, get(client(), true), context.Canceled)
 
 		// A 429 whose retry the limiter will not admit in time.
@@ -198,8 +198,8 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 		refusing := client(WithLimiter(&refusingLimiter{Limiter: NewMemoryLimiter(time.Now)}))
 		err = get(refusing, false)
 		require.ErrorAs(t, err, &apiErr)
-		assert.True(t, apiErr.RetryRefused)
-		assert.Equal(t, ReasonLimiter, apiErr.NotRetried)
+		assert.False(t, apiErr.NotSent, "the server's own last answer")
+		assert.Equal(t, ReasonLimiter, apiErr.Call.NotRetried())
 
 		// Every failure so far was an answer on the one connection the
 		// gateway needed: the next call reuses it.

@@ -93,7 +93,7 @@ func TestCooldownHoldsOtherCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, viaPipe := newPipeArrivals(t, firstThrottled("1"))
 		ev := &eventLog{}
-		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithOnRetry(ev.add))
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithObserver(ev))
 		done := make(chan error, 1)
 		go func() {
 			_, err := c.Payments.Get(context.Background(), "a")
@@ -172,11 +172,12 @@ func TestUngatedClientNeverCallsTheLimiter(t *testing.T) {
 // at once: a typed 429 marked as not sent, and nothing reaches the server.
 func TestCooldownRefusalIsNotSent(t *testing.T) {
 	srv := newArrivals(t, firstThrottled("60"))
-	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(500*time.Millisecond))
+	ev := &eventLog{}
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(500*time.Millisecond), WithObserver(ev))
 	_, err := c.Payments.Get(context.Background(), "a")
 	var first *APIError
 	require.ErrorAs(t, err, &first)
-	assert.True(t, first.RetryRefused)
+	assert.Equal(t, ReasonAllowance, first.Call.NotRetried())
 	assert.False(t, first.NotSent, "that 429 came from the server")
 
 	_, err = c.Payments.Get(context.Background(), "b")
@@ -184,13 +185,13 @@ func TestCooldownRefusalIsNotSent(t *testing.T) {
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.True(t, apiErr.NotSent)
-	assert.True(t, apiErr.RetryRefused)
-	assert.Equal(t, 0, apiErr.Attempts)
+	assert.Equal(t, ReasonLimiter, apiErr.Call.NotRetried())
+	assert.Empty(t, apiErr.Call.Attempts)
 	assert.Equal(t, CodeRateLimited, apiErr.Code)
 	assert.ErrorIs(t, err, ErrRateLimited)
 	assert.GreaterOrEqual(t, apiErr.RetryAfter, 59*time.Second)
 	assert.Empty(t, srv.at("/payments/b"))
-	assert.Equal(t, RetryRefusals{Allowance: 1, Limiter: 1}, c.RetryStats().Refusals)
+	assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1, ReasonLimiter: 1}, ev.refusals())
 }
 
 // Public and session requests are throttled separately: a 429 on one does
@@ -293,7 +294,8 @@ func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
 	})
 }
 
-// Retry-After wins over RateLimit fields on a 429, and both reach the error.
+// Retry-After wins over RateLimit fields on a 429; the error carries the
+// first, its transcript the second.
 func TestRetryAfterWinsOverRateLimit(t *testing.T) {
 	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set("Retry-After", "60")
@@ -305,8 +307,9 @@ func TestRetryAfterWinsOverRateLimit(t *testing.T) {
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
 	assert.Equal(t, 60*time.Second, apiErr.RetryAfter)
-	require.NotNil(t, apiErr.RateLimit)
-	assert.Equal(t, time.Second, apiErr.RateLimit.Reset)
+	rl := apiErr.Call.Attempts[0].RateLimit
+	require.NotNil(t, rl)
+	assert.Equal(t, time.Second, rl.Reset)
 	// The partition is closed for the Retry-After (60 s), not the reset (1 s).
 	_, err = c.Payments.Get(context.Background(), "b")
 	require.ErrorAs(t, err, &apiErr)

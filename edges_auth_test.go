@@ -177,7 +177,7 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	_, _, logins := g.counts()
 	assert.Equal(t, 2, logins)
 	assert.Equal(t, 1, strings.Count(logs.String(), "reason=session_refused"), logs.String())
-	assert.Equal(t, uint64(1), c.RetryStats().Retries, "the send after signing in again is a retry")
+	assert.Equal(t, 1, strings.Count(call.String(), "-> sent again at once with a new token (session_refused)"), "the send after signing in again is a retry")
 	assert.NotContains(t, logs.String(), "jwt-")
 	g.mu.Lock()
 	assert.Equal(t, 2, g.refused)
@@ -322,7 +322,7 @@ func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
 		var apiErr *APIError
 		err = <-leaderErr
 		require.ErrorAs(t, err, &apiErr)
-		assert.True(t, apiErr.RetryRefused, "the leader's 429: %v", err)
+		assert.Equal(t, ReasonDeadline, apiErr.Call.NotRetried(), "the leader's 429: %v", err)
 		got := <-follower
 		require.NoError(t, got.err)
 		assert.Equal(t, "jwt-1", got.tok)
@@ -381,8 +381,9 @@ func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...
 	}
 }
 
-// The send after a sign-in is a retry of the same call: it counts in
-// RetryStats, is reported to OnRetry, and spends the call's one allowance.
+// The send after a sign-in is a retry of the same call: the observer hears
+// it as one (EndAttempt, once decided), and it spends the call's one
+// allowance.
 // Here a 429 (Retry-After 2 s) is retried, the retry meets a revoked
 // session (401), the client signs in and sends again, and that send gets
 // another 429: with 3 s of MaxRetryWait and 2 s already spent, the call
@@ -393,18 +394,17 @@ func TestSessionRefusedResendSharesTheCallsAllowance(t *testing.T) {
 		ev := &eventLog{}
 		c, sent := scriptedSessionGateway(t, "GET /payments/{id}",
 			[]int{http.StatusTooManyRequests, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusOK},
-			WithRetryOn429(true), WithMaxRetryWait(3*time.Second), WithOnRetry(ev.add))
+			WithRetryOn429(true), WithMaxRetryWait(3*time.Second), WithObserver(ev))
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
-		assert.Equal(t, 3, apiErr.Attempts)
+		assert.Len(t, apiErr.Call.Attempts, 3)
 		assert.Equal(t, 3, sent(), "the last 429 was retried on a fresh allowance")
-		stats := c.RetryStats()
-		assert.Equal(t, uint64(2), stats.Retries)
-		assert.Equal(t, uint64(1), stats.Refusals.Allowance)
+		assert.Equal(t, 2, ev.retries())
+		assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1}, ev.refusals())
 		var reasons []RetryReason
 		for _, e := range ev.all() {
 			reasons = append(reasons, e.Reason)

@@ -176,6 +176,14 @@ var hints = map[ErrorCode]string{
 // APIError is a non-2xx answer from the gateway. Every such answer becomes an
 // *APIError through one path, even when retries ran out and even at zero
 // retries, so the status, code, request id and RetryAfter are always there.
+//
+// It carries what a caller acts on; the story of the call (its attempts,
+// the retry decisions, the rate-limit state) is in its transcript, Call.
+// The fields that moved there: Attempts is len(Call.Attempts); NotRetried
+// is Call.NotRetried(); RetryRefused is a limit among those reasons
+// (ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget on
+// the last attempt, which is then Refused, or ReasonLimiter); RateLimit is
+// the last attempt's RateLimit.
 type APIError struct {
 	// StatusCode is the HTTP status of the final response.
 	StatusCode int
@@ -194,31 +202,15 @@ type APIError struct {
 	RetryAfter time.Duration
 	// RequestID is the X-Request-Id of the response, for support requests.
 	RequestID string
-	// Attempts is how many requests the call sent, retries included.
-	Attempts int
 	// Method and Path identify the call (Path is relative to the base URL,
 	// without the query).
 	Method string
 	Path   string
-	// RetryRefused is true when the SDK would have waited out this answer
-	// (a 429, or a 503 with Retry-After) and retried, but the server's wait,
-	// uncapped, did not fit what was left of the call's allowance or of its
-	// context deadline, or the cooldown or pacing would not admit the retry
-	// in time; so it returned this answer at once instead.
-	RetryRefused bool
 	// NotSent is true when the SDK answered this 429 itself without sending
 	// the request, because the rate-limit partition is cooling down or its
 	// pacing budget is spent for longer than the call may wait. RetryAfter
 	// is then the wait that would have been needed.
 	NotSent bool
-	// NotRetried says why the SDK returned this answer instead of retrying
-	// it: a limit (ReasonAllowance, ReasonDeadline, ReasonMaxRetries,
-	// ReasonRetryBudget, ReasonLimiter), an operation not safe to repeat
-	// (ReasonUnsafe) or RetryOn429 off (ReasonRetryOn429Off). Empty for an
-	// answer that is no retry matter (a 4xx, a 501).
-	NotRetried RetryReason
-	// RateLimit is the rate-limit state the response advertised, if any.
-	RateLimit *RateLimitInfo
 	// Location is the Location header of a redirect (a 3xx answer). The SDK
 	// never follows redirects, since following one would carry the bearer
 	// token to wherever it points; the gateway itself never redirects, so
@@ -261,8 +253,8 @@ func (e *APIError) Error() string {
 		b.WriteString(e.RetryAfter.String())
 		b.WriteByte(')')
 	}
-	if e.Attempts > 1 {
-		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	if n := attemptsOf(e.Call); n > 1 {
+		fmt.Fprintf(&b, " after %d attempts", n)
 	}
 	if e.RequestID != "" {
 		b.WriteString(" [request_id ")
@@ -335,22 +327,22 @@ func clockHint(offset time.Duration) string {
 // Idempotency-Key). Read the resource (or replay with the same
 // IdempotencyKey) to learn what happened.
 type OutcomeUnknownError struct {
-	Method   string
-	Path     string
-	Attempts int
+	Method string
+	Path   string
 	// IdempotencyKey is the key the request carried, if any: replaying the
 	// call with it is safe.
 	IdempotencyKey string
 	// Err is the last failure: the *APIError of the last answer, the
 	// *DecodeError of a 2xx that could not be read, or the transport error.
 	Err error
-	// Call is the transcript of the call.
+	// Call is the transcript of the call (how many attempts it sent:
+	// len(Call.Attempts)).
 	Call *Call
 }
 
 // Error returns one readable line.
 func (e *OutcomeUnknownError) Error() string {
-	s := fmt.Sprintf("rail0: %s %s: outcome unknown after %d attempt(s)", e.Method, e.Path, e.Attempts)
+	s := fmt.Sprintf("rail0: %s %s: outcome unknown after %d attempt(s)", e.Method, e.Path, attemptsOf(e.Call))
 	if e.Err != nil {
 		s += ": " + errorText(e.Err)
 	}
@@ -367,17 +359,14 @@ func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 // whose outcome does not matter or is known: a read, or a request that was
 // provably never sent (the connection could not be opened).
 type TransportError struct {
-	Method   string
-	Path     string
-	Attempts int
+	Method string
+	Path   string
 	// Sent is false when the request provably never left the client (dial or
 	// DNS failure), so nothing was executed.
 	Sent bool
-	// NotRetried says why the SDK gave up instead of retrying (see
-	// APIError.NotRetried); empty when the context ended.
-	NotRetried RetryReason
-	Err        error
-	// Call is the transcript of the call.
+	Err  error
+	// Call is the transcript of the call: its attempts, and why the failure
+	// was not retried (Call.NotRetried; empty when the context ended).
 	Call *Call
 }
 
@@ -387,7 +376,16 @@ func (e *TransportError) Error() string {
 	if !e.Sent {
 		state = "request not sent"
 	}
-	return fmt.Sprintf("rail0: %s %s: %s after %d attempt(s): %s", e.Method, e.Path, state, e.Attempts, errorText(e.Err))
+	return fmt.Sprintf("rail0: %s %s: %s after %d attempt(s): %s", e.Method, e.Path, state, attemptsOf(e.Call), errorText(e.Err))
+}
+
+// attemptsOf is the number of requests a call sent; zero without a
+// transcript.
+func attemptsOf(call *Call) int {
+	if call == nil {
+		return 0
+	}
+	return len(call.Attempts)
 }
 
 // Unwrap returns the underlying error (a *url.Error, a net error or a
@@ -451,7 +449,6 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 		RequestID:  requestID(header),
 		Method:     st.method,
 		Path:       st.path,
-		Attempts:   st.attempts,
 		Header:     header,
 		Body:       body,
 	}
@@ -460,9 +457,6 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 	}
 	if st.c != nil {
 		e.clockOffset = st.c.clock.offset()
-	}
-	if rl, ok := ParseRateLimit(header, now); ok {
-		e.RateLimit = &rl
 	}
 	var eb errorBody
 	if len(body) > 0 && json.Unmarshal(body, &eb) == nil {
@@ -484,10 +478,9 @@ func newAPIError(st *callState, status int, header http.Header, body []byte, now
 }
 
 // withCause returns a copy of e that unwraps to the context error cause.
-func (e *APIError) withCause(cause error, attempts int) *APIError {
+func (e *APIError) withCause(cause error) *APIError {
 	c := *e
 	c.cause = cause
-	c.Attempts = attempts
 	return &c
 }
 

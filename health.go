@@ -60,7 +60,10 @@ func (s *HealthService) Get(ctx context.Context) (*Health, error) {
 		if json.Unmarshal(apiErr.Body, &h) == nil && h.Status != "" {
 			h.Response = &Response{
 				StatusCode: apiErr.StatusCode, Header: apiErr.Header, RequestID: apiErr.RequestID,
-				Attempts: apiErr.Attempts, RateLimit: apiErr.RateLimit, Call: apiErr.Call,
+				Attempts: attemptsOf(apiErr.Call), Call: apiErr.Call,
+			}
+			if n := h.Response.Attempts; n > 0 {
+				h.Response.RateLimit = apiErr.Call.Attempts[n-1].RateLimit
 			}
 			return &h, nil
 		}

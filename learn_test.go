@@ -203,11 +203,11 @@ func TestDistrust(t *testing.T) {
 		{"distrusted: the lengthened wait plus jitter, and said so", retry, Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration,
 			decision{relevant: true, retry: true, wait: 2100 * time.Millisecond, reason: ReasonRetryAfterDistrusted, rateWait: true}},
 		{"does not fit the allowance: refused now", retry, Feedback{Cooldown: 2 * s, Distrusted: true}, 1500 * time.Millisecond, maxDuration,
-			decision{relevant: true, reason: ReasonAllowance, refused: true}},
+			decision{relevant: true, reason: ReasonAllowance}},
 		{"does not fit the deadline: refused now", retry, Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, 1500 * time.Millisecond,
-			decision{relevant: true, reason: ReasonDeadline, refused: true}},
-		{"not a retry: unchanged", decision{relevant: true, reason: ReasonAllowance, refused: true}, Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration,
-			decision{relevant: true, reason: ReasonAllowance, refused: true}},
+			decision{relevant: true, reason: ReasonDeadline}},
+		{"not a retry: unchanged", decision{relevant: true, reason: ReasonAllowance}, Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration,
+			decision{relevant: true, reason: ReasonAllowance}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

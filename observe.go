@@ -11,10 +11,12 @@ import (
 	"time"
 )
 
-// This file is what a call tells about itself: its transcript (Call), the
-// Observer hook that package rail0otel implements, and the log lines. The
-// send path (retry.go) reports to it at four points: an attempt leaves, an
-// attempt's answer and decision, a limiter admission, the call's end. The
+// This file is what a call tells about itself, in one of three ways: its
+// transcript (Call), the Observer hook (package rail0otel implements it with
+// OpenTelemetry, package rail0stats with counters) and the log lines. The
+// send path (retry.go) reports to it at four points: the call begins, an
+// attempt leaves, an attempt's answer and the decision taken on it, the
+// call's end; limiter admissions go into the transcript as they happen. The
 // policy stays in backoff.go; nothing here decides anything.
 
 // Call is the transcript of one call: every attempt with its answer and the
@@ -25,8 +27,8 @@ import (
 // calling goroutine while the call runs and not changed once the call has
 // returned. It holds no credential: no header, no body.
 type Call struct {
-	// ID identifies the call within its Client (RetryEvent.CallID,
-	// log lines' call_id); it counts from 1.
+	// ID identifies the call within its Client (the call_id of its log
+	// lines); it counts from 1.
 	ID uint64
 	// Operation is the gateway operation (the contract's operationId, such
 	// as "getPayment" or "submitPaymentOperation"); empty for a path the
@@ -59,7 +61,8 @@ type Call struct {
 	resp  Response   // the call's Response, allocated with it
 }
 
-// Attempt is one request of a call and what became of it.
+// Attempt is one request of a call and what became of it: its answer, the
+// retry decision taken on it and what the answer told the client's limiter.
 type Attempt struct {
 	// N is the 1-based number of the attempt within the call.
 	N int
@@ -80,18 +83,30 @@ type Attempt struct {
 	RetryAfter time.Duration
 	// RateLimit is the rate-limit state the answer advertised, if any.
 	RateLimit *RateLimitInfo
-	// Retry says whether another attempt followed, after Wait. Reason says
-	// why it was retried or not; empty when the answer was no retry matter
-	// (a success, a 4xx). ServerWait says the wait is the server's
-	// instruction (Retry-After) rather than a guess.
+	// Retry says the SDK decided to send the call again after Wait. The
+	// next attempt follows unless the context ends during the wait or the
+	// limiter refuses it (a refused LimiterWait then ends the call).
+	// Reason says why the answer was retried or not; it is empty when the
+	// answer was no retry matter (a success, a 4xx). After a 401 that made
+	// the token source sign in again, Reason is ReasonSessionRefused and
+	// the call is sent again at once with the new token (Wait zero).
+	// ServerWait says Wait is the server's instruction (a 429's or a 503's
+	// Retry-After, capped, plus jitter); when it is false, a retry's Wait is
+	// a guess (full-jitter backoff), except after ReasonSessionRefused.
 	Retry      bool
 	Reason     RetryReason
 	Wait       time.Duration
 	ServerWait bool
 	// Refused is true when a limit (the allowance, the deadline, the
-	// attempt limit, the retry budget) stopped a retry: RetryStats counts
-	// it under Refusals.
+	// attempt limit, the retry budget) stopped a retry the SDK would have
+	// made: Reason names the limit.
 	Refused bool
+	// PartitionState is what the client's limiter holds about the call's
+	// rate-limit partition after this answer, when the answer told it
+	// something (a 429, an exhausted quota, a learned budget; only on a
+	// client that waits for its limiter, WithRetryOn429 or WithPacing, or
+	// one of whose views does, see Client.With); nil otherwise.
+	PartitionState *PartitionState
 }
 
 // LimiterWait is one admission of the client's limiter before an attempt.
@@ -109,7 +124,8 @@ type LimiterWait struct {
 	// Cooldown says a cooldown after a 429 set the wait; otherwise pacing.
 	Cooldown bool
 	// Refused is true when the wait did not fit the allowance or the
-	// deadline: the attempt was not sent (reason ReasonLimiter).
+	// deadline: the attempt was not sent and the call ended
+	// (Call.NotRetried returns ReasonLimiter).
 	Refused bool
 }
 
@@ -154,6 +170,24 @@ func (c *Call) RequestID() string {
 	return ""
 }
 
+// NotRetried returns why the call's last answer (or failure) came back
+// instead of being sent again: ReasonLimiter when the limiter refused the
+// attempt (Limiter ends with a refusal), otherwise the Reason of the last
+// attempt when no retry followed it: a limit (ReasonAllowance,
+// ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget), an operation not
+// safe to repeat (ReasonUnsafe) or RetryOn429 off (ReasonRetryOn429Off). It
+// is empty when the last answer was no retry matter (a success, a 4xx) and
+// when the context ended the call.
+func (c *Call) NotRetried() RetryReason {
+	if n := len(c.Limiter); n > 0 && c.Limiter[n-1].Refused {
+		return ReasonLimiter
+	}
+	if n := len(c.Attempts); n > 0 && !c.Attempts[n-1].Retry {
+		return c.Attempts[n-1].Reason
+	}
+	return ""
+}
+
 // String prints the transcript as a few readable lines: the call, then its
 // attempts and limiter admissions in order.
 func (c *Call) String() string {
@@ -188,7 +222,12 @@ func (c *Call) String() string {
 		if rl := a.RateLimit; rl != nil && rl.HasRemaining {
 			fmt.Fprintf(&b, " ratelimit_remaining=%d reset=%v", rl.Remaining, rl.Reset)
 		}
+		if ps := a.PartitionState; ps != nil {
+			writePartitionState(&b, ps)
+		}
 		switch {
+		case a.Retry && a.Reason == ReasonSessionRefused:
+			fmt.Fprintf(&b, " -> sent again at once with a new token (%s)", a.Reason)
 		case a.Retry:
 			src := "guessed"
 			if a.ServerWait {
@@ -214,6 +253,20 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(time.Microsecond)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// writePartitionState prints what an answer told the limiter: when the
+// partition reopens, the budget learned, a Retry-After found short.
+func writePartitionState(b *strings.Builder, ps *PartitionState) {
+	if !ps.CooldownUntil.IsZero() {
+		fmt.Fprintf(b, " closed_until=%s", ps.CooldownUntil.UTC().Format("15:04:05.000"))
+	}
+	if ps.Budget.Limit > 0 {
+		fmt.Fprintf(b, " budget=%d/%v", ps.Budget.Limit, ps.Budget.Period)
+	}
+	if ps.Distrusted {
+		b.WriteString(" retry_after_distrusted")
+	}
 }
 
 func writeLimiterLine(b *strings.Builder, w LimiterWait) {
@@ -254,36 +307,39 @@ func CallOf(err error) *Call {
 	return nil
 }
 
-// Observer watches calls as they run; package rail0otel implements it with
-// OpenTelemetry spans and metrics, and WithObserver installs one. Its
-// methods are called synchronously on the calling goroutine and must not
-// block; the *Call they get is the live transcript, to be read, not kept
-// and not changed.
+// Observer watches calls as they run: package rail0otel implements it with
+// OpenTelemetry spans and metrics, package rail0stats with counters, and
+// WithObserver installs one (or several). It is called at the four points
+// of a call's life; everything else it reads from the transcript it is
+// handed: the limiter's admissions before an attempt (the Call.Limiter
+// entries whose Before is the attempt's N) when the attempt leaves, what an
+// answer told the limiter (Attempt.PartitionState) when the attempt ends,
+// and a limiter refusal, or a wait the context cut short (the entries after
+// the last attempt), when the call ends.
+//
+// Its methods are called synchronously on the calling goroutine and must
+// not block; the *Call they get is the live transcript, to be read, not
+// kept and not changed. An Observer that serves several clients, or
+// several calls at once, must be safe for concurrent use.
 type Observer interface {
 	// StartCall is called when a call begins, before anything is sent. The
 	// context it returns is the call's context from then on (for example
 	// with a span in it); it must derive from ctx.
 	StartCall(ctx context.Context, call *Call) context.Context
-	// SendAttempt is called just before each attempt leaves, with the
-	// attempt already in call.Attempts. It may add headers to the attempt
-	// (trace context) through h.
+	// SendAttempt is called just before each attempt leaves, after the
+	// limiter admitted it, with the attempt already in call.Attempts. It
+	// may add headers to the attempt (trace context) through h.
 	SendAttempt(ctx context.Context, call *Call, h AttemptHeader)
 	// EndAttempt is called when an attempt's answer (or failure) has been
-	// read and the retry decision taken on it.
+	// read and the retry decision taken on it, a's Retry, Reason, Wait and
+	// Refused included (after a 401, once the token source was asked).
 	EndAttempt(ctx context.Context, call *Call, a *Attempt)
-	// LimiterWait is called when the limiter admits (or refuses) an
-	// attempt, before the wait it asks for.
-	LimiterWait(ctx context.Context, call *Call, w *LimiterWait)
 	// EndCall is called when the call returns, with what it returns.
 	EndCall(ctx context.Context, call *Call, err error)
-	// PartitionState is called when an answer changed what the client's
-	// limiter holds about a rate-limit partition: a cooldown after a 429
-	// or an exhausted quota, a learned budget.
-	PartitionState(ctx context.Context, call *Call, s PartitionState)
 }
 
 // PartitionState is what the client's limiter holds about one rate-limit
-// partition after an answer.
+// partition after an answer (Attempt.PartitionState).
 type PartitionState struct {
 	// Partition is "public" or "session:" followed by a hash prefix of the
 	// token (never the token).
@@ -333,15 +389,56 @@ func (a AttemptHeader) Set(key, value string) {
 }
 
 // WithObserver installs an Observer of every call (package rail0otel
-// provides one for OpenTelemetry).
+// provides one for OpenTelemetry, package rail0stats one that counts).
+// Given more than once, the observers add up: each hears every call, in
+// the order given, and each StartCall's context is passed to the next.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		if o == nil {
 			return errors.New("rail0: WithObserver: nil observer")
 		}
-		c.observer = o
+		c.observers = append(c.observers, o)
 		return nil
 	}
+}
+
+// observers tells several Observers, in order.
+type observers []Observer
+
+func (os observers) StartCall(ctx context.Context, call *Call) context.Context {
+	for _, o := range os {
+		ctx = o.StartCall(ctx, call)
+	}
+	return ctx
+}
+
+func (os observers) SendAttempt(ctx context.Context, call *Call, h AttemptHeader) {
+	for _, o := range os {
+		o.SendAttempt(ctx, call, h)
+	}
+}
+
+func (os observers) EndAttempt(ctx context.Context, call *Call, a *Attempt) {
+	for _, o := range os {
+		o.EndAttempt(ctx, call, a)
+	}
+}
+
+func (os observers) EndCall(ctx context.Context, call *Call, err error) {
+	for _, o := range os {
+		o.EndCall(ctx, call, err)
+	}
+}
+
+// observerOf is what the client calls: nothing, the one observer, or all.
+func observerOf(os []Observer) Observer {
+	switch len(os) {
+	case 0:
+		return nil
+	case 1:
+		return os[0]
+	}
+	return observers(append([]Observer(nil), os...))
 }
 
 // startCall opens the transcript of a call and tells the observer.
@@ -366,15 +463,18 @@ func (c *Client) beforeAttempt(req *http.Request, st *callState) {
 	if c.observer != nil {
 		c.observer.SendAttempt(req.Context(), call, AttemptHeader{req.Header})
 	}
+	if c.wireLogging(req.Context()) {
+		c.logWireRequest(req.Context(), st, req.Header)
+	}
 }
 
-// afterAttempt completes the transcript's entry of the attempt that just
-// came back with what it got and the decision taken, logs it (debug) and
-// tells the observer.
-func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d decision, failure error, now time.Time) {
+// recordAttempt completes the transcript's entry of the attempt that just
+// came back with what it got and the decision taken; nil when no attempt
+// is open.
+func (c *Client) recordAttempt(st *callState, o outcome, d decision, failure error, now time.Time) *Attempt {
 	call := st.call
 	if len(call.Attempts) == 0 {
-		return
+		return nil
 	}
 	a := &call.Attempts[len(call.Attempts)-1]
 	a.Duration = now.Sub(a.Sent)
@@ -399,27 +499,68 @@ func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d d
 			a.Refused = isRefusal(d.reason)
 		}
 	}
-	if c.logger != nil && c.logger.Enabled(ctx, slog.LevelDebug) {
-		attrs := callAttrs(call.ID, call.Method, call.Path,
-			slog.Int("attempt", a.N),
-			slog.Int("status", a.StatusCode),
-			slog.Duration("duration", a.Duration),
-			slog.String("request_id", a.RequestID),
-			slog.Int("request_bytes", a.RequestBytes),
-			slog.Int("response_bytes", a.ResponseBytes))
-		if a.Err != "" {
-			attrs = append(attrs, slog.String("error", a.Err))
+	return a
+}
+
+// tellAttempt reports an attempt whose answer and decision are final: one
+// line at debug with its facts, one at info with the retry decision when
+// the answer was a retry matter, and the observer's EndAttempt.
+func (c *Client) tellAttempt(ctx context.Context, call *Call, a *Attempt) {
+	if c.logger != nil {
+		if c.logger.Enabled(ctx, slog.LevelDebug) {
+			attrs := callAttrs(call.ID, call.Method, call.Path,
+				slog.Int("attempt", a.N),
+				slog.Int("status", a.StatusCode),
+				slog.Duration("duration", a.Duration),
+				slog.String("request_id", a.RequestID),
+				slog.Int("request_bytes", a.RequestBytes),
+				slog.Int("response_bytes", a.ResponseBytes))
+			if a.Err != "" {
+				attrs = append(attrs, slog.String("error", a.Err))
+			}
+			c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: attempt", attrs...)
 		}
-		c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: attempt", attrs...)
+		if a.Reason != "" {
+			c.logDecision(ctx, call, a)
+		}
 	}
 	if c.observer != nil {
 		c.observer.EndAttempt(ctx, call, a)
 	}
 }
 
-// noteAdmission records one answer of the limiter in the call's transcript,
-// logs it and tells the observer. Every limiter call site reports through
-// it.
+// logDecision logs a retry decision at info: a retry, or a retryable
+// failure returned instead (what the user must act on is logged at warn
+// when the call ends).
+func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
+	msg := "rail0: retrying"
+	switch {
+	case a.Reason == ReasonRetryOn429Off:
+		msg = "rail0: rate limited; not retrying (WithRetryOn429 is off)"
+	case !a.Retry:
+		msg = "rail0: not retrying"
+	}
+	attrs := callAttrs(call.ID, call.Method, call.Path,
+		slog.Int("attempt", a.N),
+		slog.Int("status", a.StatusCode),
+		slog.Duration("wait", a.Wait),
+		slog.Bool("will_retry", a.Retry),
+		slog.String("reason", string(a.Reason)))
+	if a.RetryAfter > 0 {
+		attrs = append(attrs, slog.Duration("retry_after", a.RetryAfter))
+	}
+	if a.RequestID != "" {
+		attrs = append(attrs, slog.String("request_id", a.RequestID))
+	}
+	if a.Err != "" {
+		attrs = append(attrs, slog.String("error", a.Err))
+	}
+	c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
+}
+
+// noteAdmission records one answer of the limiter in the call's transcript
+// and logs it; the observer reads it there (see Observer). Every limiter
+// call site reports through it.
 func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission) {
 	call := st.call
 	call.Limiter = append(call.Limiter, LimiterWait{
@@ -434,9 +575,6 @@ func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission
 		}
 		c.logger.LogAttrs(ctx, level, msg, callAttrs(call.ID, st.method, st.path,
 			slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))...)
-	}
-	if c.observer != nil {
-		c.observer.LimiterWait(ctx, call, w)
 	}
 }
 
@@ -529,7 +667,7 @@ func attachCall(err error, call *Call) {
 }
 
 // isRefusal reports whether reason is a limit that stopped a retry the
-// client would have made (counted in RetryStats().Refusals).
+// client would have made (Attempt.Refused).
 func isRefusal(reason RetryReason) bool {
 	switch reason {
 	case ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonLimiter, ReasonRetryBudget:

@@ -59,7 +59,7 @@ func TestSuccessCarriesTranscript(t *testing.T) {
 		assert.Contains(t, lines[0], "call 1 GET /payments/p1 (getPayment): ok after 2 attempt(s) in 2s")
 		assert.Contains(t, lines[2], "#1 ")
 		assert.Contains(t, lines[2], "429")
-		assert.Contains(t, lines[2], "request_id=req-x retry_after=2s -> retry in 2s (rate_limited, server-given)")
+		assert.Contains(t, lines[2], "request_id=req-x retry_after=2s closed_until=00:00:02.000 -> retry in 2s (rate_limited, server-given)")
 		assert.Contains(t, lines[4], "#2 ")
 		assert.Contains(t, lines[4], "200")
 		assert.Contains(t, lines[4], "-> return")
@@ -101,13 +101,13 @@ func TestTranscriptRecordsLimiterWaitsAndRefusals(t *testing.T) {
 	})
 }
 
-// Every RetryEvent names its call: two concurrent calls to one path are
-// told apart.
-func TestRetryEventsCarryCallID(t *testing.T) {
+// Every retry decision an Observer hears names its call: two concurrent
+// calls to one path are told apart.
+func TestRetryDecisionsCarryCallID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(step{status: 503}, step{status: 503}, step{status: 200, body: paymentBody})
-		var ev eventLog
-		c := newTestClient(t, "https://api.rail0.test", memClient(srv), WithToken("t"), WithOnRetry(ev.add),
+		ev := &eventLog{}
+		c := newTestClient(t, "https://api.rail0.test", memClient(srv), WithToken("t"), WithObserver(ev),
 			withRand(func() float64 { return 0.5 }))
 		var wg sync.WaitGroup
 		ids := make([]uint64, 2)
@@ -162,20 +162,15 @@ func (r *recorder) SendAttempt(ctx context.Context, call *Call, h AttemptHeader)
 
 func (r *recorder) EndAttempt(ctx context.Context, call *Call, a *Attempt) {
 	r.note(ctx, "attempt "+http.StatusText(a.StatusCode)+" "+string(a.Reason))
-}
-
-func (r *recorder) LimiterWait(ctx context.Context, call *Call, w *LimiterWait) {
-	r.note(ctx, "limiter")
+	if a.PartitionState != nil {
+		r.mu.Lock()
+		r.partitions = append(r.partitions, *a.PartitionState)
+		r.mu.Unlock()
+	}
 }
 
 func (r *recorder) EndCall(ctx context.Context, call *Call, err error) {
 	r.note(ctx, "end "+string(call.Outcome))
-}
-
-func (r *recorder) PartitionState(ctx context.Context, call *Call, s PartitionState) {
-	r.mu.Lock()
-	r.partitions = append(r.partitions, s)
-	r.mu.Unlock()
 }
 
 // The Observer sees each call begin, every attempt and its end, in the
@@ -346,32 +341,38 @@ func TestRedirectLoggedAtWarn(t *testing.T) {
 	assert.Equal(t, 1.0, last["call_id"])
 }
 
-// Attempt.Refused and RetryStats().Refusals agree on what a refusal is.
-func TestRefusalReasonsAgree(t *testing.T) {
+// Attempt.Refused marks exactly the limits that stop a retry, the reasons
+// package rail0stats counts as refusals; ReasonLimiter is one too, found by
+// Call.NotRetried since no attempt carries it.
+func TestRefusalReasons(t *testing.T) {
+	limits := map[RetryReason]bool{ReasonAllowance: true, ReasonDeadline: true, ReasonMaxRetries: true,
+		ReasonRetryBudget: true, ReasonLimiter: true}
 	for _, r := range []RetryReason{ReasonRateLimited, ReasonRateLimitedGuess, ReasonRetryOn429Off, ReasonServerError,
 		ReasonNotSent, ReasonTransport, ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget,
-		ReasonUnsafe, ReasonLimiter, ReasonSessionRefused} {
-		var rc retryCounters
-		rc.refuse(r)
-		assert.Equal(t, rc.refusals().Total() == 1, isRefusal(r), r)
+		ReasonUnsafe, ReasonLimiter, ReasonSessionRefused, ReasonRetryAfterDistrusted} {
+		assert.Equal(t, limits[r], isRefusal(r), r)
 	}
 }
 
-// A 429 closes the call's partition: the Observer hears when it reopens
-// and the budget learned, under the partition's name (never the token).
-func TestObserverHearsPartitionState(t *testing.T) {
+// A 429 closes the call's partition: the transcript's attempt holds when
+// it reopens and the budget learned, under the partition's name (never the
+// token), and the Observer reads it at EndAttempt.
+func TestTranscriptHoldsPartitionState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("2"), step{status: 200, body: paymentBody})
 		var rec recorder
 		c := newTestClient(t, memURL, memClient(srv), WithToken("tok-secret"), WithRetryOn429(true), WithObserver(&rec),
 			withRand(func() float64 { return 0 }))
 		start := time.Now()
-		_, err := c.Payments.Get(context.Background(), "p1")
+		p, err := c.Payments.Get(context.Background(), "p1")
 		require.NoError(t, err)
-		require.NotEmpty(t, rec.partitions)
-		ps := rec.partitions[0]
+		ps := p.Response.Call.Attempts[0].PartitionState
+		require.NotNil(t, ps)
 		assert.True(t, strings.HasPrefix(ps.Partition, "session:"), ps.Partition)
 		assert.NotContains(t, ps.Partition, "tok-secret")
 		assert.Equal(t, start.Add(2*time.Second), ps.CooldownUntil)
+		assert.Contains(t, p.Response.Call.String(), " closed_until=")
+		require.Len(t, rec.partitions, 1, "the observer heard it at EndAttempt")
+		assert.Equal(t, *ps, rec.partitions[0])
 	})
 }

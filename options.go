@@ -22,12 +22,12 @@ type config struct {
 	httpClient    *http.Client
 	userAgent     string
 	logger        *slog.Logger
+	wireLog       bool
 	retryOn429    bool
 	retryAfterCap time.Duration
 	maxRetryWait  time.Duration
 	maxRetries    int
-	onRetry       func(RetryEvent)
-	observer      Observer
+	observers     []Observer
 	now           func() time.Time
 	rand          func() float64
 	pacing        Pacing
@@ -214,8 +214,9 @@ func commentLen(s string) (n int, ok bool) {
 // status, duration, request id, attempt, body sizes, call id); at info, every
 // retry decision (attempt, status, wait, will_retry, reason) and limiter
 // refusal; at warn, what the user must act on (an unknown outcome, a
-// redirect, a limiter that cannot be reached). It never logs a header, a
-// body, the bearer token or any other credential.
+// redirect, a limiter that cannot be reached). It logs no header and no
+// body unless WithWireLog is on, and then redacted: never the bearer token
+// or any other credential.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		c.logger = l
@@ -269,7 +270,8 @@ func WithMaxRetryWait(d time.Duration) Option {
 // connection failures (default 2). These retries also draw on a client-wide
 // retry budget (20 retries' worth, refilled one fifth of a retry per
 // success), so that an outage does not multiply the load; when it is empty
-// such failures come back at once (RetryStats().Refusals.RetryBudget). It
+// such failures come back at once (reason retry_budget_empty in the
+// transcript: Call.NotRetried). It
 // does not limit 429 retries, which MaxRetryWait bounds.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error {
@@ -277,18 +279,6 @@ func WithMaxRetries(n int) Option {
 			return fmt.Errorf("rail0: WithMaxRetries: must not be negative, got %d", n)
 		}
 		c.maxRetries = n
-		return nil
-	}
-}
-
-// WithOnRetry sets a function called on every retry decision, before the
-// wait, from the calling goroutine; it must not block.
-func WithOnRetry(fn func(RetryEvent)) Option {
-	return func(c *config) error {
-		if fn == nil {
-			return errors.New("rail0: WithOnRetry: nil function")
-		}
-		c.onRetry = fn
 		return nil
 	}
 }

@@ -135,7 +135,7 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv, viaPipe := newPipeScript(t, row.steps...)
 				ev := &eventLog{}
-				opts := append([]Option{viaPipe, WithOnRetry(ev.add), WithRetryAfterCap(20 * time.Millisecond), withRand(func() float64 { return 0.5 })}, row.opts...)
+				opts := append([]Option{viaPipe, WithObserver(ev), WithRetryAfterCap(20 * time.Millisecond), withRand(func() float64 { return 0.5 })}, row.opts...)
 				c := newTestClient(t, srv.URL, opts...)
 				var body any
 				if row.method == http.MethodPost {

@@ -320,7 +320,7 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 		g.retryAfter = "1"
 		ev := &eventLog{}
 		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
-			WithOnRetry(ev.add), withRand(func() float64 { return 0.5 }))
+			WithObserver(ev), withRand(func() float64 { return 0.5 }))
 
 		errs := runCalls(c, 4, calls)
 
@@ -328,7 +328,7 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 			require.NoError(t, err)
 		}
 		assert.Zero(t, g.earlyRetries(1), "early retries after the first window")
-		var distrusted []RetryEvent
+		var distrusted []retryEvent
 		for _, e := range ev.all() {
 			if e.Reason == ReasonRetryAfterDistrusted {
 				distrusted = append(distrusted, e)
@@ -337,7 +337,7 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 		require.NotEmpty(t, distrusted)
 		assert.Equal(t, time.Second, distrusted[0].RetryAfter)
 		assert.GreaterOrEqual(t, distrusted[0].Wait, 2*time.Second, "at least double the short header")
-		assert.True(t, distrusted[0].WillRetry)
+		assert.True(t, distrusted[0].Retry)
 	})
 }
 

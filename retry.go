@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -30,36 +29,6 @@ const (
 	// 100 payments) is far smaller.
 	maxSuccessBody = 32 << 20
 )
-
-// RetryEvent describes one retry decision: a retry about to be made, or a
-// retryable failure that is returned instead.
-type RetryEvent struct {
-	// Method and Path identify the call (Path is relative to the base URL).
-	Method string
-	Path   string
-	// Attempt is the 1-based number of the attempt that just failed.
-	Attempt int
-	// StatusCode is the failed attempt's status; zero after a transport error.
-	StatusCode int
-	// Err is the transport error, if any.
-	Err error
-	// RetryAfter is the server's instruction on that answer, uncapped.
-	RetryAfter time.Duration
-	// Wait is how long the SDK waits before the next attempt (zero when it
-	// does not retry).
-	Wait time.Duration
-	// WillRetry says whether another attempt follows. It is false when the
-	// failure comes back to the caller: a limit was reached, the operation
-	// is not safe to repeat, or (for a 429) WithRetryOn429 is off.
-	WillRetry bool
-	// Reason says why.
-	Reason RetryReason
-	// RequestID is the failed answer's X-Request-Id, if any.
-	RequestID string
-	// CallID identifies the call within the Client (Call.ID), so that the
-	// events of two concurrent calls to one path can be told apart.
-	CallID uint64
-}
 
 // callState is one call: its request, its transcript, what its attempts
 // used and did, and the go-retryablehttp client it sends with. That client
@@ -92,6 +61,11 @@ type callState struct {
 	idempotencyKey string
 	op             opClass // what repeating the operation would do
 	requestBody    []byte  // the JSON body, encoded once and replayed on every attempt
+	// resendOn401 is true while a 401 would make do ask the token source
+	// for a new token and send the call again: the report of such an
+	// attempt waits for that decision (untold).
+	resendOn401 bool
+	untold      bool
 
 	spent     // what the call used and did, across its sends
 	sendState // what the current send has seen
@@ -110,15 +84,13 @@ type sendState struct {
 
 	next time.Duration // the wait checkRetry decided, taken by backoff
 
-	last429    *APIError // kept so a call cut short while waiting or retrying still reports it
-	refused    bool
-	unknown    bool
-	notRetried RetryReason // why the last failure was not retried
-	status     int
-	rateLimit  *RateLimitInfo
-	header     http.Header
-	body       []byte
-	bodyErr    error
+	last429   *APIError // kept so a call cut short while waiting or retrying still reports it
+	unknown   bool
+	status    int
+	rateLimit *RateLimitInfo
+	header    http.Header
+	body      []byte
+	bodyErr   error
 }
 
 // partitionKey names the call's rate-limit partition, hashing the token only
@@ -231,7 +203,7 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	if st.held != 0 {
 		// The call ended (its context, say) before the retry it held a
 		// slot for.
-		c.release(context.Background(), st.partitionKey(), st.held)
+		c.release(context.Background(), st, st.held)
 		st.held = 0
 	}
 	var meta *Response
@@ -241,7 +213,7 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
 	}
 	if err != nil {
-		var failure error = &TransportError{Method: st.method, Path: st.path, Attempts: st.attempts, Sent: st.sent, NotRetried: st.notRetried, Err: err}
+		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
 		var local *APIError
 		if errors.As(err, &local) && local.NotSent {
 			// The limiter would not admit the retry in time. The server's
@@ -253,22 +225,20 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 		} else if isContextErr(err) && st.last429 != nil {
 			// Cut short while waiting out a 429, or on the retry that
 			// followed the wait: report that 429 too.
-			failure = st.last429.withCause(err, st.attempts)
+			failure = st.last429.withCause(err)
 		}
 		if st.maybeExecuted {
-			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: failure}
+			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
 		}
 		return meta, failure
 	}
 	if st.status < 200 || st.status > 299 {
 		apiErr := c.answerError(st)
-		apiErr.RetryRefused = st.refused
-		apiErr.NotRetried = st.notRetried
 		if st.unknown || st.maybeExecuted {
 			// An earlier attempt may have run (a 5xx, a broken connection)
 			// even if the last answer is a 429 or a 4xx: the caller must
 			// not send the write again without its Idempotency-Key.
-			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: apiErr}
+			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: apiErr}
 		}
 		return meta, apiErr
 	}
@@ -283,7 +253,7 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 				// A 2xx that is not the gateway's promised JSON may be a
 				// proxy's page: the write may or may not have run, and a
 				// keyed one can be repeated with its key.
-				failure = &OutcomeUnknownError{Method: st.method, Path: st.path, Attempts: st.attempts, IdempotencyKey: st.idempotencyKey, Err: failure}
+				failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
 			}
 			return meta, failure
 		}
@@ -316,6 +286,9 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		gatewayNow := now.Add(c.clock.offset()) // what the answer's times are relative to
 		success := resp.StatusCode >= 200 && resp.StatusCode <= 299
 		st.body, st.bodyErr = readBody(resp, success)
+		if c.wireLogging(ctx) {
+			c.logWireResponse(ctx, st, resp.StatusCode, resp.Header, st.body)
+		}
 		if success && st.bodyErr != nil {
 			// A body that breaks off is a broken connection after the
 			// request ran: handled like one.
@@ -370,25 +343,19 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	default:
 		st.last429 = nil
 	}
-	st.notRetried = ""
-	c.afterAttempt(ctx, st, o, d, failure, now)
+	a := c.recordAttempt(st, o, d, failure, now)
+	if a != nil {
+		if o.status == http.StatusUnauthorized && st.resendOn401 {
+			st.untold = true // do tells it once the token source has answered
+		} else {
+			c.tellAttempt(ctx, st.call, a)
+		}
+	}
 	if !d.relevant {
 		return false, failure
 	}
-	ev := RetryEvent{
-		Method: st.method, Path: st.path, Attempt: st.attempts, StatusCode: o.status,
-		Err: failure, RetryAfter: o.retryAfter, Wait: d.wait, WillRetry: d.retry, Reason: d.reason,
-		CallID: st.call.ID,
-	}
-	if st.header != nil && err == nil {
-		ev.RequestID = requestID(st.header)
-	}
 	if !d.retry {
-		st.refused = d.refused
 		st.unknown = d.unknown
-		st.notRetried = d.reason
-		c.stats.refuse(d.reason)
-		c.report(ctx, ev)
 		return false, failure
 	}
 	if d.rateWait {
@@ -401,8 +368,6 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	} else {
 		st.otherRetries++
 	}
-	c.stats.retries.Add(1)
-	c.report(ctx, ev)
 	st.next = d.wait
 	if st.gated && o.status == http.StatusTooManyRequests {
 		c.holdRetrySlot(ctx, st, d.wait)
@@ -449,7 +414,7 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		}
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; sending without it",
-				slog.String("method", st.method), slog.String("path", st.path), slog.String("error", err.Error()))
+				callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
 		}
 		return nil
 	}
@@ -457,12 +422,10 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		c.noteAdmission(ctx, st, adm) // a refusal, or an admission at once
 	}
 	if !adm.OK {
-		c.stats.refuse(ReasonLimiter)
 		return &APIError{
 			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
 			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
-			RetryAfter: adm.Wait, Attempts: st.attempts, Method: st.method, Path: st.path,
-			RetryRefused: true, NotSent: true, NotRetried: ReasonLimiter,
+			RetryAfter: adm.Wait, Method: st.method, Path: st.path, NotSent: true,
 		}
 	}
 	return nil
@@ -478,86 +441,30 @@ func (c *Client) answerError(st *callState) *APIError {
 }
 
 // lastAnswer returns the call's last answer from the server as an
-// *APIError marked RetryRefused, for a retry that the limiter refused
-// locally; nil when the last attempt got no answer.
+// *APIError, for a retry that the limiter refused locally (the transcript
+// ends with the refusal: Call.NotRetried is ReasonLimiter); nil when the
+// last attempt got no answer.
 func (c *Client) lastAnswer(st *callState) *APIError {
 	if st.status == 0 {
 		return nil
 	}
-	e := c.answerError(st)
-	e.RetryRefused = true
-	e.NotRetried = ReasonLimiter
-	e.Attempts = st.attempts
-	return e
+	return c.answerError(st)
 }
 
-// RetryRefusals counts, by reason, the failures that the client would have
-// retried but returned instead because a limit was reached.
-type RetryRefusals struct {
-	// Allowance: the server's wait (a 429's, or a 503's Retry-After) did not
-	// fit in what was left of MaxRetryWait.
-	Allowance uint64
-	// Deadline: the wait would have ended after the context's deadline.
-	Deadline uint64
-	// AttemptLimit: MaxRetries was used up (or, for 429s, the safety net
-	// of 100 attempts).
-	AttemptLimit uint64
-	// Limiter: the cooldown or the pacing budget would not admit the
-	// request within the allowance or the deadline (APIError.NotSent, or
-	// the server's last answer marked RetryRefused).
-	Limiter uint64
-	// RetryBudget: the client-wide retry budget was empty.
-	RetryBudget uint64
-}
-
-// Total returns the refusals of every reason.
-func (r RetryRefusals) Total() uint64 {
-	return r.Allowance + r.Deadline + r.AttemptLimit + r.Limiter + r.RetryBudget
-}
-
-// ReasonLimiter is the APIError.NotRetried of an answer returned because
-// the cooldown or the pacing budget would not admit the request (or its
-// retry) within the allowance or the deadline; RetryRefusals.Limiter counts
-// them. No RetryEvent carries it: the refusal comes before an attempt.
+// ReasonLimiter is Call.NotRetried of a call that the limiter stopped: the
+// cooldown or the pacing budget would not admit the request (or its retry)
+// within the allowance or the deadline. No attempt carries it, since the
+// refusal comes before an attempt: the transcript's last LimiterWait is
+// Refused.
 const ReasonLimiter RetryReason = "limiter"
 
-// ReasonSessionRefused is the Attempt.Reason and RetryEvent.Reason of a 401
-// after which the client's token source gave a new token (a TokenSource
-// signed in again) and the call was sent once more with it.
+// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
+// client's token source gave a new token (a TokenSource signed in again)
+// and the call was sent once more, at once, with it: the attempt has Retry
+// true and Wait zero, the observer's EndAttempt and the info log line say
+// so, and the re-send counts against the call's attempts and allowance like
+// any retry.
 const ReasonSessionRefused RetryReason = "session_refused"
-
-// retryCounters holds the client's retry counters.
-type retryCounters struct {
-	retries                                           atomic.Uint64
-	allowance, deadline, attemptLimit, limiter, quota atomic.Uint64
-}
-
-// refuse counts a refusal for reason; reasons that are not a limit (an
-// unsafe operation, RetryOn429 off) are not refusals.
-func (rc *retryCounters) refuse(reason RetryReason) {
-	switch reason {
-	case ReasonAllowance:
-		rc.allowance.Add(1)
-	case ReasonDeadline:
-		rc.deadline.Add(1)
-	case ReasonMaxRetries:
-		rc.attemptLimit.Add(1)
-	case ReasonLimiter:
-		rc.limiter.Add(1)
-	case ReasonRetryBudget:
-		rc.quota.Add(1)
-	}
-}
-
-func (rc *retryCounters) refusals() RetryRefusals {
-	return RetryRefusals{
-		Allowance:    rc.allowance.Load(),
-		Deadline:     rc.deadline.Load(),
-		AttemptLimit: rc.attemptLimit.Load(),
-		Limiter:      rc.limiter.Load(),
-		RetryBudget:  rc.quota.Load(),
-	}
-}
 
 // isTimeout reports whether a transport failure was a timeout.
 func isTimeout(err error) bool {
@@ -569,40 +476,6 @@ func isTimeout(err error) bool {
 // handler would close the response and lose the status and Retry-After.
 func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Response, error) {
 	return resp, err
-}
-
-// report logs a retry decision (at info: retries and refusals; what the
-// user must act on is logged at warn when the call ends) and hands it to
-// the OnRetry hook.
-func (c *Client) report(ctx context.Context, ev RetryEvent) {
-	if c.logger != nil {
-		msg := "rail0: retrying"
-		switch {
-		case ev.Reason == ReasonRetryOn429Off:
-			msg = "rail0: rate limited; not retrying (WithRetryOn429 is off)"
-		case !ev.WillRetry:
-			msg = "rail0: not retrying"
-		}
-		attrs := callAttrs(ev.CallID, ev.Method, ev.Path,
-			slog.Int("attempt", ev.Attempt),
-			slog.Int("status", ev.StatusCode),
-			slog.Duration("wait", ev.Wait),
-			slog.Bool("will_retry", ev.WillRetry),
-			slog.String("reason", string(ev.Reason)))
-		if ev.RetryAfter > 0 {
-			attrs = append(attrs, slog.Duration("retry_after", ev.RetryAfter))
-		}
-		if ev.RequestID != "" {
-			attrs = append(attrs, slog.String("request_id", ev.RequestID))
-		}
-		if ev.Err != nil {
-			attrs = append(attrs, slog.String("error", ev.Err.Error()))
-		}
-		c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
-	}
-	if c.onRetry != nil {
-		c.onRetry(ev)
-	}
 }
 
 // readBody reads and closes a response body, replacing it with http.NoBody

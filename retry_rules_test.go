@@ -36,7 +36,7 @@ func TestRetryAfterBeyondAllowanceRefusedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("600"), step{status: 200, body: paymentBody})
 		ev := &eventLog{}
-		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithOnRetry(ev.add), withRand(half))
+		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithObserver(ev), withRand(half))
 		start := time.Now()
 
 		_, err := c.Payments.Get(context.Background(), "p1")
@@ -45,13 +45,12 @@ func TestRetryAfterBeyondAllowanceRefusedAtOnce(t *testing.T) {
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
-		assert.True(t, apiErr.RetryRefused)
 		assert.Equal(t, 600*time.Second, apiErr.RetryAfter)
-		assert.Equal(t, ReasonAllowance, apiErr.NotRetried, "the error says why")
+		assert.Equal(t, ReasonAllowance, apiErr.Call.NotRetried(), "the transcript says why")
 		assert.Len(t, srv.requests(), 1)
 		require.Len(t, ev.all(), 1)
 		assert.Equal(t, ReasonAllowance, ev.all()[0].Reason)
-		assert.Equal(t, RetryRefusals{Allowance: 1}, c.RetryStats().Refusals)
+		assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1}, ev.refusals())
 	})
 }
 
@@ -60,7 +59,8 @@ func TestRetryAfterBeyondAllowanceRefusedAtOnce(t *testing.T) {
 func TestRetryAfterBeyondDeadlineRefusedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("120"), step{status: 200, body: paymentBody})
-		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), withRand(half))
+		ev := &eventLog{}
+		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithObserver(ev), withRand(half))
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -70,11 +70,10 @@ func TestRetryAfterBeyondDeadlineRefusedAtOnce(t *testing.T) {
 		assert.Zero(t, time.Since(start))
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
-		assert.True(t, apiErr.RetryRefused)
 		assert.NotErrorIs(t, err, context.DeadlineExceeded, "refused before the deadline")
-		assert.Equal(t, ReasonDeadline, apiErr.NotRetried)
+		assert.Equal(t, ReasonDeadline, apiErr.Call.NotRetried())
 		assert.Len(t, srv.requests(), 1)
-		assert.Equal(t, RetryRefusals{Deadline: 1}, c.RetryStats().Refusals)
+		assert.Equal(t, map[RetryReason]int{ReasonDeadline: 1}, ev.refusals())
 	})
 }
 
@@ -113,7 +112,7 @@ func TestDeadlineThatFitsTheWaitButNotTheRetry(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
 		assert.Equal(t, "req-x", apiErr.RequestID)
 		assert.Equal(t, 10*time.Second, apiErr.RetryAfter)
-		assert.Equal(t, 2, apiErr.Attempts)
+		assert.Len(t, apiErr.Call.Attempts, 2)
 		var te *TransportError
 		assert.False(t, errors.As(err, &te))
 		assert.Len(t, srv.requests(), 2)
@@ -151,7 +150,7 @@ func TestRetryAfterOn503IsAServerWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(unavailable("2"), step{status: 200, body: paymentBody})
 		ev := &eventLog{}
-		c := newTestClient(t, memURL, memClient(srv), WithOnRetry(ev.add), withRand(half))
+		c := newTestClient(t, memURL, memClient(srv), WithObserver(ev), withRand(half))
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 
@@ -166,11 +165,12 @@ func TestRetryAfterOn503IsAServerWait(t *testing.T) {
 }
 
 // Item 11: the 503's wait counts against the allowance like a 429's, and
-// one that does not fit comes back at once, marked RetryRefused.
+// one that does not fit comes back at once, refused by the allowance.
 func TestRetryAfterOn503BeyondAllowance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(unavailable("2"), step{status: 200, body: paymentBody})
-		c := newTestClient(t, memURL, memClient(srv), WithMaxRetryWait(time.Second), withRand(half))
+		ev := &eventLog{}
+		c := newTestClient(t, memURL, memClient(srv), WithMaxRetryWait(time.Second), WithObserver(ev), withRand(half))
 		start := time.Now()
 
 		_, err := c.Payments.Get(context.Background(), "p1")
@@ -179,10 +179,10 @@ func TestRetryAfterOn503BeyondAllowance(t *testing.T) {
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
-		assert.True(t, apiErr.RetryRefused)
+		assert.Equal(t, ReasonAllowance, apiErr.Call.NotRetried())
 		assert.Equal(t, 2*time.Second, apiErr.RetryAfter)
 		assert.Len(t, srv.requests(), 1)
-		assert.Equal(t, RetryRefusals{Allowance: 1}, c.RetryStats().Refusals)
+		assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1}, ev.refusals())
 	})
 }
 
@@ -199,7 +199,7 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 		steps = append(steps, throttled("1"), step{status: 200, body: paymentBody}, step{status: 404, body: `{"code":"not_found"}`})
 		srv := newMemScript(steps...)
 		ev := &eventLog{}
-		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithOnRetry(ev.add))
+		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithObserver(ev))
 
 		var wg sync.WaitGroup
 		var failed, saidBudget atomic.Int32
@@ -209,7 +209,7 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 				var apiErr *APIError
 				if errors.As(err, &apiErr) && apiErr.StatusCode == 503 {
 					failed.Add(1)
-					if apiErr.NotRetried == ReasonRetryBudget {
+					if apiErr.Call.NotRetried() == ReasonRetryBudget {
 						saidBudget.Add(1)
 					}
 				}
@@ -219,28 +219,28 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 
 		assert.Equal(t, int32(20), failed.Load())
 		assert.Len(t, srv.requests(), 40, "the storm must not triple the load")
-		stats := c.RetryStats()
-		assert.Equal(t, uint64(20), stats.Retries)
-		assert.Zero(t, stats.RetryBudget)
-		assert.NotZero(t, stats.Refusals.RetryBudget)
-		assert.Equal(t, uint64(20), stats.Refusals.RetryBudget+stats.Refusals.AttemptLimit, "every call ends on one limit")
+		assert.Equal(t, 20, ev.retries())
+		assert.Zero(t, c.quota.left())
+		refusals := ev.refusals()
+		assert.NotZero(t, refusals[ReasonRetryBudget])
+		assert.Equal(t, 20, refusals[ReasonRetryBudget]+refusals[ReasonMaxRetries], "every call ends on one limit")
 		budgetEvents := 0
 		for _, e := range ev.all() {
 			if e.Reason == ReasonRetryBudget {
 				budgetEvents++
-				assert.False(t, e.WillRetry)
+				assert.False(t, e.Retry)
 			}
 		}
-		assert.Equal(t, int(stats.Refusals.RetryBudget), budgetEvents)
+		assert.Equal(t, refusals[ReasonRetryBudget], budgetEvents)
 		assert.Equal(t, int32(budgetEvents), saidBudget.Load(), "the errors say the budget stopped them")
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 		require.NoError(t, err, "a 429 is retried with the budget empty")
 		assert.Len(t, srv.requests(), 42)
-		assert.Equal(t, successCredit, c.RetryStats().RetryBudget, "a success gives a token back")
+		assert.Equal(t, successCredit, c.quota.left(), "a success gives a token back")
 		_, err = c.Payments.Get(context.Background(), "p1")
 		require.ErrorIs(t, err, ErrNotFound)
-		assert.Equal(t, 2*successCredit, c.RetryStats().RetryBudget, "so does a 4xx: the gateway is answering")
+		assert.Equal(t, 2*successCredit, c.quota.left(), "so does a 4xx: the gateway is answering")
 	})
 }
 
@@ -425,12 +425,13 @@ func (l *closedLimiter) Observe(context.Context, string, Observation) (Feedback,
 }
 
 // Item 14: when the limiter refuses the retry locally, the caller gets the
-// server's last 429 (its request id, headers and body), marked
-// RetryRefused, not an error built by the SDK.
+// server's last 429 (its request id, headers and body), not an error built
+// by the SDK; the transcript says the limiter refused the retry.
 func TestLimiterRefusalReturnsTheServers429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("1"), step{status: 200, body: paymentBody})
-		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithLimiter(&closedLimiter{}), withRand(half))
+		ev := &eventLog{}
+		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithLimiter(&closedLimiter{}), WithObserver(ev), withRand(half))
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 
@@ -441,12 +442,11 @@ func TestLimiterRefusalReturnsTheServers429(t *testing.T) {
 		assert.Equal(t, "1", apiErr.Header.Get("Retry-After"))
 		assert.Equal(t, rateLimitedBody, string(apiErr.Body))
 		assert.Equal(t, time.Second, apiErr.RetryAfter)
-		assert.True(t, apiErr.RetryRefused)
 		assert.False(t, apiErr.NotSent, "this 429 came from the server")
-		assert.Equal(t, ReasonLimiter, apiErr.NotRetried)
-		assert.Equal(t, 1, apiErr.Attempts)
+		assert.Equal(t, ReasonLimiter, apiErr.Call.NotRetried())
+		assert.Len(t, apiErr.Call.Attempts, 1)
 		assert.Len(t, srv.requests(), 1)
-		assert.Equal(t, RetryRefusals{Limiter: 1}, c.RetryStats().Refusals)
+		assert.Equal(t, map[RetryReason]int{ReasonLimiter: 1}, ev.refusals())
 	})
 }
 
@@ -462,7 +462,7 @@ func TestLimiterRefusalAfterA503ReturnsThe503(t *testing.T) {
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusServiceUnavailable, apiErr.StatusCode)
 		assert.Equal(t, "req-x", apiErr.RequestID)
-		assert.True(t, apiErr.RetryRefused)
+		assert.Equal(t, ReasonLimiter, apiErr.Call.NotRetried())
 		assert.False(t, apiErr.NotSent)
 	})
 }
@@ -514,7 +514,7 @@ func TestHTTPDateRetryAfterUsesTheServersClock(t *testing.T) {
 				step429.header["Retry-After"] = server.Add(2 * time.Second).UTC().Format(http.TimeFormat)
 				srv := newMemScript(step429, step{status: 200, body: paymentBody})
 				ev := &eventLog{}
-				c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithOnRetry(ev.add), withRand(half))
+				c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithObserver(ev), withRand(half))
 
 				_, err := c.Payments.Get(context.Background(), "p1")
 
@@ -536,19 +536,18 @@ func TestHTTPDateRetryAfterUsesTheServersClock(t *testing.T) {
 func TestRefusalsCountedByReason(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(step{status: 500}, step{status: 500}, step{status: 500}, throttled("600"))
-		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), withRand(half))
+		ev := &eventLog{}
+		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), WithObserver(ev), withRand(half))
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 		var apiErr *APIError
 		require.ErrorAs(t, err, &apiErr)
-		assert.Equal(t, ReasonMaxRetries, apiErr.NotRetried)
+		assert.Equal(t, ReasonMaxRetries, apiErr.Call.NotRetried())
 		_, err = c.Payments.Get(context.Background(), "p1")
 		require.ErrorAs(t, err, &apiErr)
-		assert.Equal(t, ReasonAllowance, apiErr.NotRetried)
+		assert.Equal(t, ReasonAllowance, apiErr.Call.NotRetried())
 
-		got := c.RetryStats().Refusals
-		assert.Equal(t, RetryRefusals{AttemptLimit: 1, Allowance: 1}, got)
-		assert.Equal(t, uint64(2), got.Total())
+		assert.Equal(t, map[RetryReason]int{ReasonMaxRetries: 1, ReasonAllowance: 1}, ev.refusals())
 	})
 }
 
@@ -556,33 +555,35 @@ func TestRefusalsCountedByReason(t *testing.T) {
 func TestTransportErrorSaysWhyNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(step{hangUp: true})
-		c := newTestClient(t, memURL, memClient(srv), WithMaxRetries(1), withRand(half))
+		ev := &eventLog{}
+		c := newTestClient(t, memURL, memClient(srv), WithMaxRetries(1), WithObserver(ev), withRand(half))
 
 		_, err := c.Payments.Get(context.Background(), "p1")
 
 		var te *TransportError
 		require.ErrorAs(t, err, &te)
-		assert.Equal(t, ReasonMaxRetries, te.NotRetried)
-		assert.Equal(t, 2, te.Attempts)
-		assert.Equal(t, RetryRefusals{AttemptLimit: 1}, c.RetryStats().Refusals)
+		assert.Equal(t, ReasonMaxRetries, te.Call.NotRetried())
+		assert.Len(t, te.Call.Attempts, 2)
+		assert.Equal(t, map[RetryReason]int{ReasonMaxRetries: 1}, ev.refusals())
 	})
 }
 
-// Item 17: a 429 with RetryOn429 off is reported: an OnRetry event that
-// says it is not retried and why, and an info line in the log.
+// Item 17: a 429 with RetryOn429 off is reported: the observer hears an
+// attempt that says it is not retried and why, and the log has an info
+// line.
 func TestRateLimitWithRetryOffIsReported(t *testing.T) {
 	srv := newScriptServer(t, throttled("60"))
 	ev := &eventLog{}
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
-	c := newTestClient(t, srv.URL, WithOnRetry(ev.add), WithLogger(logger))
+	c := newTestClient(t, srv.URL, WithObserver(ev), WithLogger(logger))
 
 	_, err := c.Payments.Get(context.Background(), "p1")
 
 	require.ErrorIs(t, err, ErrRateLimited)
 	events := ev.all()
 	require.Len(t, events, 1)
-	assert.False(t, events[0].WillRetry)
+	assert.False(t, events[0].Retry)
 	assert.Equal(t, ReasonRetryOn429Off, events[0].Reason)
 	assert.Equal(t, 60*time.Second, events[0].RetryAfter)
 	assert.Equal(t, http.StatusTooManyRequests, events[0].StatusCode)
@@ -594,9 +595,9 @@ func TestRateLimitWithRetryOffIsReported(t *testing.T) {
 	assert.NotContains(t, line, "\n")
 	var apiErr *APIError
 	require.ErrorAs(t, err, &apiErr)
-	assert.False(t, apiErr.RetryRefused, "nothing was refused: the caller handles 429s")
-	assert.Equal(t, ReasonRetryOn429Off, apiErr.NotRetried)
-	assert.Zero(t, c.RetryStats().Refusals.Total())
+	assert.False(t, apiErr.Call.Attempts[0].Refused, "nothing was refused: the caller handles 429s")
+	assert.Equal(t, ReasonRetryOn429Off, apiErr.Call.NotRetried())
+	assert.Empty(t, ev.refusals())
 }
 
 // A keyed payment creation answered 503 (it may have run), retried, then

@@ -1,6 +1,7 @@
 package rail0
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -150,22 +151,87 @@ func withRand(f func() float64) Option {
 	return func(c *config) error { c.rand = f; return nil }
 }
 
-// eventLog collects RetryEvents from WithOnRetry.
+// eventLog is an Observer that keeps the retry decisions it hears: every
+// attempt whose answer was a retry matter (Reason set), as EndAttempt hands
+// it over, and the calls the limiter stopped.
 type eventLog struct {
-	mu     sync.Mutex
-	events []RetryEvent
+	mu      sync.Mutex
+	events  []retryEvent
+	limiter int // calls that ended on a limiter refusal
 }
 
-func (l *eventLog) add(ev RetryEvent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ev)
+// retryEvent is one retry decision as an Observer hears it.
+type retryEvent struct {
+	Attempt
+	CallID uint64
+	Path   string
 }
 
-func (l *eventLog) all() []RetryEvent {
+func (l *eventLog) StartCall(ctx context.Context, _ *Call) context.Context { return ctx }
+
+func (l *eventLog) SendAttempt(context.Context, *Call, AttemptHeader) {}
+
+func (l *eventLog) EndAttempt(_ context.Context, call *Call, a *Attempt) {
+	if a.Reason == "" {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]RetryEvent(nil), l.events...)
+	l.events = append(l.events, retryEvent{Attempt: *a, CallID: call.ID, Path: call.Path})
+}
+
+func (l *eventLog) EndCall(_ context.Context, call *Call, _ error) {
+	if call.NotRetried() == ReasonLimiter {
+		l.mu.Lock()
+		l.limiter++
+		l.mu.Unlock()
+	}
+}
+
+func (l *eventLog) all() []retryEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]retryEvent(nil), l.events...)
+}
+
+// attemptHook is an Observer that calls itself at every EndAttempt: what
+// a test does once a retry decision is taken, before the wait.
+type attemptHook func(call *Call, a *Attempt)
+
+func (f attemptHook) StartCall(ctx context.Context, _ *Call) context.Context { return ctx }
+
+func (f attemptHook) SendAttempt(context.Context, *Call, AttemptHeader) {}
+
+func (f attemptHook) EndAttempt(_ context.Context, call *Call, a *Attempt) { f(call, a) }
+
+func (f attemptHook) EndCall(context.Context, *Call, error) {}
+
+// retries counts the decisions to retry.
+func (l *eventLog) retries() int {
+	n := 0
+	for _, e := range l.all() {
+		if e.Retry {
+			n++
+		}
+	}
+	return n
+}
+
+// refusals counts, by reason, the retries a limit stopped: the refused
+// attempts and the limiter's refusals.
+func (l *eventLog) refusals() map[RetryReason]int {
+	out := map[RetryReason]int{}
+	for _, e := range l.all() {
+		if e.Refused {
+			out[e.Reason]++
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.limiter > 0 {
+		out[ReasonLimiter] += l.limiter
+	}
+	return out
 }
 
 const (

@@ -72,7 +72,7 @@ func TestRedirectsAreNeverFollowed(t *testing.T) {
 			require.ErrorAs(t, err, &apiErr)
 			assert.Equal(t, tt.status, apiErr.StatusCode)
 			assert.Equal(t, target, apiErr.Location)
-			assert.Equal(t, 1, apiErr.Attempts)
+			assert.Len(t, apiErr.Call.Attempts, 1)
 			assert.Len(t, srv.requests(), 1)
 			assert.Zero(t, reached.Load(), "the redirect was followed")
 			if tt.client != nil {
@@ -82,18 +82,18 @@ func TestRedirectsAreNeverFollowed(t *testing.T) {
 	}
 }
 
-// Formatting the client, its options' results, events and errors never
-// shows the token.
+// Formatting the client, its options' results, what the observer hears,
+// the transcript and errors never shows the token.
 func TestTokenNeverFormatted(t *testing.T) {
 	const secret = "tok-SECRET-42"
 	srv := newScriptServer(t, throttled("60"), throttled("60"))
-	var events []RetryEvent
+	ev := &eventLog{}
 	c := newTestClient(t, srv.URL, WithToken(secret), WithRetryOn429(true),
-		WithRetryAfterCap(time.Millisecond), WithMaxRetryWait(time.Millisecond),
-		WithOnRetry(func(ev RetryEvent) { events = append(events, ev) }))
+		WithRetryAfterCap(time.Millisecond), WithMaxRetryWait(time.Millisecond), WithObserver(ev))
 	_, err := c.Payments.Get(context.Background(), "p1")
 	require.Error(t, err)
-	for _, v := range []any{c, *c.Payments, err, events, c.RetryStats()} {
+	require.NotEmpty(t, ev.all())
+	for _, v := range []any{c, *c.Payments, err, ev.all(), CallOf(err), *CallOf(err)} {
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
 			assert.NotContains(t, fmt.Sprintf(verb, v), secret, "verb %s on %T", verb, v)
 		}

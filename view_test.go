@@ -25,8 +25,9 @@ func TestOneClientServesAHandlerAndAJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit, period = 5, 2 * time.Second
 		g := newFixedWindow(limit, period)
+		events := &eventLog{}
 		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
-			withRand(func() float64 { return 0 }))
+			withRand(func() float64 { return 0 }), WithObserver(events))
 		handler := c.With(RetryOn429(false))
 		job := c.With(RetryOn429(true))
 		ctx := context.Background()
@@ -42,7 +43,8 @@ func TestOneClientServesAHandlerAndAJob(t *testing.T) {
 		require.ErrorAs(t, err, &apiErr)
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
 		assert.Equal(t, period, apiErr.RetryAfter, "the handler passes the gateway's instruction on")
-		assert.Equal(t, 1, apiErr.Attempts)
+		require.NotNil(t, apiErr.Call)
+		assert.Len(t, apiErr.Call.Attempts, 1)
 		// The handler's calls are never held back, even while the partition
 		// is closed: its own caller decides when to come back.
 		_, err = handler.Payments.Get(ctx, "handler-2")
@@ -65,7 +67,7 @@ func TestOneClientServesAHandlerAndAJob(t *testing.T) {
 		for w, n := range perWindow {
 			assert.LessOrEqual(t, n, limit, "window %d", w)
 		}
-		assert.Equal(t, uint64(0), c.RetryStats().Retries, "nothing needed a retry")
+		assert.Zero(t, events.retries(), "nothing needed a retry")
 	})
 }
 
@@ -103,7 +105,8 @@ func TestViewSettingsApplyPerCall(t *testing.T) {
 				assert.Len(t, s.requests(), r.attempts)
 				var apiErr *APIError
 				if errors.As(err, &apiErr) {
-					assert.Equal(t, r.refused, apiErr.RetryRefused)
+					require.NotNil(t, apiErr.Call)
+					assert.Equal(t, r.refused, apiErr.Call.NotRetried() == ReasonAllowance)
 				}
 
 				// ...and the same call on the client gets the client's.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/rail0stats"
 	"github.com/rail0/rail0-go/rail0test"
 	"github.com/rail0/rail0-go/signing"
 )
@@ -219,32 +220,31 @@ func ExampleAPIError_retryAfter() {
 
 // A background job lets the client wait out 429s: each wait is at least the
 // server's Retry-After (capped by RetryAfterCap), plus jitter, within a
-// per-call allowance (MaxRetryWait). It sleeps the calling goroutine.
+// per-call allowance (MaxRetryWait). It sleeps the calling goroutine. The
+// transcript tells each call's story; a rail0stats.Counters counts for the
+// whole client.
 func ExampleWithRetryOn429() {
-	clock := rail0test.NewManualClock(time.Now())
-	srv := rail0test.NewServer(
-		rail0test.WithRateLimits(rail0test.Limit{Requests: 2}, rail0test.Limit{Requests: 300}),
-		rail0test.WithRateLimitPeriod(time.Second), rail0test.WithClock(clock))
+	srv := rail0test.NewServer()
 	defer srv.Close()
-	report := func(ev rail0.RetryEvent) {
-		fmt.Printf("%d: waiting %v or a little more: %v\n", ev.StatusCode, ev.RetryAfter, ev.Wait >= ev.RetryAfter)
-		clock.Advance(time.Second) // the test gateway's window moves on meanwhile
-	}
+	srv.Faults.Add(rail0test.Fault{Method: http.MethodGet, Path: "/health", Times: 1, // one 429 for the first read
+		Kind: rail0test.FaultStatus, Status: http.StatusTooManyRequests, RetryAfter: "1"})
+	counts := new(rail0stats.Counters)
 
 	client, _ := rail0.NewClient(srv.URL,
 		rail0.WithRetryOn429(true),             // retry 429s, sleeping the calling goroutine
 		rail0.WithMaxRetryWait(30*time.Second), // at most 30 s of waiting per call
-		rail0.WithOnRetry(report))              // see every decision (or WithLogger)
+		rail0.WithObserver(counts))             // count retries and refusals (or WithLogger)
 
-	for range 3 {
-		if _, err := client.Health.Get(context.Background()); err != nil {
-			fmt.Println(err)
-			return
-		}
+	h, err := client.Health.Get(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-	fmt.Println("done after", client.RetryStats().Retries, "retry")
+	first := h.Response.Call.Attempts[0] // every attempt, with the decision taken on it
+	fmt.Printf("%d: waited %v or a little more: %v\n", first.StatusCode, first.RetryAfter, first.Wait >= first.RetryAfter)
+	fmt.Println("done after", counts.Snapshot().Retries, "retry")
 	// Output:
-	// 429: waiting 1s or a little more: true
+	// 429: waited 1s or a little more: true
 	// done after 1 retry
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/leaktest"
 	"github.com/rail0/rail0-go/rail0test"
 	"github.com/rail0/rail0-go/signing"
 )
@@ -69,13 +70,16 @@ func bytesEncodings(b []byte) []string {
 // TestDebugLogsOfALifecycleHoldNoSecret runs a payment's whole life against
 // rail0test (sign-ins, a webhook and its rotated secret, retried faults and
 // rate limits, authorize, capture, refund, logout) with the SDK and the
-// gateway logging at debug level, and searches every log line, and every
-// call's transcript, for the session tokens, the private keys, the webhook
-// secrets and every signature (the sign-in ones included), in raw, base64,
-// hex and JSON-escaped form.
+// gateway logging at debug level, the SDK's wire log on (every request's and
+// answer's headers and bodies, redacted), through slog's JSON and text
+// handlers at once, and searches every log line, and every call's
+// transcript, for the session tokens, the private keys, the webhook secrets,
+// every signature (the sign-in ones included, and the r and s that a signed
+// transaction carries apart), in raw, base64, hex and JSON-escaped form. The wire log must still show
+// what it is for: the payment's id, its amounts and its statuses.
 func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
-	var logs syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs, textLogs syncBuffer
+	logger := leaktest.Logger(&logs, &textLogs, slog.LevelDebug)
 	gw := rail0test.NewServer(rail0test.WithLogger(logger),
 		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 8}),
 		rail0test.WithRateLimitPeriod(time.Second))
@@ -98,7 +102,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 		}
 		rs := &recordingSigner{Signer: key}
 		signers = append(signers, rs)
-		c, err := rail0.NewClient(gw.URL, rail0.WithLogger(logger), rail0.WithRetryOn429(true),
+		c, err := rail0.NewClient(gw.URL, rail0.WithLogger(logger), rail0.WithWireLog(true), rail0.WithRetryOn429(true),
 			rail0.WithHTTPClient(gw.HTTPClient()), rail0.WithSigner(rs), gw.Pins())
 		if err != nil {
 			t.Fatal(err)
@@ -187,16 +191,47 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 		t.Fatalf("%d signatures and %d tokens recorded; the run proves little", sigs, len(tokens))
 	}
 
+	for _, rs := range signers {
+		for _, sig := range rs.sigs {
+			// A signed transaction carries r and s apart, each after its
+			// RLP length prefix.
+			secrets = append(secrets, bytesEncodings(sig[:32])...)
+			secrets = append(secrets, bytesEncodings(sig[32:64])...)
+		}
+	}
+
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	textLines := strings.Split(strings.TrimSpace(textLogs.String()), "\n")
 	text := logs.String() + strings.Join(transcripts, "\n")
-	for _, want := range []string{`"msg":"rail0: attempt"`, `"will_retry":true`, `"msg":"rail0test: request"`} {
+	for _, want := range []string{`"msg":"rail0: attempt"`, `"will_retry":true`, `"msg":"rail0test: request"`,
+		`"msg":"rail0: wire request"`, `"msg":"rail0: wire response"`, `"Authorization":"[redacted]"`} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the logs hold no %s, so they prove little", want)
 		}
 	}
-	if len(lines) < 30 || len(transcripts) < 10 {
-		t.Fatalf("%d log lines and %d transcripts; the run proves little", len(lines), len(transcripts))
+	if len(lines) < 30 || len(transcripts) < 10 || len(textLines) != len(lines) {
+		t.Fatalf("%d JSON and %d text log lines, %d transcripts; the run proves little", len(lines), len(textLines), len(transcripts))
 	}
+	// What the wire log is for: the bodies show the payment's id, amounts
+	// and statuses, in both handlers' output.
+	var bodies strings.Builder
+	for _, l := range lines {
+		var rec struct{ Msg, Body string }
+		if json.Unmarshal([]byte(l), &rec) == nil && strings.HasPrefix(rec.Msg, "rail0: wire") {
+			bodies.WriteString(rec.Body + "\n")
+		}
+	}
+	for _, want := range []string{`"id":"` + p.ID + `"`, `"rail0_id":"` + p.Rail0ID + `"`, `"amount":"3.00"`, `"amount":"1.00"`,
+		`"status":"partially_captured"`, `"status":"confirmed"`, `"signed_transaction":"[redacted]"`, `"signature":"[redacted]"`, `"shared_secret":"[redacted]"`,
+		`"token":"[redacted]"`} {
+		if !strings.Contains(bodies.String(), want) {
+			t.Errorf("no wire body holds %s", want)
+		}
+	}
+	if !strings.Contains(textLogs.String(), p.ID) || !strings.Contains(textLogs.String(), `header.Authorization=[redacted]`) {
+		t.Error("the text handler's wire lines show neither the payment nor the redacted header")
+	}
+	lines = append(lines, textLines...)
 	for _, s := range secrets {
 		if len(s) < 16 {
 			continue

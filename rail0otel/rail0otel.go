@@ -16,16 +16,23 @@
 // operationId), rail0.payment_id, rail0.call_id, rail0.attempts and
 // rail0.outcome. Every attempt adds a "rail0.attempt" event (attempt,
 // status, request id, decision); every wait before a retry a "rail0.wait"
-// event; every limiter admission a "rail0.limiter" event. The traceparent
-// of the call's span is sent on every attempt. No attribute carries a
-// header, a body or a credential.
+// event (the send after a 401 and a new sign-in goes at once: it has none);
+// every limiter admission a "rail0.limiter" event, timed when the limiter
+// answered. The traceparent of the call's span is sent on every attempt. No
+// attribute carries a header, a body or a credential.
+//
+// The Observer reads the limiter's admissions and what each answer told
+// the limiter from the call's transcript (rail0.Call), at the points
+// rail0.Observer names: an admission when the attempt it admitted leaves,
+// or when the call ends for one that refused it or whose wait the context
+// cut short.
 //
 // # Metrics
 //
 //	rail0.client.calls           counter    calls, by rail0.operation and rail0.outcome
 //	rail0.client.call.duration   histogram  s, by rail0.operation and rail0.outcome
 //	rail0.client.rate_limited    counter    429 answers, by rail0.operation
-//	rail0.client.retries         counter    retries, by rail0.reason
+//	rail0.client.retries         counter    retries sent, by rail0.reason
 //	rail0.client.refusals        counter    retries refused by a limit, by rail0.reason
 //	rail0.client.retry.wait      histogram  s waited before a retry, by rail0.reason and rail0.wait.source (server, guess)
 //	rail0.client.limiter.wait    histogram  s waited for the limiter, by rail0.limiter.kind (cooldown, pacing)
@@ -197,11 +204,11 @@ func New(opts ...Option) (*Observer, error) {
 	return o, nil
 }
 
-// PartitionState records what a client's limiter holds about a partition,
+// partitionState records what a client's limiter holds about a partition,
 // for the rail0.client.cooldown and rail0.client.budget gauges.
 // A partition that has reopened and holds no learned budget says nothing
 // more and is dropped, so that one entry per session does not accumulate.
-func (o *Observer) PartitionState(_ context.Context, _ *rail0.Call, s rail0.PartitionState) {
+func (o *Observer) partitionState(s rail0.PartitionState) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.now()
@@ -257,8 +264,19 @@ func portOf(u *url.URL) int {
 	return 0
 }
 
-// SendAttempt sends the span's trace context with the attempt.
-func (o *Observer) SendAttempt(ctx context.Context, _ *rail0.Call, h rail0.AttemptHeader) {
+// SendAttempt reports the limiter's admissions of the attempt, counts it
+// when it is a retry (under the reason its predecessor was retried for),
+// and sends the span's trace context with it.
+func (o *Observer) SendAttempt(ctx context.Context, call *rail0.Call, h rail0.AttemptHeader) {
+	n := len(call.Attempts)
+	for i := range call.Limiter {
+		if w := &call.Limiter[i]; w.Before == n {
+			o.admission(ctx, w)
+		}
+	}
+	if n > 1 {
+		o.retries.Add(ctx, 1, metric.WithAttributes(AttrReason.String(string(call.Attempts[n-2].Reason))))
+	}
 	o.prop.Inject(ctx, carrier{h})
 }
 
@@ -269,7 +287,8 @@ func (c carrier) Get(string) string     { return "" }
 func (c carrier) Set(key, value string) { c.h.Set(key, value) }
 func (c carrier) Keys() []string        { return nil }
 
-// EndAttempt adds the attempt's event and counts its 429, retry or refusal.
+// EndAttempt adds the attempt's event, counts its 429 or refusal, records
+// the wait before its retry and what the answer told the limiter.
 func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.Attempt) {
 	span := trace.SpanFromContext(ctx)
 	attrs := []attribute.KeyValue{
@@ -296,8 +315,9 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 	}
 	reason := AttrReason.String(string(a.Reason))
 	switch {
+	case a.Retry && a.Reason == rail0.ReasonSessionRefused:
+		// Sent again at once with a new token: no wait to report.
 	case a.Retry:
-		o.retries.Add(ctx, 1, metric.WithAttributes(reason))
 		source := "guess"
 		if a.ServerWait {
 			source = "server"
@@ -308,11 +328,14 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 	case a.Refused:
 		o.refusals.Add(ctx, 1, metric.WithAttributes(reason))
 	}
+	if a.PartitionState != nil {
+		o.partitionState(*a.PartitionState)
+	}
 }
 
-// LimiterWait adds the admission's event and records its wait, or counts
+// admission adds an admission's event and records its wait, or counts
 // its refusal.
-func (o *Observer) LimiterWait(ctx context.Context, _ *rail0.Call, w *rail0.LimiterWait) {
+func (o *Observer) admission(ctx context.Context, w *rail0.LimiterWait) {
 	kind := "pacing"
 	if w.Cooldown {
 		kind = "cooldown"
@@ -330,8 +353,15 @@ func (o *Observer) LimiterWait(ctx context.Context, _ *rail0.Call, w *rail0.Limi
 	}
 }
 
-// EndCall ends the call's span and counts the call.
+// EndCall reports the limiter's admissions that no attempt followed (a
+// refusal, a wait the context cut short), ends the call's span and counts
+// the call.
 func (o *Observer) EndCall(ctx context.Context, call *rail0.Call, err error) {
+	for i := range call.Limiter {
+		if w := &call.Limiter[i]; w.Before > len(call.Attempts) {
+			o.admission(ctx, w)
+		}
+	}
 	span := trace.SpanFromContext(ctx)
 	attrs := []attribute.KeyValue{
 		AttrAttempts.Int(len(call.Attempts)),

@@ -455,3 +455,105 @@ func TestReopenedPartitionsAreForgotten(t *testing.T) {
 		}
 	}
 }
+
+// newObserved builds a client with its own options (no fixed token) that
+// reports to a fresh Observer.
+func newObserved(t *testing.T, gw *gateway, opts ...rail0.Option) (*rail0.Client, *tracetest.InMemoryExporter, *sdkmetric.ManualReader) {
+	t.Helper()
+	srv := httptest.NewServer(gw)
+	t.Cleanup(srv.Close)
+	spans, reader := tracetest.NewInMemoryExporter(), sdkmetric.NewManualReader()
+	obs, err := rail0otel.New(rail0otel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+		rail0otel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rail0.NewClient(srv.URL, append([]rail0.Option{rail0.WithObserver(obs)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, spans, reader
+}
+
+// The send after a 401 and a new token is a retry: the 401's attempt event
+// says so with its reason, the retries counter counts it under
+// session_refused, and no wait is recorded for it, since it goes at once.
+func TestSessionRefusedResendIsARetry(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	source := func(context.Context) (string, error) { // a new token each time it is asked
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("tok-%d", n), nil
+	}
+	c, spans, reader := newObserved(t, &gateway{script: map[string][]int{"/payments/p1": {http.StatusUnauthorized}}},
+		rail0.WithTokenSource(source))
+	if _, err := c.Payments.Get(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	s := spans.GetSpans()
+	if len(s) != 1 || len(s[0].Events) != 2 {
+		t.Fatalf("spans %v", s)
+	}
+	first := s[0].Events[0]
+	if got, _ := attr(first.Attributes, rail0otel.AttrReason); first.Name != "rail0.attempt" || got.AsString() != string(rail0.ReasonSessionRefused) {
+		t.Errorf("the 401's event %s has reason %q", first.Name, got.AsString())
+	}
+	if got, _ := attr(first.Attributes, rail0otel.AttrRetry); !got.AsBool() {
+		t.Error("the 401's event does not say it was retried")
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, x := range sm.Metrics {
+			m[x.Name] = x.Data
+		}
+	}
+	if n := sum(t, m["rail0.client.retries"], rail0otel.AttrReason.String(string(rail0.ReasonSessionRefused))); n != 1 {
+		t.Errorf("retries{session_refused} = %d, want 1", n)
+	}
+	if _, ok := m["rail0.client.retry.wait"]; ok {
+		t.Error("a wait was recorded for a send that went at once")
+	}
+}
+
+// A call the limiter refuses before any attempt: its admission event on the
+// span and the refusal counted under limiter, reported when the call ends.
+func TestLimiterRefusalIsReported(t *testing.T) {
+	c, spans, reader := newObserved(t, &gateway{}, rail0.WithToken(secretToken),
+		rail0.WithPacing(rail0.Pacing{Session: rail0.Budget{Limit: 1, Period: time.Hour}}), rail0.WithMaxRetryWait(time.Second))
+	if _, err := c.Payments.Get(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Payments.Get(context.Background(), "p2")
+	var apiErr *rail0.APIError
+	if !errors.As(err, &apiErr) || !apiErr.NotSent {
+		t.Fatalf("err = %v, want a 429 not sent", err)
+	}
+	s := spans.GetSpans()
+	if len(s) != 2 || len(s[1].Events) != 1 || s[1].Events[0].Name != "rail0.limiter" {
+		t.Fatalf("the refused call's span: %+v", s)
+	}
+	if got, _ := attr(s[1].Events[0].Attributes, rail0otel.AttrRefused); !got.AsBool() {
+		t.Error("the limiter event does not say refused")
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, x := range sm.Metrics {
+			if x.Name == "rail0.client.refusals" {
+				if n := sum(t, x.Data, rail0otel.AttrReason.String(string(rail0.ReasonLimiter))); n != 1 {
+					t.Errorf("refusals{limiter} = %d, want 1", n)
+				}
+				return
+			}
+		}
+	}
+	t.Error("no refusal counted")
+}

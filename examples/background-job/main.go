@@ -10,9 +10,10 @@
 // RAIL0_BASE_URL to use a real gateway (see examples/internal/demo), whose
 // budgets rail0.PublishedLimits describes.
 //
-// After each job it prints what the calls' transcripts (Response.Call) say:
-// how long the job waited on the gateway's Retry-After and in the limiter,
-// and the story of its slowest call, attempt by attempt.
+// After each job it prints what a rail0stats.Counters observer counted (the
+// 429 answers) and what the calls' transcripts (Response.Call) say: how long
+// the job waited on the gateway's Retry-After and in the limiter, and the
+// story of its slowest call, attempt by attempt.
 package main
 
 import (
@@ -22,11 +23,11 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/examples/internal/demo"
+	"github.com/rail0/rail0-go/rail0stats"
 	"github.com/rail0/rail0-go/rail0test"
 )
 
@@ -70,14 +71,11 @@ func run(ctx context.Context, w io.Writer) error {
 		{"retry on 429 with cooldown", nil},
 		{"paced under the budget", []rail0.Option{rail0.WithPacing(pacing)}},
 	} {
-		var throttled atomic.Int32
+		// Counters for the whole job: a ready-made Observer.
+		counts := new(rail0stats.Counters)
 		opts := append([]rail0.Option{
 			rail0.WithRetryOn429(true),
-			rail0.WithOnRetry(func(ev rail0.RetryEvent) {
-				if ev.StatusCode == 429 {
-					throttled.Add(1)
-				}
-			}),
+			rail0.WithObserver(counts),
 		}, job.opts...)
 		// A fresh session per job: the gateway counts each session apart.
 		client, _, err := env.Client(ctx, env.Buyer, opts...)
@@ -87,7 +85,7 @@ func run(ctx context.Context, w io.Writer) error {
 		start := time.Now()
 		r := work(ctx, client)
 		fmt.Fprintf(w, "%-27s %d reads done, %d failed, %d answered 429, %.1fs\n",
-			job.name+":", r.done, r.failed, throttled.Load(), time.Since(start).Seconds())
+			job.name+":", r.done, r.failed, counts.Snapshot().RateLimited, time.Since(start).Seconds())
 		fmt.Fprintf(w, "  waited %.1fs on Retry-After and %.1fs in the limiter; the slowest call:\n",
 			r.retryWait.Seconds(), r.limiterWait.Seconds())
 		if r.slowest != nil {

@@ -1,15 +1,18 @@
 // Package leaktest checks that values holding secrets never show them when
-// formatted or logged. The root package's, webhook's and the integration
+// formatted or logged, and logs a run through slog's JSON and text handlers
+// at once (Logger) for tests that search a log. The root package's, webhook's and the integration
 // tests use it; it imports only the standard library.
 package leaktest
 
 import (
 	"bytes"
+	"context"
 	"encoding/gob"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -80,4 +83,53 @@ func NoSecret(t testing.TB, values map[string]any, forms []string) {
 		_ = gob.NewEncoder(&g).Encode(v)
 		check(name, "encoded with gob", g.String())
 	}
+}
+
+// Logger returns a logger that writes every record from level up through
+// slog's JSON handler to jsonOut and its text handler to textOut at once,
+// so that a test searches one run's output in both forms: the text handler
+// walks a value's fields by reflection where the JSON one calls its
+// methods, and each escapes differently.
+func Logger(jsonOut, textOut io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	return slog.New(fanout{slog.NewJSONHandler(jsonOut, opts), slog.NewTextHandler(textOut, opts)})
+}
+
+// fanout is a slog.Handler that hands every record to several handlers.
+type fanout []slog.Handler
+
+func (f fanout) Enabled(ctx context.Context, l slog.Level) bool {
+	for _, h := range f {
+		if h.Enabled(ctx, l) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f fanout) Handle(ctx context.Context, r slog.Record) error {
+	for _, h := range f {
+		if h.Enabled(ctx, r.Level) {
+			if err := h.Handle(ctx, r.Clone()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (f fanout) WithAttrs(attrs []slog.Attr) slog.Handler {
+	out := make(fanout, len(f))
+	for i, h := range f {
+		out[i] = h.WithAttrs(attrs)
+	}
+	return out
+}
+
+func (f fanout) WithGroup(name string) slog.Handler {
+	out := make(fanout, len(f))
+	for i, h := range f {
+		out[i] = h.WithGroup(name)
+	}
+	return out
 }

@@ -1,0 +1,140 @@
+// Package rail0stats counts what the calls of a rail0.Client did: calls,
+// requests sent, 429 answers, retries, and the retries a limit refused, by
+// reason. It is a rail0.Observer, for programs that want a few numbers
+// (a health page, expvar, a job's summary) without OpenTelemetry; package
+// rail0otel reports the same events as metrics and spans.
+//
+//	var counts rail0stats.Counters
+//	client, err := rail0.NewClient(baseURL, rail0.WithObserver(&counts))
+//	...
+//	s := counts.Snapshot() // s.Retries, s.Refusals.Allowance, ...
+//
+// The counters are atomic: one Counters may serve several clients and any
+// number of concurrent calls, and Snapshot may be called at any time.
+package rail0stats
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/rail0/rail0-go"
+)
+
+// Counters is a rail0.Observer that counts since it was created. The zero
+// value is ready to use; it must not be copied once in use.
+type Counters struct {
+	calls, attempts, rateLimited, retries atomic.Uint64
+
+	allowance, deadline, attemptLimit, limiter, retryBudget atomic.Uint64
+}
+
+var _ rail0.Observer = (*Counters)(nil)
+
+// Snapshot is what a Counters counted up to one moment.
+type Snapshot struct {
+	// Calls is the number of calls that ended, successful or not.
+	Calls uint64
+	// Attempts is the number of requests sent, retries included.
+	Attempts uint64
+	// RateLimited is the number of 429 answers received (the 429s the SDK
+	// answered itself without sending count under Refusals.Limiter).
+	RateLimited uint64
+	// Retries is the number of retries sent: every attempt after a call's
+	// first, the send after a 401 and a new sign-in included.
+	Retries uint64
+	// Refusals counts, by reason, the failures that came back although the
+	// SDK would have retried them, because a limit was reached.
+	Refusals Refusals
+}
+
+// Refusals counts, by reason, the retries a limit refused (the reasons of
+// rail0.Call.NotRetried that are limits).
+type Refusals struct {
+	// Allowance: the server's wait (a 429's, or a 503's Retry-After) did not
+	// fit what was left of MaxRetryWait (rail0.ReasonAllowance).
+	Allowance uint64
+	// Deadline: the wait would have ended after the context's deadline
+	// (rail0.ReasonDeadline).
+	Deadline uint64
+	// AttemptLimit: MaxRetries was used up, or for 429s the safety net of
+	// 100 attempts (rail0.ReasonMaxRetries).
+	AttemptLimit uint64
+	// Limiter: the cooldown or the pacing budget would not admit the
+	// request within the allowance or the deadline (rail0.ReasonLimiter;
+	// the error is the server's last answer, or a 429 marked NotSent).
+	Limiter uint64
+	// RetryBudget: the client-wide retry budget was empty
+	// (rail0.ReasonRetryBudget).
+	RetryBudget uint64
+}
+
+// Total returns the refusals of every reason.
+func (r Refusals) Total() uint64 {
+	return r.Allowance + r.Deadline + r.AttemptLimit + r.Limiter + r.RetryBudget
+}
+
+// Snapshot returns the counts so far. Each count is read atomically; counts
+// that a call in flight is changing may be one call apart.
+func (c *Counters) Snapshot() Snapshot {
+	return Snapshot{
+		Calls:       c.calls.Load(),
+		Attempts:    c.attempts.Load(),
+		RateLimited: c.rateLimited.Load(),
+		Retries:     c.retries.Load(),
+		Refusals: Refusals{
+			Allowance:    c.allowance.Load(),
+			Deadline:     c.deadline.Load(),
+			AttemptLimit: c.attemptLimit.Load(),
+			Limiter:      c.limiter.Load(),
+			RetryBudget:  c.retryBudget.Load(),
+		},
+	}
+}
+
+// StartCall is part of rail0.Observer; it counts nothing.
+func (c *Counters) StartCall(ctx context.Context, _ *rail0.Call) context.Context { return ctx }
+
+// SendAttempt counts a request sent, and a retry when it is not the call's
+// first.
+func (c *Counters) SendAttempt(_ context.Context, call *rail0.Call, _ rail0.AttemptHeader) {
+	c.attempts.Add(1)
+	if len(call.Attempts) > 1 {
+		c.retries.Add(1)
+	}
+}
+
+// EndAttempt counts a 429 answer, and a retry a limit refused.
+func (c *Counters) EndAttempt(_ context.Context, _ *rail0.Call, a *rail0.Attempt) {
+	if a.StatusCode == http.StatusTooManyRequests {
+		c.rateLimited.Add(1)
+	}
+	if a.Refused {
+		c.refuse(a.Reason)
+	}
+}
+
+// EndCall counts the call, and a refusal by the limiter, which ends a call
+// without an attempt to carry it.
+func (c *Counters) EndCall(_ context.Context, call *rail0.Call, _ error) {
+	c.calls.Add(1)
+	if n := len(call.Limiter); n > 0 && call.Limiter[n-1].Refused {
+		c.refuse(rail0.ReasonLimiter)
+	}
+}
+
+// refuse counts a refusal under its reason.
+func (c *Counters) refuse(reason rail0.RetryReason) {
+	switch reason {
+	case rail0.ReasonAllowance:
+		c.allowance.Add(1)
+	case rail0.ReasonDeadline:
+		c.deadline.Add(1)
+	case rail0.ReasonMaxRetries:
+		c.attemptLimit.Add(1)
+	case rail0.ReasonLimiter:
+		c.limiter.Add(1)
+	case rail0.ReasonRetryBudget:
+		c.retryBudget.Add(1)
+	}
+}
