@@ -261,7 +261,7 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 // Every operation of the contract is named in transcripts, spans and
 // metrics by its operationId and template.
 func TestRoutesCoverTheContract(t *testing.T) {
-	raw, err := os.ReadFile("rail0test/openapi.json") // the contract, read as a file
+	raw, err := os.ReadFile("testdata/openapi.json") // the contract, read as a file
 	require.NoError(t, err)
 	var doc struct {
 		Paths map[string]map[string]struct {

@@ -334,7 +334,7 @@ func TestClassify(t *testing.T) {
 // Every write of the contract (but the indexer's /sync routes) has its own
 // rule, and the rule its template names is the one classify picks.
 func TestEveryContractWriteIsClassified(t *testing.T) {
-	raw, err := os.ReadFile("rail0test/openapi.json")
+	raw, err := os.ReadFile("testdata/openapi.json")
 	require.NoError(t, err)
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
