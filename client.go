@@ -390,6 +390,12 @@ type Response struct {
 
 // request is one logical API call.
 type request struct {
+	// op is the contract operation the call performs, declared beside its
+	// method (operation); args fill its path template. do sets method and
+	// path from them. A request without op (one the contract does not name)
+	// gives its own method and path.
+	op     *operation
+	args   pathArgs
 	method string
 	// path is relative to the base URL: no leading slash, segments escaped
 	// (ids through pathSegment).
@@ -420,7 +426,7 @@ type request struct {
 // which token the gateway refused (see bearer): a TokenSource drops that
 // session (that one only: a newer session that another call obtained
 // meanwhile is kept, so late 401s for an old token do not discard a fresh
-// one). When the operation is safe to repeat (the table of backoff.go), do
+// one). When the operation is safe to repeat (its declaration's class), do
 // asks the source for a token at once, which makes a TokenSource sign in
 // again (one sign-in shared by all callers), and sends the call once more
 // if the token is a new one. The gateway answers a 401 before it runs
@@ -429,6 +435,13 @@ type request struct {
 // (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
 // provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	if r.op != nil {
+		path, err := r.op.path(r.args)
+		if err != nil {
+			return nil, err
+		}
+		r.method, r.path = r.op.method, path
+	}
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err
 	}

@@ -324,7 +324,7 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 	if s.client.signer == nil {
 		return nil, ErrNoSigner
 	}
-	if _, err := paymentPath(id); err != nil {
+	if _, err := getPayment.path(pathArgs{id}); err != nil {
 		return nil, err
 	}
 	if err := expect.check(); err != nil {
