@@ -417,14 +417,6 @@ func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params *Li
 	return listAll[Dispute](ctx, s.client, &listDisputes, pathArgs{id}, params.values())
 }
 
-// errSeq is an iterator that yields err once.
-func errSeq[T any](err error) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		yield(zero, err)
-	}
-}
-
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
 
 // PrepareParams is the body of a prepare call. Which fields a step needs
