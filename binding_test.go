@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/verifytest"
 )
 
 // The parties of artGateway's payment, and the order they agreed on.
 var (
 	artPayer   = evmtest.NewKey("payer").Address()
 	artPayee   = evmtest.NewKey("payee").Address()
-	artRail0ID = keccakString("payment p1").String()
+	artRail0ID = verifytest.Rail0ID.String()
 )
 
 // artOrder is the order behind artGateway's payment, as its payer knows it.

@@ -113,6 +113,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/verify"
 	"github.com/rail0/rail0-go/registry"
 )
 
@@ -172,7 +173,7 @@ type Client struct {
 	login  *TokenSource
 	// trustBase holds the pins and gas bounds; domains, the token
 	// domains the checks have learned.
-	trustBase trust
+	trustBase verify.Trust
 	domains   domainCache
 	// created remembers what Create was asked for, for PayerSign.
 	created createdLog
@@ -242,7 +243,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}
 	// Without WithFeeCap, maxGas stays zero (gas_limit bounded per
 	// operation) and maxFee nil (a fee bound per chain, in its native unit).
-	if err := checkFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
+	if err := verify.CheckFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
 		return nil, err
 	}
 	if cfg.token != "" {
@@ -275,7 +276,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:         cfg.now,
 		rand:        cfg.rand,
 		signer:      cfg.signer,
-		trustBase:   trust{pins: newPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), maxGas: cfg.maxGas, maxFee: cfg.maxFee},
+		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
 		policy: policy{
 			retryOn429:    cfg.retryOn429,

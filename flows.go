@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // This file holds the flows: one call per lifecycle step for a client with
@@ -163,137 +163,6 @@ type DisputeParams struct {
 	Expect Expectation
 }
 
-// ---- what the checks rely on ----
-
-// domainCache remembers the EIP-712 name and version of tokens whose
-// payloads passed the checks, so that the payer's signature inside a later
-// authorize or charge call can be recovered.
-type domainCache struct {
-	mu sync.Mutex
-	m  map[tokenKey][2]string // replaced, never modified, once stored
-}
-
-// trust returns the client's trust with the token domains it has learned:
-// a snapshot safe to read without the lock. It sends nothing: the pins are
-// the client's own (pins.go), never a listing of the gateway's.
-func (c *Client) trust() *trust {
-	c.domains.mu.Lock()
-	defer c.domains.mu.Unlock()
-	t := c.trustBase
-	t.tokenDomains = c.domains.m
-	return &t
-}
-
-// baseUnits converts a human amount of t's token with the token's pinned
-// decimals, which checkPayment found for t.
-func (c *Client) baseUnits(t *terms, field, amount string) (string, error) {
-	if err := checkHumanAmount(field, amount); err != nil {
-		return "", err
-	}
-	return ToBaseUnits(amount, t.decimals)
-}
-
-func (c *Client) learnTokenDomain(t *terms, pc *payloadCheck) {
-	c.domains.mu.Lock()
-	defer c.domains.mu.Unlock()
-	k, v := tokenKey{t.chainID.Int64(), t.token}, [2]string{pc.name, pc.version}
-	if known, ok := c.domains.m[k]; ok && known == v {
-		return
-	}
-	// Copy on write: trust snapshots share the stored map without a lock.
-	domains := make(map[tokenKey][2]string, len(c.domains.m)+1)
-	maps.Copy(domains, c.domains.m)
-	domains[k] = v
-	c.domains.m = domains
-}
-
-// ---- the checks, for callers who sign elsewhere ----
-
-// VerifyPayload checks a signing_payload against payment and intent before
-// anyone signs it, and returns the EIP-712 digest to sign with the typed
-// data it was computed from, encoded by the SDK from the checked values:
-// give a wallet that TypedData, never the gateway's payload. intent.Operation
-// is empty for the payer's signature of the payment (payment.SigningPayload)
-// and OpRefund for the refund authorization of PrepareRefund, with
-// intent.Amount the human refund amount. The payment's own fields are
-// checked first (config_hash, the chain's trusted contract, the token's
-// pinned decimals). The payload is read strictly: a repeated key, keys that
-// differ only by case or Unicode folding ("Domain" beside "domain"), or a
-// key EIP-712 does not define, at any level, is refused, since
-// encoding/json and a wallet would read such a payload differently. A
-// mismatch is an *ArtifactError naming the field; a chain or token neither
-// the registry nor the client's pins trust is an *UntrustedError; a nil
-// payment or an intent that cannot be served is a *ValidationError.
-//
-// It sends no request: what it checks against is the client's own.
-func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
-	if err := checkRequest(payment, intent, false); err != nil {
-		return nil, err
-	}
-	t, in, _, err := s.checkIntent(payment, intent)
-	if err != nil {
-		return nil, err
-	}
-	pc, err := checkPayload(t, in, payload)
-	if err != nil {
-		return nil, err
-	}
-	return &VerifiedPayload{Digest: pc.digest, TypedData: pc.typedData()}, nil
-}
-
-// VerifyTransaction checks an unsigned_transaction prepared for
-// intent.Operation against payment and intent before anyone signs it: chain,
-// contract, zero value, sender, account nonce, gas bounds (gas_limit per
-// operation and the fee per chain, or WithFeeCap), the function selector,
-// the payment id, the Payment tuple, and the operation's own arguments (the
-// amount asked for, the dispute reason, the refund signature, the payer's
-// signature). It returns the digest to sign and the transaction it was
-// computed from, encoded by the SDK: build what a wallet signs or sends
-// from that Transaction, never from the gateway's string. The transaction
-// is read as strictly as VerifyPayload reads a payload. A mismatch is an
-// *ArtifactError naming the field; a chain or token neither the registry
-// nor the client's pins trust is an *UntrustedError; a nil payment or an
-// intent that cannot be served is a *ValidationError.
-//
-// It sends no request: what it checks against is the client's own.
-func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) (*VerifiedTransaction, error) {
-	if err := checkRequest(payment, intent, true); err != nil {
-		return nil, err
-	}
-	t, in, tr, err := s.checkIntent(payment, intent)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := checkTransaction(t, in, unsignedTransaction, tr)
-	if err != nil {
-		return nil, err
-	}
-	from, _ := parseAddress(in.Signer) // checkIntent has checked it
-	return &VerifiedTransaction{Digest: tx.signingHash(), Transaction: tx.canonical(from)}, nil
-}
-
-// checkIntent checks the payment, turns intent's human amount into base
-// units and returns the trust it checked with.
-func (s *PaymentsService) checkIntent(payment *PaymentDetail, intent Intent) (*terms, Intent, *trust, error) {
-	tr := s.client.trust()
-	t, err := checkPayment(payment, tr)
-	if err != nil {
-		return nil, intent, nil, err
-	}
-	if intent.Amount != "" {
-		if intent.Amount, err = s.client.baseUnits(t, "amount", intent.Amount); err != nil {
-			return nil, intent, nil, err
-		}
-	}
-	if who, _ := signersOf(t, intent.Operation); intent.Signer == "" && len(who) == 1 {
-		intent.Signer = who[0].String() // the role determines the signer
-	}
-	if _, err := checkSigner(t, intent.Operation, intent.Signer); err != nil {
-		return nil, intent, nil, err
-	}
-	return t, intent, tr, nil
-}
-
 // ---- the flows ----
 
 // flow is one run of a lifecycle step.
@@ -344,12 +213,12 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 // against the terms and the intent, the digest computed from the checked
 // fields signed by the flow's signer, the token's EIP-712 domain kept for
 // later checks of the payer's signature. It returns the signature in hex.
-func (f *flow) signPayload(ctx context.Context, t *terms, in Intent, payload json.RawMessage) (string, error) {
+func (f *flow) signPayload(ctx context.Context, t *verify.Terms, in Intent, payload json.RawMessage) (string, error) {
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
 		return "", f.fail(StepVerify, err)
 	}
-	sig, err := signDigest(ctx, f.signer, pc.digest)
+	sig, err := signDigest(ctx, f.signer, pc.Digest)
 	if err != nil {
 		return "", f.fail(StepSign, err)
 	}
@@ -358,7 +227,7 @@ func (f *flow) signPayload(ctx context.Context, t *terms, in Intent, payload jso
 }
 
 // read gets the payment, checks it and binds the flow to it.
-func (f *flow) read(ctx context.Context) (*PaymentDetail, *terms, *trust, error) {
+func (f *flow) read(ctx context.Context) (*PaymentDetail, *verify.Terms, *verify.Trust, error) {
 	p, err := f.s.Get(ctx, f.id)
 	if err != nil {
 		return nil, nil, nil, f.fail(StepRead, err)
@@ -383,7 +252,7 @@ func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Trans
 		return nil, err
 	}
 	if params.Amount != "" {
-		if in.Amount, err = f.s.client.baseUnits(t, "amount", params.Amount); err != nil {
+		if in.Amount, err = baseUnits(t, "amount", params.Amount); err != nil {
 			return nil, f.fail(StepVerify, err)
 		}
 	}
@@ -404,7 +273,7 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, exp
 	return f.run(ctx, in, params)
 }
 
-func (f *flow) prepareSignSubmit(ctx context.Context, t *terms, tr *trust, in Intent, params PrepareParams) (*Transaction, error) {
+func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verify.Trust, in Intent, params PrepareParams) (*Transaction, error) {
 	in.Operation, in.Signer = f.op, f.signer.Address()
 	if _, err := checkSigner(t, f.op, in.Signer); err != nil {
 		return nil, f.fail(StepVerify, err)
@@ -544,7 +413,7 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundPa
 	if err != nil {
 		return nil, err
 	}
-	base, err := s.client.baseUnits(t, "amount", params.Amount)
+	base, err := baseUnits(t, "amount", params.Amount)
 	if err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
@@ -609,7 +478,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payer
 		return nil, err
 	}
 	var payment *PaymentDetail
-	var t *terms
+	var t *verify.Terms
 	for read := 1; ; read++ {
 		payment, t, _, err = f.read(ctx)
 		if err != nil {

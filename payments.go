@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // PaymentStatus is a payment's lifecycle status. The gateway may add
@@ -644,7 +646,7 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 	}
 	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"transaction_hash": transactionHash}})
 	if err != nil {
-		hash, _ := parseWord(transactionHash)
+		hash, _ := verify.ParseWord(transactionHash)
 		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	return tx, nil
@@ -721,7 +723,7 @@ func checkHumanAmount(field, amount string) error {
 
 // checkHex checks that s is 0x followed by exactly 2*n hex digits.
 func checkHex(field, s string, n int) error {
-	if decodeFixedHex(s, make([]byte, n)) != nil {
+	if verify.DecodeFixedHex(s, make([]byte, n)) != nil {
 		return &ValidationError{Field: field, Reason: fmt.Sprintf("must be 0x followed by %d hex digits", 2*n)}
 	}
 	return nil
@@ -737,12 +739,5 @@ func checkSignedTransaction(s string) error {
 	return nil
 }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
+// isHex reports whether s is made only of hex digits.
+func isHex(s string) bool { return verify.IsHex(s) }
