@@ -1,0 +1,65 @@
+package rail0
+
+import (
+	"context"
+)
+
+// This file is the refund, the one step with two phases: the payee's
+// EIP-3009 authorization of the refund, then the transaction that carries
+// it.
+
+// RefundParams is the request of Refund.
+type RefundParams struct {
+	// Amount is a human decimal ("4.00"), 0 < amount <= refundable.
+	Amount string
+	// Expect is what the payment must match. Refund needs Expect.Payer or
+	// Expect.Rail0ID, unless the payment is named by its rail0_id: a refund
+	// pays the payer, so the gateway's word alone never says who that is.
+	Expect Expectation
+}
+
+// Refund sends params.Amount back to the payer with the client's signer (the
+// payee), running both refund phases: the ReceiveWithAuthorization payload
+// is checked (exactly that amount, to the contract, on the payment's chain
+// and token, with the refund nonce) and signed, then the refund transaction
+// is checked to carry that same amount and that same signature, signed and
+// submitted.
+//
+// A refund is the one step that sends the merchant's own money to someone
+// else, so it is never signed on the gateway's word alone about who that
+// is: name the payment by its rail0_id (the chain binds it to the payment's
+// terms, payer included), or set params.Expect.Payer (or Expect.Rail0ID).
+// Without either, Refund refuses before any request (ErrUnbound), unless
+// this client created the payment and remembers what Create asked for.
+//
+// GET /payments/{id}, POST /payments/{id}/refund/prepare (twice), then
+// POST /payments/{id}/refund — the payee.
+func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundParams) (*Transaction, error) {
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
+		return nil, err
+	}
+	f, err := s.newFlow(id, OpRefund, params.Expect)
+	if err != nil {
+		return nil, err
+	}
+	_, t, tr, err := f.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	base, err := baseUnits(t, "amount", params.Amount)
+	if err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	in := Intent{Operation: OpRefund, Signer: f.signer.Address(), Amount: base}
+	if _, err := checkSigner(t, OpRefund, in.Signer); err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	auth, err := s.PrepareRefund(ctx, id, PrepareParams{Amount: params.Amount})
+	if err != nil {
+		return nil, f.fail(StepPrepare, err)
+	}
+	if in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload); err != nil {
+		return nil, err
+	}
+	return f.prepareSignSubmit(ctx, t, tr, in, PrepareParams{Amount: params.Amount, Signature: in.Signature})
+}
