@@ -58,6 +58,8 @@ type artGateway struct {
 	blockchains  string
 	tokens       []Token
 	catalogReads int
+	// paymentReads counts GET /payments/p1; prepares, the prepare calls.
+	paymentReads, prepares int
 	// decimals is what GET /tokens lists for the token and what the
 	// gateway scales human amounts with; zero means the token's real 6.
 	decimals int64
@@ -209,6 +211,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Method == http.MethodGet && path == "payments/"+artPayment:
 		g.mu.Lock()
+		g.paymentReads++
 		p := *g.payment
 		g.mu.Unlock()
 		if p.Status == StatusUnsigned {
@@ -234,6 +237,9 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if route, isPrepare := strings.CutSuffix(rest, "/prepare"); isPrepare {
+		g.mu.Lock()
+		g.prepares++
+		g.mu.Unlock()
 		op := Operation(route)
 		switch route {
 		case "dispute/close":
@@ -294,6 +300,13 @@ func (g *artGateway) rewrite(change func(p *PaymentDetail)) {
 	g.mu.Lock()
 	g.payment.ConfigHash = h
 	g.mu.Unlock()
+}
+
+// counts returns the payment reads and the prepare calls so far.
+func (g *artGateway) counts() (reads, prepares int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paymentReads, g.prepares
 }
 
 func (g *artGateway) submitted() []string {

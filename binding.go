@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/verify"
@@ -192,57 +191,25 @@ const maxCreated = 1024
 // (PayerSignParams.Expect, or Create again with the order's IdempotencyKey),
 // so the SDK keeps no state on disk and a lost record fails closed.
 type createdLog struct {
-	mu    sync.Mutex
-	asked map[string]Expectation // Rail0ID is Create's answer's, for lookups by rail0_id
-	order []string               // ids, oldest first
+	recent[Expectation] // Rail0ID is Create's answer's, for lookups by rail0_id
 }
 
-func (l *createdLog) remember(id string, a Expectation) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.asked == nil {
-		l.asked = map[string]Expectation{}
-	}
-	if _, ok := l.asked[id]; !ok {
-		if len(l.order) == maxCreated {
-			delete(l.asked, l.order[0])
-			l.order = l.order[1:]
-		}
-		l.order = append(l.order, id)
-	}
-	l.asked[id] = a
-}
+func (l *createdLog) remember(id string, a Expectation) { l.put(maxCreated, id, a) }
 
 // lookup finds the record of the payment id names (by its UUID or by its
 // rail0_id) and returns it with the UUID it is kept under.
 func (l *createdLog) lookup(id string) (Expectation, string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if a, ok := l.asked[id]; ok {
+	if a, ok := l.get(id); ok {
 		return a, id, true
 	}
 	if w, ok := rail0IDOf(id); ok {
-		for key, a := range l.asked {
-			if got, err := verify.ParseWord(a.Rail0ID); err == nil && got == w {
-				return a, key, true
-			}
-		}
+		key, a, ok := l.find(func(_ string, a Expectation) bool {
+			got, err := verify.ParseWord(a.Rail0ID)
+			return err == nil && got == w
+		})
+		return a, key, ok
 	}
 	return Expectation{}, "", false
-}
-
-func (l *createdLog) forget(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.asked[id]; ok {
-		delete(l.asked, id)
-		for i, x := range l.order {
-			if x == id {
-				l.order = append(l.order[:i:i], l.order[i+1:]...)
-				break
-			}
-		}
-	}
 }
 
 // askedOf is the record Create keeps: the terms asked for, and the rail0_id

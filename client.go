@@ -19,7 +19,10 @@
 // CloseDispute each run one lifecycle step (read the payment, prepare the
 // step, check what the gateway prepared, sign it, submit it). Nothing the
 // gateway hands over is signed before it is checked against the payment and
-// the request (an *ArtifactError otherwise; see VerifyTransaction).
+// the request (an *ArtifactError otherwise; see VerifyTransaction). A
+// payment's terms never change, so a client reads them once: a step on a
+// payment it has checked (read, polled with WaitFor, or created) is a
+// prepare and a submit.
 //
 // The low-level path is for programs that sign elsewhere (a browser wallet,
 // a signing service): Prepare and PrepareRefund, VerifyTransaction and
@@ -175,8 +178,10 @@ type Client struct {
 	// domains the checks have learned.
 	trustBase verify.Trust
 	domains   domainCache
-	// created remembers what Create was asked for, for PayerSign.
+	// created remembers what Create was asked for, for PayerSign; known,
+	// the payments' terms the flows checked (flow_known.go).
 	created createdLog
+	known   knownPayments
 
 	stats retryCounters
 	quota *retryQuota // the client-wide retry budget

@@ -162,7 +162,8 @@ func (f *flow) signPayload(ctx context.Context, t *verify.Terms, in Intent, payl
 	return "0x" + hex.EncodeToString(sig), nil
 }
 
-// read gets the payment, checks it and binds the flow to it.
+// read gets the payment, checks it and binds the flow to it; the client
+// remembers its terms under the name the caller gave (flow_known.go).
 func (f *flow) read(ctx context.Context) (*PaymentDetail, *verify.Terms, *verify.Trust, error) {
 	p, err := f.s.Get(ctx, f.id)
 	if err != nil {
@@ -176,14 +177,15 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *verify.Terms, *verify
 	if err := f.bind(p, t); err != nil {
 		return nil, nil, nil, f.fail(StepVerify, err)
 	}
+	f.s.client.known.remember(f.id, p, t)
 	return p, t, tr, nil
 }
 
-// run reads and checks the payment, prepares the step with params, checks
-// the prepared transaction against in (and params.Amount, a human decimal,
-// in base units), signs it and submits it.
+// run takes the payment's checked terms (the client's, or a read), prepares
+// the step with params, checks the prepared transaction against in (and
+// params.Amount, a human decimal, in base units), signs it and submits it.
 func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Transaction, error) {
-	_, t, tr, err := f.read(ctx)
+	t, tr, known, err := f.terms(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +194,8 @@ func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Trans
 			return nil, f.fail(StepVerify, err)
 		}
 	}
-	return f.prepareSignSubmit(ctx, t, tr, in, params)
+	sent, err := f.prepareSignSubmit(ctx, t, tr, in, params)
+	return sent, f.forgetOnRefusal(known, err)
 }
 
 func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verify.Trust, in Intent, params PrepareParams) (*Transaction, error) {
@@ -234,5 +237,6 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}
+	f.s.client.known.stepped(f.id, f.op, in.Amount)
 	return sent, nil
 }

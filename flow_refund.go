@@ -2,6 +2,9 @@ package rail0
 
 import (
 	"context"
+	"errors"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // This file is the refund, the one step with two phases: the payee's
@@ -32,8 +35,16 @@ type RefundParams struct {
 // Without either, Refund refuses before any request (ErrUnbound), unless
 // this client created the payment and remembers what Create asked for.
 //
-// GET /payments/{id}, POST /payments/{id}/refund/prepare (twice), then
-// POST /payments/{id}/refund — the payee.
+// The refund's nonce commits to the refundable balance before it. A client
+// that already checked the payment's terms (flow_known.go) tracks that
+// balance from its own steps and reads, and sends no read; when another
+// client's capture or refund made it stale, the payload's nonce differs, and
+// Refund reads the payment once and checks the same payload again before
+// anything is signed.
+//
+// POST /payments/{id}/refund/prepare (twice), then POST /payments/{id}/refund
+// — the payee; GET /payments/{id} first when this client has not checked the
+// payment yet, or between the prepares when its balance was stale.
 func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundParams) (*Transaction, error) {
 	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
@@ -42,11 +53,18 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundPa
 	if err != nil {
 		return nil, err
 	}
-	_, t, tr, err := f.read(ctx)
+	t, tr, known, err := f.terms(ctx)
 	if err != nil {
 		return nil, err
 	}
-	base, err := baseUnits(t, "amount", params.Amount)
+	sent, err := f.refund(ctx, t, tr, known, params.Amount)
+	return sent, f.forgetOnRefusal(known, err)
+}
+
+// refund runs both phases on terms t; known says the refundable balance is
+// the client's tracking rather than this flow's read.
+func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, known bool, amount string) (*Transaction, error) {
+	base, err := baseUnits(t, "amount", amount)
 	if err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
@@ -54,12 +72,22 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundPa
 	if _, err := checkSigner(t, OpRefund, in.Signer); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	auth, err := s.PrepareRefund(ctx, id, PrepareParams{Amount: params.Amount})
+	auth, err := f.s.PrepareRefund(ctx, f.id, PrepareParams{Amount: amount})
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}
-	if in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload); err != nil {
+	in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload)
+	var ae *ArtifactError
+	if known && errors.As(err, &ae) && ae.Artifact == "signing_payload" && ae.Field == "message.nonce" {
+		// The tracked balance may be stale: nothing was signed; read the
+		// payment once and check the same payload against what it says.
+		if _, t, tr, err = f.read(ctx); err != nil {
+			return nil, err
+		}
+		in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return f.prepareSignSubmit(ctx, t, tr, in, PrepareParams{Amount: params.Amount, Signature: in.Signature})
+	return f.prepareSignSubmit(ctx, t, tr, in, PrepareParams{Amount: amount, Signature: in.Signature})
 }

@@ -5,7 +5,10 @@ import (
 )
 
 // This file is the on-chain steps other than the refund: each prepares one
-// transaction, checks it, signs it and submits it (flow.go).
+// transaction, checks it, signs it and submits it (flow.go). Each step sends
+// its prepare and its submit; it reads the payment (GET /payments/{id})
+// first only when this client has not checked the payment's terms under the
+// name the caller gives (flow_known.go).
 
 // AuthorizeParams is the request of Authorize.
 type AuthorizeParams struct {
@@ -64,8 +67,9 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, exp
 // Authorize moves a signed authorize-mode payment into escrow with the
 // client's signer (the payee): prepare, check, sign, submit.
 //
-// GET /payments/{id}, POST /payments/{id}/authorize/prepare, then
-// POST /payments/{id}/authorize — the payee.
+// POST /payments/{id}/authorize/prepare, then
+// POST /payments/{id}/authorize — the payee. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) Authorize(ctx context.Context, id string, params AuthorizeParams) (*Transaction, error) {
 	return s.step(ctx, id, OpAuthorize, params.Expect, Intent{}, PrepareParams{})
 }
@@ -73,8 +77,9 @@ func (s *PaymentsService) Authorize(ctx context.Context, id string, params Autho
 // Charge settles a signed charge-mode payment straight to the payee with
 // the client's signer (the payee): prepare, check, sign, submit.
 //
-// GET /payments/{id}, POST /payments/{id}/charge/prepare, then
-// POST /payments/{id}/charge — the payee.
+// POST /payments/{id}/charge/prepare, then
+// POST /payments/{id}/charge — the payee. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) Charge(ctx context.Context, id string, params ChargeParams) (*Transaction, error) {
 	return s.step(ctx, id, OpCharge, params.Expect, Intent{}, PrepareParams{})
 }
@@ -85,8 +90,9 @@ func (s *PaymentsService) Charge(ctx context.Context, id string, params ChargePa
 // gateway hands back instead of a new one, is refused (*ArtifactError on
 // field amount), never signed.
 //
-// GET /payments/{id}, POST /payments/{id}/capture/prepare, then
-// POST /payments/{id}/capture — the payee.
+// POST /payments/{id}/capture/prepare, then
+// POST /payments/{id}/capture — the payee. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) Capture(ctx context.Context, id string, params CaptureParams) (*Transaction, error) {
 	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
@@ -97,8 +103,9 @@ func (s *PaymentsService) Capture(ctx context.Context, id string, params Capture
 // Void returns the whole escrow to the payer before anything was captured,
 // with the client's signer (the payee).
 //
-// GET /payments/{id}, POST /payments/{id}/void/prepare, then
-// POST /payments/{id}/void — the payee.
+// POST /payments/{id}/void/prepare, then
+// POST /payments/{id}/void — the payee. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) Void(ctx context.Context, id string, params VoidParams) (*Transaction, error) {
 	return s.step(ctx, id, OpVoid, params.Expect, Intent{}, PrepareParams{})
 }
@@ -107,8 +114,9 @@ func (s *PaymentsService) Void(ctx context.Context, id string, params VoidParams
 // authorization_expiry, prepared for and signed by the client's signer (the
 // payer or the payee).
 //
-// GET /payments/{id}, POST /payments/{id}/release/prepare, then
-// POST /payments/{id}/release — either participant.
+// POST /payments/{id}/release/prepare, then
+// POST /payments/{id}/release — either participant. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) Release(ctx context.Context, id string, params ReleaseParams) (*Transaction, error) {
 	return s.step(ctx, id, OpRelease, params.Expect, Intent{}, PrepareParams{})
 }
@@ -116,8 +124,9 @@ func (s *PaymentsService) Release(ctx context.Context, id string, params Release
 // Dispute opens a dispute (an on-chain signal; no funds move) with the
 // client's signer (the payer).
 //
-// GET /payments/{id}, POST /payments/{id}/dispute/prepare, then
-// POST /payments/{id}/dispute — the payer.
+// POST /payments/{id}/dispute/prepare, then
+// POST /payments/{id}/dispute — the payer. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) Dispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
 	return s.step(ctx, id, OpDispute, params.Expect, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
 }
@@ -125,8 +134,9 @@ func (s *PaymentsService) Dispute(ctx context.Context, id string, params Dispute
 // CloseDispute closes the open dispute with the client's signer (the
 // payer).
 //
-// GET /payments/{id}, POST /payments/{id}/dispute/close/prepare, then
-// POST /payments/{id}/dispute/close — the payer.
+// POST /payments/{id}/dispute/close/prepare, then
+// POST /payments/{id}/dispute/close — the payer. GET /payments/{id}
+// first, when this client has not checked the payment yet.
 func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
 	return s.step(ctx, id, OpCloseDispute, params.Expect, Intent{Reason: params.Reason}, PrepareParams{Reason: params.Reason})
 }

@@ -172,6 +172,7 @@ func (s *PaymentsService) WaitFor(ctx context.Context, id string, cond WaitCondi
 		wait := cfg.next()
 		switch {
 		case err == nil:
+			s.client.learnPayment(id, payment) // a later flow's read, done
 			done, err := cond.check(payment)
 			if done || err != nil {
 				return payment, err

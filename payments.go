@@ -225,6 +225,7 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 	p.Response = resp
 	if s.client.signer != nil { // only PayerSign, a flow, reads it
 		s.client.created.remember(p.ID, askedOf(params, &p))
+		s.client.learnPayment(p.ID, &p)
 	}
 	return &p, nil
 }
