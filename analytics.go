@@ -86,7 +86,7 @@ type AnalyticsVolume struct {
 	Refunded string `json:"refunded"`
 }
 
-var analyticsSummary = operation{"analyticsSummary", "GET", "/analytics/summary", opRead, ""}
+var analyticsSummary = declare(operation{"analyticsSummary", "GET", "/analytics/summary", opRead, ""})
 
 // Summary sums up the merchant's payments: counts, rates, counts per status
 // and volume per token. filter may be nil.
@@ -97,7 +97,7 @@ func (s *AnalyticsService) Summary(ctx context.Context, filter *AnalyticsFilter)
 	q := url.Values{}
 	filter.encode(q)
 	var out AnalyticsSummary
-	resp, err := s.client.do(ctx, &request{op: &analyticsSummary, query: q}, &out)
+	resp, err := s.client.do(ctx, &request{op: analyticsSummary, query: q}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func (b *AnalyticsBucket) UnmarshalJSON(data []byte) error {
 	return fmt.Errorf("rail0: analytics bucket %q is not a date or time", raw.Bucket)
 }
 
-var analyticsTimeseries = operation{"analyticsTimeseries", "GET", "/analytics/timeseries", opRead, ""}
+var analyticsTimeseries = declare(operation{"analyticsTimeseries", "GET", "/analytics/timeseries", opRead, ""})
 
 // Timeseries counts the merchant's payments per bucket, oldest first.
 // params may be nil.
@@ -174,7 +174,7 @@ func (s *AnalyticsService) Timeseries(ctx context.Context, params *TimeseriesPar
 		}
 	}
 	var out List[AnalyticsBucket]
-	resp, err := s.client.do(ctx, &request{op: &analyticsTimeseries, query: q}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: analyticsTimeseries, query: q}, &out.Items)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (r *AnalyticsRow) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-var analyticsBreakdown = operation{"analyticsBreakdown", "GET", "/analytics/breakdown", opRead, ""}
+var analyticsBreakdown = declare(operation{"analyticsBreakdown", "GET", "/analytics/breakdown", opRead, ""})
 
 // Breakdown counts the merchant's payments per token, chain, mode or status.
 // params.By is required: without it (or with a nil params) Breakdown
@@ -257,7 +257,7 @@ func (s *AnalyticsService) Breakdown(ctx context.Context, params *BreakdownParam
 	params.AnalyticsFilter.encode(q)
 	q.Set("by", string(params.By))
 	var out List[AnalyticsRow]
-	resp, err := s.client.do(ctx, &request{op: &analyticsBreakdown, query: q}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: analyticsBreakdown, query: q}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@ func (p *ListChainsParams) values() url.Values {
 	return q
 }
 
-var listBlockchains = operation{"listBlockchains", "GET", "/blockchains", opRead, ""}
+var listBlockchains = declare(operation{"listBlockchains", "GET", "/blockchains", opRead, ""})
 
 // List returns the active chains that have at least one active token. The
 // list is not paginated. params may be nil.
@@ -54,7 +54,7 @@ var listBlockchains = operation{"listBlockchains", "GET", "/blockchains", opRead
 // GET /blockchains — public.
 func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) (*List[Blockchain], error) {
 	var out List[Blockchain]
-	resp, err := s.client.do(ctx, &request{op: &listBlockchains, query: params.values(), anonymous: true}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: listBlockchains, query: params.values(), anonymous: true}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

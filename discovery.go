@@ -43,14 +43,14 @@ func (d *ServiceDescriptor) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-var getRoot = operation{"getRoot", "GET", "/", opRead, ""}
+var getRoot = declare(operation{"getRoot", "GET", "/", opRead, ""})
 
 // Describe returns the gateway's service descriptor.
 //
 // GET / — public.
 func (s *DiscoveryService) Describe(ctx context.Context) (*ServiceDescriptor, error) {
 	var out ServiceDescriptor
-	resp, err := s.client.do(ctx, &request{op: &getRoot, anonymous: true}, &out)
+	resp, err := s.client.do(ctx, &request{op: getRoot, anonymous: true}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ type OpenAPIDocument struct {
 	Response *Response `json:"-"`
 }
 
-var getOpenapiSpec = operation{"getOpenapiSpec", "GET", "/openapi.json", opRead, ""}
+var getOpenapiSpec = declare(operation{"getOpenapiSpec", "GET", "/openapi.json", opRead, ""})
 
 // OpenAPI returns the gateway's own contract (OpenAPI 3.1 JSON), exactly as
 // served: a deployment can check which version of the contract it speaks,
@@ -75,7 +75,7 @@ var getOpenapiSpec = operation{"getOpenapiSpec", "GET", "/openapi.json", opRead,
 // GET /openapi.json — public.
 func (s *DiscoveryService) OpenAPI(ctx context.Context) (*OpenAPIDocument, error) {
 	var out OpenAPIDocument
-	resp, err := s.client.do(ctx, &request{op: &getOpenapiSpec, anonymous: true}, &out.JSON)
+	resp, err := s.client.do(ctx, &request{op: getOpenapiSpec, anonymous: true}, &out.JSON)
 	if err != nil {
 		return nil, err
 	}

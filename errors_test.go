@@ -206,7 +206,7 @@ func TestPOSTNotRetriedOn502(t *testing.T) {
 	ev := &eventLog{}
 	c := newTestClient(t, srv.URL, WithOnRetry(ev.add))
 
-	_, err := c.do(context.Background(), &request{op: &submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{"signed_transaction": "0x02"}}, nil)
+	_, err := c.do(context.Background(), &request{op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{"signed_transaction": "0x02"}}, nil)
 
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrOutcomeUnknown)
@@ -277,7 +277,7 @@ func TestConnectionClosedAfterWrite(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv, viaPipe := newPipeScript(t, step{hangUp: true})
 			c := newTestClient(t, srv.URL, viaPipe)
-			_, err := c.do(context.Background(), &request{op: &submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{}}, nil)
+			_, err := c.do(context.Background(), &request{op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{}}, nil)
 			assert.ErrorIs(t, err, ErrOutcomeUnknown)
 			var apiErr *APIError
 			assert.False(t, errors.As(err, &apiErr), "no answer came back")
@@ -320,7 +320,7 @@ func TestNeverSentRetriedOnAnyMethod(t *testing.T) {
 	mock.RegisterResponder(http.MethodPost, "=~.*", httpmock.NewErrorResponder(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}))
 	c := newTestClient(t, "https://api.rail0.test", WithHTTPClient(&http.Client{Transport: mock}), WithMaxRetries(2), withRand(func() float64 { return 0 }))
 
-	_, err := c.do(context.Background(), &request{op: &submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{}}, nil)
+	_, err := c.do(context.Background(), &request{op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{}}, nil)
 
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
@@ -337,7 +337,7 @@ func TestDialRefusedIsNotSent(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	c := newTestClient(t, "http://"+addr, WithMaxRetries(1), withRand(func() float64 { return 0 }))
-	_, err = c.do(context.Background(), &request{op: &createPayment, body: map[string]string{}}, nil)
+	_, err = c.do(context.Background(), &request{op: createPayment, body: map[string]string{}}, nil)
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
 	assert.False(t, te.Sent)

@@ -46,7 +46,7 @@ type WorkersHealth struct {
 	Enqueued  int64  `json:"enqueued"`
 }
 
-var getHealth = operation{"getHealth", "GET", "/health", opRead, ""}
+var getHealth = declare(operation{"getHealth", "GET", "/health", opRead, ""})
 
 // Get reads the gateway's health.
 //
@@ -56,7 +56,7 @@ var getHealth = operation{"getHealth", "GET", "/health", opRead, ""}
 // returns without an error: check Status.
 func (s *HealthService) Get(ctx context.Context) (*Health, error) {
 	var h Health
-	resp, err := s.client.do(ctx, &request{op: &getHealth}, &h)
+	resp, err := s.client.do(ctx, &request{op: getHealth}, &h)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusServiceUnavailable && len(apiErr.Body) > 0 {
 		if json.Unmarshal(apiErr.Body, &h) == nil && h.Status != "" {

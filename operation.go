@@ -14,16 +14,59 @@ import (
 // segment), what repeating it does and why (the gateway guide, sections 4
 // and 9). The method passes it to do in its request with the path's
 // arguments, and do builds the path from the template (path), so the route,
-// the transcript's names and the retry class come with the request: nothing
-// matches a path against the templates at run time, and a path cannot stray
-// from its template. Adding
-// an endpoint is one declaration and one method in the resource's file;
-// TestOperationsMatchTheContract holds every declaration against the
-// contract (testdata/openapi.json).
+// the transcript's names and the retry class come with the request: no
+// method's request is matched against the templates at run time, and a path
+// cannot stray from its template. Adding an endpoint is one declaration and
+// one method in the resource's file; TestOperationsMatchTheContract holds
+// every declaration against the contract (testdata/openapi.json).
 type operation struct {
 	id, method, template string
 	class                opClass
 	why                  string
+}
+
+// declared lists every declared operation, for the one request that comes
+// without its operation: one the SDK builds from a method and a path (see
+// lookup). It is filled while the package initializes and only read after.
+var declared []*operation
+
+// declare registers op, a declaration of one contract operation, and
+// returns it.
+func declare(op operation) *operation {
+	declared = append(declared, &op)
+	return &op
+}
+
+// lookup returns the declared operation a request without one performs,
+// from its method and its path relative to the base URL (segments escaped,
+// so an id is always one segment); nil when the contract does not name it.
+// Of two templates that match, the one with fewer "{...}" segments is the
+// operation: POST payments/p1/dispute is submitDispute, not the generic
+// submitPaymentOperation.
+func lookup(method, path string) *operation {
+	path = strings.Trim(path, "/")
+	var found *operation
+	for _, op := range declared {
+		if op.method == method && matchTemplate(op.template[1:], path) &&
+			(found == nil || strings.Count(op.template, "{") < strings.Count(found.template, "{")) {
+			found = op
+		}
+	}
+	return found
+}
+
+// matchTemplate reports whether path has the template's segments, "{...}"
+// matching any one non-empty segment.
+func matchTemplate(template, path string) bool {
+	for template != "" || path != "" {
+		var t, p string
+		t, template, _ = strings.Cut(template, "/")
+		p, path, _ = strings.Cut(path, "/")
+		if p == "" || (!strings.HasPrefix(t, "{") && t != p) {
+			return false
+		}
+	}
+	return true
 }
 
 // pathArgs are the values of a template's "{...}" segments, in order; a

@@ -28,10 +28,11 @@ type declaration struct {
 // opClasses maps the class identifiers a declaration may use to their values.
 var opClasses = map[string]opClass{"opOnce": opOnce, "opRead": opRead, "opRepeatable": opRepeatable, "opKeyed": opKeyed}
 
-// declaredOperations reads every package-level value of type operation that
-// the package's own source files (not its tests) declare. A declaration must
-// spell its five fields in order, as literals and a class identifier, so that
-// what this test reads is what the program holds.
+// declaredOperations reads every operation that the package's own source
+// files (not its tests) declare: package-level values declare(operation{...})
+// spelling the five fields in order, as literals and a class identifier. A
+// package-level operation literal that is not declared is an error: lookup
+// would not know it.
 func declaredOperations(t *testing.T) []declaration {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
@@ -52,12 +53,22 @@ func declaredOperations(t *testing.T) []declaration {
 			for _, spec := range gen.Specs {
 				vs := spec.(*ast.ValueSpec)
 				for i, v := range vs.Values {
-					lit, ok := v.(*ast.CompositeLit)
-					if !ok {
+					if lit, ok := v.(*ast.CompositeLit); ok {
+						if id, ok := lit.Type.(*ast.Ident); ok && id.Name == "operation" {
+							t.Errorf("%s: declare the operation: declare(operation{...})", fset.Position(lit.Pos()))
+						}
 						continue
 					}
-					if id, ok := lit.Type.(*ast.Ident); !ok || id.Name != "operation" {
+					call, ok := v.(*ast.CallExpr)
+					if !ok || len(call.Args) != 1 {
 						continue
+					}
+					if fun, ok := call.Fun.(*ast.Ident); !ok || fun.Name != "declare" {
+						continue
+					}
+					lit, ok := call.Args[0].(*ast.CompositeLit)
+					if !ok {
+						t.Fatalf("%s: declare an operation literal", fset.Position(call.Pos()))
 					}
 					pos := fset.Position(lit.Pos()).String()
 					require.Len(t, lit.Elts, 5, "%s: declare id, method, template, class and why, in order", pos)
@@ -131,9 +142,9 @@ func contractOperations(t *testing.T) []contractOperation {
 // declared; reads are opRead, and every write has a class that is not and
 // says why.
 func TestOperationsMatchTheContract(t *testing.T) {
-	declared := map[string][]declaration{}
+	inSource := map[string][]declaration{}
 	for _, d := range declaredOperations(t) {
-		declared[d.op.id] = append(declared[d.op.id], d)
+		inSource[d.op.id] = append(inSource[d.op.id], d)
 	}
 	contract := contractOperations(t)
 	require.Greater(t, len(contract), 45)
@@ -141,7 +152,7 @@ func TestOperationsMatchTheContract(t *testing.T) {
 	writes := 0
 	for _, want := range contract {
 		inContract[want.id] = true
-		ds := declared[want.id]
+		ds := inSource[want.id]
 		if !assert.Len(t, ds, 1, "%s (%s %s) must be declared exactly once", want.id, want.method, want.template) || len(ds) != 1 {
 			continue
 		}
@@ -159,9 +170,47 @@ func TestOperationsMatchTheContract(t *testing.T) {
 		assert.NotEmpty(t, d.op.why, "%s: %s: say why it is %s", d.pos, want.id, d.class)
 	}
 	assert.Greater(t, writes, 25)
-	for id, ds := range declared {
+	for id, ds := range inSource {
 		if !inContract[id] {
 			t.Errorf("%s declares %s, which the contract does not name", ds[0].pos, id)
+		}
+	}
+	// What the source says is what the program holds.
+	require.Len(t, declared, len(contract), "declare registers every declaration once")
+	for _, op := range declared {
+		if ds := inSource[op.id]; assert.Len(t, ds, 1, op.id) {
+			assert.Equal(t, ds[0].op, *op, "%s as the program holds it", op.id)
+		}
+	}
+}
+
+// A request the SDK builds from a method and a path (not a method's, which
+// carries its operation) is named by the most specific template it
+// matches.
+func TestLookup(t *testing.T) {
+	for _, tt := range []struct {
+		method, path string
+		want         *operation
+	}{
+		{"GET", "payments/p1", getPayment},
+		{"GET", "", getRoot},
+		{"GET", "payments", listPayments},
+		{"POST", "payments/p1/capture", submitPaymentOperation},
+		{"POST", "payments/p1/dispute", submitDispute},
+		{"POST", "payments/p1/dispute/close", submitCloseDispute},
+		{"POST", "payments/p1/dispute/prepare", prepareDispute},
+		{"POST", "payments/p1/capture/prepare", preparePaymentOperation},
+		{"POST", "payments/p1/dispute/close/submitted", submitCloseDisputeByHash},
+		{"PUT", "webhooks/a%2Fb/enable", enableWebhook},
+		{"PATCH", "accounts/a1/wallets/w1/tokens/t1/disable", disableExistingWalletToken},
+		{"POST", "/payments/", createPayment},
+		{"PUT", "something/new", nil},
+		{"DELETE", "payments/p1", nil},
+		{"POST", "payments//capture", nil},
+		{"GET", "payments/p1/extra/segments/here", nil},
+	} {
+		if got := lookup(tt.method, tt.path); got != tt.want {
+			t.Errorf("lookup(%s %s) = %v, want %v", tt.method, tt.path, got, tt.want)
 		}
 	}
 }
@@ -172,37 +221,37 @@ func TestClassify(t *testing.T) {
 		op   *operation
 		want opClass
 	}{
-		{&getPayment, opRead},
-		{&getRoot, opRead},
-		{&createPayment, opKeyed},
-		{&submitPaymentOperation, opOnce},
-		{&submitDispute, opOnce},
-		{&submitCloseDispute, opOnce},
-		{&preparePaymentOperation, opRepeatable},
-		{&prepareDispute, opRepeatable},
-		{&prepareCloseDispute, opRepeatable},
-		{&submitPaymentOperationByHash, opRepeatable},
-		{&submitDisputeByHash, opRepeatable},
-		{&submitCloseDisputeByHash, opRepeatable},
-		{&signPayment, opRepeatable},
-		{&rotateWebhookSecret, opOnce},
-		{&enableWebhook, opRepeatable},
-		{&disableWebhook, opRepeatable},
-		{&resetWebhookCircuit, opRepeatable},
-		{&updateWebhook, opRepeatable},
-		{&deleteWebhook, opRepeatable},
-		{&createWebhook, opOnce},
-		{&redeliverEventCallback, opOnce},
-		{&createNonce, opRepeatable},
-		{&verifySiwe, opOnce},
-		{&logout, opOnce},
-		{&createWallet, opOnce},
-		{&updateWallet, opRepeatable},
-		{&deactivateWallet, opRepeatable},
-		{&enableWalletToken, opRepeatable},
-		{&disableWalletToken, opRepeatable},
-		{&enableExistingWalletToken, opRepeatable},
-		{&disableExistingWalletToken, opRepeatable},
+		{getPayment, opRead},
+		{getRoot, opRead},
+		{createPayment, opKeyed},
+		{submitPaymentOperation, opOnce},
+		{submitDispute, opOnce},
+		{submitCloseDispute, opOnce},
+		{preparePaymentOperation, opRepeatable},
+		{prepareDispute, opRepeatable},
+		{prepareCloseDispute, opRepeatable},
+		{submitPaymentOperationByHash, opRepeatable},
+		{submitDisputeByHash, opRepeatable},
+		{submitCloseDisputeByHash, opRepeatable},
+		{signPayment, opRepeatable},
+		{rotateWebhookSecret, opOnce},
+		{enableWebhook, opRepeatable},
+		{disableWebhook, opRepeatable},
+		{resetWebhookCircuit, opRepeatable},
+		{updateWebhook, opRepeatable},
+		{deleteWebhook, opRepeatable},
+		{createWebhook, opOnce},
+		{redeliverEventCallback, opOnce},
+		{createNonce, opRepeatable},
+		{verifySiwe, opOnce},
+		{logout, opOnce},
+		{createWallet, opOnce},
+		{updateWallet, opRepeatable},
+		{deactivateWallet, opRepeatable},
+		{enableWalletToken, opRepeatable},
+		{disableWalletToken, opRepeatable},
+		{enableExistingWalletToken, opRepeatable},
+		{disableExistingWalletToken, opRepeatable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.op.id, func(t *testing.T) {
@@ -234,21 +283,21 @@ func TestOperationPath(t *testing.T) {
 		want string
 		err  string
 	}{
-		{&getRoot, pathArgs{}, "", ""},
-		{&listPayments, pathArgs{}, "payments", ""},
-		{&getPayment, pathArgs{"p1"}, "payments/p1", ""},
-		{&getPayment, pathArgs{"a/b"}, "payments/a%2Fb", ""},
-		{&getPayment, pathArgs{"a b?"}, "payments/a%20b%3F", ""},
-		{&preparePaymentOperation, pathArgs{"p1", "capture"}, "payments/p1/capture/prepare", ""},
-		{&submitCloseDispute, pathArgs{"p1"}, "payments/p1/dispute/close", ""},
-		{&disableExistingWalletToken, pathArgs{"a1", "w1", "t1"}, "accounts/a1/wallets/w1/tokens/t1/disable", ""},
-		{&redeliverEventCallback, pathArgs{"w1", "e1"}, "webhooks/w1/event_callbacks/e1/redeliver", ""},
-		{&getPayment, pathArgs{}, "", "invalid id: is required"},
-		{&getPayment, pathArgs{".."}, "", "dot segment"},
-		{&disableWalletToken, pathArgs{"a1", "w1", "."}, "", "token_id"},
-		{&redeliverEventCallback, pathArgs{"w1"}, "", "invalid callback_id: is required"},
-		{&getPayment, pathArgs{"p1", "p2"}, "", "do not fit the template /payments/{id}"},
-		{&listPayments, pathArgs{"p1"}, "", "do not fit the template /payments"},
+		{getRoot, pathArgs{}, "", ""},
+		{listPayments, pathArgs{}, "payments", ""},
+		{getPayment, pathArgs{"p1"}, "payments/p1", ""},
+		{getPayment, pathArgs{"a/b"}, "payments/a%2Fb", ""},
+		{getPayment, pathArgs{"a b?"}, "payments/a%20b%3F", ""},
+		{preparePaymentOperation, pathArgs{"p1", "capture"}, "payments/p1/capture/prepare", ""},
+		{submitCloseDispute, pathArgs{"p1"}, "payments/p1/dispute/close", ""},
+		{disableExistingWalletToken, pathArgs{"a1", "w1", "t1"}, "accounts/a1/wallets/w1/tokens/t1/disable", ""},
+		{redeliverEventCallback, pathArgs{"w1", "e1"}, "webhooks/w1/event_callbacks/e1/redeliver", ""},
+		{getPayment, pathArgs{}, "", "invalid id: is required"},
+		{getPayment, pathArgs{".."}, "", "dot segment"},
+		{disableWalletToken, pathArgs{"a1", "w1", "."}, "", "token_id"},
+		{redeliverEventCallback, pathArgs{"w1"}, "", "invalid callback_id: is required"},
+		{getPayment, pathArgs{"p1", "p2"}, "", "do not fit the template /payments/{id}"},
+		{listPayments, pathArgs{"p1"}, "", "do not fit the template /payments"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.op.id, tt.args), func(t *testing.T) {
@@ -268,14 +317,14 @@ func TestOperationPath(t *testing.T) {
 // template, and a path the contract does not name by itself; the payment
 // id is the caller's, unescaped.
 func TestRouteOf(t *testing.T) {
-	op, template, id := routeOf(&getPayment, "payments/a%2Fb")
+	op, template, id := routeOf(getPayment, "payments/a%2Fb")
 	assert.Equal(t, "getPayment", op)
 	assert.Equal(t, "/payments/{id}", template)
 	assert.Equal(t, "a/b", id)
 	op, template, _ = routeOf(nil, "no/such/route")
 	assert.Empty(t, op)
 	assert.Equal(t, "/no/such/route", template)
-	_, template, id = routeOf(&preparePaymentOperation, "payments/p1/capture/prepare")
+	_, template, id = routeOf(preparePaymentOperation, "payments/p1/capture/prepare")
 	assert.Equal(t, "/payments/{id}/{operation}/prepare", template)
 	assert.Equal(t, "p1", id)
 }

@@ -14,7 +14,7 @@ type ListPaymentMethodsParams struct {
 	Address string
 }
 
-var listPaymentMethods = operation{"listPaymentMethods", "GET", "/payment_methods", opRead, ""}
+var listPaymentMethods = declare(operation{"listPaymentMethods", "GET", "/payment_methods", opRead, ""})
 
 // List returns where a merchant can be paid: each active wallet with its
 // active holdings under Tokens. A wallet without an active holding is not
@@ -41,7 +41,7 @@ func (s *PaymentMethodsService) List(ctx context.Context, params *ListPaymentMet
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	}
 	var out List[WalletWithTokens]
-	resp, err := s.client.do(ctx, &request{op: &listPaymentMethods, query: q, anonymous: true}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: listPaymentMethods, query: q, anonymous: true}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

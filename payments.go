@@ -178,7 +178,7 @@ type CreatePaymentParams struct {
 	IdempotencyKey string `json:"-"`
 }
 
-var createPayment = operation{"createPayment", "POST", "/payments", opKeyed, "the Idempotency-Key replays the payment it created"}
+var createPayment = declare(operation{"createPayment", "POST", "/payments", opKeyed, "the Idempotency-Key replays the payment it created"})
 
 // Create opens a payment in status unsigned, carrying the signing payload
 // the payer must sign.
@@ -217,7 +217,7 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 		key = newIdempotencyKey()
 	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: &createPayment, body: params, idempotencyKey: key}, &p)
+	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -230,14 +230,14 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 	return &p, nil
 }
 
-var getPayment = operation{"getPayment", "GET", "/payments/{id}", opRead, ""}
+var getPayment = declare(operation{"getPayment", "GET", "/payments/{id}", opRead, ""})
 
 // Get reads a payment by its UUID or its rail0_id.
 //
 // GET /payments/{id} — the payer or the payee.
 func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, error) {
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: &getPayment, args: pathArgs{id}}, &p)
+	resp, err := s.client.do(ctx, &request{op: getPayment, args: pathArgs{id}}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -310,13 +310,13 @@ func (p *ListPaymentsParams) values() url.Values {
 	return q
 }
 
-var listPayments = operation{"listPayments", "GET", "/payments", opRead, ""}
+var listPayments = declare(operation{"listPayments", "GET", "/payments", opRead, ""})
 
 // List returns one page of the caller's payments (as payer or payee).
 //
 // GET /payments — any session.
 func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) (*Page[Payment], error) {
-	return listPage[Payment](ctx, s.client, &listPayments, pathArgs{}, params.values())
+	return listPage[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
 // All iterates over every page of the caller's payments, from params.Page
@@ -324,10 +324,10 @@ func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) 
 //
 // GET /payments — any session.
 func (s *PaymentsService) All(ctx context.Context, params *ListPaymentsParams) iter.Seq2[Payment, error] {
-	return listAll[Payment](ctx, s.client, &listPayments, pathArgs{}, params.values())
+	return listAll[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
-var signPayment = operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"}
+var signPayment = declare(operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"})
 
 // Sign stores the payer's signature of the payment's signing_payload
 // (EIP-712, 65 bytes r‖s‖v as 0x hex), moving it from unsigned to signed.
@@ -342,7 +342,7 @@ func (s *PaymentsService) Sign(ctx context.Context, id, signature string) (*Paym
 	}
 	var p PaymentDetail
 	body := map[string]string{"signature": signature}
-	resp, err := s.client.do(ctx, &request{op: &signPayment, args: pathArgs{id}, body: body}, &p)
+	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: body}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -382,14 +382,14 @@ func (p *ListTransactionsParams) values() url.Values {
 	return q
 }
 
-var listPaymentTransactions = operation{"listPaymentTransactions", "GET", "/payments/{id}/transactions", opRead, ""}
+var listPaymentTransactions = declare(operation{"listPaymentTransactions", "GET", "/payments/{id}/transactions", opRead, ""})
 
 // ListTransactions returns one page of a payment's transactions: every
 // attempt of every step, failed ones included.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
 func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params *ListTransactionsParams) (*Page[Transaction], error) {
-	return listPage[Transaction](ctx, s.client, &listPaymentTransactions, pathArgs{id}, params.values())
+	return listPage[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
 }
 
 // AllTransactions iterates over every page of a payment's transactions,
@@ -398,17 +398,17 @@ func (s *PaymentsService) ListTransactions(ctx context.Context, id string, param
 //
 // GET /payments/{id}/transactions — the payer or the payee.
 func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params *ListTransactionsParams) iter.Seq2[Transaction, error] {
-	return listAll[Transaction](ctx, s.client, &listPaymentTransactions, pathArgs{id}, params.values())
+	return listAll[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
 }
 
-var listDisputes = operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""}
+var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""})
 
 // ListDisputes returns one page of a payment's dispute history, open and
 // closed.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
 func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *ListDisputesParams) (*Page[Dispute], error) {
-	return listPage[Dispute](ctx, s.client, &listDisputes, pathArgs{id}, params.values())
+	return listPage[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
 // AllDisputes iterates over every page of a payment's dispute history, from
@@ -417,7 +417,7 @@ func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *L
 //
 // GET /payments/{id}/disputes — the payer or the payee.
 func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params *ListDisputesParams) iter.Seq2[Dispute, error] {
-	return listAll[Dispute](ctx, s.client, &listDisputes, pathArgs{id}, params.values())
+	return listAll[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
@@ -486,9 +486,9 @@ func stepRoute(op Operation, id string, generic, dispute, closeDispute *operatio
 }
 
 var (
-	preparePaymentOperation = operation{"preparePaymentOperation", "POST", "/payments/{id}/{operation}/prepare", opRepeatable, "preparing again returns the pending transaction"}
-	prepareDispute          = operation{"prepareDispute", "POST", "/payments/{id}/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"}
-	prepareCloseDispute     = operation{"prepareCloseDispute", "POST", "/payments/{id}/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"}
+	preparePaymentOperation = declare(operation{"preparePaymentOperation", "POST", "/payments/{id}/{operation}/prepare", opRepeatable, "preparing again returns the pending transaction"})
+	prepareDispute          = declare(operation{"prepareDispute", "POST", "/payments/{id}/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"})
+	prepareCloseDispute     = declare(operation{"prepareCloseDispute", "POST", "/payments/{id}/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"})
 )
 
 // Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
@@ -509,7 +509,7 @@ var (
 // (signed by the payer). A missing required field (capture and refund
 // amount, refund signature) is a *ValidationError before any request.
 func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PrepareParams) (*PreparedTransaction, error) {
-	route, args, err := stepRoute(op, id, &preparePaymentOperation, &prepareDispute, &prepareCloseDispute)
+	route, args, err := stepRoute(op, id, preparePaymentOperation, prepareDispute, prepareCloseDispute)
 	if err != nil {
 		return nil, err
 	}
@@ -575,9 +575,9 @@ func (p PrepareParams) check(op Operation) error {
 // (already_known, nonce_too_low) while the first one goes through. Submit
 // reads the payment's transactions instead (reconcileSubmit).
 var (
-	submitPaymentOperation = operation{"submitPaymentOperation", "POST", "/payments/{id}/{operation}", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"}
-	submitDispute          = operation{"submitDispute", "POST", "/payments/{id}/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"}
-	submitCloseDispute     = operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"}
+	submitPaymentOperation = declare(operation{"submitPaymentOperation", "POST", "/payments/{id}/{operation}", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
+	submitDispute          = declare(operation{"submitDispute", "POST", "/payments/{id}/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
+	submitCloseDispute     = declare(operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
 )
 
 // Submit sends the signed transaction of a prepared step (0x02… hex, the
@@ -599,7 +599,7 @@ var (
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, signedTransaction string) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, &submitPaymentOperation, &submitDispute, &submitCloseDispute)
+	route, args, err := stepRoute(op, id, submitPaymentOperation, submitDispute, submitCloseDispute)
 	if err != nil {
 		return nil, err
 	}
@@ -614,9 +614,9 @@ func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, s
 }
 
 var (
-	submitPaymentOperationByHash = operation{"submitPaymentOperationByHash", "POST", "/payments/{id}/{operation}/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"}
-	submitDisputeByHash          = operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"}
-	submitCloseDisputeByHash     = operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"}
+	submitPaymentOperationByHash = declare(operation{"submitPaymentOperationByHash", "POST", "/payments/{id}/{operation}/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
+	submitDisputeByHash          = declare(operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
+	submitCloseDisputeByHash     = declare(operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
 )
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
@@ -638,7 +638,7 @@ var (
 // reconciled as Submit's is: the payment is read and the transaction of op
 // carrying transactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, transactionHash string) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, &submitPaymentOperationByHash, &submitDisputeByHash, &submitCloseDisputeByHash)
+	route, args, err := stepRoute(op, id, submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash)
 	if err != nil {
 		return nil, err
 	}
@@ -690,7 +690,7 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params P
 		}
 	}
 	var out RefundAuthorization
-	r := &request{op: &preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PrepareParams{Amount: amount}}
+	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PrepareParams{Amount: amount}}
 	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ func (p *ListTokensParams) values() url.Values {
 	return q
 }
 
-var listTokens = operation{"listTokens", "GET", "/tokens", opRead, ""}
+var listTokens = declare(operation{"listTokens", "GET", "/tokens", opRead, ""})
 
 // List returns the catalog's tokens, retired ones included unless
 // params.Active is true. The list is not paginated. params may be nil.
@@ -55,7 +55,7 @@ var listTokens = operation{"listTokens", "GET", "/tokens", opRead, ""}
 // GET /tokens — public.
 func (s *TokensService) List(ctx context.Context, params *ListTokensParams) (*List[Token], error) {
 	var out List[Token]
-	resp, err := s.client.do(ctx, &request{op: &listTokens, query: params.values(), anonymous: true}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: listTokens, query: params.values(), anonymous: true}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

@@ -148,13 +148,13 @@ func setBool(q url.Values, key string, b *bool) {
 	}
 }
 
-var listAccountWallets = operation{"listAccountWallets", "GET", "/accounts/{account_id}/wallets", opRead, ""}
+var listAccountWallets = declare(operation{"listAccountWallets", "GET", "/accounts/{account_id}/wallets", opRead, ""})
 
 // List returns one page of an account's wallets with their holdings.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
 func (s *WalletsService) List(ctx context.Context, accountID string, params *ListWalletsParams) (*Page[WalletWithTokens], error) {
-	return listPage[WalletWithTokens](ctx, s.client, &listAccountWallets, pathArgs{accountID}, params.values())
+	return listPage[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
 // All iterates over every page of an account's wallets, from params.Page
@@ -163,7 +163,7 @@ func (s *WalletsService) List(ctx context.Context, accountID string, params *Lis
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
 func (s *WalletsService) All(ctx context.Context, accountID string, params *ListWalletsParams) iter.Seq2[WalletWithTokens, error] {
-	return listAll[WalletWithTokens](ctx, s.client, &listAccountWallets, pathArgs{accountID}, params.values())
+	return listAll[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
 // CreateWalletParams registers a wallet: the wallet's ownership proof (from
@@ -174,7 +174,7 @@ type CreateWalletParams struct {
 	Label string `json:"label,omitempty"`
 }
 
-var createWallet = operation{"createWallet", "POST", "/accounts/{account_id}/wallets", opOnce, "a repeat is refused with 409: the address is registered"}
+var createWallet = declare(operation{"createWallet", "POST", "/accounts/{account_id}/wallets", opOnce, "a repeat is refused with 409: the address is registered"})
 
 // Create registers a wallet to the account. The proof's address may differ
 // from the session's: one account can own several payee wallets. The wallet
@@ -192,7 +192,7 @@ func (s *WalletsService) Create(ctx context.Context, accountID string, params Cr
 		}
 	}
 	var w Wallet
-	resp, err := s.client.do(ctx, &request{op: &createWallet, args: pathArgs{accountID}, body: params}, &w)
+	resp, err := s.client.do(ctx, &request{op: createWallet, args: pathArgs{accountID}, body: params}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -200,14 +200,14 @@ func (s *WalletsService) Create(ctx context.Context, accountID string, params Cr
 	return &w, nil
 }
 
-var getWallet = operation{"getWallet", "GET", "/accounts/{account_id}/wallets/{id}", opRead, ""}
+var getWallet = declare(operation{"getWallet", "GET", "/accounts/{account_id}/wallets/{id}", opRead, ""})
 
 // Get reads a wallet by its UUID or its address.
 //
 // GET /accounts/{account_id}/wallets/{id} — a session of that account.
 func (s *WalletsService) Get(ctx context.Context, accountID, id string) (*Wallet, error) {
 	var w Wallet
-	resp, err := s.client.do(ctx, &request{op: &getWallet, args: pathArgs{accountID, id}}, &w)
+	resp, err := s.client.do(ctx, &request{op: getWallet, args: pathArgs{accountID, id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ type UpdateWalletParams struct {
 	Active *bool   `json:"active,omitempty"`
 }
 
-var updateWallet = operation{"updateWallet", "PATCH", "/accounts/{account_id}/wallets/{id}", opRepeatable, "sets the given fields"}
+var updateWallet = declare(operation{"updateWallet", "PATCH", "/accounts/{account_id}/wallets/{id}", opRepeatable, "sets the given fields"})
 
 // Update changes a wallet's label or active flag. id is the wallet's UUID
 // or address.
@@ -233,7 +233,7 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 		return nil, &ValidationError{Field: "params", Reason: "set Label or Active"}
 	}
 	var w Wallet
-	resp, err := s.client.do(ctx, &request{op: &updateWallet, args: pathArgs{accountID, id}, body: params}, &w)
+	resp, err := s.client.do(ctx, &request{op: updateWallet, args: pathArgs{accountID, id}, body: params}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 	return &w, nil
 }
 
-var deactivateWallet = operation{"deactivateWallet", "DELETE", "/accounts/{account_id}/wallets/{id}", opRepeatable, "soft deactivation"}
+var deactivateWallet = declare(operation{"deactivateWallet", "DELETE", "/accounts/{account_id}/wallets/{id}", opRepeatable, "soft deactivation"})
 
 // Deactivate retires a wallet (a soft delete: it stays readable, inactive).
 // id is the wallet's UUID or address.
@@ -250,7 +250,7 @@ var deactivateWallet = operation{"deactivateWallet", "DELETE", "/accounts/{accou
 //
 // The answer has no body; the *Response is the call's metadata.
 func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) (*Response, error) {
-	return s.client.do(ctx, &request{op: &deactivateWallet, args: pathArgs{accountID, id}}, nil)
+	return s.client.do(ctx, &request{op: deactivateWallet, args: pathArgs{accountID, id}}, nil)
 }
 
 // BalancesParams filters GET .../wallets/{id}/balances. Zero values are not
@@ -274,7 +274,7 @@ func (p *BalancesParams) values() url.Values {
 	return q
 }
 
-var getWalletBalances = operation{"getWalletBalances", "GET", "/accounts/{account_id}/wallets/{id}/balances", opRead, ""}
+var getWalletBalances = declare(operation{"getWalletBalances", "GET", "/accounts/{account_id}/wallets/{id}/balances", opRead, ""})
 
 // Balances reads a wallet's live on-chain balances. A chain whose node
 // cannot be read is reported in its ChainBalance.Error rather than failing
@@ -284,7 +284,7 @@ var getWalletBalances = operation{"getWalletBalances", "GET", "/accounts/{accoun
 // account.
 func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params *BalancesParams) (*WalletBalances, error) {
 	var b WalletBalances
-	resp, err := s.client.do(ctx, &request{op: &getWalletBalances, args: pathArgs{accountID, id}, query: params.values()}, &b)
+	resp, err := s.client.do(ctx, &request{op: getWalletBalances, args: pathArgs{accountID, id}, query: params.values()}, &b)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ type AddTokenParams struct {
 	Default *bool `json:"default,omitempty"`
 }
 
-var enableWalletToken = operation{"enableWalletToken", "POST", "/accounts/{account_id}/wallets/{id}/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"}
+var enableWalletToken = declare(operation{"enableWalletToken", "POST", "/accounts/{account_id}/wallets/{id}/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"})
 
 // AddToken makes a wallet accept a token (an upsert). Created is true when
 // the holding is new (201) and false when an existing one was reactivated
@@ -320,7 +320,7 @@ func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, par
 		return nil, &ValidationError{Field: "token", Reason: "is required"}
 	}
 	var out AddTokenResult
-	resp, err := s.client.do(ctx, &request{op: &enableWalletToken, args: pathArgs{accountID, id}, body: params}, &out.Token)
+	resp, err := s.client.do(ctx, &request{op: enableWalletToken, args: pathArgs{accountID, id}, body: params}, &out.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +340,7 @@ type AddTokenResult struct {
 	Response *Response `json:"-"`
 }
 
-var disableWalletToken = operation{"disableWalletToken", "DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", opRepeatable, "soft disable"}
+var disableWalletToken = declare(operation{"disableWalletToken", "DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", opRepeatable, "soft disable"})
 
 // RemoveToken stops a wallet accepting a token (a soft disable; EnableToken
 // turns it back on). tokenID is the token's UUID
@@ -351,10 +351,10 @@ var disableWalletToken = operation{"disableWalletToken", "DELETE", "/accounts/{a
 //
 // The answer has no body; the *Response is the call's metadata.
 func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
-	return s.client.do(ctx, &request{op: &disableWalletToken, args: pathArgs{accountID, id, tokenID}}, nil)
+	return s.client.do(ctx, &request{op: disableWalletToken, args: pathArgs{accountID, id, tokenID}}, nil)
 }
 
-var enableExistingWalletToken = operation{"enableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", opRepeatable, "sets a state"}
+var enableExistingWalletToken = declare(operation{"enableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", opRepeatable, "sets a state"})
 
 // EnableToken re-enables an existing holding. tokenID is the token's UUID.
 // A wallet with no holding of that token gives 404; use AddToken.
@@ -362,10 +362,10 @@ var enableExistingWalletToken = operation{"enableExistingWalletToken", "PATCH", 
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable — a
 // session of that account.
 func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID string) (*WalletToken, error) {
-	return s.toggleToken(ctx, &enableExistingWalletToken, accountID, id, tokenID)
+	return s.toggleToken(ctx, enableExistingWalletToken, accountID, id, tokenID)
 }
 
-var disableExistingWalletToken = operation{"disableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", opRepeatable, "sets a state"}
+var disableExistingWalletToken = declare(operation{"disableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", opRepeatable, "sets a state"})
 
 // DisableToken switches an existing holding off. tokenID is the token's
 // UUID.
@@ -373,7 +373,7 @@ var disableExistingWalletToken = operation{"disableExistingWalletToken", "PATCH"
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable — a
 // session of that account.
 func (s *WalletsService) DisableToken(ctx context.Context, accountID, id, tokenID string) (*WalletToken, error) {
-	return s.toggleToken(ctx, &disableExistingWalletToken, accountID, id, tokenID)
+	return s.toggleToken(ctx, disableExistingWalletToken, accountID, id, tokenID)
 }
 
 func (s *WalletsService) toggleToken(ctx context.Context, op *operation, accountID, id, tokenID string) (*WalletToken, error) {

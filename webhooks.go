@@ -154,7 +154,7 @@ type CreateWebhookParams struct {
 	Topic WebhookTopic `json:"topic"`
 }
 
-var createWebhook = operation{"createWebhook", "POST", "/webhooks", opOnce, "a repeat creates a second subscription"}
+var createWebhook = declare(operation{"createWebhook", "POST", "/webhooks", opOnce, "a repeat creates a second subscription"})
 
 // Create registers a webhook and returns it with its shared secret, which
 // is shown only here and on rotation.
@@ -169,7 +169,7 @@ func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams
 		}
 	}
 	var w WebhookWithSecret
-	resp, err := s.client.do(ctx, &request{op: &createWebhook, body: params, secretAnswer: true}, &w)
+	resp, err := s.client.do(ctx, &request{op: createWebhook, body: params, secretAnswer: true}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -203,13 +203,13 @@ func (p *ListWebhooksParams) values() url.Values {
 	return q
 }
 
-var listWebhooks = operation{"listWebhooks", "GET", "/webhooks", opRead, ""}
+var listWebhooks = declare(operation{"listWebhooks", "GET", "/webhooks", opRead, ""})
 
 // List returns one page of the account's webhooks.
 //
 // GET /webhooks — a session of the owning account.
 func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) (*Page[Webhook], error) {
-	return listPage[Webhook](ctx, s.client, &listWebhooks, pathArgs{}, params.values())
+	return listPage[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
 // All iterates over every page of the account's webhooks, from params.Page
@@ -218,17 +218,17 @@ func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) 
 //
 // GET /webhooks — a session of the owning account.
 func (s *WebhooksService) All(ctx context.Context, params *ListWebhooksParams) iter.Seq2[Webhook, error] {
-	return listAll[Webhook](ctx, s.client, &listWebhooks, pathArgs{}, params.values())
+	return listAll[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
-var getWebhook = operation{"getWebhook", "GET", "/webhooks/{id}", opRead, ""}
+var getWebhook = declare(operation{"getWebhook", "GET", "/webhooks/{id}", opRead, ""})
 
 // Get reads a webhook.
 //
 // GET /webhooks/{id} — a session of the owning account.
 func (s *WebhooksService) Get(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.client.do(ctx, &request{op: &getWebhook, args: pathArgs{id}}, &w)
+	resp, err := s.client.do(ctx, &request{op: getWebhook, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +244,7 @@ type UpdateWebhookParams struct {
 	Topic       WebhookTopic `json:"topic,omitempty"`
 }
 
-var updateWebhook = operation{"updateWebhook", "PATCH", "/webhooks/{id}", opRepeatable, "sets the given fields"}
+var updateWebhook = declare(operation{"updateWebhook", "PATCH", "/webhooks/{id}", opRepeatable, "sets the given fields"})
 
 // Update changes a webhook's name, callback URL or topic.
 //
@@ -254,7 +254,7 @@ func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWe
 		return nil, &ValidationError{Field: "params", Reason: "set Name, CallbackURL or Topic"}
 	}
 	var w Webhook
-	resp, err := s.client.do(ctx, &request{op: &updateWebhook, args: pathArgs{id}, body: params}, &w)
+	resp, err := s.client.do(ctx, &request{op: updateWebhook, args: pathArgs{id}, body: params}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +262,7 @@ func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWe
 	return &w, nil
 }
 
-var deleteWebhook = operation{"deleteWebhook", "DELETE", "/webhooks/{id}", opRepeatable, "deletes"}
+var deleteWebhook = declare(operation{"deleteWebhook", "DELETE", "/webhooks/{id}", opRepeatable, "deletes"})
 
 // Delete removes a webhook.
 //
@@ -270,17 +270,17 @@ var deleteWebhook = operation{"deleteWebhook", "DELETE", "/webhooks/{id}", opRep
 //
 // The answer has no body; the *Response is the call's metadata.
 func (s *WebhooksService) Delete(ctx context.Context, id string) (*Response, error) {
-	return s.client.do(ctx, &request{op: &deleteWebhook, args: pathArgs{id}}, nil)
+	return s.client.do(ctx, &request{op: deleteWebhook, args: pathArgs{id}}, nil)
 }
 
-var enableWebhook = operation{"enableWebhook", "PUT", "/webhooks/{id}/enable", opRepeatable, "sets a state"}
+var enableWebhook = declare(operation{"enableWebhook", "PUT", "/webhooks/{id}/enable", opRepeatable, "sets a state"})
 
 // Enable switches deliveries on.
 //
 // PUT /webhooks/{id}/enable — a session of the owning account.
 func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.client.do(ctx, &request{op: &enableWebhook, args: pathArgs{id}}, &w)
+	resp, err := s.client.do(ctx, &request{op: enableWebhook, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -288,14 +288,14 @@ func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, erro
 	return &w, nil
 }
 
-var disableWebhook = operation{"disableWebhook", "PUT", "/webhooks/{id}/disable", opRepeatable, "sets a state"}
+var disableWebhook = declare(operation{"disableWebhook", "PUT", "/webhooks/{id}/disable", opRepeatable, "sets a state"})
 
 // Disable switches deliveries off.
 //
 // PUT /webhooks/{id}/disable — a session of the owning account.
 func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.client.do(ctx, &request{op: &disableWebhook, args: pathArgs{id}}, &w)
+	resp, err := s.client.do(ctx, &request{op: disableWebhook, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, err
 	return &w, nil
 }
 
-var rotateWebhookSecret = operation{"rotateWebhookSecret", "PUT", "/webhooks/{id}/rotate_secret", opOnce, "a second rotation invalidates the secret the first returned"}
+var rotateWebhookSecret = declare(operation{"rotateWebhookSecret", "PUT", "/webhooks/{id}/rotate_secret", opOnce, "a second rotation invalidates the secret the first returned"})
 
 // RotateSecret replaces the webhook's shared secret and returns the new one,
 // shown only here. Deliveries signed before the rotation may still arrive:
@@ -312,7 +312,7 @@ var rotateWebhookSecret = operation{"rotateWebhookSecret", "PUT", "/webhooks/{id
 // PUT /webhooks/{id}/rotate_secret — a session of the owning account.
 func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*WebhookWithSecret, error) {
 	var w WebhookWithSecret
-	resp, err := s.client.do(ctx, &request{op: &rotateWebhookSecret, args: pathArgs{id}, secretAnswer: true}, &w)
+	resp, err := s.client.do(ctx, &request{op: rotateWebhookSecret, args: pathArgs{id}, secretAnswer: true}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*Webhook
 	return &w, nil
 }
 
-var resetWebhookCircuit = operation{"resetWebhookCircuit", "PUT", "/webhooks/{id}/reset_circuit", opRepeatable, "sets a state"}
+var resetWebhookCircuit = declare(operation{"resetWebhookCircuit", "PUT", "/webhooks/{id}/reset_circuit", opRepeatable, "sets a state"})
 
 // ResetCircuit closes the webhook's circuit breaker, opened after repeated
 // delivery failures, and re-enables the webhook.
@@ -328,7 +328,7 @@ var resetWebhookCircuit = operation{"resetWebhookCircuit", "PUT", "/webhooks/{id
 // PUT /webhooks/{id}/reset_circuit — a session of the owning account.
 func (s *WebhooksService) ResetCircuit(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.client.do(ctx, &request{op: &resetWebhookCircuit, args: pathArgs{id}}, &w)
+	resp, err := s.client.do(ctx, &request{op: resetWebhookCircuit, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -372,13 +372,13 @@ func (p *ListEventCallbacksParams) values() url.Values {
 	return q
 }
 
-var listWebhookEventCallbacks = operation{"listWebhookEventCallbacks", "GET", "/webhooks/{id}/event_callbacks", opRead, ""}
+var listWebhookEventCallbacks = declare(operation{"listWebhookEventCallbacks", "GET", "/webhooks/{id}/event_callbacks", opRead, ""})
 
 // ListEventCallbacks returns one page of a webhook's delivery log.
 //
 // GET /webhooks/{id}/event_callbacks — a session of the owning account.
 func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) (*Page[EventCallback], error) {
-	return listPage[EventCallback](ctx, s.client, &listWebhookEventCallbacks, pathArgs{id}, params.values())
+	return listPage[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
 
 // AllEventCallbacks iterates over every page of a webhook's delivery log,
@@ -387,10 +387,10 @@ func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, par
 //
 // GET /webhooks/{id}/event_callbacks — a session of the owning account.
 func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) iter.Seq2[EventCallback, error] {
-	return listAll[EventCallback](ctx, s.client, &listWebhookEventCallbacks, pathArgs{id}, params.values())
+	return listAll[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
 
-var redeliverEventCallback = operation{"redeliverEventCallback", "POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", opOnce, "a repeat queues a second delivery"}
+var redeliverEventCallback = declare(operation{"redeliverEventCallback", "POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", opOnce, "a repeat queues a second delivery"})
 
 // Redeliver queues a recorded delivery to be sent again: the same body (same
 // event id) with a new timestamp and signature. It returns the queue status
@@ -401,7 +401,7 @@ var redeliverEventCallback = operation{"redeliverEventCallback", "POST", "/webho
 // of the owning account.
 func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (*RedeliverResult, error) {
 	var out RedeliverResult
-	resp, err := s.client.do(ctx, &request{op: &redeliverEventCallback, args: pathArgs{id, callbackID}}, &out)
+	resp, err := s.client.do(ctx, &request{op: redeliverEventCallback, args: pathArgs{id, callbackID}}, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -31,3 +31,19 @@ func BenchmarkCheckTransaction(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckPayment measures the check of a payment's terms: what a
+// signing client's WaitFor poll adds to its read, so that the next flow
+// step needs none (the root's flow_known.go).
+func BenchmarkCheckPayment(b *testing.B) {
+	p := verifytest.Payment(verify.ModeAuthorize, payer.Address(), payee.Address())
+	mine, _ := verify.ParseAddress(verifytest.Contract)
+	tr := &verify.Trust{Pins: verify.NewPins(nil, nil, map[int64]verify.Address{verifytest.ChainID: mine},
+		map[verify.TokenKey]int64{{ChainID: verifytest.ChainID, Token: verifytest.Terms(p).Token}: 6})}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := verify.CheckPayment(p, tr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
