@@ -397,6 +397,10 @@ func fromVerify(err error) error {
 	return err
 }
 
+// clip shortens text that came from the gateway or the caller for an error
+// message, as the checks do (verify.Clip).
+func clip(s string) string { return verify.Clip(s) }
+
 // checkPayment decodes p's terms and checks them against tr (the terms the
 // contract accepts, the pins, config_hash): verify.CheckPayment.
 func checkPayment(p *PaymentDetail, tr *verify.Trust) (*verify.Terms, error) {

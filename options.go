@@ -292,7 +292,7 @@ func WithTrustedContracts(contracts map[int64]string) Option {
 		for chain, addr := range contracts {
 			a, err := verify.ParseAddress(addr)
 			if err != nil || chain <= 0 {
-				return fmt.Errorf("rail0: WithTrustedContracts: chain %d: invalid pin %q", chain, verify.Clip(addr))
+				return fmt.Errorf("rail0: WithTrustedContracts: chain %d: invalid pin %q", chain, clip(addr))
 			}
 			if b, dup := c.contracts[chain]; dup && b != a {
 				return fmt.Errorf("rail0: WithTrustedContracts: chain %d pinned to %s and %s", chain, b, a)
@@ -323,7 +323,7 @@ func WithTrustedTokens(tokens ...Token) Option {
 		for _, t := range tokens {
 			a, err := verify.ParseAddress(t.Address)
 			if err != nil || t.ChainID <= 0 || t.Decimals < 0 || t.Decimals > MaxDecimals {
-				return fmt.Errorf("rail0: WithTrustedTokens: chain %d: invalid pin %q (%d decimals)", t.ChainID, verify.Clip(t.Address), t.Decimals)
+				return fmt.Errorf("rail0: WithTrustedTokens: chain %d: invalid pin %q (%d decimals)", t.ChainID, clip(t.Address), t.Decimals)
 			}
 			k := verify.TokenKey{ChainID: t.ChainID, Token: a}
 			if d, dup := c.decimals[k]; dup && d != t.Decimals {
