@@ -19,6 +19,18 @@ func (g *artGateway) setRefundable(amount string) {
 	g.payment.RefundableAmount = amount
 }
 
+// capturedOnce is the payee's client of a fresh fake gateway after one
+// capture of 1.00, which read the payment: the client knows its terms.
+func capturedOnce(t *testing.T) (*artGateway, *Client) {
+	t.Helper()
+	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+	c := g.client(g.payee)
+	if _, err := c.Payments.Capture(context.Background(), artPayment, CaptureParams{Amount: "1.00"}); err != nil {
+		t.Fatal(err)
+	}
+	return g, c
+}
+
 // Issue 21, item 3: a client reads a payment's terms once; every later step
 // on it is a prepare and a submit. A refund whose tracked balance is right
 // reads nothing; one whose balance another client moved reads once, and its
@@ -71,11 +83,7 @@ func TestFlowsReadAPaymentOnce(t *testing.T) {
 func TestStaleBalanceReadsOnceAndFailsClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
-	c := g.client(g.payee)
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); err != nil {
-		t.Fatal(err)
-	}
+	g, c := capturedOnce(t)
 	g.mu.Lock()
 	g.tamperPayload = func(d map[string]any) { msg(d)["nonce"] = fixtureReason }
 	g.mu.Unlock()
@@ -101,11 +109,7 @@ func TestStaleBalanceReadsOnceAndFailsClosed(t *testing.T) {
 func TestKnownTermsAreBoundToEachFlow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
-	c := g.client(g.payee)
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); err != nil {
-		t.Fatal(err)
-	}
+	g, c := capturedOnce(t)
 	_, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00", Expect: Expectation{Payer: artOther}})
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Artifact != "payment" || ae.Field != "payer" {
@@ -128,11 +132,7 @@ func TestKnownTermsAreBoundToEachFlow(t *testing.T) {
 func TestRefusalForgetsKnownTerms(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
-	c := g.client(g.payee)
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); err != nil {
-		t.Fatal(err)
-	}
+	g, c := capturedOnce(t)
 	g.mu.Lock()
 	g.tamperTx = func(_ Operation, tx map[string]any) { setWord(tx, 0, verify.Word{1}) }
 	g.mu.Unlock()
