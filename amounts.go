@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // MaxDecimals is the largest decimals value the amount helpers accept. ERC-20
@@ -130,27 +132,8 @@ func FormatAmount(amount string, decimals int64) (string, error) {
 		// Unreachable: amount holds only ASCII digits and is non-empty.
 		return fail(ErrMalformedAmount)
 	}
-	digits := n.String() // canonical: no leading zeros
-	d := int(decimals)
-	if len(digits) <= d {
-		digits = strings.Repeat("0", d-len(digits)+1) + digits
-	}
-	whole, frac := digits[:len(digits)-d], strings.TrimRight(digits[len(digits)-d:], "0")
-	if frac == "" {
-		return whole, nil
-	}
-	return whole + "." + frac, nil
+	return verify.FormatUnits(&n, decimals), nil
 }
 
 // isDigits reports whether s is non-empty and made only of ASCII digits.
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func isDigits(s string) bool { return verify.IsDigits(s) }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"time"
@@ -87,6 +86,8 @@ type AnalyticsVolume struct {
 	Refunded string `json:"refunded"`
 }
 
+var analyticsSummary = declare(operation{"analyticsSummary", "GET", "/analytics/summary", opRead, ""})
+
 // Summary sums up the merchant's payments: counts, rates, counts per status
 // and volume per token. filter may be nil.
 //
@@ -96,7 +97,7 @@ func (s *AnalyticsService) Summary(ctx context.Context, filter *AnalyticsFilter)
 	q := url.Values{}
 	filter.encode(q)
 	var out AnalyticsSummary
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/summary", query: q}, &out)
+	resp, err := s.client.do(ctx, &request{op: analyticsSummary, query: q}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +158,8 @@ func (b *AnalyticsBucket) UnmarshalJSON(data []byte) error {
 	return fmt.Errorf("rail0: analytics bucket %q is not a date or time", raw.Bucket)
 }
 
+var analyticsTimeseries = declare(operation{"analyticsTimeseries", "GET", "/analytics/timeseries", opRead, ""})
+
 // Timeseries counts the merchant's payments per bucket, oldest first.
 // params may be nil.
 //
@@ -171,7 +174,7 @@ func (s *AnalyticsService) Timeseries(ctx context.Context, params *TimeseriesPar
 		}
 	}
 	var out List[AnalyticsBucket]
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/timeseries", query: q}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: analyticsTimeseries, query: q}, &out.Items)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +241,8 @@ func (r *AnalyticsRow) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+var analyticsBreakdown = declare(operation{"analyticsBreakdown", "GET", "/analytics/breakdown", opRead, ""})
+
 // Breakdown counts the merchant's payments per token, chain, mode or status.
 // params.By is required: without it (or with a nil params) Breakdown
 // returns a *ValidationError and sends nothing.
@@ -252,7 +257,7 @@ func (s *AnalyticsService) Breakdown(ctx context.Context, params *BreakdownParam
 	params.AnalyticsFilter.encode(q)
 	q.Set("by", string(params.By))
 	var out List[AnalyticsRow]
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "analytics/breakdown", query: q}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: analyticsBreakdown, query: q}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

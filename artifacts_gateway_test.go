@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/rail0/rail0-go/internal/verifytest"
 )
 
 // This file is a small honest gateway for the flows: it builds every
@@ -20,15 +22,16 @@ import (
 // payment, and lets a test rewrite one field of an answer on its way out,
 // like a hostile proxy. It records what the SDK submitted.
 
+// The test payment (package internal/verifytest).
 const (
-	artChain    = 84532
-	artToken    = "0x036cbd53842c5426634e7929541ec2318f3dcf7e"
-	artContract = "0x7c1e3b52fa9d4c26e0a1f83b5d9e6a4c2b0f8e31"
-	artOther    = "0x00000000000000000000000000000000000000aa"
-	artPayment  = "p1"
-	artAmount   = 25_000_000 // 25.00 of a 6-decimal token
-	artAuthExp  = 1789985700
-	artRefExp   = 1791972900
+	artChain    = verifytest.ChainID
+	artToken    = verifytest.Token
+	artContract = verifytest.Contract
+	artOther    = verifytest.Other
+	artPayment  = verifytest.PaymentID
+	artAmount   = verifytest.Amount // 25.00 of a 6-decimal token
+	artAuthExp  = verifytest.AuthExpiry
+	artRefExp   = verifytest.RefundExpiry
 )
 
 // artGateway is the fake gateway. Tamper hooks see the decoded JSON of an
@@ -55,6 +58,8 @@ type artGateway struct {
 	blockchains  string
 	tokens       []Token
 	catalogReads int
+	// paymentReads counts GET /payments/p1; prepares, the prepare calls.
+	paymentReads, prepares int
 	// decimals is what GET /tokens lists for the token and what the
 	// gateway scales human amounts with; zero means the token's real 6.
 	decimals int64
@@ -72,18 +77,16 @@ func (g *artGateway) tokenDecimals() int64 {
 
 func newArtGateway(t *testing.T, mode PaymentMode, status PaymentStatus) *artGateway {
 	g := &artGateway{t: t, payer: evmtest.NewKey("payer"), payee: evmtest.NewKey("payee")}
-	rid := keccakString("payment p1")
 	g.payment = &PaymentDetail{
 		Payment: Payment{
-			ID: artPayment, Rail0ID: rid.String(), Status: status, Mode: mode,
+			ID: artPayment, Rail0ID: verifytest.Rail0ID.String(), Status: status, Mode: mode,
 			Amount: fmt.Sprint(artAmount), CapturableAmount: "15000000", RefundableAmount: "10000000",
 			Payer: g.payer.Address(), Payee: g.payee.Address(), Token: artToken,
 			AuthorizationExpiry: artAuthExp, RefundExpiry: artRefExp,
 		},
 		ChainID: artChain, Rail0Contract: artContract,
 	}
-	tm := g.terms()
-	g.payment.ConfigHash = tm.computeConfigHash().String()
+	g.payment.ConfigHash = g.terms().ConfigHash.String()
 	if status == StatusUnsigned {
 		g.payment.SigningPayload = g.payloadJSON(Intent{})
 	}
@@ -98,66 +101,41 @@ func newArtGateway(t *testing.T, mode PaymentMode, status PaymentStatus) *artGat
 	return g
 }
 
-func (g *artGateway) terms() *terms {
+// terms are the terms of the payment the gateway serves, its config_hash
+// computed from them, with the token's real decimals.
+func (g *artGateway) terms() *verify.Terms {
 	g.mu.Lock()
 	p := *g.payment
 	g.mu.Unlock()
-	p.ConfigHash = (word{}).String()
-	t, err := decodeTerms(&p)
+	p.ConfigHash = (verify.Word{}).String()
+	t, err := verify.DecodeTerms(paymentOf(&p))
 	if err != nil {
 		g.t.Fatal(err)
 	}
+	t.ConfigHash, t.Decimals = t.ComputeConfigHash(), verifytest.Decimals
 	return t
 }
 
 // authDigest is the payer's TransferWithAuthorization digest under the
 // token domain "USDC"/"2".
-func (g *artGateway) authDigest(mode PaymentMode) word {
+func (g *artGateway) authDigest(mode PaymentMode) verify.Word {
 	return g.authDigestFor(mode, "USDC", "2")
 }
 
-// authDigestUnder is authDigest of the payment's own mode under the token
-// domain name and version.
-func (g *artGateway) authDigestUnder(name, version string) word {
-	return g.authDigestFor(g.payment.Mode, name, version)
-}
-
-func (g *artGateway) authDigestFor(mode PaymentMode, name, version string) word {
+func (g *artGateway) authDigestFor(mode PaymentMode, name, version string) verify.Word {
 	t := g.terms()
-	t.configHash = t.computeConfigHash()
-	op := OpAuthorize
-	if mode == ModeCharge {
-		op = OpCharge
-	}
-	return authorizationDigest(t, "TransferWithAuthorization", name, version, t.payer, t.amount, t.authExpiry, t.nonce(op))
+	t.Mode = string(mode)
+	return verifytest.PayerDigest(t, name, version)
 }
 
 // payloadJSON builds the payer's payload (in.Operation empty) or a refund
 // payload for in.Amount base units.
 func (g *artGateway) payloadJSON(in Intent) json.RawMessage {
-	t := g.terms()
-	t.configHash = t.computeConfigHash()
-	primary, from, value, before, nonce := "TransferWithAuthorization", t.payer, t.amount, t.authExpiry, t.nonce(OpAuthorize)
-	if t.mode == ModeCharge {
-		nonce = t.nonce(OpCharge)
-	}
+	var refund *big.Int
 	if in.Operation == OpRefund {
-		v, _ := new(big.Int).SetString(in.Amount, 10)
-		primary, from, value, before, nonce = "ReceiveWithAuthorization", t.payee, v, t.refundExpiry, t.nonce(OpRefund)
+		refund, _ = new(big.Int).SetString(in.Amount, 10)
 	}
-	doc := map[string]any{
-		"types": map[string]any{
-			"EIP712Domain": []map[string]string{{"name": "name", "type": "string"}, {"name": "version", "type": "string"},
-				{"name": "chainId", "type": "uint256"}, {"name": "verifyingContract", "type": "address"}},
-			primary: []map[string]string{{"name": "from", "type": "address"}, {"name": "to", "type": "address"},
-				{"name": "value", "type": "uint256"}, {"name": "validAfter", "type": "uint256"},
-				{"name": "validBefore", "type": "uint256"}, {"name": "nonce", "type": "bytes32"}},
-		},
-		"primaryType": primary,
-		"domain":      map[string]any{"name": "USDC", "version": "2", "chainId": t.chainID.Int64(), "verifyingContract": t.token.String()},
-		"message": map[string]any{"from": from.String(), "to": t.contract.String(), "value": value.String(),
-			"validAfter": "0", "validBefore": fmt.Sprint(before), "nonce": nonce.String()},
-	}
+	doc := verifytest.PayloadDoc(g.terms(), refund)
 	g.mu.Lock()
 	tamper := g.tamperPayload
 	g.mu.Unlock()
@@ -170,39 +148,26 @@ func (g *artGateway) payloadJSON(in Intent) json.RawMessage {
 
 // txFields builds the unsigned transaction of op.
 func (g *artGateway) txFields(op Operation, params PrepareParams) map[string]any {
-	t := g.terms()
-	sel := selector(op)
-	data := append([]byte(nil), sel[:]...)
-	words := []word{t.rail0ID}
-	tw := t.words()
-	words = append(words, tw[:]...)
-	dec := func(h string) *big.Int {
-		n, _ := new(big.Int).SetString(h, 10)
-		return n
+	amount := func() verify.Word {
+		base, _ := ToBaseUnits(params.Amount, g.tokenDecimals())
+		n, _ := new(big.Int).SetString(base, 10)
+		return verify.UintWord(n)
 	}
-	vrs := func(sig []byte) []word {
-		return []word{u64Word(uint64(sig[64])), word(sig[:32]), word(sig[32:64])}
-	}
+	var args []verify.Word
 	switch op {
 	case OpAuthorize, OpCharge:
-		words = append(words, vrs(g.payerSig)...)
+		args = verifytest.VRS(g.payerSig)
 	case OpCapture:
-		base, _ := ToBaseUnits(params.Amount, g.tokenDecimals())
-		words = append(words, uintWord(dec(base)))
+		args = []verify.Word{amount()}
 	case OpRefund:
-		base, _ := ToBaseUnits(params.Amount, g.tokenDecimals())
 		sig, _ := hex.DecodeString(strings.TrimPrefix(params.Signature, "0x"))
-		words = append(words, uintWord(dec(base)))
-		words = append(words, vrs(sig)...)
+		args = append([]verify.Word{amount()}, verifytest.VRS(sig)...)
 	case OpDispute, OpCloseDispute:
-		var r word
+		var r verify.Word
 		if params.Reason != "" {
-			r, _ = parseWord(params.Reason)
+			r, _ = verify.ParseWord(params.Reason)
 		}
-		words = append(words, r)
-	}
-	for _, w := range words {
-		data = append(data, w[:]...)
+		args = []verify.Word{r}
 	}
 	from := g.payee.Address()
 	if op == OpDispute || op == OpCloseDispute {
@@ -211,11 +176,7 @@ func (g *artGateway) txFields(op Operation, params PrepareParams) map[string]any
 	if params.From != "" {
 		from = params.From
 	}
-	return map[string]any{
-		"chain_id": t.chainID.Int64(), "nonce": 7, "to": t.contract.String(), "value": "0", "data": "0x" + hex.EncodeToString(data),
-		"gas_limit":                contractGas[op] * 5 / 4, // an honest estimate with a 25% margin
-		"max_priority_fee_per_gas": "1000000", "max_fee_per_gas": "1500000000", "from": from,
-	}
+	return verifytest.TxFields(g.terms(), string(op), args, from)
 }
 
 func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
@@ -250,6 +211,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case r.Method == http.MethodGet && path == "payments/"+artPayment:
 		g.mu.Lock()
+		g.paymentReads++
 		p := *g.payment
 		g.mu.Unlock()
 		if p.Status == StatusUnsigned {
@@ -275,6 +237,9 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if route, isPrepare := strings.CutSuffix(rest, "/prepare"); isPrepare {
+		g.mu.Lock()
+		g.prepares++
+		g.mu.Unlock()
 		op := Operation(route)
 		switch route {
 		case "dispute/close":
@@ -331,10 +296,17 @@ func (g *artGateway) rewrite(change func(p *PaymentDetail)) {
 	g.mu.Lock()
 	change(g.payment)
 	g.mu.Unlock()
-	h := g.terms().computeConfigHash().String()
+	h := g.terms().ConfigHash.String()
 	g.mu.Lock()
 	g.payment.ConfigHash = h
 	g.mu.Unlock()
+}
+
+// counts returns the payment reads and the prepare calls so far.
+func (g *artGateway) counts() (reads, prepares int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.paymentReads, g.prepares
 }
 
 func (g *artGateway) submitted() []string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // flowCase runs one flow on a client.
@@ -104,15 +105,15 @@ func TestFlowsSignWhatAnHonestGatewayPrepares(t *testing.T) {
 
 // setWord replaces ABI argument i (0 = paymentId) of an unsigned
 // transaction's calldata.
-func setWord(tx map[string]any, i int, w word) {
+func setWord(tx map[string]any, i int, w verify.Word) {
 	data, _ := hex.DecodeString(strings.TrimPrefix(tx["data"].(string), "0x"))
 	copy(data[4+32*i:], w[:])
 	tx["data"] = "0x" + hex.EncodeToString(data)
 }
 
-func bigWord(s string) word {
+func bigWord(s string) verify.Word {
 	n, _ := new(big.Int).SetString(s, 10)
-	return uintWord(n)
+	return verify.UintWord(n)
 }
 
 func msg(doc map[string]any) map[string]any    { return doc["message"].(map[string]any) }
@@ -158,8 +159,7 @@ func TestFlowsRefuseTamperedArtifacts(t *testing.T) {
 		}), "types.TransferWithAuthorization", 0},
 		{"PayerSign charge", "authorize nonce on a charge", tamperPayload(func(d map[string]any) {
 			tm := newArtGateway(t, ModeAuthorize, StatusUnsigned).terms()
-			tm.configHash = tm.computeConfigHash()
-			msg(d)["nonce"] = tm.nonce(OpAuthorize).String()
+			msg(d)["nonce"] = tm.Nonce(string(OpAuthorize)).String()
 		}), "message.nonce", 0},
 		// The payment itself.
 		{"PayerSign", "config_hash", tamperPayment(func(p map[string]any) { p["config_hash"] = fixtureHash }), "config_hash", 0},
@@ -172,8 +172,8 @@ func TestFlowsRefuseTamperedArtifacts(t *testing.T) {
 		{"Capture", "token transfer", tamperTx(func(tx map[string]any) {
 			tx["data"] = "0xa9059cbb" + strings.Repeat("0", 24) + artOther[2:] + "8" + strings.Repeat("0", 63)
 		}), "data.selector", 0},
-		{"Capture", "payment id", tamperTx(func(tx map[string]any) { setWord(tx, 0, word{1}) }), "data.paymentId", 0},
-		{"Capture", "terms payer", tamperTx(func(tx map[string]any) { setWord(tx, 1, word{31: 1}) }), "data.p.payer", 0},
+		{"Capture", "payment id", tamperTx(func(tx map[string]any) { setWord(tx, 0, verify.Word{1}) }), "data.paymentId", 0},
+		{"Capture", "terms payer", tamperTx(func(tx map[string]any) { setWord(tx, 1, verify.Word{31: 1}) }), "data.p.payer", 0},
 		{"Capture", "terms amount", tamperTx(func(tx map[string]any) { setWord(tx, 4, bigWord("1000000000000")) }), "data.p.amount", 0},
 		{"Capture", "terms refund expiry", tamperTx(func(tx map[string]any) { setWord(tx, 6, bigWord("1")) }), "data.p.refundExpiry", 0},
 		{"Capture", "capture amount", tamperTx(func(tx map[string]any) { setWord(tx, 7, bigWord("20000000")) }), "data.amount", 0},
@@ -182,21 +182,21 @@ func TestFlowsRefuseTamperedArtifacts(t *testing.T) {
 		{"Capture", "fee cap", tamperTx(func(tx map[string]any) { tx["max_fee_per_gas"] = "1000000000000" }), "max_fee_per_gas", 0},
 		{"Capture", "tip above cap", tamperTx(func(tx map[string]any) { tx["max_priority_fee_per_gas"] = "2000000000" }), "max_priority_fee_per_gas", 0},
 		{"Capture", "unknown field", tamperTx(func(tx map[string]any) { tx["access_list"] = []any{} }), "access_list", 0},
-		{"Authorize", "payer signature high s", tamperTx(func(tx map[string]any) { setWord(tx, 9, uintWord(high)) }), "data.s", 0},
+		{"Authorize", "payer signature high s", tamperTx(func(tx map[string]any) { setWord(tx, 9, verify.UintWord(high)) }), "data.s", 0},
 		{"Authorize", "payer signature v", tamperTx(func(tx map[string]any) { setWord(tx, 7, bigWord("29")) }), "data.v", 0},
 		{"Charge", "charge selector", tamperTx(func(tx map[string]any) {
 			data, _ := hex.DecodeString(strings.TrimPrefix(tx["data"].(string), "0x"))
-			sel := selector(OpAuthorize)
+			sel := verify.Selector(string(OpAuthorize))
 			copy(data, sel[:])
 			tx["data"] = "0x" + hex.EncodeToString(data)
 		}), "data.selector", 0},
 		{"Void", "release instead of void", tamperTx(func(tx map[string]any) {
 			data, _ := hex.DecodeString(strings.TrimPrefix(tx["data"].(string), "0x"))
-			sel := selector(OpRelease)
+			sel := verify.Selector(string(OpRelease))
 			copy(data, sel[:])
 			tx["data"] = "0x" + hex.EncodeToString(data)
 		}), "data.selector", 0},
-		{"Dispute", "reason", tamperTx(func(tx map[string]any) { setWord(tx, 7, word{}) }), "data.reason", 0},
+		{"Dispute", "reason", tamperTx(func(tx map[string]any) { setWord(tx, 7, verify.Word{}) }), "data.reason", 0},
 		// Refunds: the authorization, then the transaction.
 		{"Refund", "refund value", tamperPayload(func(d map[string]any) { msg(d)["value"] = "1000000000000" }), "message.value", 0},
 		{"Refund", "refund recipient", tamperPayload(func(d map[string]any) { msg(d)["to"] = artOther }), "message.to", 0},
@@ -204,7 +204,7 @@ func TestFlowsRefuseTamperedArtifacts(t *testing.T) {
 		{"Refund", "refund expiry", tamperPayload(func(d map[string]any) { msg(d)["validBefore"] = "1789985700" }), "message.validBefore", 0},
 		{"Refund", "refund nonce", tamperPayload(func(d map[string]any) { msg(d)["nonce"] = fixtureReason }), "message.nonce", 0},
 		{"Refund", "refund tx amount", tamperTx(func(tx map[string]any) { setWord(tx, 7, bigWord("1000000000000")) }), "data.amount", 1},
-		{"Refund", "refund tx signature", tamperTx(func(tx map[string]any) { setWord(tx, 9, word{1}) }), "data.r", 1},
+		{"Refund", "refund tx signature", tamperTx(func(tx map[string]any) { setWord(tx, 9, verify.Word{1}) }), "data.r", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.flow+"/"+tt.name, func(t *testing.T) {
@@ -372,9 +372,9 @@ func TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown(t *testing.T) {
 	g.mu.Lock()
 	g.payment.Status = StatusSigned
 	g.tamperTx = func(_ Operation, tx map[string]any) {
-		setWord(tx, 7, u64Word(uint64(other[64])+27))
-		setWord(tx, 8, word(other[:32]))
-		setWord(tx, 9, word(other[32:64]))
+		setWord(tx, 7, verify.U64Word(uint64(other[64])+27))
+		setWord(tx, 8, verify.Word(other[:32]))
+		setWord(tx, 9, verify.Word(other[32:64]))
 	}
 	g.mu.Unlock()
 	_, err = c.Payments.Authorize(ctx, artPayment, AuthorizeParams{})

@@ -120,19 +120,23 @@ func (s Session) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
+var createNonce = declare(operation{"createNonce", "POST", "/auth/nonces", opRepeatable, "a second nonce is issued and expires unused"})
+
 // CreateNonce asks for a single-use sign-in nonce.
 //
 // POST /auth/nonces — public (sent without a token, so it never calls the
 // client's token source).
 func (s *AuthService) CreateNonce(ctx context.Context) (*Nonce, error) {
 	var n Nonce
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/nonces", anonymous: true}, &n)
+	resp, err := s.client.do(ctx, &request{op: createNonce, anonymous: true}, &n)
 	if err != nil {
 		return nil, err
 	}
 	n.Response = resp
 	return &n, nil
 }
+
+var verifySiwe = declare(operation{"verifySiwe", "POST", "/auth", opOnce, "consumes the nonce: a repeat is refused with nonce_used"})
 
 // Verify trades a signed SIWE message for a session. message is the exact
 // text that was signed (SIWEMessage.String) and signature its EIP-191
@@ -153,13 +157,15 @@ func (s *AuthService) Verify(ctx context.Context, message, signature string) (*S
 		Signature string `json:"signature"`
 	}{message, signature}
 	var sess Session
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth", body: body, anonymous: true, secretAnswer: true}, &sess)
+	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: body, anonymous: true, secretAnswer: true}, &sess)
 	if err != nil {
 		return nil, err
 	}
 	sess.Response = resp
 	return &sess, nil
 }
+
+var logout = declare(operation{"logout", "POST", "/auth/logout", opOnce, "a repeat with the revoked token is refused with 401"})
 
 // Logout revokes the token the client sends. It only revokes that token;
 // other tokens of the same address stay valid.
@@ -173,7 +179,7 @@ func (s *AuthService) Verify(ctx context.Context, message, signature string) (*S
 // POST /auth/logout — any session.
 func (s *AuthService) Logout(ctx context.Context) (*LogoutResult, error) {
 	var out LogoutResult
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "auth/logout", keep401: true}, &out)
+	resp, err := s.client.do(ctx, &request{op: logout, keep401: true}, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/evmtest"
 	"github.com/rail0/rail0-go/internal/secret"
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // siweSigner is a Signer for the root package's tests, which must not link
@@ -46,7 +47,7 @@ func siweRecovers(addr, message, sig string) bool {
 		return false
 	}
 	got, err := evm.Recover(eip191Digest(message), b)
-	return err == nil && strings.EqualFold(address(got).String(), addr)
+	return err == nil && strings.EqualFold(verify.Address(got).String(), addr)
 }
 
 func (f *siweSigner) Address() string { return f.addr }

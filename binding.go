@@ -8,15 +8,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/rail0/rail0-go/internal/evm"
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // This file binds a flow to the payment the caller meant. The checks of
-// artifacts.go prove that what the gateway prepared agrees with the payment
-// it returned, and that the payment agrees with itself (config_hash, pins);
-// they cannot tell that it is the payment the caller had in mind. A gateway
+// package internal/verify prove that what the gateway prepared agrees with
+// the payment it returned, and that the payment agrees with itself
+// (config_hash, pins); they cannot tell that it is the payment the caller had in mind. A gateway
 // or a proxy that answers every request about payment A with payment B,
 // consistent in itself, passes them all. What stops it is something the
 // gateway does not choose: the rail0_id the caller names (the chain holds
@@ -86,7 +86,7 @@ func (e Expectation) check() error {
 		if f.value == "" {
 			continue
 		}
-		if _, err := parseAddress(f.value); err != nil {
+		if _, err := verify.ParseAddress(f.value); err != nil {
 			return &ValidationError{Field: "expect." + f.field, Reason: err.Error()}
 		}
 	}
@@ -111,8 +111,8 @@ func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(strin
 		return &ArtifactError{PaymentID: id, Artifact: "payment", Field: field, Expected: expected, Got: got}
 	}
 	if e.Rail0ID != "" {
-		want, _ := parseWord(e.Rail0ID)
-		if got, err := parseWord(p.Rail0ID); err != nil || got != want {
+		want, _ := verify.ParseWord(e.Rail0ID)
+		if got, err := verify.ParseWord(p.Rail0ID); err != nil || got != want {
 			return fail("rail0_id", e.Rail0ID, p.Rail0ID)
 		}
 	}
@@ -147,8 +147,8 @@ func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(strin
 // sameAddress compares two addresses whatever their case; text that is not
 // an address only equals itself, ignoring case.
 func sameAddress(a, b string) bool {
-	x, errA := parseAddress(a)
-	y, errB := parseAddress(b)
+	x, errA := verify.ParseAddress(a)
+	y, errB := verify.ParseAddress(b)
 	if errA != nil || errB != nil {
 		return errA != nil && errB != nil && strings.EqualFold(a, b)
 	}
@@ -157,11 +157,11 @@ func sameAddress(a, b string) bool {
 
 // rail0IDOf reports whether id names a payment by its rail0_id (0x + 64
 // hex) rather than its UUID, and returns it.
-func rail0IDOf(id string) (word, bool) {
+func rail0IDOf(id string) (verify.Word, bool) {
 	if len(id) != 66 {
-		return word{}, false
+		return verify.Word{}, false
 	}
-	w, err := parseWord(id)
+	w, err := verify.ParseWord(id)
 	return w, err == nil
 }
 
@@ -169,7 +169,7 @@ func rail0IDOf(id string) (word, bool) {
 // is one, its UUID otherwise.
 func namedBy(p *PaymentDetail, id string) bool {
 	if w, ok := rail0IDOf(id); ok {
-		got, err := parseWord(p.Rail0ID)
+		got, err := verify.ParseWord(p.Rail0ID)
 		return err == nil && got == w
 	}
 	return p.ID == id
@@ -191,57 +191,25 @@ const maxCreated = 1024
 // (PayerSignParams.Expect, or Create again with the order's IdempotencyKey),
 // so the SDK keeps no state on disk and a lost record fails closed.
 type createdLog struct {
-	mu    sync.Mutex
-	asked map[string]Expectation // Rail0ID is Create's answer's, for lookups by rail0_id
-	order []string               // ids, oldest first
+	recent[Expectation] // Rail0ID is Create's answer's, for lookups by rail0_id
 }
 
-func (l *createdLog) remember(id string, a Expectation) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.asked == nil {
-		l.asked = map[string]Expectation{}
-	}
-	if _, ok := l.asked[id]; !ok {
-		if len(l.order) == maxCreated {
-			delete(l.asked, l.order[0])
-			l.order = l.order[1:]
-		}
-		l.order = append(l.order, id)
-	}
-	l.asked[id] = a
-}
+func (l *createdLog) remember(id string, a Expectation) { l.put(maxCreated, id, a) }
 
 // lookup finds the record of the payment id names (by its UUID or by its
 // rail0_id) and returns it with the UUID it is kept under.
 func (l *createdLog) lookup(id string) (Expectation, string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if a, ok := l.asked[id]; ok {
+	if a, ok := l.get(id); ok {
 		return a, id, true
 	}
 	if w, ok := rail0IDOf(id); ok {
-		for key, a := range l.asked {
-			if got, err := parseWord(a.Rail0ID); err == nil && got == w {
-				return a, key, true
-			}
-		}
+		key, a, ok := l.find(func(_ string, a Expectation) bool {
+			got, err := verify.ParseWord(a.Rail0ID)
+			return err == nil && got == w
+		})
+		return a, key, ok
 	}
 	return Expectation{}, "", false
-}
-
-func (l *createdLog) forget(id string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.asked[id]; ok {
-		delete(l.asked, id)
-		for i, x := range l.order {
-			if x == id {
-				l.order = append(l.order[:i:i], l.order[i+1:]...)
-				break
-			}
-		}
-	}
 }
 
 // askedOf is the record Create keeps: the terms asked for, and the rail0_id
@@ -249,7 +217,7 @@ func (l *createdLog) forget(id string) {
 func askedOf(params CreatePaymentParams, answer *PaymentDetail) Expectation {
 	e := Expectation{ChainID: params.ChainID, Mode: params.Mode, Amount: params.Amount,
 		Token: params.Token, Payer: params.Payer, Payee: params.Payee}
-	if _, err := parseWord(answer.Rail0ID); err == nil {
+	if _, err := verify.ParseWord(answer.Rail0ID); err == nil {
 		e.Rail0ID = answer.Rail0ID
 	}
 	return e
@@ -290,7 +258,7 @@ func (f *flow) requireBinding() error {
 // the id or rail0_id the caller gave, the caller's expectation, and what
 // this client asked Create for. It records the payment's UUID, which every
 // later answer of the flow must carry.
-func (f *flow) bind(p *PaymentDetail, t *terms) error {
+func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
 	if !namedBy(p, f.id) {
 		field, got := "id", p.ID
 		if _, ok := rail0IDOf(f.id); ok {
@@ -298,7 +266,7 @@ func (f *flow) bind(p *PaymentDetail, t *terms) error {
 		}
 		return &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "payment", Field: field, Expected: f.id, Got: got}
 	}
-	toBase := func(amount string) (string, error) { return f.s.client.baseUnits(t, "amount", amount) }
+	toBase := func(amount string) (string, error) { return baseUnits(t, "amount", amount) }
 	for _, e := range []*Expectation{&f.expect, f.asked} {
 		if e == nil || *e == (Expectation{}) {
 			continue
@@ -324,7 +292,7 @@ func (f *flow) bind(p *PaymentDetail, t *terms) error {
 // set). The gateway stores only a signature that recovers to the payer, who
 // is this client's signer, over that authorization: the signature on file
 // is this signer's. Otherwise cause stands.
-func (f *flow) signedAlready(ctx context.Context, checked *terms, cause error) (*PaymentDetail, bool) {
+func (f *flow) signedAlready(ctx context.Context, checked *verify.Terms, cause error) (*PaymentDetail, bool) {
 	var apiErr *APIError
 	refusedAsDone := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity &&
 		(apiErr.Code == CodeAlreadySigned || apiErr.Code == CodeNotSignable)
@@ -332,7 +300,7 @@ func (f *flow) signedAlready(ctx context.Context, checked *terms, cause error) (
 		return nil, false
 	}
 	p, t, _, err := f.read(ctx)
-	if err != nil || !isSigned(p) || t.rail0ID != checked.rail0ID || t.configHash != checked.configHash || t.mode != checked.mode {
+	if err != nil || !isSigned(p) || t.Rail0ID != checked.Rail0ID || t.ConfigHash != checked.ConfigHash || t.Mode != checked.Mode {
 		return nil, false
 	}
 	return p, true
@@ -344,9 +312,9 @@ func isSigned(p *PaymentDetail) bool { return p.Status != StatusUnsigned && p.Si
 // transactionHash is the hash of a signed transaction (0x-prefixed hex, as
 // checkSignedTransaction accepts it): what the chain and the gateway know
 // it by.
-func transactionHash(signed string) word {
+func transactionHash(signed string) verify.Word {
 	raw := make([]byte, (len(signed)-2)/2)
-	_ = decodeFixedHex(signed, raw)
+	_ = verify.DecodeFixedHex(signed, raw)
 	return evm.Keccak256(raw)
 }
 
@@ -358,7 +326,7 @@ func transactionHash(signed string) word {
 // the one this client signed or reported, is returned as the submit's
 // result, with the read's Response. A refusal for any other reason leaves
 // no such transaction, and cause stands; so does a failed read.
-func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash word, cause error) (*Transaction, error) {
+func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
 	var apiErr *APIError
 	if !errors.As(cause, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
 		return nil, cause
@@ -372,7 +340,7 @@ func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Ope
 		if tx.Operation != op || tx.TransactionHash == nil {
 			continue
 		}
-		if got, err := parseWord(*tx.TransactionHash); err == nil && got == hash {
+		if got, err := verify.ParseWord(*tx.TransactionHash); err == nil && got == hash {
 			tx.Response = p.Response
 			return &tx, nil
 		}

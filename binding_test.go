@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/verifytest"
 )
 
 // The parties of artGateway's payment, and the order they agreed on.
 var (
 	artPayer   = evmtest.NewKey("payer").Address()
 	artPayee   = evmtest.NewKey("payee").Address()
-	artRail0ID = keccakString("payment p1").String()
+	artRail0ID = verifytest.Rail0ID.String()
 )
 
 // artOrder is the order behind artGateway's payment, as its payer knows it.
@@ -802,8 +803,8 @@ func TestCreatedLogIsBounded(t *testing.T) {
 		t.Error("another rail0_id found a record")
 	}
 	l.forget("20")
-	if _, _, ok := l.lookup("20"); ok || len(l.order) != maxCreated-1 || len(l.asked) != maxCreated-1 {
-		t.Errorf("after forget: %d ids in order, %d remembered", len(l.order), len(l.asked))
+	if _, _, ok := l.lookup("20"); ok || len(l.order) != maxCreated-1 || len(l.m) != maxCreated-1 {
+		t.Errorf("after forget: %d ids in order, %d remembered", len(l.order), len(l.m))
 	}
 	l.remember("new", Expectation{})
 	if _, _, ok := l.lookup("10"); !ok {

@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 )
 
@@ -47,13 +46,15 @@ func (p *ListChainsParams) values() url.Values {
 	return q
 }
 
+var listBlockchains = declare(operation{"listBlockchains", "GET", "/blockchains", opRead, ""})
+
 // List returns the active chains that have at least one active token. The
 // list is not paginated. params may be nil.
 //
 // GET /blockchains — public.
 func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) (*List[Blockchain], error) {
 	var out List[Blockchain]
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "blockchains", query: params.values(), anonymous: true}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: listBlockchains, query: params.values(), anonymous: true}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,10 @@
 // CloseDispute each run one lifecycle step (read the payment, prepare the
 // step, check what the gateway prepared, sign it, submit it). Nothing the
 // gateway hands over is signed before it is checked against the payment and
-// the request (an *ArtifactError otherwise; see VerifyTransaction).
+// the request (an *ArtifactError otherwise; see VerifyTransaction). A
+// payment's terms never change, so a client reads them once: a step on a
+// payment it has checked (read, polled with WaitFor, or created) is a
+// prepare and a submit.
 //
 // The low-level path is for programs that sign elsewhere (a browser wallet,
 // a signing service): Prepare and PrepareRefund, VerifyTransaction and
@@ -122,6 +125,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/verify"
 	"github.com/rail0/rail0-go/registry"
 )
 
@@ -198,10 +202,12 @@ type clientState struct {
 	login  *TokenSource
 	// trustBase holds the pins and gas bounds; domains, the token
 	// domains the checks have learned.
-	trustBase trust
+	trustBase verify.Trust
 	domains   domainCache
-	// created remembers what Create was asked for, for PayerSign.
+	// created remembers what Create was asked for, for PayerSign; known,
+	// the payments' terms the flows checked (flow_known.go).
 	created createdLog
+	known   knownPayments
 
 	quota *retryQuota // the client-wide retry budget
 
@@ -278,7 +284,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}
 	// Without WithFeeCap, maxGas stays zero (gas_limit bounded per
 	// operation) and maxFee nil (a fee bound per chain, in its native unit).
-	if err := checkFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
+	if err := verify.CheckFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
 		return nil, err
 	}
 	if cfg.token != "" {
@@ -311,7 +317,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:         cfg.now,
 		rand:        cfg.rand,
 		signer:      cfg.signer,
-		trustBase:   trust{pins: newPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), maxGas: cfg.maxGas, maxFee: cfg.maxFee},
+		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
 	}
 	if state.limiter == nil {
@@ -398,6 +404,12 @@ type Response struct {
 
 // request is one logical API call.
 type request struct {
+	// op is the contract operation the call performs, declared beside its
+	// method (operation); args fill its path template. do sets method and
+	// path from them. A request without op (one the contract does not name)
+	// gives its own method and path.
+	op     *operation
+	args   pathArgs
 	method string
 	// path is relative to the base URL: no leading slash, segments escaped
 	// (ids through pathSegment).
@@ -432,7 +444,7 @@ type request struct {
 // which token the gateway refused (see bearer): a TokenSource drops that
 // session (that one only: a newer session that another call obtained
 // meanwhile is kept, so late 401s for an old token do not discard a fresh
-// one). When the operation is safe to repeat (the table of backoff.go), do
+// one). When the operation is safe to repeat (its declaration's class), do
 // asks the source for a token at once, which makes a TokenSource sign in
 // again (one sign-in shared by all callers), and sends the call once more
 // if the token is a new one. The gateway answers a 401 before it runs
@@ -443,6 +455,13 @@ type request struct {
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
 	if c.viewErr != nil {
 		return nil, c.viewErr
+	}
+	if r.op != nil {
+		path, err := r.op.path(r.args)
+		if err != nil {
+			return nil, err
+		}
+		r.method, r.path = r.op.method, path
 	}
 	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
 		return nil, err

@@ -33,7 +33,8 @@ func isHeavy(path string) bool {
 
 // TestRootPackageImports pins the dependencies of the SDK's own packages:
 // the root package imports the standard library, go-retryablehttp and
-// internal/evm, internal/secret and registry (both standard library only); internal/evm and signing do their Ethereum cryptography with
+// internal/evm, internal/verify (the checks, on internal/evm and registry),
+// internal/secret and registry (both standard library only); internal/evm and signing do their Ethereum cryptography with
 // decred's secp256k1 and x/crypto's Keccak. None of these packages, nor any
 // of their tests, imports go-ethereum or another integration's dependency
 // (OpenTelemetry is package rail0otel's, go-ethereum the integration tests'),
@@ -42,6 +43,7 @@ func TestRootPackageImports(t *testing.T) {
 	const (
 		root      = "github.com/rail0/rail0-go"
 		evm       = root + "/internal/evm"
+		verify    = root + "/internal/verify"
 		secret    = root + "/internal/secret"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
@@ -55,13 +57,15 @@ func TestRootPackageImports(t *testing.T) {
 		return m
 	}
 	for dir, allowed := range map[string]map[string]bool{
-		".":                allow("github.com/hashicorp/go-retryablehttp", evm, secret, root+"/registry"),
-		"webhook":          allow(root, secret), // its types are the root package's
-		"internal/secret":  allow(),
-		"registry":         allow(),
-		"signing":          allow(root, evm, secp256k1, ecdsa),
-		"internal/evm":     allow(secp256k1, ecdsa, sha3),
-		"internal/evmtest": allow(evm, secp256k1, ecdsa),
+		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry"),
+		"internal/verify":     allow(evm, root+"/registry"),
+		"internal/verifytest": allow(verify),
+		"webhook":             allow(root, secret), // its types are the root package's
+		"internal/secret":     allow(),
+		"registry":            allow(),
+		"signing":             allow(root, evm, secp256k1, ecdsa),
+		"internal/evm":        allow(secp256k1, ecdsa, sha3),
+		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

@@ -3,7 +3,6 @@ package rail0
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 )
 
 // ServiceDescriptor is the gateway's service descriptor (GET /). The
@@ -44,12 +43,14 @@ func (d *ServiceDescriptor) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+var getRoot = declare(operation{"getRoot", "GET", "/", opRead, ""})
+
 // Describe returns the gateway's service descriptor.
 //
 // GET / — public.
 func (s *DiscoveryService) Describe(ctx context.Context) (*ServiceDescriptor, error) {
 	var out ServiceDescriptor
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "", anonymous: true}, &out)
+	resp, err := s.client.do(ctx, &request{op: getRoot, anonymous: true}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +66,8 @@ type OpenAPIDocument struct {
 	Response *Response `json:"-"`
 }
 
+var getOpenapiSpec = declare(operation{"getOpenapiSpec", "GET", "/openapi.json", opRead, ""})
+
 // OpenAPI returns the gateway's own contract (OpenAPI 3.1 JSON), exactly as
 // served: a deployment can check which version of the contract it speaks,
 // or load it with an OpenAPI library.
@@ -72,7 +75,7 @@ type OpenAPIDocument struct {
 // GET /openapi.json — public.
 func (s *DiscoveryService) OpenAPI(ctx context.Context) (*OpenAPIDocument, error) {
 	var out OpenAPIDocument
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "openapi.json", anonymous: true}, &out.JSON)
+	resp, err := s.client.do(ctx, &request{op: getOpenapiSpec, anonymous: true}, &out.JSON)
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,8 @@ func (p *ListDisputesParams) values() url.Values {
 	return q
 }
 
+var listAccountDisputes = declare(operation{"listAccountDisputes", "GET", "/disputes", opRead, ""})
+
 // List returns one page of the disputes on the caller's payments, as payer or
 // payee, open or closed, each with its payment embedded. Unlike the disputed
 // filter of Payments.List, which reflects only current state, closed disputes
@@ -97,7 +99,7 @@ func (p *ListDisputesParams) values() url.Values {
 //
 // GET /disputes — any session.
 func (s *DisputesService) List(ctx context.Context, params *ListDisputesParams) (*Page[DisputeDetail], error) {
-	return listPage[DisputeDetail](ctx, s.client, "disputes", params.values())
+	return listPage[DisputeDetail](ctx, s.client, listAccountDisputes, pathArgs{}, params.values())
 }
 
 // All iterates over every dispute on the caller's payments, fetching pages
@@ -106,5 +108,5 @@ func (s *DisputesService) List(ctx context.Context, params *ListDisputesParams) 
 //
 // GET /disputes — any session.
 func (s *DisputesService) All(ctx context.Context, params *ListDisputesParams) iter.Seq2[DisputeDetail, error] {
-	return listAll[DisputeDetail](ctx, s.client, "disputes", params.values())
+	return listAll[DisputeDetail](ctx, s.client, listAccountDisputes, pathArgs{}, params.values())
 }

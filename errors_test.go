@@ -207,7 +207,7 @@ func TestPOSTNotRetriedOn502(t *testing.T) {
 	ev := &eventLog{}
 	c := newTestClient(t, srv.URL, WithObserver(ev))
 
-	_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{"signed_transaction": "0x02"}}, nil)
+	_, err := c.do(context.Background(), &request{op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{"signed_transaction": "0x02"}}, nil)
 
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrOutcomeUnknown)
@@ -278,7 +278,7 @@ func TestConnectionClosedAfterWrite(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv, viaPipe := newPipeScript(t, step{hangUp: true})
 			c := newTestClient(t, srv.URL, viaPipe)
-			_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{}}, nil)
+			_, err := c.do(context.Background(), &request{op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{}}, nil)
 			assert.ErrorIs(t, err, ErrOutcomeUnknown)
 			var apiErr *APIError
 			assert.False(t, errors.As(err, &apiErr), "no answer came back")
@@ -321,7 +321,7 @@ func TestNeverSentRetriedOnAnyMethod(t *testing.T) {
 	mock.RegisterResponder(http.MethodPost, "=~.*", httpmock.NewErrorResponder(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}))
 	c := newTestClient(t, "https://api.rail0.test", WithHTTPClient(&http.Client{Transport: mock}), WithMaxRetries(2), withRand(func() float64 { return 0 }))
 
-	_, err := c.do(context.Background(), &request{method: http.MethodPost, path: "payments/p1/capture", body: map[string]string{}}, nil)
+	_, err := c.do(context.Background(), &request{op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, body: map[string]string{}}, nil)
 
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
@@ -338,7 +338,7 @@ func TestDialRefusedIsNotSent(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	c := newTestClient(t, "http://"+addr, WithMaxRetries(1), withRand(func() float64 { return 0 }))
-	_, err = c.do(context.Background(), &request{method: http.MethodPost, path: "payments", body: map[string]string{}}, nil)
+	_, err = c.do(context.Background(), &request{op: createPayment, body: map[string]string{}}, nil)
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
 	assert.False(t, te.Sent)

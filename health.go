@@ -46,6 +46,8 @@ type WorkersHealth struct {
 	Enqueued  int64  `json:"enqueued"`
 }
 
+var getHealth = declare(operation{"getHealth", "GET", "/health", opRead, ""})
+
 // Get reads the gateway's health.
 //
 // GET /health — public; richer with a token (an invalid token counts as none).
@@ -54,7 +56,7 @@ type WorkersHealth struct {
 // returns without an error: check Status.
 func (s *HealthService) Get(ctx context.Context) (*Health, error) {
 	var h Health
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "health"}, &h)
+	resp, err := s.client.do(ctx, &request{op: getHealth}, &h)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusServiceUnavailable && len(apiErr.Body) > 0 {
 		if json.Unmarshal(apiErr.Body, &h) == nil && h.Status != "" {

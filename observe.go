@@ -445,7 +445,10 @@ func observerOf(os []Observer) Observer {
 func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *Call) {
 	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
 	call.Attempts = call.first[:0]
-	op := lookup(r.method, r.path) // once per call: the route and the retry rules
+	op := r.op
+	if op == nil { // a request built from a method and a path
+		op = lookup(r.method, r.path)
+	}
 	call.Operation, call.Route, call.PaymentID = routeOf(op, r.path)
 	call.class = classOf(r.method, op)
 	if c.observer != nil {
@@ -677,8 +680,9 @@ func isRefusal(reason RetryReason) bool {
 }
 
 // routeOf names the contract operation op of a request (path relative to
-// the base URL, segments escaped; op from lookup, nil when the contract
-// does not name it), its template and the payment id it addresses. A path
+// the base URL, segments escaped; op as its method declared it, or lookup's,
+// nil when the contract does not name it), its template and the payment id
+// it addresses. A path
 // the contract does not name is its own route.
 func routeOf(op *operation, path string) (operation, template, paymentID string) {
 	if op != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -251,48 +250,6 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 		out = append(out, m)
 	}
 	return out
-}
-
-// Every operation of the contract is named in transcripts, spans and
-// metrics by its operationId and template.
-func TestRoutesCoverTheContract(t *testing.T) {
-	raw, err := os.ReadFile("rail0test/openapi.json") // the contract, read as a file
-	require.NoError(t, err)
-	var doc struct {
-		Paths map[string]map[string]struct {
-			OperationID string `json:"operationId"`
-		} `json:"paths"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &doc))
-	n := 0
-	for path, ops := range doc.Paths {
-		if strings.HasPrefix(path, "/sync/") {
-			continue
-		}
-		concrete := strings.TrimPrefix(path, "/")
-		for _, seg := range []string{"{account_id}", "{id}", "{token_id}", "{callback_id}"} {
-			concrete = strings.ReplaceAll(concrete, seg, "x1")
-		}
-		concrete = strings.ReplaceAll(concrete, "{operation}", "capture")
-		for method, op := range ops {
-			if op.OperationID == "" {
-				continue
-			}
-			n++
-			gotOp, template, paymentID := routeOf(lookup(strings.ToUpper(method), concrete), concrete)
-			assert.Equal(t, op.OperationID, gotOp, "%s %s", method, path)
-			assert.Equal(t, path, template, "%s %s", method, path)
-			if strings.HasPrefix(path, "/payments/{id}") {
-				assert.Equal(t, "x1", paymentID)
-			}
-		}
-	}
-	assert.Equal(t, len(operations), n, "one table row per operation")
-	op, template, _ := routeOf(lookup("GET", "no/such/route"), "no/such/route")
-	assert.Empty(t, op)
-	assert.Equal(t, "/no/such/route", template)
-	_, _, id := routeOf(lookup("GET", "payments/a%2Fb"), "payments/a%2Fb")
-	assert.Equal(t, "a/b", id)
 }
 
 // Describe keeps the descriptor's unknown fields.

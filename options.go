@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // Option configures a Client. Options are validated by NewClient, which
@@ -35,8 +37,8 @@ type config struct {
 	limiter       Limiter
 	cooldown      bool
 	signer        Signer
-	contracts     map[int64]address
-	decimals      map[tokenKey]int64
+	contracts     map[int64]verify.Address
+	decimals      map[verify.TokenKey]int64
 	maxGas        uint64
 	maxFee        *big.Int
 }
@@ -351,7 +353,7 @@ func WithSigner(signer Signer) Option {
 		if signer == nil {
 			return errors.New("rail0: WithSigner: nil signer")
 		}
-		if _, err := parseAddress(signer.Address()); err != nil {
+		if _, err := verify.ParseAddress(signer.Address()); err != nil {
 			return fmt.Errorf("rail0: WithSigner: address: %w", err)
 		}
 		c.signer = signer
@@ -374,10 +376,10 @@ func WithSigner(signer Signer) Option {
 func WithTrustedContracts(contracts map[int64]string) Option {
 	return func(c *config) error {
 		if c.contracts == nil {
-			c.contracts = make(map[int64]address, len(contracts))
+			c.contracts = make(map[int64]verify.Address, len(contracts))
 		}
 		for chain, addr := range contracts {
-			a, err := parseAddress(addr)
+			a, err := verify.ParseAddress(addr)
 			if err != nil || chain <= 0 {
 				return fmt.Errorf("rail0: WithTrustedContracts: chain %d: invalid pin %q", chain, clip(addr))
 			}
@@ -405,14 +407,14 @@ func WithTrustedContracts(contracts map[int64]string) Option {
 func WithTrustedTokens(tokens ...Token) Option {
 	return func(c *config) error {
 		if c.decimals == nil {
-			c.decimals = make(map[tokenKey]int64, len(tokens))
+			c.decimals = make(map[verify.TokenKey]int64, len(tokens))
 		}
 		for _, t := range tokens {
-			a, err := parseAddress(t.Address)
+			a, err := verify.ParseAddress(t.Address)
 			if err != nil || t.ChainID <= 0 || t.Decimals < 0 || t.Decimals > MaxDecimals {
 				return fmt.Errorf("rail0: WithTrustedTokens: chain %d: invalid pin %q (%d decimals)", t.ChainID, clip(t.Address), t.Decimals)
 			}
-			k := tokenKey{t.ChainID, a}
+			k := verify.TokenKey{ChainID: t.ChainID, Token: a}
 			if d, dup := c.decimals[k]; dup && d != t.Decimals {
 				return fmt.Errorf("rail0: WithTrustedTokens: chain %d: %s pinned with %d and %d decimals", t.ChainID, a, d, t.Decimals)
 			}

@@ -78,10 +78,11 @@ func (p *Page[T]) HasNext() bool {
 	return len(p.Items) > 0 && p.PerPage > 0 && p.Page*p.PerPage < p.TotalCount
 }
 
-// listPage fetches one page of path with query q (not modified).
-func listPage[T any](ctx context.Context, c *Client, path string, q url.Values) (*Page[T], error) {
+// listPage fetches one page of the list op (its path filled with args)
+// with query q (not modified).
+func listPage[T any](ctx context.Context, c *Client, op *operation, args pathArgs, q url.Values) (*Page[T], error) {
 	var items []T
-	resp, err := c.do(ctx, &request{method: http.MethodGet, path: path, query: q}, &items)
+	resp, err := c.do(ctx, &request{op: op, args: args, query: q}, &items)
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +98,14 @@ func listPage[T any](ctx context.Context, c *Client, path string, q url.Values) 
 // page; q is copied, never modified. Pages the server does not advance, or
 // items past its x-total-count, stop the walk with a *PaginationError: going
 // on would ask for the same page forever and yield duplicates.
-func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) iter.Seq2[T, error] {
+func listAll[T any](ctx context.Context, c *Client, op *operation, args pathArgs, q url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		path, err := op.path(args)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
 		pq := url.Values{}
 		for k, v := range q {
 			pq[k] = append([]string(nil), v...)
@@ -111,7 +117,7 @@ func listAll[T any](ctx context.Context, c *Client, path string, q url.Values) i
 				return
 			}
 			pq.Set("page", strconv.FormatInt(page, 10))
-			p, err := listPage[T](ctx, c, path, pq)
+			p, err := listPage[T](ctx, c, op, args, pq)
 			if err != nil {
 				yield(zero, err)
 				return

@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 )
 
@@ -14,6 +13,8 @@ type ListPaymentMethodsParams struct {
 	// Address lists one merchant wallet.
 	Address string
 }
+
+var listPaymentMethods = declare(operation{"listPaymentMethods", "GET", "/payment_methods", opRead, ""})
 
 // List returns where a merchant can be paid: each active wallet with its
 // active holdings under Tokens. A wallet without an active holding is not
@@ -40,7 +41,7 @@ func (s *PaymentMethodsService) List(ctx context.Context, params *ListPaymentMet
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	}
 	var out List[WalletWithTokens]
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "payment_methods", query: q, anonymous: true}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: listPaymentMethods, query: q, anonymous: true}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

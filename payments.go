@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // PaymentStatus is a payment's lifecycle status. The gateway may add
@@ -176,6 +178,8 @@ type CreatePaymentParams struct {
 	IdempotencyKey string `json:"-"`
 }
 
+var createPayment = declare(operation{"createPayment", "POST", "/payments", opKeyed, "the Idempotency-Key replays the payment it created"})
+
 // Create opens a payment in status unsigned, carrying the signing payload
 // the payer must sign.
 //
@@ -213,7 +217,7 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 		key = newIdempotencyKey()
 	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "payments", body: params, idempotencyKey: key}, &p)
+	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -221,20 +225,19 @@ func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams
 	p.Response = resp
 	if s.client.signer != nil { // only PayerSign, a flow, reads it
 		s.client.created.remember(p.ID, askedOf(params, &p))
+		s.client.learnPayment(p.ID, &p)
 	}
 	return &p, nil
 }
+
+var getPayment = declare(operation{"getPayment", "GET", "/payments/{id}", opRead, ""})
 
 // Get reads a payment by its UUID or its rail0_id.
 //
 // GET /payments/{id} — the payer or the payee.
 func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, error) {
-	path, err := paymentPath(id)
-	if err != nil {
-		return nil, err
-	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &p)
+	resp, err := s.client.do(ctx, &request{op: getPayment, args: pathArgs{id}}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -307,11 +310,13 @@ func (p *ListPaymentsParams) values() url.Values {
 	return q
 }
 
+var listPayments = declare(operation{"listPayments", "GET", "/payments", opRead, ""})
+
 // List returns one page of the caller's payments (as payer or payee).
 //
 // GET /payments — any session.
 func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) (*Page[Payment], error) {
-	return listPage[Payment](ctx, s.client, "payments", params.values())
+	return listPage[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
 // All iterates over every page of the caller's payments, from params.Page
@@ -319,22 +324,10 @@ func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) 
 //
 // GET /payments — any session.
 func (s *PaymentsService) All(ctx context.Context, params *ListPaymentsParams) iter.Seq2[Payment, error] {
-	return listAll[Payment](ctx, s.client, "payments", params.values())
+	return listAll[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
-// paymentPath validates a payment id and returns its escaped path, followed
-// by the given literal segments (which are not escaped).
-func paymentPath(id string, segments ...string) (string, error) {
-	seg, err := pathSegment("id", id)
-	if err != nil {
-		return "", err
-	}
-	p := "payments/" + seg
-	for _, seg := range segments {
-		p += "/" + seg
-	}
-	return p, nil
-}
+var signPayment = declare(operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"})
 
 // Sign stores the payer's signature of the payment's signing_payload
 // (EIP-712, 65 bytes r‖s‖v as 0x hex), moving it from unsigned to signed.
@@ -347,13 +340,9 @@ func (s *PaymentsService) Sign(ctx context.Context, id, signature string) (*Paym
 	if signature == "" {
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
-	path, err := paymentPath(id, "sign")
-	if err != nil {
-		return nil, err
-	}
 	var p PaymentDetail
 	body := map[string]string{"signature": signature}
-	resp, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, body: body}, &p)
+	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: body}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -393,16 +382,14 @@ func (p *ListTransactionsParams) values() url.Values {
 	return q
 }
 
+var listPaymentTransactions = declare(operation{"listPaymentTransactions", "GET", "/payments/{id}/transactions", opRead, ""})
+
 // ListTransactions returns one page of a payment's transactions: every
 // attempt of every step, failed ones included.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
 func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params *ListTransactionsParams) (*Page[Transaction], error) {
-	path, err := paymentPath(id, "transactions")
-	if err != nil {
-		return nil, err
-	}
-	return listPage[Transaction](ctx, s.client, path, params.values())
+	return listPage[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
 }
 
 // AllTransactions iterates over every page of a payment's transactions,
@@ -411,23 +398,17 @@ func (s *PaymentsService) ListTransactions(ctx context.Context, id string, param
 //
 // GET /payments/{id}/transactions — the payer or the payee.
 func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params *ListTransactionsParams) iter.Seq2[Transaction, error] {
-	path, err := paymentPath(id, "transactions")
-	if err != nil {
-		return errSeq[Transaction](err)
-	}
-	return listAll[Transaction](ctx, s.client, path, params.values())
+	return listAll[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
 }
+
+var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""})
 
 // ListDisputes returns one page of a payment's dispute history, open and
 // closed.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
 func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *ListDisputesParams) (*Page[Dispute], error) {
-	path, err := paymentPath(id, "disputes")
-	if err != nil {
-		return nil, err
-	}
-	return listPage[Dispute](ctx, s.client, path, params.values())
+	return listPage[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
 // AllDisputes iterates over every page of a payment's dispute history, from
@@ -436,19 +417,7 @@ func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *L
 //
 // GET /payments/{id}/disputes — the payer or the payee.
 func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params *ListDisputesParams) iter.Seq2[Dispute, error] {
-	path, err := paymentPath(id, "disputes")
-	if err != nil {
-		return errSeq[Dispute](err)
-	}
-	return listAll[Dispute](ctx, s.client, path, params.values())
-}
-
-// errSeq is an iterator that yields err once.
-func errSeq[T any](err error) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		yield(zero, err)
-	}
+	return listAll[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
@@ -498,22 +467,29 @@ type RefundAuthorization struct {
 	Response *Response `json:"-"`
 }
 
-// operationRoute maps an operation to its route segment under
-// /payments/{id}/. Disputes have their own routes.
-func operationRoute(op Operation) (string, error) {
+// stepRoute returns which of a call's three declared operations serves the
+// step op on payment id (the generic route, the dispute's or the dispute
+// close's) with its path arguments: the generic routes name the step.
+func stepRoute(op Operation, id string, generic, dispute, closeDispute *operation) (*operation, pathArgs, error) {
 	switch op {
 	case OpAuthorize, OpCapture, OpCharge, OpVoid, OpRelease, OpRefund:
-		return string(op), nil
+		return generic, pathArgs{id, string(op)}, nil
 	case OpDispute:
-		return "dispute", nil
+		return dispute, pathArgs{id}, nil
 	case OpCloseDispute:
-		return "dispute/close", nil
+		return closeDispute, pathArgs{id}, nil
 	case "":
-		return "", &ValidationError{Field: "operation", Reason: "is required"}
+		return nil, pathArgs{}, &ValidationError{Field: "operation", Reason: "is required"}
 	default:
-		return "", &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q has no prepare or submit route", string(op))}
+		return nil, pathArgs{}, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q has no prepare or submit route", string(op))}
 	}
 }
+
+var (
+	preparePaymentOperation = declare(operation{"preparePaymentOperation", "POST", "/payments/{id}/{operation}/prepare", opRepeatable, "preparing again returns the pending transaction"})
+	prepareDispute          = declare(operation{"prepareDispute", "POST", "/payments/{id}/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"})
+	prepareCloseDispute     = declare(operation{"prepareCloseDispute", "POST", "/payments/{id}/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"})
+)
 
 // Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
 // records it as a pending Transaction. Sign its UnsignedTransaction with the
@@ -533,15 +509,11 @@ func operationRoute(op Operation) (string, error) {
 // (signed by the payer). A missing required field (capture and refund
 // amount, refund signature) is a *ValidationError before any request.
 func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PrepareParams) (*PreparedTransaction, error) {
-	route, err := operationRoute(op)
+	route, args, err := stepRoute(op, id, preparePaymentOperation, prepareDispute, prepareCloseDispute)
 	if err != nil {
 		return nil, err
 	}
 	if err := params.check(op); err != nil {
-		return nil, err
-	}
-	path, err := paymentPath(id, route, "prepare")
-	if err != nil {
 		return nil, err
 	}
 	var body any
@@ -549,7 +521,7 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 		body = params
 	}
 	var out PreparedTransaction
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: body}, &out.Transaction)
+	resp, err := s.client.do(ctx, &request{op: route, args: args, body: body}, &out.Transaction)
 	if err != nil {
 		return nil, err
 	}
@@ -597,6 +569,17 @@ func (p PrepareParams) check(op Operation) error {
 	return nil
 }
 
+// The chain cannot mine the same signed bytes twice, but the gateway does not
+// promise to answer a repeated submit like the first: it may be refused
+// (transaction_not_overwritable) or recorded as a failed attempt
+// (already_known, nonce_too_low) while the first one goes through. Submit
+// reads the payment's transactions instead (reconcileSubmit).
+var (
+	submitPaymentOperation = declare(operation{"submitPaymentOperation", "POST", "/payments/{id}/{operation}", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
+	submitDispute          = declare(operation{"submitDispute", "POST", "/payments/{id}/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
+	submitCloseDispute     = declare(operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
+)
+
 // Submit sends the signed transaction of a prepared step (0x02… hex, the
 // RLP of the signed EIP-1559 transaction) for broadcast. The gateway checks
 // the sender and answers at once with the Transaction as it stands (usually
@@ -616,23 +599,25 @@ func (p PrepareParams) check(op Operation) error {
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, signedTransaction string) (*Transaction, error) {
-	route, err := operationRoute(op)
+	route, args, err := stepRoute(op, id, submitPaymentOperation, submitDispute, submitCloseDispute)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkSignedTransaction(signedTransaction); err != nil {
 		return nil, err
 	}
-	path, err := paymentPath(id, route)
-	if err != nil {
-		return nil, err
-	}
-	tx, err := doTransaction(ctx, s.client, path, map[string]string{"signed_transaction": signedTransaction})
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"signed_transaction": signedTransaction}})
 	if err != nil {
 		return s.reconcileSubmit(ctx, id, op, transactionHash(signedTransaction), err)
 	}
 	return tx, nil
 }
+
+var (
+	submitPaymentOperationByHash = declare(operation{"submitPaymentOperationByHash", "POST", "/payments/{id}/{operation}/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
+	submitDisputeByHash          = declare(operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
+	submitCloseDisputeByHash     = declare(operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
+)
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
 // itself (typically a browser wallet that never hands over the raw bytes).
@@ -653,28 +638,25 @@ func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, s
 // reconciled as Submit's is: the payment is read and the transaction of op
 // carrying transactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, transactionHash string) (*Transaction, error) {
-	route, err := operationRoute(op)
+	route, args, err := stepRoute(op, id, submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkHex("transaction_hash", transactionHash, 32); err != nil {
 		return nil, err
 	}
-	path, err := paymentPath(id, route, "submitted")
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"transaction_hash": transactionHash}})
 	if err != nil {
-		return nil, err
-	}
-	tx, err := doTransaction(ctx, s.client, path, map[string]string{"transaction_hash": transactionHash})
-	if err != nil {
-		hash, _ := parseWord(transactionHash)
+		hash, _ := verify.ParseWord(transactionHash)
 		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	return tx, nil
 }
 
-func doTransaction(ctx context.Context, c *Client, path string, body any) (*Transaction, error) {
+// doTransaction sends r, a submit, and decodes the Transaction it answers.
+func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, error) {
 	var tx Transaction
-	resp, err := c.do(ctx, &request{method: http.MethodPost, path: path, body: body}, &tx)
+	resp, err := c.do(ctx, r, &tx)
 	if err != nil {
 		return nil, err
 	}
@@ -707,18 +689,15 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params P
 			return nil, &ValidationError{Field: f.name, Reason: f.why}
 		}
 	}
-	path, err := paymentPath(id, "refund", "prepare")
-	if err != nil {
-		return nil, err
-	}
 	var out RefundAuthorization
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: PrepareParams{Amount: amount}}, &out)
+	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PrepareParams{Amount: amount}}
+	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err
 	}
 	out.Response = resp
 	if len(out.SigningPayload) == 0 || string(out.SigningPayload) == "null" {
-		return nil, &DecodeError{Method: http.MethodPost, Path: path, StatusCode: http.StatusOK,
+		return nil, &DecodeError{Method: r.method, Path: r.path, StatusCode: http.StatusOK,
 			Err: errors.New("refund phase 1 answer carries no signing_payload")}
 	}
 	return &out, nil
@@ -745,7 +724,7 @@ func checkHumanAmount(field, amount string) error {
 
 // checkHex checks that s is 0x followed by exactly 2*n hex digits.
 func checkHex(field, s string, n int) error {
-	if decodeFixedHex(s, make([]byte, n)) != nil {
+	if verify.DecodeFixedHex(s, make([]byte, n)) != nil {
 		return &ValidationError{Field: field, Reason: fmt.Sprintf("must be 0x followed by %d hex digits", 2*n)}
 	}
 	return nil
@@ -761,12 +740,5 @@ func checkSignedTransaction(s string) error {
 	return nil
 }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
+// isHex reports whether s is made only of hex digits.
+func isHex(s string) bool { return verify.IsHex(s) }

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rail0/rail0-go/registry"
+	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/rail0/rail0-go/internal/verifytest"
 )
 
 // Addresses of the pin tests: the published RAIL0 deployment and
@@ -25,19 +26,6 @@ const (
 	pinMine        = "0x00000000000000000000000000000000000000c0" // a caller's own contract
 	pinOdd         = "0x00000000000000000000000000000000000000bb" // a token nobody publishes
 )
-
-func pinTerms(t *testing.T, chainID int64, contract, token string) *terms {
-	t.Helper()
-	c, err := parseAddress(contract)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := parseAddress(token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &terms{id: "p1", chainID: big.NewInt(chainID), contract: c, token: k}
-}
 
 // TestAnchor is the pure decision, for each level of trust: what the
 // registry alone trusts, what a caller's pin adds or replaces, and what
@@ -85,7 +73,8 @@ func TestAnchor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			decimals, err := c.trustBase.pins.anchor(pinTerms(t, tt.chainID, tt.contract, tt.token))
+			decimals, err := c.trustBase.Pins.Anchor(verifytest.TermsAt(tt.chainID, tt.contract, tt.token))
+			err = fromVerify(err)
 			if tt.field == "" {
 				if err != nil || decimals != tt.decimals {
 					t.Fatalf("anchor = %d, %v; want %d decimals", decimals, err, tt.decimals)
@@ -121,32 +110,6 @@ func TestAnchor(t *testing.T) {
 	}
 }
 
-// TestPublishedAllowlist: on a chain whose contract is the published one,
-// a published stablecoin that deployment does not accept is not trusted (a
-// signature for it would move the payer's funds to a contract that cannot
-// account for them); once the caller pins its own contract there, the
-// deployment's allowlist no longer applies.
-func TestPublishedAllowlist(t *testing.T) {
-	deployments := []registry.Deployment{{ChainID: 7, Contract: pinPublished, Version: "1.3.0", Tokens: []string{"USDC"}}}
-	coins := []registry.Stablecoin{
-		{ChainID: 7, Symbol: "USDC", Address: pinSepoliaUSDC, Decimals: 6},
-		{ChainID: 7, Symbol: "PYUSD", Address: pinOdd, Decimals: 6},
-	}
-	published := newPins(deployments, coins, nil, nil)
-	if _, err := published.anchor(pinTerms(t, 7, pinPublished, pinSepoliaUSDC)); err != nil {
-		t.Errorf("an accepted token: %v", err)
-	}
-	var ue *UntrustedError
-	if _, err := published.anchor(pinTerms(t, 7, pinPublished, pinOdd)); !errors.As(err, &ue) || ue.Field != "token" {
-		t.Errorf("a published token the deployment does not accept: %v, want an *UntrustedError on the token", err)
-	}
-	mine, _ := parseAddress(pinMine)
-	own := newPins(deployments, coins, map[int64]address{7: mine}, nil)
-	if d, err := own.anchor(pinTerms(t, 7, pinMine, pinOdd)); err != nil || d != 6 {
-		t.Errorf("the caller's contract with a published token: %d, %v", d, err)
-	}
-}
-
 // TestTrustOptions: pins add up across calls, a chain pinned to two
 // contracts or a token to two decimals is an error, and a chain the
 // registry does not know needs a fee bound the caller gives.
@@ -158,7 +121,8 @@ func TestTrustOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, chainID := range []int64{1, 8453, 84532} {
-		if _, ok := c.trustBase.pins.contracts[chainID]; !ok {
+		var ue *verify.Untrusted
+		if _, err := c.trustBase.Pins.Anchor(verifytest.TermsAt(chainID, pinMine, pinOdd)); errors.As(err, &ue) && ue.Field == "chain_id" {
 			t.Errorf("chain %d is not pinned after two WithTrustedContracts and the registry", chainID)
 		}
 	}
@@ -383,82 +347,6 @@ func TestChecksReadNoCatalog(t *testing.T) {
 	var ve *ValidationError
 	if _, err := c.Payments.VerifyTransaction(ctx, nil, Intent{Operation: OpCapture}, unsigned); !errors.As(err, &ve) {
 		t.Errorf("VerifyTransaction of no payment: %v, want a *ValidationError", err)
-	}
-}
-
-// TestDefaultFeeBound: every chain of the registry has a fee bound of its
-// own, in its own native unit, and a chain the registry does not know has
-// none (a pin of one needs WithFeeCap, TestTrustOptions).
-func TestDefaultFeeBound(t *testing.T) {
-	want := map[int64]string{
-		1: "0.03", 8453: "0.002", 84532: "0.002", 10: "0.002", 11155420: "0.002", 42161: "0.002", 421614: "0.002",
-		137: "1", 80002: "1", 43114: "0.1", 42220: "0.2", 11142220: "0.2",
-		5042002: "0.2", // USDC counted with Arc's native 18 decimals: 2×10^17, twenty cents
-	}
-	for _, c := range registry.Chains() {
-		bound, ok := defaultFeeBound(c.ID)
-		if !ok {
-			t.Errorf("%s (%d) has no default fee bound", c.Name, c.ID)
-			continue
-		}
-		got, _ := FormatAmount(bound.String(), c.Native.Decimals)
-		if got != want[c.ID] {
-			t.Errorf("%s: bound %s %s, want %s", c.Name, got, c.Native.Symbol, want[c.ID])
-		}
-	}
-	if len(want) != len(registry.Chains()) {
-		t.Errorf("%d bounds expected for %d chains", len(want), len(registry.Chains()))
-	}
-	if _, ok := defaultFeeBound(31337); ok {
-		t.Error("a default fee bound for a chain the registry does not know")
-	}
-}
-
-// TestFeeBoundPerChain: a transaction spending exactly its chain's bound is
-// signed, one base unit more is refused, in that chain's native unit; the
-// caller's WithFeeCap replaces the bound on every chain.
-func TestFeeBoundPerChain(t *testing.T) {
-	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
-	in := Intent{Operation: OpCapture, Signer: g.payee.Address(), Amount: "1000000"}
-	for _, tt := range []struct {
-		chainID int64
-		symbol  string
-	}{{84532, "ETH"}, {1, "ETH"}, {137, "POL"}, {5042002, "USDC"}, {42220, "CELO"}, {43114, "AVAX"}} {
-		tm := g.terms()
-		tm.chainID = big.NewInt(tt.chainID)
-		bound, _ := defaultFeeBound(tt.chainID)
-		fields := g.txFields(OpCapture, PrepareParams{Amount: "1.00"})
-		fields["chain_id"], fields["gas_limit"] = tt.chainID, 1000
-		perGas := new(big.Int).Quo(bound, big.NewInt(1000))
-		fields["max_priority_fee_per_gas"] = "0"
-		for _, extra := range []int64{0, 1} {
-			fields["max_fee_per_gas"] = new(big.Int).Add(perGas, big.NewInt(extra)).String()
-			unsigned := mustJSON(t, fields)
-			_, err := checkTransaction(tm, in, unsigned, &trust{})
-			var ae *ArtifactError
-			switch {
-			case extra == 0 && err != nil:
-				t.Errorf("chain %d at its bound: %v", tt.chainID, err)
-			case extra == 1 && (!errors.As(err, &ae) || ae.Field != "max_fee_per_gas" || !strings.Contains(ae.Expected, tt.symbol)):
-				t.Errorf("chain %d above its bound: %v, want an *ArtifactError on max_fee_per_gas in %s", tt.chainID, err, tt.symbol)
-			}
-			if extra == 1 {
-				if _, err := checkTransaction(tm, in, unsigned, &trust{maxFee: new(big.Int).Add(bound, big.NewInt(1000))}); err != nil {
-					t.Errorf("chain %d under the caller's WithFeeCap: %v", tt.chainID, err)
-				}
-			}
-		}
-	}
-	// A chain without a default, checked without WithFeeCap (NewClient
-	// refuses such a client; the check refuses on its own too).
-	tm := g.terms()
-	tm.chainID = big.NewInt(31337)
-	fields := g.txFields(OpCapture, PrepareParams{Amount: "1.00"})
-	fields["chain_id"] = 31337
-	unsigned := mustJSON(t, fields)
-	var ae *ArtifactError
-	if _, err := checkTransaction(tm, in, unsigned, &trust{}); !errors.As(err, &ae) || !strings.Contains(ae.Reason, "WithFeeCap") {
-		t.Errorf("chain 31337 without a fee bound: %v, want a refusal naming WithFeeCap", err)
 	}
 }
 

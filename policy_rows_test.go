@@ -18,9 +18,9 @@ import (
 // the end-to-end run alone cannot say which rule acted.
 type policyRow struct {
 	name     string
-	method   string
-	path     string // relative to the base URL; payments/p1/capture when empty
-	key      string // Idempotency-Key, for POSTs
+	op       *operation // the operation the row's request performs
+	args     pathArgs   // its path arguments
+	key      string     // Idempotency-Key, for POSTs
 	steps    []step
 	opts     []Option
 	attempts int
@@ -31,74 +31,67 @@ type policyRow struct {
 }
 
 var policyRows = []policyRow{
-	{name: "429 with retries off is reported", method: "GET", steps: []step{throttled("60")},
+	{name: "429 with retries off is reported", op: getPayment, args: pathArgs{"p1"}, steps: []step{throttled("60")},
 		attempts: 1, outcome: "api", status: 429, reasons: []RetryReason{ReasonRetryOn429Off}},
-	{name: "429 retried on GET", method: "GET", steps: []step{throttled("60"), {status: 200, body: `{}`}},
+	{name: "429 retried on GET", op: getPayment, args: pathArgs{"p1"}, steps: []step{throttled("60"), {status: 200, body: `{}`}},
 		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimited}},
-	{name: "429 retried on POST without a key", method: "POST", steps: []step{throttled("1"), {status: 201, body: `{}`}},
+	{name: "429 retried on POST without a key", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{throttled("1"), {status: 201, body: `{}`}},
 		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimited}},
-	{name: "429 without Retry-After is a guess", method: "GET", steps: []step{throttled(""), {status: 200, body: `{}`}},
+	{name: "429 without Retry-After is a guess", op: getPayment, args: pathArgs{"p1"}, steps: []step{throttled(""), {status: 200, body: `{}`}},
 		opts: []Option{WithRetryOn429(true)}, attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonRateLimitedGuess}},
-	{name: "429 that does not fit the allowance", method: "GET", steps: []step{throttled("60")},
+	{name: "429 that does not fit the allowance", op: getPayment, args: pathArgs{"p1"}, steps: []step{throttled("60")},
 		opts: []Option{WithRetryOn429(true), WithMaxRetryWait(0)}, attempts: 1, outcome: "api", status: 429,
 		reasons: []RetryReason{ReasonAllowance}},
-	{name: "429 asking longer than the allowance is refused, not capped", method: "GET", steps: []step{throttled("600"), {status: 200, body: `{}`}},
+	{name: "429 asking longer than the allowance is refused, not capped", op: getPayment, args: pathArgs{"p1"}, steps: []step{throttled("600"), {status: 200, body: `{}`}},
 		opts: []Option{WithRetryOn429(true)}, attempts: 1, outcome: "api", status: 429,
 		reasons: []RetryReason{ReasonAllowance}},
-	{name: "503 with Retry-After retried as a server wait", method: "GET",
+	{name: "503 with Retry-After retried as a server wait", op: getPayment, args: pathArgs{"p1"},
 		steps:    []step{{status: 503, header: map[string]string{"Retry-After": "1"}}, {status: 200, body: `{}`}},
 		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
-	{name: "503 asking longer than the allowance is refused", method: "GET",
+	{name: "503 asking longer than the allowance is refused", op: getPayment, args: pathArgs{"p1"},
 		steps:    []step{{status: 503, header: map[string]string{"Retry-After": "600"}}, {status: 200, body: `{}`}},
 		attempts: 1, outcome: "api", status: 503, reasons: []RetryReason{ReasonAllowance}},
-	{name: "503 retried on GET", method: "GET", steps: []step{{status: 503}, {status: 200, body: `{}`}},
+	{name: "503 retried on GET", op: getPayment, args: pathArgs{"p1"}, steps: []step{{status: 503}, {status: 200, body: `{}`}},
 		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
-	{name: "503 on POST without a key is not repeated", method: "POST", steps: []step{{status: 503}, {status: 201, body: `{}`}},
+	{name: "503 on POST without a key is not repeated", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 503}, {status: 201, body: `{}`}},
 		attempts: 1, outcome: "unknown", status: 503, reasons: []RetryReason{ReasonUnsafe}},
-	{name: "503 on POST with a key is retried", method: "POST", path: "payments", key: "k", steps: []step{{status: 503}, {status: 201, body: `{}`}},
+	{name: "503 on POST with a key is retried", op: createPayment, key: "k", steps: []step{{status: 503}, {status: 201, body: `{}`}},
 		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonServerError}},
-	{name: "500s until MaxRetries", method: "GET", steps: []step{{status: 500}},
+	{name: "500s until MaxRetries", op: getPayment, args: pathArgs{"p1"}, steps: []step{{status: 500}},
 		attempts: 3, outcome: "api", status: 500,
 		reasons: []RetryReason{ReasonServerError, ReasonServerError, ReasonMaxRetries}},
-	{name: "connection closed after a GET was written", method: "GET", steps: []step{{hangUp: true}, {status: 200, body: `{}`}},
+	{name: "connection closed after a GET was written", op: getPayment, args: pathArgs{"p1"}, steps: []step{{hangUp: true}, {status: 200, body: `{}`}},
 		attempts: 2, outcome: "ok", reasons: []RetryReason{ReasonTransport}},
-	{name: "a GET whose connection keeps breaking", method: "GET", steps: []step{{hangUp: true}},
+	{name: "a GET whose connection keeps breaking", op: getPayment, args: pathArgs{"p1"}, steps: []step{{hangUp: true}},
 		opts: []Option{WithMaxRetries(1)}, attempts: 2, outcome: "transport",
 		reasons: []RetryReason{ReasonTransport, ReasonMaxRetries}},
-	{name: "connection closed after a POST was written", method: "POST", steps: []step{{hangUp: true}, {status: 201, body: `{}`}},
+	{name: "connection closed after a POST was written", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{hangUp: true}, {status: 201, body: `{}`}},
 		attempts: 1, outcome: "unknown", reasons: []RetryReason{ReasonUnsafe}},
-	{name: "520 on a capture: outcome unknown", method: "POST", steps: []step{{status: 520}, {status: 202, body: `{}`}},
+	{name: "520 on a capture: outcome unknown", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 520}, {status: 202, body: `{}`}},
 		attempts: 1, outcome: "unknown", status: 520, reasons: []RetryReason{ReasonUnsafe}},
-	{name: "524 on a capture: outcome unknown", method: "POST", steps: []step{{status: 524}, {status: 202, body: `{}`}},
+	{name: "524 on a capture: outcome unknown", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 524}, {status: 202, body: `{}`}},
 		attempts: 1, outcome: "unknown", status: 524, reasons: []RetryReason{ReasonUnsafe}},
-	{name: "507 on a capture: outcome unknown", method: "POST", steps: []step{{status: 507}, {status: 202, body: `{}`}},
+	{name: "507 on a capture: outcome unknown", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 507}, {status: 202, body: `{}`}},
 		attempts: 1, outcome: "unknown", status: 507, reasons: []RetryReason{ReasonUnsafe}},
-	{name: "507 on a read is definitive", method: "GET", steps: []step{{status: 507}, {status: 200, body: `{}`}},
+	{name: "507 on a read is definitive", op: getPayment, args: pathArgs{"p1"}, steps: []step{{status: 507}, {status: 200, body: `{}`}},
 		attempts: 1, outcome: "api", status: 507},
-	{name: "502 on rotate_secret: outcome unknown", method: "PUT", path: "webhooks/w1/rotate_secret",
+	{name: "502 on rotate_secret: outcome unknown", op: rotateWebhookSecret, args: pathArgs{"w1"},
 		steps: []step{{status: 502}, {status: 200, body: `{}`}}, attempts: 1, outcome: "unknown", status: 502,
 		reasons: []RetryReason{ReasonUnsafe}},
-	{name: "502 on enable is retried", method: "PUT", path: "webhooks/w1/enable",
+	{name: "502 on enable is retried", op: enableWebhook, args: pathArgs{"w1"},
 		steps: []step{{status: 502}, {status: 200, body: `{}`}}, attempts: 2, outcome: "ok",
 		reasons: []RetryReason{ReasonServerError}},
-	{name: "502 on a prepare is retried", method: "POST", path: "payments/p1/capture/prepare",
+	{name: "502 on a prepare is retried", op: preparePaymentOperation, args: pathArgs{"p1", "capture"},
 		steps: []step{{status: 502}, {status: 200, body: `{}`}}, attempts: 2, outcome: "ok",
 		reasons: []RetryReason{ReasonServerError}},
-	{name: "502 on a report by hash is retried", method: "POST", path: "payments/p1/capture/submitted",
+	{name: "502 on a report by hash is retried", op: submitPaymentOperationByHash, args: pathArgs{"p1", "capture"},
 		steps: []step{{status: 502}, {status: 202, body: `{}`}}, attempts: 2, outcome: "ok",
 		reasons: []RetryReason{ReasonServerError}},
-	{name: "a definitive 422", method: "POST", steps: []step{{status: 422,
+	{name: "a definitive 422", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 422,
 		body: `{"code":"invalid_amount","title":"Invalid amount","detail":"Not a valid amount.","status":"invalid_amount"}`}},
 		attempts: 1, outcome: "api", status: 422},
-	{name: "a 422 without the gateway's envelope on a submit", method: "POST", steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
+	{name: "a 422 without the gateway's envelope on a submit", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
 		attempts: 1, outcome: "unknown", status: 422},
-}
-
-func (row policyRow) requestPath() string {
-	if row.path == "" {
-		return "payments/p1/capture"
-	}
-	return row.path
 }
 
 // The rows' first answers through the pure policy.
@@ -112,7 +105,7 @@ func TestPolicyRowsDecide(t *testing.T) {
 			p := policy{retryOn429: cfg.retryOn429, retryAfterCap: cfg.retryAfterCap, maxRetryWait: cfg.maxRetryWait,
 				maxRetries: cfg.maxRetries, base: defaultBackoffBase}
 			first := row.steps[0]
-			o := outcome{op: classify(row.method, row.requestPath()), idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
+			o := outcome{op: classOf(row.op.method, row.op), idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
 			if ra, ok := ParseRetryAfter(first.header["Retry-After"], time.Now()); ok {
 				o.retryAfter, o.hasRetryAfter = ra, true
 			}
@@ -138,10 +131,10 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 				opts := append([]Option{viaPipe, WithObserver(ev), WithRetryAfterCap(20 * time.Millisecond), withRand(func() float64 { return 0.5 })}, row.opts...)
 				c := newTestClient(t, srv.URL, opts...)
 				var body any
-				if row.method == http.MethodPost {
+				if row.op.method == http.MethodPost {
 					body = map[string]string{"amount": "1.00"}
 				}
-				_, err := c.do(context.Background(), &request{method: row.method, path: row.requestPath(), body: body, idempotencyKey: row.key}, nil)
+				_, err := c.do(context.Background(), &request{op: row.op, args: row.args, body: body, idempotencyKey: row.key}, nil)
 
 				assert.Len(t, srv.requests(), row.attempts)
 				var apiErr *APIError

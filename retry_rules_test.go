@@ -3,12 +3,9 @@ package rail0
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -268,105 +265,6 @@ func TestRetryQuota(t *testing.T) {
 	})
 	assert.Equal(t, ReasonRetryBudget, d.reason)
 	assert.GreaterOrEqual(t, q.left(), 0)
-}
-
-// Item 13: which operations are safe to repeat, per operation.
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		method, path string
-		want         opClass
-	}{
-		{"GET", "payments/p1", opRead},
-		{"GET", "", opRead},
-		{"HEAD", "health", opRead},
-		{"POST", "payments", opKeyed},
-		{"POST", "payments/p1/capture", opOnce},
-		{"POST", "payments/p1/charge", opOnce},
-		{"POST", "payments/p1/dispute", opOnce},
-		{"POST", "payments/p1/dispute/close", opOnce},
-		{"POST", "payments/p1/capture/prepare", opRepeatable},
-		{"POST", "payments/p1/refund/prepare", opRepeatable},
-		{"POST", "payments/p1/dispute/prepare", opRepeatable},
-		{"POST", "payments/p1/dispute/close/prepare", opRepeatable},
-		{"POST", "payments/p1/capture/submitted", opRepeatable},
-		{"POST", "payments/p1/dispute/submitted", opRepeatable},
-		{"POST", "payments/p1/dispute/close/submitted", opRepeatable},
-		{"POST", "payments/prepare/capture", opOnce},
-		{"PUT", "payments/p1/sign", opRepeatable},
-		{"PUT", "webhooks/w1/rotate_secret", opOnce},
-		{"PUT", "webhooks/w1/enable", opRepeatable},
-		{"PUT", "webhooks/w1/disable", opRepeatable},
-		{"PUT", "webhooks/w1/reset_circuit", opRepeatable},
-		{"PATCH", "webhooks/w1", opRepeatable},
-		{"DELETE", "webhooks/w1", opRepeatable},
-		{"POST", "webhooks", opOnce},
-		{"POST", "webhooks/w1/event_callbacks/e1/redeliver", opOnce},
-		{"POST", "auth/nonces", opRepeatable},
-		{"POST", "auth", opOnce},
-		{"POST", "auth/logout", opOnce},
-		{"POST", "accounts/a1/wallets", opOnce},
-		{"PATCH", "accounts/a1/wallets/w1", opRepeatable},
-		{"DELETE", "accounts/a1/wallets/w1", opRepeatable},
-		{"POST", "accounts/a1/wallets/w1/tokens", opRepeatable},
-		{"DELETE", "accounts/a1/wallets/w1/tokens/t1", opRepeatable},
-		{"PATCH", "accounts/a1/wallets/w1/tokens/t1/enable", opRepeatable},
-		{"PATCH", "accounts/a1/wallets/w1/tokens/t1/disable", opRepeatable},
-		{"PUT", "webhooks/a%2Fb/enable", opRepeatable},
-		// Unknown writes are repeated only with an Idempotency-Key.
-		{"PUT", "something/new", opKeyed},
-		{"DELETE", "payments/p1", opKeyed},
-		{"POST", "payments//capture", opKeyed},
-	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			assert.Equal(t, tt.want, classify(tt.method, tt.path))
-		})
-	}
-	assert.True(t, opKeyed.repeatable(true))
-	assert.False(t, opKeyed.repeatable(false))
-	assert.False(t, opOnce.repeatable(true), "the gateway ignores a key outside POST /payments")
-	assert.True(t, opOnce.matters())
-	assert.True(t, opKeyed.matters())
-	assert.False(t, opRepeatable.matters())
-	assert.False(t, opRead.matters())
-}
-
-// Every write of the contract (but the indexer's /sync routes) has its own
-// rule, and the rule its template names is the one classify picks.
-func TestEveryContractWriteIsClassified(t *testing.T) {
-	raw, err := os.ReadFile("rail0test/openapi.json")
-	require.NoError(t, err)
-	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &doc))
-	param := regexp.MustCompile(`\{[^}]+\}`)
-	concrete := regexp.MustCompile(`\{operation\}`)
-	seen := 0
-	for path, ops := range doc.Paths {
-		if strings.HasPrefix(path, "/sync/") {
-			continue
-		}
-		for method := range ops {
-			method = strings.ToUpper(method)
-			if method == "GET" || method == "PARAMETERS" {
-				continue
-			}
-			seen++
-			var rule *operation
-			for i, r := range operations {
-				if r.method == method && r.template == path {
-					rule = &operations[i]
-				}
-			}
-			require.NotNil(t, rule, "%s %s has no rule", method, path)
-			assert.NotEqual(t, opRead, rule.class, "%s %s", method, path)
-			assert.NotEmpty(t, rule.why, "%s %s", method, path)
-			example := strings.TrimPrefix(param.ReplaceAllString(concrete.ReplaceAllString(path, "capture"), "x1"), "/")
-			assert.Equal(t, rule.class, classify(method, example), "%s %s", method, path)
-		}
-	}
-	assert.Greater(t, seen, 25)
 }
 
 // Item 13 end to end: any 5xx on a submit is ErrOutcomeUnknown and is never

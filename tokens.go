@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"strconv"
 )
@@ -48,13 +47,15 @@ func (p *ListTokensParams) values() url.Values {
 	return q
 }
 
+var listTokens = declare(operation{"listTokens", "GET", "/tokens", opRead, ""})
+
 // List returns the catalog's tokens, retired ones included unless
 // params.Active is true. The list is not paginated. params may be nil.
 //
 // GET /tokens — public.
 func (s *TokensService) List(ctx context.Context, params *ListTokensParams) (*List[Token], error) {
 	var out List[Token]
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: "tokens", query: params.values(), anonymous: true}, &out.Items)
+	resp, err := s.client.do(ctx, &request{op: listTokens, query: params.values(), anonymous: true}, &out.Items)
 	if err != nil {
 		return nil, err
 	}

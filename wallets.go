@@ -148,38 +148,13 @@ func setBool(q url.Values, key string, b *bool) {
 	}
 }
 
-// walletsPath returns the escaped path of an account's wallets, followed by
-// the wallet id and the given literal segments. Every id is required.
-func walletsPath(accountID string, ids ...string) (string, error) {
-	account, err := pathSegment("account_id", accountID)
-	if err != nil {
-		return "", err
-	}
-	p := "accounts/" + account + "/wallets"
-	for i, id := range ids {
-		field := "id"
-		if i == 1 {
-			field = "token_id"
-			p += "/tokens"
-		}
-		seg, err := pathSegment(field, id)
-		if err != nil {
-			return "", err
-		}
-		p += "/" + seg
-	}
-	return p, nil
-}
+var listAccountWallets = declare(operation{"listAccountWallets", "GET", "/accounts/{account_id}/wallets", opRead, ""})
 
 // List returns one page of an account's wallets with their holdings.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
 func (s *WalletsService) List(ctx context.Context, accountID string, params *ListWalletsParams) (*Page[WalletWithTokens], error) {
-	path, err := walletsPath(accountID)
-	if err != nil {
-		return nil, err
-	}
-	return listPage[WalletWithTokens](ctx, s.client, path, params.values())
+	return listPage[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
 // All iterates over every page of an account's wallets, from params.Page
@@ -188,11 +163,7 @@ func (s *WalletsService) List(ctx context.Context, accountID string, params *Lis
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
 func (s *WalletsService) All(ctx context.Context, accountID string, params *ListWalletsParams) iter.Seq2[WalletWithTokens, error] {
-	path, err := walletsPath(accountID)
-	if err != nil {
-		return errSeq[WalletWithTokens](err)
-	}
-	return listAll[WalletWithTokens](ctx, s.client, path, params.values())
+	return listAll[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
 // CreateWalletParams registers a wallet: the wallet's ownership proof (from
@@ -203,6 +174,8 @@ type CreateWalletParams struct {
 	Label string `json:"label,omitempty"`
 }
 
+var createWallet = declare(operation{"createWallet", "POST", "/accounts/{account_id}/wallets", opOnce, "a repeat is refused with 409: the address is registered"})
+
 // Create registers a wallet to the account. The proof's address may differ
 // from the session's: one account can own several payee wallets. The wallet
 // accepts no token until AddToken.
@@ -211,10 +184,6 @@ type CreateWalletParams struct {
 // when the address is registered to any account; 422 when the proof is
 // refused (a login proof is refused with siwe_purpose_mismatch).
 func (s *WalletsService) Create(ctx context.Context, accountID string, params CreateWalletParams) (*Wallet, error) {
-	path, err := walletsPath(accountID)
-	if err != nil {
-		return nil, err
-	}
 	for _, f := range []struct{ name, value string }{
 		{"address", params.Address}, {"message", params.Message}, {"signature", params.Signature},
 	} {
@@ -223,7 +192,7 @@ func (s *WalletsService) Create(ctx context.Context, accountID string, params Cr
 		}
 	}
 	var w Wallet
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path, body: params}, &w)
+	resp, err := s.client.do(ctx, &request{op: createWallet, args: pathArgs{accountID}, body: params}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -231,16 +200,14 @@ func (s *WalletsService) Create(ctx context.Context, accountID string, params Cr
 	return &w, nil
 }
 
+var getWallet = declare(operation{"getWallet", "GET", "/accounts/{account_id}/wallets/{id}", opRead, ""})
+
 // Get reads a wallet by its UUID or its address.
 //
 // GET /accounts/{account_id}/wallets/{id} — a session of that account.
 func (s *WalletsService) Get(ctx context.Context, accountID, id string) (*Wallet, error) {
-	path, err := walletsPath(accountID, id)
-	if err != nil {
-		return nil, err
-	}
 	var w Wallet
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: path}, &w)
+	resp, err := s.client.do(ctx, &request{op: getWallet, args: pathArgs{accountID, id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +222,8 @@ type UpdateWalletParams struct {
 	Active *bool   `json:"active,omitempty"`
 }
 
+var updateWallet = declare(operation{"updateWallet", "PATCH", "/accounts/{account_id}/wallets/{id}", opRepeatable, "sets the given fields"})
+
 // Update changes a wallet's label or active flag. id is the wallet's UUID
 // or address.
 //
@@ -263,18 +232,16 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 	if params.Label == nil && params.Active == nil {
 		return nil, &ValidationError{Field: "params", Reason: "set Label or Active"}
 	}
-	path, err := walletsPath(accountID, id)
-	if err != nil {
-		return nil, err
-	}
 	var w Wallet
-	resp, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w)
+	resp, err := s.client.do(ctx, &request{op: updateWallet, args: pathArgs{accountID, id}, body: params}, &w)
 	if err != nil {
 		return nil, err
 	}
 	w.Response = resp
 	return &w, nil
 }
+
+var deactivateWallet = declare(operation{"deactivateWallet", "DELETE", "/accounts/{account_id}/wallets/{id}", opRepeatable, "soft deactivation"})
 
 // Deactivate retires a wallet (a soft delete: it stays readable, inactive).
 // id is the wallet's UUID or address.
@@ -283,11 +250,7 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 //
 // The answer has no body; the *Response is the call's metadata.
 func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) (*Response, error) {
-	path, err := walletsPath(accountID, id)
-	if err != nil {
-		return nil, err
-	}
-	return s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
+	return s.client.do(ctx, &request{op: deactivateWallet, args: pathArgs{accountID, id}}, nil)
 }
 
 // BalancesParams filters GET .../wallets/{id}/balances. Zero values are not
@@ -311,6 +274,8 @@ func (p *BalancesParams) values() url.Values {
 	return q
 }
 
+var getWalletBalances = declare(operation{"getWalletBalances", "GET", "/accounts/{account_id}/wallets/{id}/balances", opRead, ""})
+
 // Balances reads a wallet's live on-chain balances. A chain whose node
 // cannot be read is reported in its ChainBalance.Error rather than failing
 // the call. params may be nil.
@@ -318,12 +283,8 @@ func (p *BalancesParams) values() url.Values {
 // GET /accounts/{account_id}/wallets/{id}/balances — a session of that
 // account.
 func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params *BalancesParams) (*WalletBalances, error) {
-	path, err := walletsPath(accountID, id)
-	if err != nil {
-		return nil, err
-	}
 	var b WalletBalances
-	resp, err := s.client.do(ctx, &request{method: http.MethodGet, path: path + "/balances", query: params.values()}, &b)
+	resp, err := s.client.do(ctx, &request{op: getWalletBalances, args: pathArgs{accountID, id}, query: params.values()}, &b)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +303,8 @@ type AddTokenParams struct {
 	Default *bool `json:"default,omitempty"`
 }
 
+var enableWalletToken = declare(operation{"enableWalletToken", "POST", "/accounts/{account_id}/wallets/{id}/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"})
+
 // AddToken makes a wallet accept a token (an upsert). Created is true when
 // the holding is new (201) and false when an existing one was reactivated
 // or updated (200); both return the holding.
@@ -356,12 +319,8 @@ func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, par
 	if params.Token == "" {
 		return nil, &ValidationError{Field: "token", Reason: "is required"}
 	}
-	path, err := walletsPath(accountID, id)
-	if err != nil {
-		return nil, err
-	}
 	var out AddTokenResult
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path + "/tokens", body: params}, &out.Token)
+	resp, err := s.client.do(ctx, &request{op: enableWalletToken, args: pathArgs{accountID, id}, body: params}, &out.Token)
 	if err != nil {
 		return nil, err
 	}
@@ -381,6 +340,8 @@ type AddTokenResult struct {
 	Response *Response `json:"-"`
 }
 
+var disableWalletToken = declare(operation{"disableWalletToken", "DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", opRepeatable, "soft disable"})
+
 // RemoveToken stops a wallet accepting a token (a soft disable; EnableToken
 // turns it back on). tokenID is the token's UUID
 // (WalletTokenHolding.TokenID), not its address.
@@ -390,12 +351,10 @@ type AddTokenResult struct {
 //
 // The answer has no body; the *Response is the call's metadata.
 func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
-	path, err := walletsPath(accountID, id, tokenID)
-	if err != nil {
-		return nil, err
-	}
-	return s.client.do(ctx, &request{method: http.MethodDelete, path: path}, nil)
+	return s.client.do(ctx, &request{op: disableWalletToken, args: pathArgs{accountID, id, tokenID}}, nil)
 }
+
+var enableExistingWalletToken = declare(operation{"enableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", opRepeatable, "sets a state"})
 
 // EnableToken re-enables an existing holding. tokenID is the token's UUID.
 // A wallet with no holding of that token gives 404; use AddToken.
@@ -403,8 +362,10 @@ func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable — a
 // session of that account.
 func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID string) (*WalletToken, error) {
-	return s.toggleToken(ctx, accountID, id, tokenID, "enable")
+	return s.toggleToken(ctx, enableExistingWalletToken, accountID, id, tokenID)
 }
+
+var disableExistingWalletToken = declare(operation{"disableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", opRepeatable, "sets a state"})
 
 // DisableToken switches an existing holding off. tokenID is the token's
 // UUID.
@@ -412,16 +373,12 @@ func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable — a
 // session of that account.
 func (s *WalletsService) DisableToken(ctx context.Context, accountID, id, tokenID string) (*WalletToken, error) {
-	return s.toggleToken(ctx, accountID, id, tokenID, "disable")
+	return s.toggleToken(ctx, disableExistingWalletToken, accountID, id, tokenID)
 }
 
-func (s *WalletsService) toggleToken(ctx context.Context, accountID, id, tokenID, action string) (*WalletToken, error) {
-	path, err := walletsPath(accountID, id, tokenID)
-	if err != nil {
-		return nil, err
-	}
+func (s *WalletsService) toggleToken(ctx context.Context, op *operation, accountID, id, tokenID string) (*WalletToken, error) {
 	var wt WalletToken
-	resp, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path + "/" + action}, &wt)
+	resp, err := s.client.do(ctx, &request{op: op, args: pathArgs{accountID, id, tokenID}}, &wt)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"time"
 
@@ -155,6 +154,8 @@ type CreateWebhookParams struct {
 	Topic WebhookTopic `json:"topic"`
 }
 
+var createWebhook = declare(operation{"createWebhook", "POST", "/webhooks", opOnce, "a repeat creates a second subscription"})
+
 // Create registers a webhook and returns it with its shared secret, which
 // is shown only here and on rotation.
 //
@@ -168,7 +169,7 @@ func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams
 		}
 	}
 	var w WebhookWithSecret
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: "webhooks", body: params, secretAnswer: true}, &w)
+	resp, err := s.client.do(ctx, &request{op: createWebhook, body: params, secretAnswer: true}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +203,13 @@ func (p *ListWebhooksParams) values() url.Values {
 	return q
 }
 
+var listWebhooks = declare(operation{"listWebhooks", "GET", "/webhooks", opRead, ""})
+
 // List returns one page of the account's webhooks.
 //
 // GET /webhooks — a session of the owning account.
 func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) (*Page[Webhook], error) {
-	return listPage[Webhook](ctx, s.client, "webhooks", params.values())
+	return listPage[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
 // All iterates over every page of the account's webhooks, from params.Page
@@ -215,39 +218,17 @@ func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) 
 //
 // GET /webhooks — a session of the owning account.
 func (s *WebhooksService) All(ctx context.Context, params *ListWebhooksParams) iter.Seq2[Webhook, error] {
-	return listAll[Webhook](ctx, s.client, "webhooks", params.values())
+	return listAll[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
-// webhookPath returns the escaped path of a webhook followed by the given
-// literal segments.
-func webhookPath(id string, segments ...string) (string, error) {
-	seg, err := pathSegment("id", id)
-	if err != nil {
-		return "", err
-	}
-	p := "webhooks/" + seg
-	for _, seg := range segments {
-		p += "/" + seg
-	}
-	return p, nil
-}
-
-// webhookCall sends a body-less request to a webhook route and decodes the
-// answer into out.
-func (s *WebhooksService) webhookCall(ctx context.Context, method, id string, out any, segments ...string) (*Response, error) {
-	path, err := webhookPath(id, segments...)
-	if err != nil {
-		return nil, err
-	}
-	return s.client.do(ctx, &request{method: method, path: path}, out)
-}
+var getWebhook = declare(operation{"getWebhook", "GET", "/webhooks/{id}", opRead, ""})
 
 // Get reads a webhook.
 //
 // GET /webhooks/{id} — a session of the owning account.
 func (s *WebhooksService) Get(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.webhookCall(ctx, http.MethodGet, id, &w)
+	resp, err := s.client.do(ctx, &request{op: getWebhook, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +244,8 @@ type UpdateWebhookParams struct {
 	Topic       WebhookTopic `json:"topic,omitempty"`
 }
 
+var updateWebhook = declare(operation{"updateWebhook", "PATCH", "/webhooks/{id}", opRepeatable, "sets the given fields"})
+
 // Update changes a webhook's name, callback URL or topic.
 //
 // PATCH /webhooks/{id} — a session of the owning account.
@@ -270,18 +253,16 @@ func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWe
 	if params == (UpdateWebhookParams{}) {
 		return nil, &ValidationError{Field: "params", Reason: "set Name, CallbackURL or Topic"}
 	}
-	path, err := webhookPath(id)
-	if err != nil {
-		return nil, err
-	}
 	var w Webhook
-	resp, err := s.client.do(ctx, &request{method: http.MethodPatch, path: path, body: params}, &w)
+	resp, err := s.client.do(ctx, &request{op: updateWebhook, args: pathArgs{id}, body: params}, &w)
 	if err != nil {
 		return nil, err
 	}
 	w.Response = resp
 	return &w, nil
 }
+
+var deleteWebhook = declare(operation{"deleteWebhook", "DELETE", "/webhooks/{id}", opRepeatable, "deletes"})
 
 // Delete removes a webhook.
 //
@@ -289,15 +270,17 @@ func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWe
 //
 // The answer has no body; the *Response is the call's metadata.
 func (s *WebhooksService) Delete(ctx context.Context, id string) (*Response, error) {
-	return s.webhookCall(ctx, http.MethodDelete, id, nil)
+	return s.client.do(ctx, &request{op: deleteWebhook, args: pathArgs{id}}, nil)
 }
+
+var enableWebhook = declare(operation{"enableWebhook", "PUT", "/webhooks/{id}/enable", opRepeatable, "sets a state"})
 
 // Enable switches deliveries on.
 //
 // PUT /webhooks/{id}/enable — a session of the owning account.
 func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.webhookCall(ctx, http.MethodPut, id, &w, "enable")
+	resp, err := s.client.do(ctx, &request{op: enableWebhook, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -305,18 +288,22 @@ func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, erro
 	return &w, nil
 }
 
+var disableWebhook = declare(operation{"disableWebhook", "PUT", "/webhooks/{id}/disable", opRepeatable, "sets a state"})
+
 // Disable switches deliveries off.
 //
 // PUT /webhooks/{id}/disable — a session of the owning account.
 func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.webhookCall(ctx, http.MethodPut, id, &w, "disable")
+	resp, err := s.client.do(ctx, &request{op: disableWebhook, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
 	w.Response = resp
 	return &w, nil
 }
+
+var rotateWebhookSecret = declare(operation{"rotateWebhookSecret", "PUT", "/webhooks/{id}/rotate_secret", opOnce, "a second rotation invalidates the secret the first returned"})
 
 // RotateSecret replaces the webhook's shared secret and returns the new one,
 // shown only here. Deliveries signed before the rotation may still arrive:
@@ -324,12 +311,8 @@ func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, err
 //
 // PUT /webhooks/{id}/rotate_secret — a session of the owning account.
 func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*WebhookWithSecret, error) {
-	path, err := webhookPath(id, "rotate_secret")
-	if err != nil {
-		return nil, err
-	}
 	var w WebhookWithSecret
-	resp, err := s.client.do(ctx, &request{method: http.MethodPut, path: path, secretAnswer: true}, &w)
+	resp, err := s.client.do(ctx, &request{op: rotateWebhookSecret, args: pathArgs{id}, secretAnswer: true}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -337,13 +320,15 @@ func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*Webhook
 	return &w, nil
 }
 
+var resetWebhookCircuit = declare(operation{"resetWebhookCircuit", "PUT", "/webhooks/{id}/reset_circuit", opRepeatable, "sets a state"})
+
 // ResetCircuit closes the webhook's circuit breaker, opened after repeated
 // delivery failures, and re-enables the webhook.
 //
 // PUT /webhooks/{id}/reset_circuit — a session of the owning account.
 func (s *WebhooksService) ResetCircuit(ctx context.Context, id string) (*Webhook, error) {
 	var w Webhook
-	resp, err := s.webhookCall(ctx, http.MethodPut, id, &w, "reset_circuit")
+	resp, err := s.client.do(ctx, &request{op: resetWebhookCircuit, args: pathArgs{id}}, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -387,15 +372,13 @@ func (p *ListEventCallbacksParams) values() url.Values {
 	return q
 }
 
+var listWebhookEventCallbacks = declare(operation{"listWebhookEventCallbacks", "GET", "/webhooks/{id}/event_callbacks", opRead, ""})
+
 // ListEventCallbacks returns one page of a webhook's delivery log.
 //
 // GET /webhooks/{id}/event_callbacks — a session of the owning account.
 func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) (*Page[EventCallback], error) {
-	path, err := webhookPath(id, "event_callbacks")
-	if err != nil {
-		return nil, err
-	}
-	return listPage[EventCallback](ctx, s.client, path, params.values())
+	return listPage[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
 
 // AllEventCallbacks iterates over every page of a webhook's delivery log,
@@ -404,12 +387,10 @@ func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, par
 //
 // GET /webhooks/{id}/event_callbacks — a session of the owning account.
 func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) iter.Seq2[EventCallback, error] {
-	path, err := webhookPath(id, "event_callbacks")
-	if err != nil {
-		return errSeq[EventCallback](err)
-	}
-	return listAll[EventCallback](ctx, s.client, path, params.values())
+	return listAll[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
+
+var redeliverEventCallback = declare(operation{"redeliverEventCallback", "POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", opOnce, "a repeat queues a second delivery"})
 
 // Redeliver queues a recorded delivery to be sent again: the same body (same
 // event id) with a new timestamp and signature. It returns the queue status
@@ -419,16 +400,8 @@ func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, para
 // POST /webhooks/{id}/event_callbacks/{callback_id}/redeliver — a session
 // of the owning account.
 func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (*RedeliverResult, error) {
-	callback, err := pathSegment("callback_id", callbackID)
-	if err != nil {
-		return nil, err
-	}
-	path, err := webhookPath(id, "event_callbacks", callback, "redeliver")
-	if err != nil {
-		return nil, err
-	}
 	var out RedeliverResult
-	resp, err := s.client.do(ctx, &request{method: http.MethodPost, path: path}, &out)
+	resp, err := s.client.do(ctx, &request{op: redeliverEventCallback, args: pathArgs{id, callbackID}}, &out)
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,8 @@ type bindingWorld struct {
 	proxy                     *swapProxy
 	buyer, attacker, merchant *rail0.Client
 	attackerAddress           string
+	// client returns a new signing client of a key behind the proxy.
+	client func(hexKey string) (*rail0.Client, string)
 }
 
 func newBindingWorld(t *testing.T, opts ...rail0test.Option) *bindingWorld {
@@ -121,6 +123,7 @@ func newBindingWorld(t *testing.T, opts ...rail0test.Option) *bindingWorld {
 		}
 		return c, key.Address()
 	}
+	w.client = client
 	w.buyer, _ = client(gw.Buyer.PrivateKey)
 	w.merchant, _ = client(gw.Merchant.PrivateKey)
 	w.attacker, w.attackerAddress = client(hex.EncodeToString(crypto.Keccak256([]byte("rail0-go attacker"))))
@@ -182,6 +185,12 @@ func (w *bindingWorld) executed(op string, ps ...*rail0.PaymentDetail) int {
 // named by its rail0_id, Refund, Capture and Void are refused before
 // anything is signed, and nothing reaches B. Without either, a capture or a
 // void goes to B: that is what an expectation is for.
+//
+// A merchant client that has never seen A reads it through the proxy and
+// refuses the binding. One that checked A before (it authorized A) acts on
+// A's terms without reading them, so B's prepared artifacts are what it
+// refuses, at StepVerify with nothing signed; it then forgets A's terms and
+// reads A afresh, where the binding refuses B as before.
 func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 	ctx := context.Background()
 	w := newBindingWorld(t)
@@ -196,15 +205,22 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 		if got, err := w.merchant.Payments.Get(ctx, a.ID); err != nil || got.ID != a.ID || got.Payer != w.attackerAddress {
 			t.Fatalf("the proxy does not swap: %+v, %v", got, err)
 		}
-		w.proxy.swap(a, b, true)
 
-		_, err := w.merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00"})
+		// The merchant client that authorized A knows its terms.
+		_, err := w.merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
+		refusedArtifact(t, err)
+		_, err = w.merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
+		refusedOn(t, err, "payer")
+
+		merchant, _ := w.client(w.gw.Merchant.PrivateKey) // one that never saw A
+		w.proxy.swap(a, b, true)
+		_, err = merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00"})
 		if !errors.Is(err, rail0.ErrUnbound) || w.proxy.seen() != 0 {
 			t.Fatalf("a refund with the defaults: %v after %d requests, want ErrUnbound before any", err, w.proxy.seen())
 		}
-		_, err = w.merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
+		_, err = merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
 		refusedOn(t, err, "payer")
-		_, err = w.merchant.Payments.Refund(ctx, a.Rail0ID, rail0.RefundParams{Amount: "4.00"})
+		_, err = merchant.Payments.Refund(ctx, a.Rail0ID, rail0.RefundParams{Amount: "4.00"})
 		refusedOn(t, err, "rail0_id")
 		if n := w.executed("refund", a, b); n != 0 {
 			t.Fatalf("%d refunds reached the gateway", n)
@@ -233,7 +249,9 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 		t.Run(step.op, func(t *testing.T) {
 			a, b := w.payment(w.buyer, buyer, ""), w.payment(w.attacker, w.attackerAddress, "")
 			w.proxy.swap(a, b, true)
-			_, err := step.run(a.ID, order)
+			_, err := step.run(a.ID, order) // the merchant client knows A's terms
+			refusedArtifact(t, err)
+			_, err = step.run(a.ID, order) // and read A again
 			refusedOn(t, err, "payer")
 			_, err = step.run(a.Rail0ID, rail0.Expectation{})
 			refusedOn(t, err, "rail0_id")
@@ -253,6 +271,18 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 				t.Fatalf("the honest %s did not go to A", step.op)
 			}
 		})
+	}
+}
+
+// refusedArtifact checks that err is a refusal at StepVerify of what the
+// gateway prepared (not of the payment), with nothing signed.
+func refusedArtifact(t *testing.T, err error) {
+	t.Helper()
+	var ae *rail0.ArtifactError
+	var fe *rail0.FlowError
+	if !errors.As(err, &ae) || ae.Artifact == "payment" || !errors.As(err, &fe) || fe.Step != rail0.StepVerify ||
+		!strings.Contains(err.Error(), "nothing was signed") {
+		t.Fatalf("err = %v, want an *ArtifactError on a prepared artifact at StepVerify", err)
 	}
 }
 

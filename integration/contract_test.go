@@ -78,25 +78,46 @@ func loadContract(t *testing.T) *openapi3.T {
 	return doc
 }
 
-// TestContractCopyMatchesShared keeps rail0test/openapi.json identical to the
-// gateway's published contract when the shared checkout is next to the repo.
+// contractCopies are the repository's copies of the gateway's contract:
+// rail0test's, which the fake gateway and these tests validate against, and
+// the root module's, which its own tests read (a root test reads no file
+// outside the root module, since a released module zip holds no other).
+var contractCopies = []string{contractPath, filepath.Join("..", "testdata", "openapi.json")}
+
+// TestContractCopyMatchesShared keeps the repository's copies of the
+// contract identical to each other, and to the gateway's published contract
+// when a shared checkout of it is in a parent directory (the copies are
+// authoritative elsewhere).
 func TestContractCopyMatchesShared(t *testing.T) {
 	t.Parallel()
-	shared := filepath.Join("..", "..", "shared", "gateway", "openapi.json")
-	want, err := os.ReadFile(shared)
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("%s not present; the module's copy is authoritative", shared)
-	}
+	first, err := os.ReadFile(contractCopies[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(contractPath)
-	if err != nil {
-		t.Fatal(err)
+	for _, path := range contractCopies[1:] {
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, first) {
+			t.Errorf("%s differs from %s: the copies of the contract must be equal", path, contractCopies[0])
+		}
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from %s: copy the shared contract into testdata", contractPath, shared)
+	for i, dir := 0, ".."; i < 4; i, dir = i+1, filepath.Join(dir, "..") {
+		shared := filepath.Join(dir, "shared", "gateway", "openapi.json")
+		want, err := os.ReadFile(shared)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(first, want) {
+			t.Fatalf("%s differs from %s: copy the shared contract into %s", contractCopies[0], shared, strings.Join(contractCopies, " and "))
+		}
+		return
 	}
+	t.Skip("no shared checkout of the contract; the repository's copies are authoritative")
 }
 
 // contractServer answers every request from the contract and records which

@@ -1,4 +1,4 @@
-package rail0
+package verify_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/rail0/rail0-go/internal/verifytest"
 )
 
 // rawObj writes a JSON object from key and raw-value pairs, in order,
@@ -27,7 +30,7 @@ func rawObj(kv ...string) string {
 func quoted(s string) string { return strconv.Quote(s) }
 
 // fieldsJSON writes a type's field list as typed data does.
-func fieldsJSON(fields []typedField) string {
+func fieldsJSON(fields []verify.TypedField) string {
 	b, _ := json.Marshal(fields)
 	return string(b)
 }
@@ -36,40 +39,38 @@ func fieldsJSON(fields []typedField) string {
 // in raw JSON, to be put together in any order, with anything added.
 type payloadParts struct {
 	types, primary, domain, message string
-	// evil is the message a thief wants signed: 1,000,000 USDC to artOther.
+	// evil is the message a thief wants signed: 1,000,000 USDC to verifytest.Other.
 	evil string
 }
 
-func honestParts(t *testing.T) (*terms, payloadParts) {
-	g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
-	tm := g.terms()
-	tm.configHash = tm.computeConfigHash()
+func honestParts() (*verify.Terms, payloadParts) {
+	tm := testTerms(verify.ModeAuthorize)
 	message := func(to, value string) string {
-		return rawObj("from", quoted(tm.payer.String()), "to", quoted(to), "value", quoted(value),
-			"validAfter", `"0"`, "validBefore", quoted(fmt.Sprint(artAuthExp)), "nonce", quoted(tm.nonce(OpAuthorize).String()))
+		return rawObj("from", quoted(tm.Payer.String()), "to", quoted(to), "value", quoted(value),
+			"validAfter", `"0"`, "validBefore", quoted(fmt.Sprint(verifytest.AuthExpiry)), "nonce", quoted(tm.Nonce(verify.OpAuthorize).String()))
 	}
 	return tm, payloadParts{
-		types:   rawObj("EIP712Domain", fieldsJSON(domainFields), "TransferWithAuthorization", fieldsJSON(eip3009Typed)),
+		types:   rawObj("EIP712Domain", fieldsJSON(verify.DomainFields), "TransferWithAuthorization", fieldsJSON(verify.EIP3009Typed)),
 		primary: quoted("TransferWithAuthorization"),
-		domain:  rawObj("name", `"USDC"`, "version", `"2"`, "chainId", fmt.Sprint(artChain), "verifyingContract", quoted(artToken)),
-		message: message(artContract, fmt.Sprint(artAmount)),
-		evil:    message(artOther, "1000000000000"),
+		domain:  rawObj("name", `"USDC"`, "version", `"2"`, "chainId", fmt.Sprint(verifytest.ChainID), "verifyingContract", quoted(verifytest.Token)),
+		message: message(verifytest.Contract, fmt.Sprint(verifytest.Amount)),
+		evil:    message(verifytest.Other, "1000000000000"),
 	}
 }
 
 // TestStrictReadingOfPayloads: a signing_payload that encoding/json and
 // JSON.parse would read differently is refused, at every level, with an
-// *ArtifactError naming the key; the same payload in another key order is
+// *verify.Mismatch naming the key; the same payload in another key order is
 // accepted with the same digest.
 func TestStrictReadingOfPayloads(t *testing.T) {
 	t.Parallel()
-	tm, p := honestParts(t)
+	tm, p := honestParts()
 	honest := rawObj("types", p.types, "primaryType", p.primary, "domain", p.domain, "message", p.message)
-	want, err := checkPayload(tm, Intent{}, json.RawMessage(honest))
+	want, err := verify.CheckPayload(tm, verify.Intent{}, json.RawMessage(honest))
 	if err != nil {
 		t.Fatalf("honest payload: %v", err)
 	}
-	evilDomain := rawObj("name", `"USDC"`, "version", `"2"`, "chainId", "1", "verifyingContract", quoted(artOther))
+	evilDomain := rawObj("name", `"USDC"`, "version", `"2"`, "chainId", "1", "verifyingContract", quoted(verifytest.Other))
 	refused := []struct {
 		name, payload, field, reason string
 	}{
@@ -123,10 +124,10 @@ func TestStrictReadingOfPayloads(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := checkPayload(tm, Intent{}, json.RawMessage(tt.payload))
-			var ae *ArtifactError
+			_, err := verify.CheckPayload(tm, verify.Intent{}, json.RawMessage(tt.payload))
+			var ae *verify.Mismatch
 			if !errors.As(err, &ae) || ae.Artifact != "signing_payload" || ae.Field != tt.field || !strings.Contains(ae.Error(), tt.reason) {
-				t.Fatalf("err = %v (field %q), want an *ArtifactError on signing_payload field %q saying %q", err, fieldOf(err), tt.field, tt.reason)
+				t.Fatalf("err = %v (field %q), want a *verify.Mismatch on signing_payload field %q saying %q", err, fieldOf(err), tt.field, tt.reason)
 			}
 		})
 	}
@@ -152,12 +153,12 @@ func TestStrictReadingOfPayloads(t *testing.T) {
 		"whitespace and escapes": strings.ReplaceAll(rawObj("types", p.types, "primaryType", p.primary, "domain", p.domain, "message", p.message), `":`, "\"\n :\t") + "\n",
 		"a key escaped":          strings.Replace(honest, `"domain"`, `"\u0064omain"`, 1),
 	} {
-		got, err := checkPayload(tm, Intent{}, json.RawMessage(payload))
+		got, err := verify.CheckPayload(tm, verify.Intent{}, json.RawMessage(payload))
 		if err != nil {
 			t.Errorf("%s: %v\n%s", name, err, payload)
 			continue
 		}
-		if got.digest != want.digest || string(got.typedData()) != string(want.typedData()) {
+		if got.Digest != want.Digest || string(got.TypedData()) != string(want.TypedData()) {
 			t.Errorf("%s: another digest or typed data", name)
 		}
 	}
@@ -166,7 +167,7 @@ func TestStrictReadingOfPayloads(t *testing.T) {
 // swapFieldKeys rewrites every {"name":N,"type":T} of a types object as
 // {"type":T,"name":N}.
 func swapFieldKeys(types string) string {
-	var m map[string][]typedField
+	var m map[string][]verify.TypedField
 	_ = json.Unmarshal([]byte(types), &m)
 	var kv []string
 	for _, name := range []string{"EIP712Domain", "TransferWithAuthorization", "ReceiveWithAuthorization"} {
@@ -184,7 +185,7 @@ func swapFieldKeys(types string) string {
 }
 
 func fieldOf(err error) string {
-	var ae *ArtifactError
+	var ae *verify.Mismatch
 	if errors.As(err, &ae) {
 		return ae.Field
 	}
@@ -195,8 +196,7 @@ func fieldOf(err error) string {
 // whose JSON sits in a string.
 func TestStrictReadingOfTransactions(t *testing.T) {
 	t.Parallel()
-	g, tm, in, tr := captureFixture(t)
-	f := g.txFields(OpCapture, PrepareParams{Amount: "1.00"})
+	tm, in, tr, f := captureFixture()
 	raw := func(k string) string { b, _ := json.Marshal(f[k]); return string(b) }
 	pairs := func(keys ...string) []string {
 		var kv []string
@@ -207,7 +207,7 @@ func TestStrictReadingOfTransactions(t *testing.T) {
 	}
 	order := []string{"chain_id", "nonce", "to", "value", "data", "gas_limit", "max_priority_fee_per_gas", "max_fee_per_gas", "from"}
 	honest := rawObj(pairs(order...)...)
-	want, err := checkTransaction(tm, in, honest, tr)
+	want, err := verify.CheckTransaction(tm, in, honest, tr)
 	if err != nil {
 		t.Fatalf("honest transaction: %v", err)
 	}
@@ -215,8 +215,8 @@ func TestStrictReadingOfTransactions(t *testing.T) {
 	for _, tt := range []struct {
 		name, tx, field, reason string
 	}{
-		{"to repeated", with("to", quoted(artToken)), "to", "is repeated"},
-		{"To beside to", with("To", quoted(artToken)), "To", "and to differ only by case"},
+		{"to repeated", with("to", quoted(verifytest.Token)), "to", "is repeated"},
+		{"To beside to", with("To", quoted(verifytest.Token)), "To", "and to differ only by case"},
 		{"Data alone", strings.Replace(honest, `"data"`, `"Data"`, 1), "Data", `differs from "data" only by case`},
 		{"long s: max_fee_per_gaſ beside max_fee_per_gas", with("max_fee_per_gaſ", `"1"`), `"max_fee_per_ga\u017f"`, "and max_fee_per_gas differ only by case or Unicode folding"},
 		{"Kelvin sign beside k", with("k", "1", "\u212a", "1"), `"\u212a"`, "and k differ only by case or Unicode folding"},
@@ -226,10 +226,10 @@ func TestStrictReadingOfTransactions(t *testing.T) {
 		{"not an object", `[1]`, "unsigned_transaction", "is not a JSON object"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := checkTransaction(tm, in, tt.tx, tr)
-			var ae *ArtifactError
+			_, err := verify.CheckTransaction(tm, in, tt.tx, tr)
+			var ae *verify.Mismatch
 			if !errors.As(err, &ae) || ae.Artifact != "unsigned_transaction" || ae.Field != tt.field || !strings.Contains(ae.Error(), tt.reason) {
-				t.Fatalf("err = %v (field %q), want an *ArtifactError on unsigned_transaction field %q saying %q", err, fieldOf(err), tt.field, tt.reason)
+				t.Fatalf("err = %v (field %q), want a *verify.Mismatch on unsigned_transaction field %q saying %q", err, fieldOf(err), tt.field, tt.reason)
 			}
 		})
 	}
@@ -244,12 +244,12 @@ func TestStrictReadingOfTransactions(t *testing.T) {
 		"from null":           rawObj(append(pairs(order[:8]...), "from", "null")...),
 		"whitespace, escapes": strings.Replace(honest, `"nonce"`, "\n\"n\\u006fnce\" ", 1),
 	} {
-		got, err := checkTransaction(tm, in, tx, tr)
+		got, err := verify.CheckTransaction(tm, in, tx, tr)
 		if err != nil {
 			t.Errorf("%s: %v\n%s", name, err, tx)
 			continue
 		}
-		if got.signingHash() != want.signingHash() {
+		if got.SigningHash() != want.SigningHash() {
 			t.Errorf("%s: another digest", name)
 		}
 	}
@@ -269,7 +269,7 @@ func TestFoldKeyIsEncodingJSONsMatching(t *testing.T) {
 	} {
 		// encoding/json's own matching, through a struct with one field.
 		matched := jsonMatches(tt.field, []byte(fmt.Sprintf(`{"%s": 1}`, tt.key)))
-		if folded := foldKey(tt.field) == foldKey(tt.key); folded != matched {
+		if folded := verify.FoldKey(tt.field) == verify.FoldKey(tt.key); folded != matched {
 			t.Errorf("%q against field %q: foldKey says %v, encoding/json %v", tt.key, tt.field, folded, matched)
 		}
 		if strings.EqualFold(tt.field, tt.key) != matched {

@@ -1,4 +1,4 @@
-package rail0
+package verify
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func readArtifact(data []byte, known ...string) (map[string]json.RawMessage, err
 func members(raw json.RawMessage, path string, known ...string) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
-		return nil, &artifactFieldError{field: path, got: clip(string(raw)), reason: "is not a JSON object"}
+		return nil, &fieldError{field: path, got: Clip(string(raw)), reason: "is not a JSON object"}
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -64,7 +64,7 @@ func members(raw json.RawMessage, path string, known ...string) (map[string]json
 				reason = fmt.Sprintf("differs from %q only by case or Unicode folding", want)
 			}
 		}
-		return nil, &artifactFieldError{field: joinKey(path, k), reason: reason}
+		return nil, &fieldError{field: joinKey(path, k), reason: reason}
 	}
 	return m, nil
 }
@@ -76,7 +76,7 @@ func members(raw json.RawMessage, path string, known ...string) (map[string]json
 // with.
 func checkKeys(data []byte) error {
 	if !utf8.Valid(data) {
-		return &artifactFieldError{reason: "is not valid UTF-8"}
+		return &fieldError{reason: "is not valid UTF-8"}
 	}
 	type level struct {
 		path   string
@@ -106,11 +106,11 @@ func checkKeys(data []byte) error {
 			break
 		}
 		if err != nil {
-			return &artifactFieldError{got: clip(string(data)), reason: "is not valid JSON"}
+			return &fieldError{got: Clip(string(data)), reason: "is not valid JSON"}
 		}
 		if len(stack) == 0 {
 			if values++; values > 1 {
-				return &artifactFieldError{got: clip(string(data)), reason: "has data after its JSON value"}
+				return &fieldError{got: Clip(string(data)), reason: "has data after its JSON value"}
 			}
 		}
 		var top *level
@@ -129,7 +129,7 @@ func checkKeys(data []byte) error {
 				if prev != k {
 					reason = fmt.Sprintf("and %s differ only by case or Unicode folding", keyText(prev))
 				}
-				return &artifactFieldError{field: joinKey(top.path, k), reason: reason}
+				return &fieldError{field: joinKey(top.path, k), reason: reason}
 			}
 			top.keys[foldKey(k)], top.key = k, k
 			continue
@@ -144,7 +144,7 @@ func checkKeys(data []byte) error {
 		switch tok {
 		case json.Delim('{'), json.Delim('['):
 			if len(stack) == maxArtifactDepth {
-				return &artifactFieldError{field: path, reason: fmt.Sprintf("is nested more than %d levels deep", maxArtifactDepth)}
+				return &fieldError{field: path, reason: fmt.Sprintf("is nested more than %d levels deep", maxArtifactDepth)}
 			}
 			stack = append(stack, &level{path: path, object: tok == json.Delim('{'), keys: map[string]string{}})
 		case json.Delim(']'):
@@ -155,7 +155,7 @@ func checkKeys(data []byte) error {
 		}
 	}
 	if values == 0 || len(stack) > 0 {
-		return &artifactFieldError{got: clip(string(data)), reason: "is not valid JSON"}
+		return &fieldError{got: Clip(string(data)), reason: "is not valid JSON"}
 	}
 	return nil
 }
@@ -196,5 +196,5 @@ func keyText(k string) string {
 	if plain {
 		return k
 	}
-	return strconv.QuoteToASCII(clip(k))
+	return strconv.QuoteToASCII(Clip(k))
 }

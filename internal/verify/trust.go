@@ -1,11 +1,11 @@
-package rail0
+package verify
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"math/big"
 	"slices"
+	"strings"
 
 	"github.com/rail0/rail0-go/registry"
 )
@@ -21,65 +21,41 @@ import (
 // chain by chain and token by token. What neither pins is refused before
 // anything is prepared or signed.
 
-// ErrUntrusted matches an *UntrustedError with errors.Is.
-var ErrUntrusted = errors.New("rail0: neither the registry nor the client's pins trust it")
+// Trust is what the checks take as given besides the payment: the pinned
+// contracts and tokens, the limits on gas, and token domains already seen.
+type Trust struct {
+	// Pins are the RAIL0 contract per chain and the decimals per token:
+	// the registry's, with the caller's WithTrustedContracts and
+	// WithTrustedTokens merged in.
+	Pins Pins
+	// MaxGas bounds gas_limit when the caller set it (WithFeeCap); zero
+	// bounds it per operation (MaxGasLimit). MaxFee, when the caller set
+	// it (WithFeeCap), bounds gas_limit × max_fee_per_gas on every chain,
+	// and when nil each chain's default does (DefaultFeeBound), so a
+	// gateway cannot spend the signer's native currency on gas.
+	MaxGas uint64
+	MaxFee *big.Int
+	// TokenDomains maps chain/token to the EIP-712 name and version of the
+	// token, when known, so the payer's signature inside an authorize or
+	// charge call can be recovered.
+	TokenDomains map[TokenKey][2]string
+}
 
-// UntrustedError reports a payment whose chain, RAIL0 contract or token
-// neither the published registry (package registry) nor the client's pins
-// vouch for, so the SDK cannot tell which contract a signature would serve
-// or how many decimals an amount has. Nothing was prepared or signed. Option
-// names the option that would trust it: trusting more is the caller's
-// decision, never the gateway's. It also matches ErrArtifactMismatch, since
-// like a mismatch it is something the gateway handed over that the SDK
-// refuses to sign.
-type UntrustedError struct {
-	// PaymentID is the payment that named it.
-	PaymentID string
-	// ChainID is the payment's chain.
+// TokenKey names a token on a chain.
+type TokenKey struct {
 	ChainID int64
-	// Field is the payment's field that is not trusted: "chain_id" (no
-	// RAIL0 contract is trusted on that chain), "rail0_contract" (another
-	// contract than the one trusted there, Trusted) or "token" (not a
-	// token trusted on that chain).
-	Field string
-	// Got is the payment's value of Field.
-	Got string
-	// Trusted is the contract trusted on the chain, for Field
-	// "rail0_contract".
-	Trusted string
-	// Option is the client option that trusts it: "WithTrustedContracts"
-	// or "WithTrustedTokens".
-	Option string
+	Token   Address
 }
 
-// Error returns one readable line.
-func (e *UntrustedError) Error() string {
-	var msg string
-	switch e.Field {
-	case "chain_id":
-		msg = fmt.Sprintf("chain %d has no trusted RAIL0 contract: none is published for it and %s pins none", e.ChainID, e.Option)
-	case "rail0_contract":
-		msg = fmt.Sprintf("contract %s is not the RAIL0 contract trusted on chain %d (%s); trust it with %s", oneLine(e.Got), e.ChainID, oneLine(e.Trusted), e.Option)
-	default:
-		msg = fmt.Sprintf("token %s is not trusted on chain %d: it is not a published stablecoin of that chain's contract and %s does not pin it", oneLine(e.Got), e.ChainID, e.Option)
-	}
-	return "rail0: " + msg + "; nothing was signed"
-}
-
-// Is matches ErrUntrusted and ErrArtifactMismatch.
-func (e *UntrustedError) Is(target error) bool {
-	return target == ErrUntrusted || target == ErrArtifactMismatch
-}
-
-// pins are the anchors of one client: the RAIL0 contract per chain and the
+// Pins are the anchors of one client: the RAIL0 contract per chain and the
 // decimals per token, the registry's merged with the caller's. They are
 // built once, in NewClient, and never modified.
-type pins struct {
-	contracts map[int64]address
-	decimals  map[tokenKey]int64
+type Pins struct {
+	contracts map[int64]Address
+	decimals  map[TokenKey]int64
 }
 
-// newPins merges the caller's pins (contracts, decimals) into the published
+// NewPins merges the caller's pins (contracts, decimals) into the published
 // ones (deployments, stablecoins; NewClient passes package registry's). A
 // chain the caller pins a contract for is the caller's: its published
 // contract is no longer trusted, and the published deployment's token
@@ -90,8 +66,8 @@ type pins struct {
 // token would move the payer's funds to a contract that cannot account for
 // them. A token the caller pins is trusted on its chain with the caller's
 // decimals, whatever the registry says.
-func newPins(deployments []registry.Deployment, stablecoins []registry.Stablecoin, contracts map[int64]address, decimals map[tokenKey]int64) pins {
-	p := pins{contracts: map[int64]address{}, decimals: map[tokenKey]int64{}}
+func NewPins(deployments []registry.Deployment, stablecoins []registry.Stablecoin, contracts map[int64]Address, decimals map[TokenKey]int64) Pins {
+	p := Pins{contracts: map[int64]Address{}, decimals: map[TokenKey]int64{}}
 	accepts := map[int64][]string{}
 	for _, d := range deployments {
 		p.contracts[d.ChainID] = mustAddress(d.Contract)
@@ -104,7 +80,7 @@ func newPins(deployments []registry.Deployment, stablecoins []registry.Stablecoi
 		if published && !own && !slices.Contains(allow, s.Symbol) {
 			continue
 		}
-		p.decimals[tokenKey{s.ChainID, mustAddress(s.Address)}] = s.Decimals
+		p.decimals[TokenKey{s.ChainID, mustAddress(s.Address)}] = s.Decimals
 	}
 	maps.Copy(p.decimals, decimals)
 	return p
@@ -112,41 +88,41 @@ func newPins(deployments []registry.Deployment, stablecoins []registry.Stablecoi
 
 // mustAddress parses an address of the registry, whose test proves them
 // well formed.
-func mustAddress(s string) address {
-	a, err := parseAddress(s)
+func mustAddress(s string) Address {
+	a, err := ParseAddress(s)
 	if err != nil {
 		panic("rail0: the registry holds a malformed address " + s)
 	}
 	return a
 }
 
-// anchor is the decision: the payment's chain must have a trusted RAIL0
+// Anchor is the decision: the payment's chain must have a trusted RAIL0
 // contract, the payment must name that contract, and its token must be
 // trusted on that chain; it returns the token's trusted decimals, or an
-// *UntrustedError naming the field that is not trusted.
-func (p *pins) anchor(t *terms) (int64, error) {
-	chainID := t.chainID.Int64()
+// *Untrusted naming the field that is not trusted.
+func (p *Pins) Anchor(t *Terms) (int64, error) {
+	chainID := t.ChainID.Int64()
 	untrusted := func(field, got, option string) (int64, error) {
-		return 0, &UntrustedError{PaymentID: t.id, ChainID: chainID, Field: field, Got: got, Option: option}
+		return 0, &Untrusted{PaymentID: t.ID, ChainID: chainID, Field: field, Got: got, Option: option}
 	}
 	want, ok := p.contracts[chainID]
 	if !ok {
-		return untrusted("chain_id", t.chainID.String(), "WithTrustedContracts")
+		return untrusted("chain_id", t.ChainID.String(), "WithTrustedContracts")
 	}
-	if want != t.contract {
-		return 0, &UntrustedError{PaymentID: t.id, ChainID: chainID, Field: "rail0_contract", Got: t.contract.String(),
+	if want != t.Contract {
+		return 0, &Untrusted{PaymentID: t.ID, ChainID: chainID, Field: "rail0_contract", Got: t.Contract.String(),
 			Trusted: want.String(), Option: "WithTrustedContracts"}
 	}
-	decimals, ok := p.decimals[tokenKey{chainID, t.token}]
+	decimals, ok := p.decimals[TokenKey{chainID, t.Token}]
 	if !ok {
-		return untrusted("token", t.token.String(), "WithTrustedTokens")
+		return untrusted("token", t.Token.String(), "WithTrustedTokens")
 	}
 	return decimals, nil
 }
 
 // feeBoundGas is the gas every default fee bound is computed for, a
 // constant of its own rather than the per-operation gas bound
-// (maxGasLimit): about twice the dearest RAIL0 call the contract guide
+// (MaxGasLimit): about twice the dearest RAIL0 call the contract guide
 // measured (authorize, 509,000 gas on a fresh deployment with a minimal
 // token; USDC behind its proxy and a gateway's estimate margin add to it),
 // and so a fee bound per chain, not per operation. It is not an exact
@@ -157,7 +133,7 @@ func (p *pins) anchor(t *terms) (int64, error) {
 // its own, this bound is the only one.
 const feeBoundGas = 1_000_000
 
-// defaultFeeBound returns the bound on gas_limit × max_fee_per_gas for a
+// DefaultFeeBound returns the bound on gas_limit × max_fee_per_gas for a
 // chain of the registry when the caller gave none (WithFeeCap), in base
 // units of the chain's native currency (registry.Chain.Native): feeBoundGas
 // at a max_fee_per_gas well above what the chain charges even when busy. A
@@ -167,7 +143,7 @@ const feeBoundGas = 1_000_000
 // Ethereum, hence one figure per chain, testnets like their mainnets. A
 // chain the registry does not know has no default: a client that pins one
 // needs WithFeeCap (NewClient says so).
-func defaultFeeBound(chainID int64) (*big.Int, bool) {
+func DefaultFeeBound(chainID int64) (*big.Int, bool) {
 	var gwei int64 // the max_fee_per_gas ceiling, in 10^-9 of the native unit
 	switch chainID {
 	case 1:
@@ -201,29 +177,29 @@ func defaultFeeBound(chainID int64) (*big.Int, bool) {
 	return new(big.Int).Mul(big.NewInt(feeBoundGas), big.NewInt(gwei*1_000_000_000)), true
 }
 
-// checkFeeBounds refuses a configuration that pins a contract on a chain
+// CheckFeeBounds refuses a configuration that pins a contract on a chain
 // the registry does not know without a fee bound (WithFeeCap): the SDK
 // cannot know what that chain's native unit is worth, so it has no default
 // to offer, and a transaction there could not be bounded.
-func checkFeeBounds(contracts map[int64]address, maxFee *big.Int) error {
+func CheckFeeBounds(contracts map[int64]Address, maxFee *big.Int) error {
 	if maxFee != nil {
 		return nil
 	}
 	for _, chainID := range slices.Sorted(maps.Keys(contracts)) {
-		if _, ok := defaultFeeBound(chainID); !ok {
+		if _, ok := DefaultFeeBound(chainID); !ok {
 			return fmt.Errorf("rail0: WithTrustedContracts: chain %d is not in the registry, so the SDK has no fee bound in its native unit: set one with WithFeeCap", chainID)
 		}
 	}
 	return nil
 }
 
-// feeBound is the bound on gas_limit × max_fee_per_gas on a chain: the
+// FeeBound is the bound on gas_limit × max_fee_per_gas on a chain: the
 // caller's (WithFeeCap), else the chain's default.
-func (tr *trust) feeBound(chainID int64) (*big.Int, bool) {
-	if tr.maxFee != nil {
-		return tr.maxFee, true
+func (tr *Trust) FeeBound(chainID int64) (*big.Int, bool) {
+	if tr.MaxFee != nil {
+		return tr.MaxFee, true
 	}
-	return defaultFeeBound(chainID)
+	return DefaultFeeBound(chainID)
 }
 
 // nativeAmount shows base units of a chain's native currency for an error:
@@ -234,9 +210,20 @@ func nativeAmount(chainID int64, units *big.Int) string {
 	if !ok {
 		return units.String() + " base units of the native currency"
 	}
-	human, err := FormatAmount(units.String(), c.Native.Decimals)
-	if err != nil {
-		return units.String() + " base units of " + c.Native.Symbol
+	return FormatUnits(units, c.Native.Decimals) + " " + c.Native.Symbol
+}
+
+// FormatUnits writes base units as the shortest exact decimal with decimals
+// places: no trailing fractional zeros, no trailing dot ("1.5", "25",
+// "0.000001"). units must not be negative, nor decimals.
+func FormatUnits(units *big.Int, decimals int64) string {
+	digits, d := units.String(), int(decimals)
+	if len(digits) <= d {
+		digits = strings.Repeat("0", d-len(digits)+1) + digits
 	}
-	return human + " " + c.Native.Symbol
+	whole, frac := digits[:len(digits)-d], strings.TrimRight(digits[len(digits)-d:], "0")
+	if frac == "" {
+		return whole
+	}
+	return whole + "." + frac
 }

@@ -1,0 +1,207 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"math/big"
+	"sync"
+
+	"github.com/rail0/rail0-go/internal/verify"
+)
+
+// This file is what a client remembers of the payments it acts on, so that a
+// flow step costs the requests the contract needs (prepare and submit) and
+// no read of the payment. A payment's terms never change once it is created:
+// the chain keeps them under its rail0_id, and config_hash binds them. Terms
+// this client has checked once (a flow's read, a WaitFor poll, the answer to
+// its own Create) need no second read, and every flow binds them again to
+// what its caller names and expects, as it binds a read (binding.go).
+//
+// Only the balances change, and one check depends on one of them: a refund's
+// EIP-3009 nonce commits to the refundable balance before it. The client
+// tracks that balance from its own steps (a capture adds to it, a charge sets
+// it, a refund takes from it) and from every read. Another client's capture
+// or refund can make it stale; the refund's payload check then fails closed
+// and Refund reads the payment once and checks the same payload again.
+
+// maxKnown bounds how many payments' terms a client keeps; the oldest go
+// first, and a payment forgotten costs one read, nothing else.
+const maxKnown = 1024
+
+// knownPayment is what a client holds of one payment.
+type knownPayment struct {
+	// payment is the checked record without what changes (its
+	// transactions, its signing payload, its metadata): the fields a
+	// binding compares.
+	payment *PaymentDetail
+	// terms are its terms as checked with the client's pins, Refundable the
+	// balance as last read or as this client's own steps moved it.
+	terms *verify.Terms
+}
+
+// knownPayments maps a payment as a caller named it (its UUID or its
+// rail0_id, exactly as given) to what the client checked of it under that
+// name.
+type knownPayments struct {
+	recent[knownPayment]
+}
+
+// remember keeps p, named id, whose terms t were checked with the client's
+// pins and which is the payment id names.
+func (k *knownPayments) remember(id string, p *PaymentDetail, t *verify.Terms) {
+	kept := &PaymentDetail{Payment: p.Payment, ChainID: p.ChainID, Rail0Contract: p.Rail0Contract}
+	kept.Metadata, kept.Description, kept.LastErrorCode, kept.LastErrorMessage = nil, nil, nil, nil
+	terms := *t
+	k.put(maxKnown, id, knownPayment{payment: kept, terms: &terms})
+}
+
+// lookup returns the payment named id and a copy of its terms, with the
+// refundable balance as tracked.
+func (k *knownPayments) lookup(id string) (*PaymentDetail, *verify.Terms, bool) {
+	kp, ok := k.get(id)
+	if !ok {
+		return nil, nil, false
+	}
+	t := *kp.terms
+	return kp.payment, &t, true
+}
+
+// learnPayment checks a payment that a read of id returned and remembers it when
+// it passes the checks of a flow's read: its terms against the client's pins
+// and config_hash, and its being the payment id names. A payment that does
+// not pass is not remembered; the next flow reads it and refuses it there.
+func (c *Client) learnPayment(id string, p *PaymentDetail) {
+	if c.signer == nil || p == nil || !namedBy(p, id) {
+		return // only flows use what is remembered, and only a signer runs them
+	}
+	if t, err := checkPayment(p, c.trust()); err == nil {
+		c.known.remember(id, p, t)
+	}
+}
+
+// stepped moves the tracked refundable balance of the payment named id by
+// the step op that this client just submitted for amount base units (a
+// capture's or a refund's). The transaction may still fail on chain; a
+// refund that then finds the balance stale reads the payment once.
+func (k *knownPayments) stepped(id string, op Operation, amount string) {
+	k.modify(id, func(kp *knownPayment) {
+		t := *kp.terms
+		switch op {
+		case OpCapture, OpRefund:
+			n, ok := new(big.Int).SetString(amount, 10)
+			if !ok {
+				return
+			}
+			if op == OpRefund {
+				n.Neg(n)
+			}
+			t.Refundable = n.Add(n, t.Refundable)
+			if t.Refundable.Sign() < 0 {
+				t.Refundable.SetInt64(0)
+			}
+		case OpCharge:
+			t.Refundable = t.Amount
+		default:
+			return
+		}
+		kp.terms = &t
+	})
+}
+
+// terms returns the checked terms of the flow's payment, bound to the
+// flow: the ones the client already holds under the name the caller gave,
+// or a read. known reports the former, whose refundable balance is the
+// client's tracking and may be stale.
+func (f *flow) terms(ctx context.Context) (t *verify.Terms, tr *verify.Trust, known bool, err error) {
+	if p, t, ok := f.s.client.known.lookup(f.id); ok {
+		if err := f.bind(p, t); err != nil {
+			return nil, nil, false, f.fail(StepVerify, err)
+		}
+		return t, f.s.client.trust(), true, nil
+	}
+	_, t, tr, err = f.read(ctx)
+	return t, tr, false, err
+}
+
+// forgetOnRefusal drops the client's terms of the flow's payment when the
+// flow, acting on them, refused what the gateway prepared: terms that never
+// change cannot be stale, so either the gateway is lying now or an earlier
+// read of this name was; the next flow reads the payment again and binds
+// it afresh, and err stands.
+func (f *flow) forgetOnRefusal(known bool, err error) error {
+	var fe *FlowError
+	if known && errors.As(err, &fe) && fe.Step == StepVerify {
+		f.s.client.known.forget(f.id)
+	}
+	return err
+}
+
+// recent maps keys to values and keeps at most a limit of them: when full,
+// the oldest entry goes first; updating an entry keeps its place. Safe for
+// concurrent use; the zero value is empty.
+type recent[V any] struct {
+	mu    sync.Mutex
+	m     map[string]V
+	order []string // keys, oldest first
+}
+
+// put stores v under key, forgetting the oldest entry when limit are kept.
+func (r *recent[V]) put(limit int, key string, v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]V{}
+	}
+	if _, ok := r.m[key]; !ok {
+		if len(r.order) >= limit {
+			delete(r.m, r.order[0])
+			r.order = r.order[1:]
+		}
+		r.order = append(r.order, key)
+	}
+	r.m[key] = v
+}
+
+func (r *recent[V]) get(key string) (V, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.m[key]
+	return v, ok
+}
+
+// modify changes the value under key in place, if there is one.
+func (r *recent[V]) modify(key string, change func(*V)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.m[key]; ok {
+		change(&v)
+		r.m[key] = v
+	}
+}
+
+// find returns the first entry, in no particular order, that match accepts.
+func (r *recent[V]) find(match func(key string, v V) bool) (string, V, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, v := range r.m {
+		if match(k, v) {
+			return k, v, true
+		}
+	}
+	var zero V
+	return "", zero, false
+}
+
+func (r *recent[V]) forget(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[key]; ok {
+		delete(r.m, key)
+		for i, k := range r.order {
+			if k == key {
+				r.order = append(r.order[:i:i], r.order[i+1:]...)
+				break
+			}
+		}
+	}
+}

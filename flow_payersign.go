@@ -1,0 +1,148 @@
+package rail0
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
+)
+
+// This file is the payer's signature of a payment (PayerSign): no
+// transaction, but the EIP-3009 authorization the payment's escrow or
+// charge will spend.
+
+// PayerSignParams is the request of PayerSign.
+type PayerSignParams struct {
+	// Expect is the order the payment must match. PayerSign needs it, with
+	// ChainID, Mode, Token, Payee and Amount set, unless this client
+	// created the payment and still remembers what Create asked for.
+	Expect Expectation
+	// PollInterval and MaxPollInterval pace the re-reads of a payment whose
+	// signing_payload is null, as WithPollInterval paces WaitFor; zero
+	// means DefaultPollInterval and DefaultMaxPollInterval.
+	PollInterval, MaxPollInterval time.Duration
+}
+
+// payerSignReads bounds how often PayerSign reads a payment whose
+// signing_payload is null before giving up.
+const payerSignReads = 5
+
+// PayerSign has the client's signer (the payer) sign the payment's EIP-3009
+// authorization and stores the signature, moving the payment from unsigned
+// to signed. The signing_payload is checked against the payment first
+// (TransferWithAuthorization over the token's domain on the payment's chain,
+// from the payer to the RAIL0 contract, exactly the payment's amount, valid
+// until authorization_expiry, with the nonce recomputed locally) and the
+// payment against its config_hash.
+//
+// The payment must also be the order the payer means to pay, since the
+// gateway could answer Create with one payment and this read with another,
+// consistent in itself. On the client that created it, the payment must
+// carry what Create asked for: chain, mode, token, payer, payee and amount
+// (in base units with the pinned decimals). params.Expect is checked too,
+// and takes the record's place when there is none: after a restart, on
+// another client, or once more than 1024 newer payments were created. With
+// neither, PayerSign refuses before any request (ErrUnbound): set Expect's
+// ChainID, Mode, Token, Payee and Amount from the order, or call Create
+// again with the order's IdempotencyKey, which the gateway answers with the
+// same payment and which restores the record.
+//
+// A payment found signed already (status past unsigned, signed_at set),
+// whether by this call's PUT answered already_signed after its first answer
+// was lost or by an earlier call, is returned as a success when it is the
+// payment bound and checked: the gateway keeps only a signature that
+// recovers to the payer, this client's signer, over that payment's
+// authorization.
+//
+// If the gateway answers with a null signing_payload (a transient node
+// failure on its side), the payment is read again, waiting between reads as
+// WaitFor does (params.PollInterval and MaxPollInterval apply), at most five
+// reads in all.
+//
+// GET /payments/{id}, then PUT /payments/{id}/sign — the payer.
+func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PayerSignParams) (*PaymentDetail, error) {
+	f, err := s.newFlow(id, "", params.Expect)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := params.waitConfig()
+	if err != nil {
+		return nil, err
+	}
+	var payment *PaymentDetail
+	var t *verify.Terms
+	for read := 1; ; read++ {
+		payment, t, _, err = f.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if payment.Status != StatusUnsigned {
+			if !isSigned(payment) {
+				return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
+			}
+			if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
+				return nil, f.fail(StepVerify, err)
+			}
+			f.forgetAsked()
+			return payment, nil // signed already, with the terms bound
+		}
+		if hasJSON(payment.SigningPayload) {
+			break
+		}
+		if read == payerSignReads {
+			return nil, f.fail(StepRead, ErrSigningPayloadUnavailable)
+		}
+		if err := cfg.sleep(ctx, cfg.next()); err != nil {
+			return nil, f.fail(StepRead, err)
+		}
+	}
+	if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	sig, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
+	if err != nil {
+		return nil, err
+	}
+	signed, err := s.Sign(ctx, id, sig)
+	if err != nil {
+		done, ok := f.signedAlready(ctx, t, err)
+		if !ok {
+			return nil, f.fail(StepSubmit, err)
+		}
+		signed = done
+	}
+	f.forgetAsked()
+	return signed, nil
+}
+
+// waitConfig is the pacing of PayerSign's re-reads.
+func (p PayerSignParams) waitConfig() (*waitConfig, error) {
+	first := p.PollInterval
+	if first == 0 {
+		first = DefaultPollInterval
+	}
+	last := p.MaxPollInterval
+	if last == 0 {
+		last = max(first, DefaultMaxPollInterval)
+	}
+	if first < 0 || last < 0 {
+		return nil, &ValidationError{Field: "poll interval", Reason: "is negative"}
+	}
+	return newWaitConfig([]WaitOption{WithPollInterval(first, last)})
+}
+
+// forgetAsked drops this client's record of the payment once it is signed.
+func (f *flow) forgetAsked() {
+	if f.asked != nil {
+		f.s.client.created.forget(f.askedKey)
+	}
+}
+
+// hasJSON reports whether raw holds a JSON value other than null.
+func hasJSON(raw json.RawMessage) bool {
+	trimmed := strings.TrimSpace(string(raw))
+	return trimmed != "" && trimmed != "null"
+}

@@ -1,0 +1,252 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// This file waits for what a flow started: a payment's status, or the
+// confirmation of its transaction, by polling within the session's rate
+// limit.
+
+// Polling limits of WaitFor. The gateway allows a session 300 requests per
+// 60 s, one every 200 ms on average, shared by everything the session does;
+// the default starts at one poll per second and slows down to one per ten
+// seconds, since confirmations take from seconds to minutes.
+const (
+	// MinPollInterval is the shortest wait between two polls that WaitFor
+	// accepts: the session rate limit's average spacing (60 s / 300).
+	MinPollInterval = 200 * time.Millisecond
+	// DefaultPollInterval is the first wait between polls.
+	DefaultPollInterval = time.Second
+	// DefaultMaxPollInterval is the longest wait between polls; the wait
+	// grows by half after each poll until it reaches it.
+	DefaultMaxPollInterval = 10 * time.Second
+)
+
+// WaitOption configures WaitFor and WaitForTransaction.
+type WaitOption func(*waitConfig) error
+
+type waitConfig struct {
+	interval, max time.Duration
+	// sleep waits d or until ctx ends; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// WithPollInterval sets the first wait between polls and the longest one;
+// the wait grows by half after each poll from first to last. Values below
+// MinPollInterval are raised to it, so a poller never outpaces the session
+// rate limit on its own. last below first is an error.
+func WithPollInterval(first, last time.Duration) WaitOption {
+	return func(c *waitConfig) error {
+		first, last = max(first, MinPollInterval), max(last, MinPollInterval)
+		if last < first {
+			return &ValidationError{Field: "poll interval", Reason: "last is below first"}
+		}
+		c.interval, c.max = first, last
+		return nil
+	}
+}
+
+func newWaitConfig(opts []WaitOption) (*waitConfig, error) {
+	c := &waitConfig{interval: DefaultPollInterval, max: DefaultMaxPollInterval, sleep: pollSleep}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("rail0: nil WaitOption")
+		}
+		if err := opt(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// next returns the wait before the next poll and grows the following one.
+func (c *waitConfig) next() time.Duration {
+	d := c.interval
+	grown := c.interval + c.interval/2
+	if grown < c.interval || grown > c.max { // overflow, or past the cap
+		grown = c.max
+	}
+	c.interval = grown
+	return d
+}
+
+// pollSleep waits d, or returns ctx's error as soon as ctx ends.
+func pollSleep(ctx context.Context, d time.Duration) error {
+	if !sleepCtx(ctx, d) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// WaitCondition tells WaitFor what to wait for. Build one with ForStatus;
+// WaitForTransaction waits for a transaction.
+type WaitCondition struct {
+	transactionID string
+	statuses      []PaymentStatus
+}
+
+// forTransaction waits until the payment's transaction txID is confirmed.
+// If it fails instead, WaitFor returns a *TransactionFailedError at once.
+func forTransaction(txID string) WaitCondition {
+	return WaitCondition{transactionID: txID}
+}
+
+// ForStatus waits until the payment's status is one of statuses. A failed
+// transaction never changes a payment's status, so after submitting a step
+// prefer WaitForTransaction, which stops as soon as the transaction fails.
+func ForStatus(statuses ...PaymentStatus) WaitCondition {
+	return WaitCondition{statuses: slices.Clone(statuses)}
+}
+
+// ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
+var ErrTransactionFailed = errors.New("rail0: transaction failed")
+
+// ErrUnknownTransaction is returned by WaitFor when the payment has no
+// transaction with the awaited id.
+var ErrUnknownTransaction = errors.New("rail0: payment has no such transaction")
+
+// TransactionFailedError is a transaction that the gateway marked failed:
+// reverted on chain, or rejected before reaching it. Code uses the same
+// values as error responses (for example CodeNonceTooLow: prepare again).
+type TransactionFailedError struct {
+	// PaymentID is the payment the transaction belongs to.
+	PaymentID string
+	// Transaction is the failed row as last read.
+	Transaction *Transaction
+	// Code is the row's error_code; empty when the gateway gave none.
+	Code ErrorCode
+	// Title is the row's error_title.
+	Title string
+	// Detail is the row's error_detail, or its older error_message.
+	Detail string
+}
+
+// Error returns one readable line.
+func (e *TransactionFailedError) Error() string {
+	msg := "rail0: transaction of payment " + oneLine(e.PaymentID) + " failed"
+	if tx := e.Transaction; tx != nil {
+		msg = fmt.Sprintf("rail0: %s transaction %s of payment %s failed", oneLine(string(tx.Operation)), oneLine(tx.ID), oneLine(e.PaymentID))
+	}
+	if e.Code != "" {
+		msg += ": " + oneLine(string(e.Code))
+	}
+	if e.Detail != "" {
+		msg += ": " + oneLine(e.Detail)
+	} else if e.Title != "" {
+		msg += ": " + oneLine(e.Title)
+	}
+	return msg
+}
+
+// Is matches ErrTransactionFailed.
+func (e *TransactionFailedError) Is(target error) bool { return target == ErrTransactionFailed }
+
+// WaitFor polls the payment until cond holds and returns the payment as last
+// read. Each poll is a GET /payments/{id} through the client's retry rules
+// (and its pacing, when the client has WithPacing). A 429 is not fatal: the
+// next poll waits at least its Retry-After (capped by RetryAfterCap). Other
+// errors end the wait.
+// Between polls WaitFor waits DefaultPollInterval, growing to
+// DefaultMaxPollInterval (see WithPollInterval), never less than
+// MinPollInterval: with the defaults, one waiter uses at most a fifth of the
+// session's budget, and soon much less. It returns ctx's error as soon as ctx
+// ends; give it a generous deadline, since confirmations can take minutes.
+//
+// GET /payments/{id} — a participant.
+func (s *PaymentsService) WaitFor(ctx context.Context, id string, cond WaitCondition, opts ...WaitOption) (*PaymentDetail, error) {
+	if cond.transactionID == "" && len(cond.statuses) == 0 {
+		return nil, &ValidationError{Field: "condition", Reason: "use ForStatus"}
+	}
+	cfg, err := newWaitConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		payment, err := s.Get(ctx, id)
+		wait := cfg.next()
+		switch {
+		case err == nil:
+			s.client.learnPayment(id, payment) // a later flow's read, done
+			done, err := cond.check(payment)
+			if done || err != nil {
+				return payment, err
+			}
+		default:
+			var apiErr *APIError
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
+				return nil, err
+			}
+			// Wait at least the gateway's instruction, bounded like every
+			// server-given wait by the client's RetryAfterCap.
+			wait = max(wait, min(apiErr.RetryAfter, s.client.policy.retryAfterCap))
+		}
+		if err := cfg.sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// check reports whether the condition holds for p, or the error that ends
+// the wait.
+func (c WaitCondition) check(p *PaymentDetail) (bool, error) {
+	if c.transactionID == "" {
+		return slices.Contains(c.statuses, p.Status), nil
+	}
+	for i := range p.Transactions {
+		tx := &p.Transactions[i]
+		if tx.ID != c.transactionID {
+			continue
+		}
+		switch tx.Status {
+		case TxConfirmed:
+			return true, nil
+		case TxFailed:
+			return true, &TransactionFailedError{
+				PaymentID:   p.ID,
+				Transaction: tx,
+				Code:        deref(tx.ErrorCode),
+				Title:       deref(tx.ErrorTitle),
+				Detail:      firstNonEmpty(deref(tx.ErrorDetail), deref(tx.ErrorMessage)),
+			}
+		}
+		return false, nil
+	}
+	return true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID))
+}
+
+// WaitForTransaction waits until the payment's transaction txID is
+// confirmed and returns it; a failed transaction is a
+// *TransactionFailedError, returned as soon as the gateway reports it.
+//
+// GET /payments/{id} — a participant.
+func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID string, opts ...WaitOption) (*Transaction, error) {
+	if txID == "" {
+		return nil, &ValidationError{Field: "transaction id", Reason: "is required"}
+	}
+	p, err := s.WaitFor(ctx, id, forTransaction(txID), opts...)
+	if err != nil {
+		return nil, err
+	}
+	for i := range p.Transactions {
+		if p.Transactions[i].ID == txID {
+			tx := p.Transactions[i]
+			tx.Response = p.Response // the last poll's
+			return &tx, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, txID, id)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

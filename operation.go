@@ -1,0 +1,128 @@
+package rail0
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// operation is one operation of the gateway contract, declared as a
+// package-level value beside the method that performs it, the way go-github
+// writes //meta:operation above each method: the value's name and id are the
+// contract's operationId, then its method, its path template relative to the
+// base URL with the leading slash Call.Route shows ("{...}" stands for one
+// segment), what repeating it does and why (the gateway guide, sections 4
+// and 9). The method passes it to do in its request with the path's
+// arguments, and do builds the path from the template (path), so the route,
+// the transcript's names and the retry class come with the request: no
+// method's request is matched against the templates at run time, and a path
+// cannot stray from its template. Adding an endpoint is one declaration and
+// one method in the resource's file; TestOperationsMatchTheContract holds
+// every declaration against the contract (testdata/openapi.json).
+type operation struct {
+	id, method, template string
+	class                opClass
+	why                  string
+}
+
+// declared lists every declared operation, for the one request that comes
+// without its operation: one the SDK builds from a method and a path (see
+// lookup). It is filled while the package initializes and only read after.
+var declared []*operation
+
+// declare registers op, a declaration of one contract operation, and
+// returns it.
+func declare(op operation) *operation {
+	declared = append(declared, &op)
+	return &op
+}
+
+// lookup returns the declared operation a request without one performs,
+// from its method and its path relative to the base URL (segments escaped,
+// so an id is always one segment); nil when the contract does not name it.
+// Of two templates that match, the one with fewer "{...}" segments is the
+// operation: POST payments/p1/dispute is submitDispute, not the generic
+// submitPaymentOperation.
+func lookup(method, path string) *operation {
+	path = strings.Trim(path, "/")
+	var found *operation
+	for _, op := range declared {
+		if op.method == method && matchTemplate(op.template[1:], path) &&
+			(found == nil || strings.Count(op.template, "{") < strings.Count(found.template, "{")) {
+			found = op
+		}
+	}
+	return found
+}
+
+// matchTemplate reports whether path has the template's segments, "{...}"
+// matching any one non-empty segment.
+func matchTemplate(template, path string) bool {
+	for template != "" || path != "" {
+		var t, p string
+		t, template, _ = strings.Cut(template, "/")
+		p, path, _ = strings.Cut(path, "/")
+		if p == "" || (!strings.HasPrefix(t, "{") && t != p) {
+			return false
+		}
+	}
+	return true
+}
+
+// pathArgs are the values of a template's "{...}" segments, in order; a
+// template has at most three. An array rather than a slice, so that a
+// request carries them without an allocation of their own.
+type pathArgs [3]string
+
+// path fills the template's "{...}" segments, in order, with args, each
+// validated and escaped by pathSegment under the placeholder's name (a
+// missing or dot-segment id is a *ValidationError), and returns the path
+// relative to the base URL, without its leading slash.
+func (op *operation) path(args pathArgs) (string, error) {
+	if args == (pathArgs{}) && strings.IndexByte(op.template, '{') < 0 {
+		return op.template[1:], nil
+	}
+	var b strings.Builder
+	b.Grow(len(op.template) + 40)
+	rest, n := op.template[1:], 0
+	for ; n < len(args); n++ {
+		open := strings.IndexByte(rest, '{')
+		end := strings.IndexByte(rest, '}')
+		if open < 0 || end < open {
+			break
+		}
+		seg, err := pathSegment(rest[open+1:end], args[n])
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(rest[:open])
+		b.WriteString(seg)
+		rest = rest[end+1:]
+	}
+	extra := false
+	for _, a := range args[n:] {
+		extra = extra || a != ""
+	}
+	if extra || strings.IndexByte(rest, '{') >= 0 {
+		// A method and its declaration disagree: a bug of the SDK, which
+		// the contract tests catch, reported rather than sent.
+		return "", fmt.Errorf("rail0: %s: the path arguments %q do not fit the template %s", op.id, args, op.template)
+	}
+	b.WriteString(rest)
+	return b.String(), nil
+}
+
+// classOf names what repeating a request does: reads are opRead; a write is
+// its operation's class, or opKeyed when it has no declared operation (a
+// request the contract does not name), so that it is repeated only when it
+// carries an Idempotency-Key.
+func classOf(method string, op *operation) opClass {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return opRead
+	}
+	if op != nil {
+		return op.class
+	}
+	return opKeyed
+}
