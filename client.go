@@ -105,6 +105,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // Version is the SDK version, sent in the default User-Agent.
@@ -150,7 +151,7 @@ type Client struct {
 	now         func() time.Time
 	rand        func() float64
 	rc          *retryablehttp.Client
-	limiter     Limiter
+	limiter     ratelimit.Limiter
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
@@ -292,7 +293,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		RequestLogHook: c.requestHook,
 	}
 	if c.limiter == nil {
-		c.limiter = NewMemoryLimiter(c.now)
+		c.limiter = ratelimit.NewMemory()
 	}
 	c.Auth = &AuthService{c}
 	c.Chains = &ChainsService{c}

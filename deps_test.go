@@ -10,7 +10,8 @@ import (
 )
 
 // TestRootPackageImports pins the root package's dependencies: the standard
-// library, go-retryablehttp and internal/evm (standard library only).
+// library, go-retryablehttp, internal/evm and the rate-limit engine
+// (package ratelimit), both on the standard library only.
 // In particular it must never import go-ethereum, so that programs that only
 // read data do not compile it; signing is the package for keys. Nor does
 // it, or any of its tests, import OpenTelemetry (package rail0otel does).
@@ -20,9 +21,12 @@ func TestRootPackageImports(t *testing.T) {
 		// Keccak-256, RLP and secp256k1 recovery on the standard library,
 		// so that checking artifacts needs no go-ethereum.
 		"github.com/rail0/rail0-go/internal/evm": true,
+		// The rate-limit engine, on the standard library too.
+		"github.com/rail0/rail0-go/ratelimit": true,
 	}
 	// Package webhook derives its types from the root package's.
-	for dir, extra := range map[string]map[string]bool{".": allowed, "webhook": {"github.com/rail0/rail0-go": true}, "internal/evm": {}} {
+	for dir, extra := range map[string]map[string]bool{".": allowed, "webhook": {"github.com/rail0/rail0-go": true}, "internal/evm": {},
+		"ratelimit": {"github.com/rail0/rail0-go/internal/limitclock": true}, "internal/limitclock": {}} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

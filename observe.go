@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // This file is what a call tells about itself: its transcript (Call), the
@@ -420,7 +422,7 @@ func (c *Client) afterAttempt(ctx context.Context, st *callState, o outcome, d d
 // noteAdmission records one answer of the limiter in the call's transcript,
 // logs it and tells the observer. Every limiter call site reports through
 // it.
-func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission) {
+func (c *Client) noteAdmission(ctx context.Context, st *callState, adm ratelimit.Admission) {
 	call := st.call
 	call.Limiter = append(call.Limiter, LimiterWait{
 		Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),

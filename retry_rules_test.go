@@ -16,6 +16,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -411,17 +412,17 @@ func TestAmbiguousWritesDecidedPerOperation(t *testing.T) {
 // one, as a cooldown set by another call would.
 type closedLimiter struct{ n atomic.Int32 }
 
-func (l *closedLimiter) Reserve(context.Context, Reservation) (Admission, error) {
+func (l *closedLimiter) Reserve(context.Context, ratelimit.Reservation) (ratelimit.Admission, error) {
 	if l.n.Add(1) == 1 {
-		return Admission{OK: true}, nil
+		return ratelimit.Admission{OK: true}, nil
 	}
-	return Admission{Wait: 10 * time.Minute, Cooldown: true}, nil
+	return ratelimit.Admission{Wait: 10 * time.Minute, Cooldown: true}, nil
 }
 
 func (l *closedLimiter) Release(context.Context, string, int64) error { return nil }
 
-func (l *closedLimiter) Observe(context.Context, string, Observation) (Feedback, error) {
-	return Feedback{}, nil
+func (l *closedLimiter) Observe(context.Context, string, ratelimit.Observation) (ratelimit.Feedback, error) {
+	return ratelimit.Feedback{}, nil
 }
 
 // Item 14: when the limiter refuses the retry locally, the caller gets the

@@ -1,4 +1,4 @@
-// Package redislimit is a rail0.Limiter kept in Redis, so that many
+// Package redislimit is a ratelimit.Limiter kept in Redis, so that many
 // processes or machines behind one egress IP, or sharing one session token,
 // pace themselves against one budget, honour one another's cooldowns and
 // share the budget they learn from the gateway's answers.
@@ -13,7 +13,7 @@
 //
 // # Semantics
 //
-// The Limiter has exactly the semantics of rail0.MemoryLimiter: a log of
+// The Limiter has exactly the semantics of ratelimit.Memory: a log of
 // admission times per partition (the sliding log that paces, and the
 // requests the budget estimate counts), a cooldown that is never shortened,
 // the learned budget, retries before fresh calls while a partition is
@@ -27,13 +27,13 @@
 // one, the confirmation after its sleep; a 429 costs two more, to record it
 // and to hold the slot of its retry.
 //
-// It honours rail0.Reservation.FixedWindows (the Client always sets it) as
-// MemoryLimiter does: the partition admits its whole budget in each window
-// of the budget's period aligned to the Unix epoch, as the gateway's
-// Rack::Attack counts, keeping the clock allowance and the margin around
-// each boundary, and a 429 marks its window full. After two 429s that its
-// own count cannot explain, the partition keeps to the sliding rule
-// (first in, first out) until it is forgotten. The window a 429 showed
+// It honours ratelimit.Reservation.FixedWindows (a rail0.Client always sets
+// it) as ratelimit.Memory does: the partition admits its whole budget in
+// each window of the budget's period aligned to the Unix epoch, as the
+// gateway's Rack::Attack counts, keeping the clock allowance and the margin
+// around each boundary, and a 429 marks its window full. After two 429s
+// that its own count cannot explain, the partition keeps to the sliding
+// rule (first in, first out) until it is forgotten. The window a 429 showed
 // full, the count of those 429s and the fallback are in the shared state:
 // every process sharing the store keeps the same windows and falls back
 // with the others. The windows are aligned on the Redis server's clock,
@@ -51,7 +51,7 @@
 // window (b = L lets 2L − 1 through around a boundary). Its state also has
 // no place for a cooldown, which must be read in the same atomic step as the
 // pacing log to keep admissions first-in-first-out. So this package keeps
-// the sliding log of rail0.MemoryLimiter, which holds "at most Limit sends in
+// the sliding log of ratelimit.Memory, which holds "at most Limit sends in
 // any interval of Period" exactly and still lets a fresh client send Limit
 // at once, at the cost of a list of recent admission times per partition.
 //
@@ -65,7 +65,7 @@
 // windows still count, and none older than the longer of two minutes and
 // two periods). The braces form a Redis Cluster hash tag, so both land on
 // one slot and the scripts work with a cluster client. Both keys expire ten
-// minutes after the partition last constrained anything, as MemoryLimiter
+// minutes after the partition last constrained anything, as ratelimit.Memory
 // forgets idle partitions. Partitions never contain a token: the SDK hashes
 // it.
 //
@@ -81,7 +81,7 @@
 // pacing) and logs it, because a broken limiter store must not stop
 // payments. The Limiter then stops asking Redis for a while (1 s, doubling
 // up to 30 s while failures go on) and keeps pacing, cooldowns and the
-// learned budget in a local rail0.MemoryLimiter meanwhile, so that a dead
+// learned budget in a local ratelimit.Memory meanwhile, so that a dead
 // store costs each call nothing and the process still honours the 429s it
 // sees. Give the Redis client short DialTimeout, ReadTimeout and PoolTimeout
 // values anyway, so that connections stuck on a dead server are reclaimed.
@@ -98,7 +98,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	rail0 "github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // DefaultPrefix is the key prefix used unless WithKeyPrefix says otherwise.
@@ -110,11 +110,11 @@ const DefaultTimeout = 500 * time.Millisecond
 
 const (
 	// cooldownJitter is the share of a cooldown's length over which retries
-	// spread their admission, as documented on rail0.Reservation.Jitter.
+	// spread their admission, as documented on ratelimit.Reservation.Jitter.
 	cooldownJitter = 0.10
 	// ttlSlack is added to every key's time to live.
 	ttlSlack = time.Second
-	// The log's bounds and the idle time, as in rail0.MemoryLimiter.
+	// The log's bounds and the idle time, as in ratelimit.Memory.
 	logHorizon = 2 * time.Minute
 	maxLog     = 4096
 	idleAfter  = 10 * time.Minute
@@ -124,7 +124,7 @@ const (
 	maxBackoff   = 30 * time.Second
 )
 
-// Limiter is a rail0.Limiter backed by Redis. It is safe for concurrent use
+// Limiter is a ratelimit.Limiter backed by Redis. It is safe for concurrent use
 // and holds no rate-limit state of its own while Redis answers: any number
 // of Limiters on any number of machines that share a Redis server and a key
 // prefix share one budget.
@@ -138,7 +138,7 @@ type Limiter struct {
 	// wall is the local clock of the failure backoff.
 	wall func() time.Time
 
-	local *rail0.MemoryLimiter // used while Redis is down
+	local *ratelimit.Memory // used while Redis is down
 	mu    sync.Mutex
 	down  time.Time     // Redis is not asked before this
 	wait  time.Duration // the current backoff
@@ -147,7 +147,7 @@ type Limiter struct {
 	inflight sync.WaitGroup
 }
 
-var _ rail0.Limiter = (*Limiter)(nil)
+var _ ratelimit.Limiter = (*Limiter)(nil)
 
 // Option configures a Limiter.
 type Option func(*Limiter)
@@ -180,7 +180,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Limiter {
 	for _, o := range opts {
 		o(l)
 	}
-	l.local = rail0.NewMemoryLimiter(l.wall)
+	l.local = ratelimit.NewMemory()
 	return l
 }
 
@@ -305,15 +305,15 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 	return r.v, nil
 }
 
-// Reserve implements rail0.Limiter.
-func (l *Limiter) Reserve(ctx context.Context, r rail0.Reservation) (rail0.Admission, error) {
+// Reserve implements ratelimit.Limiter.
+func (l *Limiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
 	a, _, err := l.reserve(ctx, r)
 	return a, err
 }
 
 // reserve is Reserve that also returns the admission time on the Redis
 // clock, which tests use to check the pacing guarantee exactly.
-func (l *Limiter) reserve(ctx context.Context, r rail0.Reservation) (rail0.Admission, time.Time, error) {
+func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, time.Time, error) {
 	if l.useLocal() {
 		a, err := l.local.Reserve(ctx, r)
 		return a, l.wall().Add(a.Wait), err
@@ -335,22 +335,22 @@ func (l *Limiter) reserve(ctx context.Context, r rail0.Reservation) (rail0.Admis
 		btoi(r.FixedWindows),
 	)
 	if err != nil {
-		return rail0.Admission{}, time.Time{}, err
+		return ratelimit.Admission{}, time.Time{}, err
 	}
 	if len(res) != 7 {
-		return rail0.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 7", len(res))}
+		return ratelimit.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 7", len(res))}
 	}
-	a := rail0.Admission{
+	a := ratelimit.Admission{
 		OK:       res[0] == 1,
 		Wait:     time.Duration(res[1]) * time.Microsecond,
 		Cooldown: res[2] == 1,
 		Ticket:   res[3],
-		Budget:   rail0.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
+		Budget:   ratelimit.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
 	}
 	return a, time.UnixMicro(res[6]).Add(a.Wait), nil
 }
 
-// Release implements rail0.Limiter.
+// Release implements ratelimit.Limiter.
 func (l *Limiter) Release(ctx context.Context, partition string, ticket int64) error {
 	if ticket == 0 {
 		return nil
@@ -363,8 +363,8 @@ func (l *Limiter) Release(ctx context.Context, partition string, ticket int64) e
 	return err
 }
 
-// Observe implements rail0.Limiter.
-func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observation) (rail0.Feedback, error) {
+// Observe implements ratelimit.Limiter.
+func (l *Limiter) Observe(ctx context.Context, partition string, o ratelimit.Observation) (ratelimit.Feedback, error) {
 	if l.useLocal() {
 		return l.local.Observe(ctx, partition, o)
 	}
@@ -389,15 +389,15 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observa
 		microsCeil(o.Admitted.Period),
 	)
 	if err != nil {
-		return rail0.Feedback{}, err
+		return ratelimit.Feedback{}, err
 	}
 	if len(res) != 4 {
-		return rail0.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 4", len(res))}
+		return ratelimit.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 4", len(res))}
 	}
-	return rail0.Feedback{
+	return ratelimit.Feedback{
 		Cooldown:   time.Duration(res[0]) * time.Microsecond,
 		Distrusted: res[1] == 1,
-		Budget:     rail0.Budget{Limit: int(res[2]), Period: time.Duration(res[3]) * time.Microsecond},
+		Budget:     ratelimit.Budget{Limit: int(res[2]), Period: time.Duration(res[3]) * time.Microsecond},
 	}, nil
 }
 
@@ -470,7 +470,7 @@ local function state(key)
 end
 `
 
-// luaWindows holds the fixed-window rules of rail0.MemoryLimiter (see
+// luaWindows holds the fixed-window rules of ratelimit.Memory (see
 // windowsOf, alignedAt and confirmAligned there), over an ascending array
 // of admission times in microseconds. The clock allowance and the late
 // bound are rounded up to whole microseconds: a band a fraction of a
@@ -515,7 +515,7 @@ end
 local function opening(w, k) return k * w.period + w.early end
 -- alignedAt is the first time at or after from when a request may go. xs
 -- may leave out admissions no window from from on counts; w.size is then
--- the length of the whole log, which bounds the search as in package rail0.
+-- the length of the whole log, which bounds the search as in package ratelimit.
 local function alignedAt(xs, fu, w, from)
   local t = from
   for _ = 1, (w.size or #xs) + 3 do
@@ -541,7 +541,7 @@ local function confirmAligned(xs, fu, w, t)
 end
 `
 
-// reserveScript is the admission rule of rail0.MemoryLimiter.
+// reserveScript is the admission rule of ratelimit.Memory.
 //
 //	KEYS: state hash (cs, cu, ll, lp, fu, ct, sl), sends list
 //	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
@@ -575,7 +575,7 @@ local len = redis.call('LLEN', KEYS[2])
 -- In fixed windows, xs holds the admissions that the windows from now on
 -- count, ascending, and rs their stored strings: the list's tail, read
 -- from the end, since the log can hold thousands of older ones. The bound
--- on the log keeps them all (see reserveAligned in package rail0).
+-- on the log keeps them all (see reserveAligned in package ratelimit).
 local w, xs, rs = nil, {}, {}
 if aligned then
   w = windowsOf(limit, bper, tonumber(ARGV[3]))
@@ -608,10 +608,10 @@ end
 
 local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
 
--- Fixed windows (see reserveAligned in package rail0): slots are no longer
+-- Fixed windows (see reserveAligned in package ratelimit): slots are no longer
 -- first in, first out, so each goes into the list in order.
 if aligned then
-  -- The whole log's length bounds the search, as in package rail0; the
+  -- The whole log's length bounds the search, as in package ratelimit; the
   -- tail starts at index off.
   w.size = len
   local off = len - #xs
@@ -666,7 +666,7 @@ if ticket > 0 then
     redis.call('LREM', KEYS[2], -1, ARGV[7])
     if cu <= ticket then
       -- The slot stands, perhaps a little later (see confirmAt in package
-      -- rail0); it keeps its place in the queue.
+      -- ratelimit); it keeps its place in the queue.
       local xs = {}
       for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
       local t = math.max(ticket, now)
@@ -728,9 +728,9 @@ var releaseScript = redis.NewScript(`
 return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 `)
 
-// observeScript applies an Observation as rail0.MemoryLimiter does: the
+// observeScript applies an Observation as ratelimit.Memory does: the
 // advertised quota, the 429's estimate and distrust (see learnFrom in
-// package rail0), what the 429 says about fixed windows (see learnWindows
+// package ratelimit), what the 429 says about fixed windows (see learnWindows
 // there), and the cooldown.
 //
 //	KEYS: state hash, sends list

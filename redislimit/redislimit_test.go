@@ -24,6 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	rail0 "github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/limitclock"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // redisAddr is the server the tests use: RAIL0_REDIS_ADDR, by default the
@@ -134,14 +136,14 @@ func TestMicros(t *testing.T) {
 }
 
 // paced is a reservation under a budget of 5 per 300 ms that accepts any wait.
-func paced(partition string) rail0.Reservation {
-	b := rail0.Budget{Limit: 5, Period: 300 * time.Millisecond}
-	return rail0.Reservation{Partition: partition, Budget: b, MaxWait: time.Hour}
+func paced(partition string) ratelimit.Reservation {
+	b := ratelimit.Budget{Limit: 5, Period: 300 * time.Millisecond}
+	return ratelimit.Reservation{Partition: partition, Budget: b, MaxWait: time.Hour}
 }
 
 // reserveMany runs goroutines × n reservations on each limiter at once and
 // returns every admission time handed out, per goroutine in call order.
-func reserveMany(t *testing.T, ls []*Limiter, goroutines, n int, r rail0.Reservation) [][]time.Time {
+func reserveMany(t *testing.T, ls []*Limiter, goroutines, n int, r ratelimit.Reservation) [][]time.Time {
 	t.Helper()
 	var (
 		wg   sync.WaitGroup
@@ -251,7 +253,7 @@ func TestTwoLimitersShareOneBudget(t *testing.T) {
 // also teach a budget).
 func cool(t *testing.T, l *Limiter, partition string, d time.Duration) {
 	t.Helper()
-	if _, err := l.Observe(context.Background(), partition, rail0.Observation{Reset: d}); err != nil {
+	if _, err := l.Observe(context.Background(), partition, ratelimit.Observation{Reset: d}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -263,7 +265,7 @@ func TestFIFOThroughCooldown(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	ctx := context.Background()
 	cool(t, l, "public", time.Second)
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Jitter: 0.9, Retry: true}
+	r := ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Jitter: 0.9, Retry: true}
 	first, at1, err := l.reserve(ctx, r)
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +285,11 @@ func TestFIFOThroughCooldown(t *testing.T) {
 	if at2.Before(at1) {
 		t.Errorf("second caller admitted at %v, before the first at %v", at2, at1)
 	}
+}
+
+// memoryOn is the in-memory reference limiter reading the time from now.
+func memoryOn(now func() time.Time) *ratelimit.Memory {
+	return limitclock.NewMemory(now).(*ratelimit.Memory)
 }
 
 // fakeClock is a settable clock for the injected-time tests.
@@ -311,7 +318,7 @@ func TestCooldownNeverShortened(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true}
+	r := ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true}
 	wait := func() time.Duration {
 		t.Helper()
 		a, err := l.Reserve(ctx, r)
@@ -382,7 +389,7 @@ func TestMaxWaitRefusalRecordsNothing(t *testing.T) {
 	// The same holds when a cooldown sets the wait.
 	cool(t, l, "session:ff", time.Minute)
 	h0, s0 = dump(t, rdb, l, "session:ff")
-	a, err = l.Reserve(ctx, rail0.Reservation{Partition: "session:ff", MaxWait: time.Second})
+	a, err = l.Reserve(ctx, ratelimit.Reservation{Partition: "session:ff", MaxWait: time.Second})
 	if err != nil || a.OK || !a.Cooldown || a.Wait < 59*time.Second {
 		t.Errorf("reservation in a 1 min cooldown = %+v, %v; want refused by the cooldown", a, err)
 	}
@@ -443,8 +450,8 @@ func TestErrors(t *testing.T) {
 // op is one step of a differential sequence.
 type op struct {
 	advance time.Duration // move the clock
-	obs     *rail0.Observation
-	res     *rail0.Reservation
+	obs     *ratelimit.Observation
+	res     *ratelimit.Reservation
 	held    int  // with res or obs: the index of an earlier held ticket to confirm, report or release; -1 for none
 	release bool // give the held ticket back
 	part    string
@@ -470,7 +477,7 @@ type op struct {
 // budget, only the one its 429s teach. The clock moves more often, so
 // that slots land anywhere in their windows.
 func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
-	budgets := map[string]rail0.Budget{
+	budgets := map[string]ratelimit.Budget{
 		"public":           {Limit: 3, Period: 2 * time.Second},
 		"session:00c0ffee": {Limit: 5, Period: 5 * time.Second},
 	}
@@ -487,7 +494,7 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 		if fixed {
 			gen := fmt.Sprintf("session:%04x", i/150)
 			if i/150%2 == 1 {
-				budgets[gen] = rail0.Budget{Limit: 4, Period: 3 * time.Second}
+				budgets[gen] = ratelimit.Budget{Limit: 4, Period: 3 * time.Second}
 			}
 			parts = append(parts, gen)
 			advance = 5
@@ -497,7 +504,7 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 		case k < advance && advances:
 			ops = append(ops, op{advance: time.Duration(rng.IntN(1500)) * time.Millisecond})
 		case k < 6:
-			o := rail0.Observation{Throttled: true, RetryAfter: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond,
+			o := ratelimit.Observation{Throttled: true, RetryAfter: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond,
 				MaxCooldown: 20 * time.Second, Margin: 10 * time.Millisecond}
 			if rng.IntN(2) == 0 {
 				o.Budget = budgets[p]
@@ -519,15 +526,15 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 			}
 			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20), admitted: admitted})
 		case k < 7:
-			o := rail0.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
+			o := ratelimit.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
 			if rng.IntN(2) == 0 {
-				o.Advertised = rail0.Budget{Limit: 2 + rng.IntN(4), Period: time.Duration(1+rng.IntN(3)) * time.Second}
+				o.Advertised = ratelimit.Budget{Limit: 2 + rng.IntN(4), Period: time.Duration(1+rng.IntN(3)) * time.Second}
 			}
 			ops = append(ops, op{part: p, obs: &o, held: -1})
 		case k < 8:
 			ops = append(ops, op{part: p, release: true, held: rng.IntN(1 << 20)})
 		default:
-			r := rail0.Reservation{
+			r := ratelimit.Reservation{
 				Partition: p,
 				Jitter:    rng.Float64(),
 				MaxWait:   maxWaits[rng.IntN(len(maxWaits))],
@@ -556,12 +563,12 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 // twin replays ops on the in-memory reference and on Redis, keeping each
 // limiter's tickets for the same held slots side by side.
 type twin struct {
-	mem       *rail0.MemoryLimiter
+	mem       *ratelimit.Memory
 	red       *Limiter
 	memT      []int64
 	redT      []int64
 	parts     []string
-	admitted  []rail0.Budget // the budget each held slot was admitted under
+	admitted  []ratelimit.Budget // the budget each held slot was admitted under
 	tolerance time.Duration
 	// What the observations taught, to check the sequence exercised it.
 	distrusted, learned, reported int
@@ -604,7 +611,7 @@ func (w *twin) pick(k int, part string) (int64, int64, int) {
 }
 
 // step applies one op to both and reports a disagreement.
-func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved bool) {
+func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserved bool) {
 	t.Helper()
 	ctx := context.Background()
 	mt, rt, idx := w.pick(o.held, o.part)
@@ -688,7 +695,7 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 	return want, false
 }
 
-// allowance is rail0's clock allowance of a period: a request at a
+// allowance is the limiter's clock allowance of a period: a request at a
 // window's opening goes this long after the boundary.
 func allowance(period time.Duration) time.Duration {
 	return min(period/500, 100*time.Millisecond)
@@ -706,7 +713,7 @@ func TestDifferentialFakeClock(t *testing.T) {
 	for seed := range uint64(4) {
 		start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(seed) * 7919 * time.Millisecond)
 		clk := &fakeClock{t: start}
-		w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
+		w := &twin{mem: memoryOn(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
 		w.red.now = clk.now
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			for i, o := range genOps(mrand.New(mrand.NewPCG(6+seed, 46)), 1500, true, true) {
@@ -764,7 +771,7 @@ func TestDifferentialServerTime(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
 	clk := &fakeClock{}
-	w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 250 * time.Millisecond}
+	w := &twin{mem: memoryOn(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 250 * time.Millisecond}
 	for i, o := range genOps(mrand.New(mrand.NewPCG(7, 7)), 60, false, false) {
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {
@@ -783,8 +790,8 @@ func TestReleaseGivesSlotBack(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	b := rail0.Budget{Limit: 5, Period: time.Second}
-	r := rail0.Reservation{Partition: "public", Budget: b, MaxWait: time.Hour}
+	b := ratelimit.Budget{Limit: 5, Period: time.Second}
+	r := ratelimit.Reservation{Partition: "public", Budget: b, MaxWait: time.Hour}
 	var held []int64
 	for range 55 {
 		a, err := l.Reserve(ctx, r)
@@ -822,13 +829,13 @@ func TestReleaseGivesSlotBack(t *testing.T) {
 // came within the clock allowance of its end); and two contradicted 429s,
 // after which y keeps to the sliding rule. It returns the times, after
 // 12:00:00, at which the calls may go.
-func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixed bool) []time.Duration {
+func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y ratelimit.Limiter, fixed bool) []time.Duration {
 	t.Helper()
 	const s, ms = time.Second, time.Millisecond
 	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ctx := context.Background()
 	var got []time.Duration
-	reserve := func(l rail0.Limiter, r rail0.Reservation) rail0.Admission {
+	reserve := func(l ratelimit.Limiter, r ratelimit.Reservation) ratelimit.Admission {
 		t.Helper()
 		adm, err := l.Reserve(ctx, r)
 		if err != nil || !adm.OK {
@@ -837,9 +844,9 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 		got = append(got, clk.now().Add(adm.Wait).Sub(epoch))
 		return adm
 	}
-	refuse := func(l rail0.Limiter, r rail0.Reservation, adm rail0.Admission, retryAfter time.Duration) {
+	refuse := func(l ratelimit.Limiter, r ratelimit.Reservation, adm ratelimit.Admission, retryAfter time.Duration) {
 		t.Helper()
-		_, err := l.Observe(ctx, r.Partition, rail0.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: retryAfter,
+		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: retryAfter,
 			Budget: r.Budget, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
 		if err != nil {
 			t.Fatal(err)
@@ -847,13 +854,13 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	}
 
 	// The whole budget at each window's opening, whichever process asks.
-	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 3, Period: 10 * s}, Margin: ms, MaxWait: time.Minute, FixedWindows: fixed}
+	r := ratelimit.Reservation{Partition: "public", Budget: ratelimit.Budget{Limit: 3, Period: 10 * s}, Margin: ms, MaxWait: time.Minute, FixedWindows: fixed}
 	clk.set(epoch.Add(s))
 	for i := range 7 {
 		if i == 2 {
 			clk.advance(4 * s) // the third call comes late in the window
 		}
-		reserve([]rail0.Limiter{x, y}[i%2], r)
+		reserve([]ratelimit.Limiter{x, y}[i%2], r)
 	}
 
 	// An unpaced request refused at 21 s, with a Retry-After shorter than
@@ -862,7 +869,7 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	r.Budget.Limit = 4
 	clk.set(epoch.Add(21 * s))
 	adm := reserve(x, r)
-	adm.Budget = rail0.Budget{}
+	adm.Budget = ratelimit.Budget{}
 	refuse(x, r, adm, 2*s)
 	clk.set(epoch.Add(24 * s))
 	reserve(y, r)
@@ -871,7 +878,7 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	r.Partition = "session:ef"
 	clk.set(epoch.Add(30*s - 5*ms))
 	adm = reserve(x, r)
-	adm.Budget = rail0.Budget{}
+	adm.Budget = ratelimit.Budget{}
 	refuse(x, r, adm, 2*s)
 	clk.set(epoch.Add(33 * s))
 	reserve(y, r)
@@ -919,7 +926,7 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 // Issue 13 in Redis: in fixed windows, two Limiters sharing the store admit
-// the whole budget at each window's opening, as one MemoryLimiter does, and
+// the whole budget at each window's opening, as one ratelimit.Memory does, and
 // share the windows a 429 showed full and the fallback to the sliding rule,
 // still with one round trip per operation.
 func TestFixedWindowsAreShared(t *testing.T) {
@@ -947,7 +954,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 		if n := hook.n.Load(); n != 20 {
 			t.Errorf("%d Redis commands for 20 operations, want one each", n)
 		}
-		m := rail0.NewMemoryLimiter(clk.now)
+		m := memoryOn(clk.now)
 		return redisTimes, fixedWindowsScenario(t, clk, m, m, fixed), x
 	}
 
@@ -984,7 +991,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 }
 
 // In fixed windows, the bound on the log (maxLog admissions) keeps every
-// admission the windows still count, as in rail0.MemoryLimiter: with more
+// admission the windows still count, as in ratelimit.Memory: with more
 // slots held than that, the current window stays full.
 func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	rdb := newRedis(t)
@@ -994,7 +1001,7 @@ func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 2000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
+	r := ratelimit.Reservation{Partition: "public", Budget: ratelimit.Budget{Limit: 2000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
 	// The log of maxLog admissions that many callers would hold: the
 	// budget at 1 s and at the next window's opening, the rest in the
 	// window after.
@@ -1038,7 +1045,7 @@ func TestLearnedBudgetIsShared(t *testing.T) {
 	t.Cleanup(func() { other.Close() })
 	a, b := New(rdb, WithKeyPrefix(prefix)), New(other, WithKeyPrefix(prefix))
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour}
+	r := ratelimit.Reservation{Partition: "public", MaxWait: time.Hour}
 	var tickets []int64
 	for i := range 12 {
 		l := a
@@ -1052,15 +1059,15 @@ func TestLearnedBudgetIsShared(t *testing.T) {
 		tickets = append(tickets, adm.Ticket)
 	}
 	// The gateway let 4 through; a sees the refusals.
-	var fb rail0.Feedback
+	var fb ratelimit.Feedback
 	for _, tk := range tickets[4:] {
 		var err error
-		fb, err = a.Observe(ctx, "public", rail0.Observation{Ticket: tk, Throttled: true, RetryAfter: 30 * time.Second, Margin: 50 * time.Millisecond})
+		fb, err = a.Observe(ctx, "public", ratelimit.Observation{Ticket: tk, Throttled: true, RetryAfter: 30 * time.Second, Margin: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if fb.Budget != (rail0.Budget{Limit: 4, Period: 30 * time.Second}) {
+	if fb.Budget != (ratelimit.Budget{Limit: 4, Period: 30 * time.Second}) {
 		t.Fatalf("learned %+v, want 4 per 30s", fb.Budget)
 	}
 	// b, which saw no 429, now paces a retry at the learned budget.
@@ -1144,7 +1151,7 @@ func TestStalledRedisIsBounded(t *testing.T) {
 	clk := &fakeClock{t: time.Now()}
 	l := New(rdb, WithTimeout(time.Hour))
 	l.wall = clk.now
-	l.local = rail0.NewMemoryLimiter(clk.now)
+	l.local = memoryOn(clk.now)
 	t.Cleanup(func() {
 		stop()
 		rdb.Close()
@@ -1165,10 +1172,10 @@ func TestStalledRedisIsBounded(t *testing.T) {
 	// The store is not asked again during the backoff: the local fallback
 	// answers, and keeps the cooldowns this process sees.
 	bg := context.Background()
-	if _, err := l.Observe(bg, "public", rail0.Observation{Throttled: true, RetryAfter: 10 * time.Second}); err != nil {
+	if _, err := l.Observe(bg, "public", ratelimit.Observation{Throttled: true, RetryAfter: 10 * time.Second}); err != nil {
 		t.Fatalf("Observe during the backoff = %v, want the local fallback", err)
 	}
-	a, err := l.Reserve(bg, rail0.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true})
+	a, err := l.Reserve(bg, ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true})
 	if err != nil || !a.OK || !a.Cooldown || a.Wait < 10*time.Second {
 		t.Errorf("Reserve during the backoff = %+v, %v; want the local cooldown", a, err)
 	}

@@ -1,195 +1,14 @@
-package rail0
+package ratelimit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/limitclock"
 )
-
-// Budget is a pacing budget: at most Limit requests in any interval of
-// Period. Zero means no pacing.
-type Budget struct {
-	Limit  int
-	Period time.Duration
-}
-
-func (b Budget) enabled() bool { return b.Limit > 0 && b.Period > 0 }
-
-func (b Budget) validate(name string) error {
-	if b == (Budget{}) {
-		return nil
-	}
-	if b.Limit <= 0 || b.Period <= 0 {
-		return fmt.Errorf("rail0: %s budget needs a positive limit and period, got %d per %v", name, b.Limit, b.Period)
-	}
-	return nil
-}
-
-// Pacing holds one budget per rate-limit surface of the gateway, which
-// throttles public requests per client IP and authenticated ones per
-// session, independently.
-type Pacing struct {
-	Public  Budget
-	Session Budget
-	// Margin absorbs the spread in how long requests take to reach the
-	// gateway: a request sent less than Margin before a window's end may be
-	// counted in the next window (in the sliding rule, each period is
-	// stretched by it). Zero measures it: the longest round trip among the
-	// client's recent requests (before any, max(Period/50, 20ms)).
-	Margin time.Duration
-}
-
-// PublishedLimits returns the hosted gateway's published limits: 100 public
-// requests per 60 s per IP and 300 per 60 s per session.
-func PublishedLimits() Pacing {
-	return Pacing{
-		Public:  Budget{Limit: 100, Period: 60 * time.Second},
-		Session: Budget{Limit: 300, Period: 60 * time.Second},
-	}
-}
-
-// Limiter holds the client's rate-limit state per partition: the log of
-// admissions, the cooldown, and the budget learned from the gateway's
-// answers. The default lives in memory; an implementation backed by a shared
-// store (package redislimit) lets many processes behind one egress IP, or
-// sharing one session, respect one budget and share what they learn.
-// Implementations must be safe for concurrent use. Durations are relative,
-// so the processes sharing a limiter need not agree on the wall clock.
-type Limiter interface {
-	// Reserve returns how long to wait before sending one request on
-	// r.Partition. When it holds a slot for the request (Admission.Ticket
-	// non-zero), the caller sleeps Wait and then confirms the slot by
-	// reserving again with that Ticket: what happened during the sleep (a
-	// new 429, a lower budget) is checked then. When the wait would exceed
-	// r.MaxWait it holds nothing and reports OK false; a slot being
-	// confirmed that would have to move beyond it is given up.
-	Reserve(ctx context.Context, r Reservation) (Admission, error)
-	// Release gives back the slot of a ticket that will not be used: the
-	// caller gave up while waiting for it.
-	Release(ctx context.Context, partition string, ticket int64) error
-	// Observe records what an answer on partition said: a 429 (which closes
-	// the partition and teaches the budget) or advertised RateLimit fields.
-	Observe(ctx context.Context, partition string, o Observation) (Feedback, error)
-}
-
-// Reservation asks a Limiter for a sending slot.
-type Reservation struct {
-	// Partition is "public" or "session:" followed by a hash of the token;
-	// never the token itself.
-	Partition string
-	// Budget is the configured budget (WithPacing); the zero Budget leaves
-	// the partition to the budget the limiter learned, if any. When both
-	// exist the stricter of the two applies.
-	Budget Budget
-	// Margin stretches the period to absorb the spread of delivery delays.
-	Margin time.Duration
-	// Retry is true for the retry of a call the gateway refused: retries go
-	// before fresh calls when a partition reopens.
-	Retry bool
-	// Jitter is a uniform draw from [0, 1): a retry admitted after a
-	// cooldown waits an extra Jitter × 10% of the cooldown, its own additive
-	// jitter, so that waiters do not wake together. No draw may put a retry
-	// behind fresh calls: in fixed windows a retry holds its slot from its
-	// 429 on and fresh calls ask at the reopening; in the sliding rule fresh
-	// calls wait the whole 10%.
-	Jitter float64
-	// MaxWait is the longest acceptable wait.
-	MaxWait time.Duration
-	// FixedWindows says the gateway counts requests in fixed windows of the
-	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
-	// Limiter may then admit the whole budget in each window (bursts at the
-	// window's start) instead of keeping to the sliding rule, which is
-	// always safe and is what a Limiter that ignores the field does. The
-	// Client always sets it: that is how the RAIL0 gateway throttles.
-	FixedWindows bool
-	// Ticket confirms a slot held by an earlier Reserve whose Wait has
-	// passed; zero asks for a new slot.
-	Ticket int64
-}
-
-// Admission is a Limiter's answer.
-type Admission struct {
-	// Wait is how long to wait before sending (or, without a Ticket, before
-	// asking again).
-	Wait time.Duration
-	// OK is false when Wait exceeds the reservation's MaxWait: nothing was
-	// held and the request must not be sent.
-	OK bool
-	// Cooldown is true when a cooldown set the wait.
-	Cooldown bool
-	// Ticket identifies the slot held for the request: confirm it after
-	// Wait, Release it when giving up, and pass it in the Observation of
-	// the answer. Zero when nothing is held: a fresh call waiting for a
-	// closed partition to reopen asks again after Wait.
-	Ticket int64
-	// Budget is the budget in force on the partition, configured or
-	// learned; zero when none is known.
-	Budget Budget
-}
-
-// Observation is what one answer said about its partition.
-type Observation struct {
-	// Ticket is the admission of the request answered (Admission.Ticket);
-	// zero when it is unknown.
-	Ticket int64
-	// Throttled is true for a 429.
-	Throttled bool
-	// RetryAfter is the server's instruction on a 429, already bounded by
-	// the client's RetryAfterCap; zero when the answer carried none.
-	RetryAfter time.Duration
-	// Capped is true when the instruction was longer than the cap: the
-	// gateway's period is then unknown, and the 429 teaches no budget.
-	Capped bool
-	// MaxCooldown bounds a cooldown the limiter lengthens because the
-	// server's Retry-After proved short (the client's RetryAfterCap).
-	MaxCooldown time.Duration
-	// Advertised is the quota the answer's RateLimit fields state; zero when
-	// absent. It replaces the learned budget outright.
-	Advertised Budget
-	// Reset closes the partition for this long: the answer's RateLimit
-	// fields said the quota is exhausted until then.
-	Reset time.Duration
-	// Budget is the configured budget of the request (see Reservation).
-	Budget Budget
-	// Margin is the request's margin (see Reservation).
-	Margin time.Duration
-	// FixedWindows is the Reservation's (see there).
-	FixedWindows bool
-	// Admitted is the budget the request was admitted under
-	// (Admission.Budget); zero when it went unpaced.
-	Admitted Budget
-}
-
-// Feedback is what a Limiter concluded from an Observation.
-type Feedback struct {
-	// Cooldown is how long the partition stays closed from now; zero when
-	// it is open.
-	Cooldown time.Duration
-	// Distrusted is true when this 429 came after the previous one's
-	// Retry-After had been honoured, in the same streak: the header was
-	// short, and the cooldown was lengthened to at least twice the previous
-	// one (bounded by MaxCooldown).
-	Distrusted bool
-	// Budget is the learned budget after the observation; zero when none.
-	Budget Budget
-}
-
-// partitionFor names the rate-limit partition of a call: the gateway counts
-// anonymous requests per IP and authenticated ones per session token. The
-// token is hashed so that the limiter (possibly a shared store) never holds
-// it in clear.
-func partitionFor(token string) string {
-	if token == "" {
-		return "public"
-	}
-	sum := sha256.Sum256([]byte(token))
-	return "session:" + hex.EncodeToString(sum[:12])
-}
 
 const (
 	// logHorizon is how long the log keeps an admission for learning when
@@ -199,22 +18,27 @@ const (
 	// maxLog bounds a partition's log; a budget larger than this raises it.
 	maxLog = 4096
 	// idleAfter is how long a partition must have been unconstrained (no
-	// cooldown, no admission within its period) before MemoryLimiter
-	// forgets it, learned budget included.
+	// cooldown, no admission within its period) before Memory forgets
+	// it, learned budget included.
 	idleAfter = 10 * time.Minute
-	// sweepEvery is how often, in limiter operations, MemoryLimiter looks
-	// for idle partitions.
+	// sweepEvery is how often, in limiter operations, Memory looks for
+	// idle partitions.
 	sweepEvery = 1024
+	// retryJitter is the share of a cooldown over which the retries it
+	// held back spread their slots (see Reservation.Jitter): the additive
+	// jitter a rail0.Client adds to a server-given wait.
+	retryJitter = 0.10
 )
 
-// MemoryLimiter is the in-process Limiter: per partition, a log of admission
-// times, a cooldown deadline and the learned budget. Partitions idle for ten
+// Memory is the in-process Limiter, the one a rail0.Client uses unless
+// rail0.WithLimiter gives another: per partition, a log of admission times,
+// a cooldown deadline and the learned budget. Partitions idle for ten
 // minutes are forgotten.
 //
-// It paces in two ways. With Reservation.FixedWindows (the Client always
-// sets it), in the gateway's own windows: Rack::Attack numbers them ⌊t/P⌋
-// since the Unix epoch, so the whole budget may go at each window's opening
-// and a slot sent late in one window costs the next nothing (see
+// It paces in two ways. With Reservation.FixedWindows (a rail0.Client
+// always sets it), in the gateway's own windows: Rack::Attack numbers them
+// ⌊t/P⌋ since the Unix epoch, so the whole budget may go at each window's
+// opening and a slot sent late in one window costs the next nothing (see
 // alignedAt). This needs the gateway's clock and ours to agree within the
 // clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
 // far better). A partition where that fails (the second 429 in windows that
@@ -226,7 +50,7 @@ const (
 // b + L requests through in some interval of length P, so it either
 // overruns the gateway's window (b > 0 lets L+1 through) or never uses a
 // full window at once.
-type MemoryLimiter struct {
+type Memory struct {
 	now func() time.Time
 	mu  sync.Mutex
 	ps  map[string]*partitionState
@@ -249,18 +73,26 @@ type partitionState struct {
 	sliding     bool  // the fixed-window hypothesis failed here: the sliding rule only
 }
 
-// NewMemoryLimiter returns an empty in-memory limiter. now is the clock; nil
-// means time.Now.
-func NewMemoryLimiter(now func() time.Time) *MemoryLimiter {
-	if now == nil {
-		now = time.Now
-	}
-	return &MemoryLimiter{now: now, ps: map[string]*partitionState{}}
+// NewMemory returns an empty in-memory limiter.
+func NewMemory() *Memory { return newMemory(time.Now) }
+
+// newMemory returns an empty in-memory limiter reading the time from now.
+func newMemory(now func() time.Time) *Memory {
+	return &Memory{now: now, ps: map[string]*partitionState{}}
+}
+
+var _ Limiter = (*Memory)(nil)
+
+// init lends newMemory to the SDK's own tests in other packages (see
+// internal/limitclock): redislimit checks its Lua against Memory under one
+// injected clock.
+func init() {
+	limitclock.NewMemory = func(now func() time.Time) any { return newMemory(now) }
 }
 
 // state returns p's state, creating it, and now and then forgets idle
 // partitions. Called with m.mu held.
-func (m *MemoryLimiter) state(p string, now int64) *partitionState {
+func (m *Memory) state(p string, now int64) *partitionState {
 	m.ops++
 	if m.ops%sweepEvery == 0 {
 		m.sweep(now)
@@ -274,7 +106,7 @@ func (m *MemoryLimiter) state(p string, now int64) *partitionState {
 }
 
 // sweep forgets the partitions idle since idleAfter.
-func (m *MemoryLimiter) sweep(now int64) {
+func (m *Memory) sweep(now int64) {
 	for p, s := range m.ps {
 		if s.idle(now) {
 			delete(m.ps, p)
@@ -292,14 +124,14 @@ func (s *partitionState) idle(now int64) bool {
 }
 
 // partitions returns how many partitions the limiter holds.
-func (m *MemoryLimiter) partitions() int {
+func (m *Memory) partitions() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.ps)
 }
 
 // Reserve implements Limiter.
-func (m *MemoryLimiter) Reserve(ctx context.Context, r Reservation) (Admission, error) {
+func (m *Memory) Reserve(ctx context.Context, r Reservation) (Admission, error) {
 	if err := ctx.Err(); err != nil {
 		return Admission{}, err
 	}
@@ -311,7 +143,7 @@ func (m *MemoryLimiter) Reserve(ctx context.Context, r Reservation) (Admission, 
 }
 
 // Release implements Limiter.
-func (m *MemoryLimiter) Release(_ context.Context, partition string, ticket int64) error {
+func (m *Memory) Release(_ context.Context, partition string, ticket int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.ps[partition]; s != nil {
@@ -321,7 +153,7 @@ func (m *MemoryLimiter) Release(_ context.Context, partition string, ticket int6
 }
 
 // Observe implements Limiter.
-func (m *MemoryLimiter) Observe(_ context.Context, partition string, o Observation) (Feedback, error) {
+func (m *Memory) Observe(_ context.Context, partition string, o Observation) (Feedback, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now().UnixNano()
@@ -456,7 +288,7 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 			wait := time.Duration(s.coolUntil - now)
 			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
 		}
-		window := float64(s.coolUntil-s.coolStart) * serverJitter
+		window := float64(s.coolUntil-s.coolStart) * retryJitter
 		from = s.coolUntil + int64(window*clampUnit(r.Jitter))
 	}
 	t := alignedAt(s.log, s.fullUntil, w, from)
@@ -613,7 +445,7 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 	if n := len(log); n > 0 {
 		at = max(at, log[n-1])
 	}
-	window := float64(coolUntil-coolStart) * serverJitter
+	window := float64(coolUntil-coolStart) * retryJitter
 	if !r.Retry && coolUntil+int64(window) > now {
 		// Until the last retry's jitter has run out, a fresh call does not
 		// take a slot: it asks again then.
@@ -703,4 +535,15 @@ func (s *partitionState) close(now int64, d time.Duration) {
 	if until := now + int64(d); until > s.coolUntil {
 		s.coolStart, s.coolUntil = now, until
 	}
+}
+
+// clampUnit maps a jitter draw into [0, 1).
+func clampUnit(u float64) float64 {
+	switch {
+	case u < 0 || math.IsNaN(u):
+		return 0
+	case u >= 1:
+		return math.Nextafter(1, 0)
+	}
+	return u
 }

@@ -1,4 +1,4 @@
-package rail0
+package ratelimit
 
 import (
 	"testing"
@@ -112,16 +112,16 @@ func TestWindowsOf(t *testing.T) {
 	}
 }
 
-// Through the MemoryLimiter: in fixed windows the whole budget goes at each
+// Through the Memory: in fixed windows the whole budget goes at each
 // window's opening; the sliding rule, for the same calls, waits a period
 // after each of the first slots, so one late slot delays a slot in every
 // window after it.
-func TestMemoryLimiterFixedWindows(t *testing.T) {
+func TestMemoryFixedWindows(t *testing.T) {
 	const s = time.Second
 	b := Budget{Limit: 3, Period: 10 * s}
 	slots := func(fixed bool) []time.Duration {
 		clk := &fakeClock{t: epoch.Add(s)}
-		m := NewMemoryLimiter(clk.Now)
+		m := newMemory(clk.Now)
 		var got []time.Duration
 		for i := range 7 {
 			if i == 2 {
@@ -144,7 +144,7 @@ func TestMemoryLimiterFixedWindows(t *testing.T) {
 func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 	const s = time.Second
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	b := Budget{Limit: 4, Period: 10 * s}
 	r := Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
 	refuse := func() {
@@ -180,7 +180,7 @@ func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
 	const s = time.Second
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	r := Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
 	var tickets []Admission
 	for range 6 {
@@ -203,7 +203,7 @@ func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
 func TestOneStreakIsOneContradiction(t *testing.T) {
 	const s = time.Second
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	b := Budget{Limit: 4, Period: 10 * s}
 	r := Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
 	first, second := reserve(t, m, r), reserve(t, m, r)
@@ -236,7 +236,7 @@ func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		clk := &fakeClock{t: epoch.Add(tt.at)}
-		m := NewMemoryLimiter(clk.Now)
+		m := newMemory(clk.Now)
 		_, err := m.Observe(t.Context(), "public", Observation{Throttled: true, RetryAfter: s, Budget: b, FixedWindows: true})
 		assert.NoError(t, err)
 		assert.Equal(t, ns(tt.fullUntil), m.ps["public"].fullUntil, "429 at %v", tt.at)
@@ -249,7 +249,7 @@ func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
 func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	r := Reservation{Partition: "public", Budget: Budget{Limit: 1000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
 	var at []time.Duration
 	for range maxLog + 200 {
@@ -278,7 +278,7 @@ func TestConfirmationBeyondTheRoomGivesTheSlotUp(t *testing.T) {
 	const s = time.Second
 	for _, fixed := range []bool{true, false} {
 		clk := &fakeClock{t: epoch.Add(s)}
-		m := NewMemoryLimiter(clk.Now)
+		m := newMemory(clk.Now)
 		r := Reservation{Partition: "public", Budget: Budget{Limit: 2, Period: 10 * s}, Margin: time.Millisecond,
 			MaxWait: time.Minute, FixedWindows: fixed}
 		reserve(t, m, r)
