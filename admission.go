@@ -119,7 +119,7 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		Margin: c.margin(inForce(b, st.turn.budget)), MaxWait: room}
+		Margin: c.margin(inForce(b, st.turn.budget)), MaxWait: room, After: wait}
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)
 	cancel()
@@ -209,6 +209,12 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 // not fit what is left of the allowance or the deadline, the 429 is refused
 // now rather than after a wait that cannot end in a retry.
 func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
+	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
+		// In fixed windows the limiter holds the retry's place by count:
+		// the instruction, exactly, without jitter.
+		d.wait = min(d.wait, fb.RetryWait)
+		return d
+	}
 	if !fb.Distrusted || !d.retry || !d.rateWait {
 		return d
 	}

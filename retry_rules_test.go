@@ -522,7 +522,10 @@ func TestHTTPDateRetryAfterUsesTheServersClock(t *testing.T) {
 				require.NoError(t, err)
 				reqs := srv.requests()
 				require.Len(t, reqs, 2)
-				assert.Equal(t, 2100*time.Millisecond, reqs[1].at.Sub(reqs[0].at))
+				// The instruction read against the server's clock (2 s,
+				// not 2 s ± 30 s), without jitter: the client's limiter
+				// holds the retry's place in the window that reopens.
+				assert.Equal(t, 2*time.Second+rampWait(2*time.Second), reqs[1].at.Sub(reqs[0].at))
 				require.Len(t, ev.all(), 1)
 				assert.Equal(t, ReasonRateLimited, ev.all()[0].Reason)
 				assert.Equal(t, 2*time.Second, ev.all()[0].RetryAfter)

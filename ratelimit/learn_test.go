@@ -30,6 +30,9 @@ func TestLearnFrom(t *testing.T) {
 		sent              time.Duration
 		want              learning
 		fixed             bool // the partition paces in fixed windows
+		probing           bool // it probes beyond a learned budget
+		shared            bool // others' requests filled its windows before
+		trusted           bool // past the window after the streak that taught the windows
 	}{
 		{
 			name: "first 429: the period is Retry-After, the budget what went through before",
@@ -151,10 +154,66 @@ func TestLearnFrom(t *testing.T) {
 			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 2*s + 4*ms, fixed: true,
 			want: learning{budget: Budget{20, 2 * s}, cooldown: 2 * s, distrusted: true},
 		},
+		// Issue 21, item 1: learning that cannot starve.
+		{
+			name: "fixed windows: nothing of ours went through the first 429: one per window, others filled it",
+			log:  nil, cur: Budget{},
+			o: Observation{Throttled: true, RetryAfter: 2 * s}, sent: 0, fixed: true,
+			want: learning{budget: Budget{1, 2 * s}, cooldown: 2 * s, others: true},
+		},
+		{
+			name: "probing: the probe refused with the budget through: a sixteenth given back, at least one",
+			log:  burst(20, 0), coolStart: ns(-4 * s), cUntil: ns(-2 * s), cur: Budget{20, 2 * s},
+			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true, probing: true,
+			want: learning{budget: Budget{19, 2 * s}, cooldown: 2 * s},
+		},
+		{
+			name: "probing: the probes found room: what went through, less the sixteenth",
+			log:  burst(40, 0), coolStart: ns(-4 * s), cUntil: ns(-2 * s), cur: Budget{20, 2 * s},
+			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true, probing: true,
+			want: learning{budget: Budget{38, 2 * s}, cooldown: 2 * s},
+		},
+		{
+			name: "probing: others took part of the budget: what went through, less one",
+			log:  burst(7, 0), coolStart: ns(-4 * s), cUntil: ns(-2 * s), cur: Budget{20, 2 * s},
+			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true, probing: true,
+			want: learning{budget: Budget{6, 2 * s}, cooldown: 2 * s},
+		},
+		{
+			name: "probing: a later 429 of the streak takes the smaller count, no second yield",
+			log:  burst(7, 0), coolStart: ns(10 * ms), cUntil: ns(2 * s), cur: Budget{6, 2 * s},
+			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 0, fixed: true, probing: true,
+			want: learning{budget: Budget{6, 2 * s}, cooldown: 2 * s},
+		},
+		{
+			name: "fixed windows: a burst at the reopening refused whole (its last 429): the header is short",
+			log:  burst(20, 10*ms), coolStart: ns(10 * ms), cUntil: ns(1*s + 10*ms), cur: Budget{20, s},
+			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 1*s + 50*ms, fixed: true,
+			want: learning{budget: Budget{20, 2 * s}, cooldown: 2 * s, distrusted: true},
+		},
+		{
+			name: "fixed windows: part of the burst at the reopening went through: the window did reopen",
+			log:  append(burst(20, 10*ms), ns(1*s+50*ms)), coolStart: ns(10 * ms), cUntil: ns(1*s + 10*ms), cur: Budget{20, s},
+			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 1*s + 50*ms, fixed: true,
+			want: learning{budget: Budget{1, s}, cooldown: s},
+		},
+		{
+			name: "fixed windows: others' requests filled our windows before: no proof",
+			log:  burst(20, 10*ms), coolStart: ns(10 * ms), cUntil: ns(1*s + 10*ms), cur: Budget{20, s},
+			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 1*s + 50*ms, fixed: true, shared: true,
+			want: learning{budget: Budget{1, s}, cooldown: s, others: true},
+		},
+		{
+			name: "fixed windows: past the window after the streak that taught the windows: no proof",
+			log:  burst(20, 10*ms), coolStart: ns(10 * ms), cUntil: ns(1*s + 10*ms), cur: Budget{20, s},
+			o: Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute, Margin: 5 * ms}, sent: 1*s + 50*ms, fixed: true, trusted: true,
+			want: learning{budget: Budget{1, s}, cooldown: s, others: true},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := learnFrom(tt.log, tt.coolStart, tt.cUntil, tt.cur, tt.o, ns(tt.sent), tt.fixed)
+			e := estimate{fixed: tt.fixed, probing: tt.probing, shared: tt.shared, trusted: tt.trusted}
+			got := learnFrom(tt.log, tt.coolStart, tt.cUntil, tt.cur, tt.o, ns(tt.sent), e)
 			assert.Equal(t, tt.want, got)
 		})
 	}

@@ -41,15 +41,32 @@ const (
 // opening and a slot sent late in one window costs the next nothing (see
 // alignedAt). This needs the gateway's clock and ours to agree within the
 // clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
-// far better). A partition where that fails (the second 429 in windows that
-// by our count had room) falls back to the sliding rule, which needs no
-// clock agreement: a log of the last L send times admits a request only
-// when the L-th previous one is at least P old, which is exactly "at most L
-// in any interval of P", so no fixed window of P can see more than L. Why
-// not golang.org/x/time/rate: a token bucket of rate L/P and burst b lets
-// b + L requests through in some interval of length P, so it either
-// overruns the gateway's window (b > 0 lets L+1 through) or never uses a
-// full window at once.
+// far better). A partition whose budget is stated rather than learned
+// (configured at its ceiling, or advertised by RateLimit fields) and where
+// that fails (the second 429 in windows that by our count had room) falls
+// back to the sliding rule, which needs no clock agreement: a log of the
+// last L send times admits a request only when the L-th previous one is at
+// least P old, which is exactly "at most L in any interval of P", so no
+// fixed window of P can see more than L. A partition that probes a learned
+// budget (see probes) takes such refusals for other clients' requests,
+// which look the same from here, and keeps the windows. Why not
+// golang.org/x/time/rate: a token bucket of rate L/P and burst b lets b + L
+// requests through in some interval of length P, so it either overruns the
+// gateway's window (b > 0 lets L+1 through) or never uses a full window at
+// once.
+//
+// Why not the adaptive rate of aws-sdk-go-v2's retry package either: it
+// cuts a token bucket's rate to 0.7 of the measured rate on a throttle and
+// grows it back along a cubic curve that returns to the rate of the last
+// throttle and then keeps rising, so it never stops probing, which is what
+// lets it find room others left. Its rate and bucket are the wrong shape
+// for a gateway that counts fixed windows (above), and its decrease on every
+// throttle would cost a client alone at its limit a fifth of each window.
+// Memory keeps the idea (decrease on a 429, probe without end) in the
+// gateway's own units: one request beyond the learned budget per window,
+// one more per round trip while the window has room, and a decrease of a
+// sixteenth (at least one request) on a 429, which evens out unequal shares
+// while costing a client alone one refused request per window.
 type Memory struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -71,6 +88,17 @@ type partitionState struct {
 	fullUntil   int64 // the end of the latest window a 429 showed full
 	contradicts int   // 429s in fixed windows that by our count had room
 	sliding     bool  // the fixed-window hypothesis failed here: the sliding rule only
+
+	// Probing (see probes).
+	advertised bool          // the learned budget is what RateLimit fields said: not probed
+	shared     bool          // others' requests have filled our windows
+	probeFrom  int64         // probes start with the window opening at or after this
+	rampFrom   int64         // the window before probeFrom ramps from then: every retry of the streak has gone
+	undoubled  time.Duration // the period before a short Retry-After doubled it
+	// The cooldown the partition last reopened from, and the budget then:
+	// what a refusal right after a reopening is judged against.
+	reopenStart, reopenUntil int64
+	reopenBudget             Budget
 }
 
 // NewMemory returns an empty in-memory limiter.
@@ -271,7 +299,7 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 // the streak holds its slot, so fresh calls only get what the retries
 // leave, in whatever order the jitter sends the retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
-	w := windowsOf(b, r.Margin)
+	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin)
 	// The bound on the log's length must not drop admissions that the
 	// current and later windows count: with more than maxLog slots held,
 	// it would reopen the current window.
@@ -288,9 +316,12 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 			wait := time.Duration(s.coolUntil - now)
 			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
 		}
-		window := float64(s.coolUntil-s.coolStart) * retryJitter
-		from = s.coolUntil + int64(window*clampUnit(r.Jitter))
+		// The retry's place is its rank in the window that reopens,
+		// held from its 429 on: no jitter in time (see
+		// Feedback.RetryWait).
+		from = s.coolUntil
 	}
+	from = max(from, now+int64(max(r.After, 0)))
 	t := alignedAt(s.log, s.fullUntil, w, from)
 	wait := time.Duration(t - now)
 	if wait > r.MaxWait {
@@ -298,6 +329,53 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	}
 	s.insert(t)
 	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
+// probes reports whether the partition looks for room beyond its learned
+// budget: when the budget was learned from 429s (not advertised by
+// RateLimit fields, which state it) and is below the configured one, if
+// any, which is a ceiling. A budget learned from one window is the share
+// this client had then; the others behind the same budget may since have
+// fallen silent, and nothing but a request beyond the share can tell.
+func (s *partitionState) probes(configured Budget) bool {
+	return s.learned.enabled() && !s.advertised && !s.sliding &&
+		(!configured.enabled() || s.learned.Limit < configured.Limit)
+}
+
+// probeWindows is w with the probing geometry when the partition probes:
+// one admission beyond the budget at each window's opening, racing the
+// other clients' bursts, and while no 429 shows the window full, one more
+// every margin (at least a millisecond) after it, so that each probe's
+// answer is back before the next goes, up to the configured budget.
+func (s *partitionState) probeWindows(w windows, configured Budget, margin time.Duration) windows {
+	if !s.probes(configured) {
+		return w
+	}
+	w.step = int64(max(margin, time.Millisecond))
+	w.from, w.clean = s.probeFrom, s.rampFrom
+	w.ceiling = math.MaxInt
+	if configured.enabled() {
+		w.ceiling = configured.Limit
+	}
+	return w
+}
+
+// unexplained reports whether a 429 for a request sent at sent, admitted
+// under the budget admitted, came at now while fewer of our requests sent
+// by then than that budget may have been counted in its window: someone
+// else's requests filled it (or the gateway's windows are not where we
+// think). Slots held for later in the window are not sent yet.
+func (s *partitionState) unexplained(admitted Budget, margin time.Duration, sent, now int64) bool {
+	if !admitted.enabled() {
+		return false
+	}
+	w := windowsOf(admitted, margin)
+	for k := w.first(sent); k <= w.last(sent); k++ {
+		if w.count(s.log, k, now+1) >= w.limit {
+			return false // our own requests filled it
+		}
+	}
+	return true
 }
 
 // insert adds an admission at t, keeping the log in order.
@@ -322,6 +400,12 @@ func clockAllowance(period time.Duration) time.Duration {
 type windows struct {
 	limit               int
 	period, early, late int64
+	// Probing (see probeAt): when step is positive, the windows from the
+	// one before from on admit beyond limit, one admission at a time, up
+	// to ceiling, until a 429 shows them full.
+	step, from int64
+	clean      int64 // when the last retry of the streak before from goes
+	ceiling    int
 }
 
 // windowsOf is the geometry of b's windows for a request with this margin.
@@ -348,6 +432,44 @@ func (w windows) count(log []int64, k, until int64) int {
 // opening is the first time a request counted only in window k may go.
 func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 
+// probeAt is when window k, holding n admissions (n at least the budget),
+// may take one more, among the admissions of the log before until: ok is
+// false when the window is not probed, or the time would come too late (in
+// the band at its end, where a request is counted in the next window too).
+// The first admission beyond the budget goes at the window's opening when
+// nothing the window holds is later, racing the other clients' bursts;
+// each further one goes a step after the window's latest admission, so that
+// a probe never goes before a retry whose place the window holds, and each
+// probe's answer is back before the next one goes. The window before from
+// is the clean one, right after a 429 taught the windows: every client goes
+// at the share it learned, and its first probe goes only a step after
+// every retry of the streak (clean) has gone, so that nobody's retry finds
+// the window taken by another client's probes.
+func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool) {
+	if w.step <= 0 || k*w.period < w.from-w.period || n >= w.ceiling {
+		return 0, false
+	}
+	open := w.opening(k)
+	last := open
+	if j, _ := slices.BinarySearch(log, min((k+1)*w.period+w.early, until)); j > 0 && log[j-1] >= k*w.period-w.late {
+		last = max(last, log[j-1])
+	}
+	t := last + w.step
+	switch {
+	case k*w.period < w.from:
+		t = max(t, w.clean+w.step)
+	case n == w.limit:
+		// The first probe goes with the window's latest slot: at the
+		// opening, or with the retry of a request refused late in the
+		// window before.
+		t = last
+	}
+	if t >= (k+1)*w.period-w.late {
+		return 0, false
+	}
+	return t, true
+}
+
 // floorDiv is ⌊a/b⌋ for b > 0.
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -371,16 +493,25 @@ func floorDiv(a, b int64) int64 {
 // nothing later, so the makespan stays at the floor plus the allowance.
 func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
 	t := from
-	for range len(log) + 3 {
+	for range 2*len(log) + 3 {
 		if t-w.early < fullUntil {
 			t = max(t, fullUntil+w.early)
 		}
 		moved := false
 		for k := w.first(t); k <= w.last(t); k++ {
-			if w.count(log, k, math.MaxInt64) >= w.limit {
-				t, moved = w.opening(k+1), true
+			n := w.count(log, k, math.MaxInt64)
+			if n < w.limit {
+				continue
+			}
+			if p, ok := w.probeAt(log, k, n, math.MaxInt64); ok {
+				if t >= p {
+					continue
+				}
+				t, moved = p, true
 				break
 			}
+			t, moved = w.opening(k+1), true
+			break
 		}
 		if !moved {
 			return t
@@ -400,9 +531,14 @@ func confirmAligned(log []int64, fullUntil int64, w windows, t int64) int64 {
 		return alignedAt(log, fullUntil, w, t)
 	}
 	for k := w.first(t); k <= w.last(t); k++ {
-		if w.count(log, k, t+1) >= w.limit {
-			return alignedAt(log, fullUntil, w, w.opening(k+1))
+		n := w.count(log, k, t+1)
+		if n < w.limit {
+			continue
 		}
+		if p, ok := w.probeAt(log, k, n, t+1); ok && t >= p {
+			continue
+		}
+		return alignedAt(log, fullUntil, w, t)
 	}
 	return t
 }
@@ -466,59 +602,111 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 func (s *partitionState) observe(o Observation, now int64) Feedback {
 	s.touched = now
 	if o.Advertised.enabled() {
-		s.learned = o.Advertised
+		s.learned, s.advertised = o.Advertised, true
 	}
 	fb := Feedback{}
 	cool := o.Reset
 	if o.Throttled {
+		if now >= s.coolUntil {
+			// The first 429 since the partition reopened.
+			s.reopenStart, s.reopenUntil, s.reopenBudget = s.coolStart, s.coolUntil, effective(o.Budget, s.learned)
+		}
 		sent := now
 		if i := s.index(o.Ticket); i >= 0 {
 			sent = s.log[i]
 			s.log = slices.Delete(s.log, i, i+1) // refused: it used no budget
 		}
-		l := learnFrom(s.log, s.coolStart, s.coolUntil, effective(o.Budget, s.learned), o, sent, o.FixedWindows && !s.sliding)
+		fixed := o.FixedWindows && !s.sliding
+		unexplained := fixed && s.unexplained(o.Admitted, o.Margin, sent, now)
+		// A short Retry-After is proved only in the first window after
+		// a streak taught the partition its windows: from then on a
+		// refusal at a reopening is others' requests (see probes).
+		e := estimate{fixed: fixed, probing: fixed && s.probes(o.Budget), shared: s.shared,
+			trusted: fixed && s.coolUntil > 0 && sent >= s.probeFrom, now: now,
+			reopenStart: s.reopenStart, reopenUntil: s.reopenUntil, reopened: s.reopenBudget}
+		cur, first := effective(o.Budget, s.learned), s.coolUntil == 0
+		l := learnFrom(s.log, s.coolStart, s.coolUntil, cur, o, sent, e)
 		if l.budget.enabled() && !o.Advertised.enabled() {
-			s.learned = l.budget
+			s.learned, s.advertised = l.budget, false
+		}
+		switch {
+		case l.distrusted && fixed:
+			s.undoubled = cur.Period
+		case l.others || unexplained && e.trusted:
+			// Others' requests fill our windows (in the window right
+			// after the streak, a refusal with some of ours through may
+			// yet prove a short Retry-After: see distrustWindows), and a
+			// period a refusal at a reopening doubled was theirs too.
+			s.shared = true
+			if s.undoubled > 0 && s.learned.Period > s.undoubled {
+				s.learned.Period = s.undoubled
+			}
+			s.undoubled = 0
 		}
 		if l.cooldown > 0 {
 			cool = l.cooldown
 		}
 		fb.Distrusted = l.distrusted
 		if o.FixedWindows {
-			s.learnWindows(o.Admitted, effective(o.Budget, s.learned), o.Margin, sent, now, l.distrusted)
+			after := effective(o.Budget, s.learned)
+			s.learnWindows(after, unexplained, e.probing, l.distrusted, sent, now)
+			if fixed && after.enabled() {
+				if first || l.distrusted {
+					// The window after the one the 429 showed full
+					// is the clean one: every client paces at the
+					// share it learned, and probes start after it.
+					s.probeFrom, s.rampFrom = s.fullUntil+int64(after.Period), 0
+				}
+				if now < s.probeFrom-int64(after.Period) {
+					// A 429 of the streak: its retry goes a
+					// Retry-After on, into the clean window.
+					s.rampFrom = max(s.rampFrom, now+int64(o.RetryAfter))
+				}
+				if !s.sliding && !l.distrusted && cool <= after.Period {
+					// Rack::Attack's Retry-After is the whole period, not
+					// the time left: the window the 429 showed full ends
+					// sooner, and the next one opens for the partition then.
+					cool = min(cool, time.Duration(s.fullUntil+int64(clockAllowance(after.Period))-now))
+				}
+				if clean := s.probeFrom - int64(after.Period); l.others && now < clean {
+					// Nothing of ours went through: the others' shares
+					// fill the clean window; ours starts with its ramp.
+					open := clean + int64(clockAllowance(after.Period))
+					ramp := max(open, s.rampFrom) + int64(max(o.Margin, time.Millisecond))
+					cool = max(cool, time.Duration(ramp-now))
+				}
+			}
 		}
 	}
 	s.close(now, cool)
 	fb.Cooldown, fb.Budget = time.Duration(max(s.coolUntil-now, 0)), s.learned
+	if o.Throttled && o.FixedWindows && !s.sliding && !fb.Distrusted && s.learned.enabled() {
+		fb.RetryWait = o.RetryAfter
+	}
 	return fb
 }
 
-// learnWindows is what a 429 says about fixed windows, given the budget the
-// refused request was admitted under and the one in force after the 429.
-// The window it arrived in is full: the latest it may have arrived in, at
-// now in the gateway's clock, which may be ahead of ours by the clock
-// allowance, to be safe. And when the request was paced and, by our count,
-// the windows it may have been counted in had room under its budget, the
-// budget was too high (the estimator lowers it) or the gateway's windows
-// are not where we think: the second such refusal not explained by a short
-// Retry-After ends the hypothesis for the partition, which keeps to the
-// sliding rule until it is forgotten.
-func (s *partitionState) learnWindows(admitted, after Budget, margin time.Duration, sent, now int64, distrusted bool) {
+// learnWindows is what a 429 says about fixed windows, given the budget in
+// force after it. The window it arrived in is full: the latest it may have
+// arrived in, at now in the gateway's clock, which may be ahead of ours by
+// the clock allowance, to be safe. And a refusal our own count does not
+// explain (see unexplained) that is not part of a streak already counted
+// nor explained by a short Retry-After contradicts the windows: the budget
+// was too high (the estimator lowers it) or the gateway's windows are not
+// where we think. On a partition that probes, such a refusal is taken for
+// other clients' requests (see probes); otherwise the second one ends the
+// hypothesis for the partition, which keeps to the sliding rule until it is
+// forgotten.
+func (s *partitionState) learnWindows(after Budget, unexplained, probing, distrusted bool, sent, now int64) {
 	if !after.enabled() || s.sliding {
 		return
 	}
 	p := int64(after.Period)
 	s.fullUntil = max(s.fullUntil, (floorDiv(now+int64(clockAllowance(after.Period)), p)+1)*p)
-	if distrusted || !admitted.enabled() || sent <= s.coolStart {
+	if !unexplained || probing || distrusted || sent <= s.coolStart {
 		// A request sent before the partition last closed belongs to a
 		// streak that has taught its lesson already.
 		return
-	}
-	w := windowsOf(admitted, margin)
-	for k := w.first(sent); k <= w.last(sent); k++ {
-		if w.count(s.log, k, math.MaxInt64) >= w.limit {
-			return // our own requests filled it
-		}
 	}
 	s.contradicts++
 	if s.contradicts >= 2 {

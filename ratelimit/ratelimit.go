@@ -16,12 +16,24 @@
 // are the reference that redislimit runs in Lua. In short: the gateway
 // throttles in fixed windows aligned on the Unix epoch (Rack::Attack), so a
 // partition admits its whole budget at each window's opening; on a 429 the
-// partition closes for the gateway's Retry-After, its retries hold their
-// slots in the window that reopens before fresh calls ask again, and the
-// budget is learned from what got through in the refused request's window;
-// a short Retry-After is not trusted twice. The README's "Rate limits"
-// section and docs/ratelimit.md give the rules and their failure modes in
-// full.
+// partition closes until the refused request's window ends, its retries
+// hold their places in the window that reopens before fresh calls ask
+// again, and the budget is learned from what got through in that window; a
+// short Retry-After is not trusted twice.
+//
+// A budget learned from one window is the share this client had then, and
+// several processes behind one budget that share nothing each learn only
+// theirs. So a learned budget is probed: each window takes one request
+// beyond it at its opening (racing the other clients' requests), and while
+// no 429 shows the window full, one more every round trip after it; a 429
+// then teaches what went through, less a sixteenth (at least one), which
+// the probes of every client share again. That keeps every process near
+// its fair part, lets a process take the others' parts back within the
+// window they fall silent in, and costs a client alone behind its budget one
+// refused request per window in which more calls wait than the budget
+// admits: no client can tell others that fell silent from no others
+// without sending one request more. The README's "Rate limits" section and
+// docs/ratelimit.md give the rules and their failure modes in full.
 package ratelimit
 
 import (
@@ -77,15 +89,20 @@ type Reservation struct {
 	// Retry is true for the retry of a call the gateway refused: retries go
 	// before fresh calls when a partition reopens.
 	Retry bool
-	// Jitter is a uniform draw from [0, 1): a retry admitted after a
-	// cooldown waits an extra Jitter × 10% of the cooldown, its own additive
-	// jitter, so that waiters do not wake together. No draw may put a retry
-	// behind fresh calls: in fixed windows a retry holds its slot from its
-	// 429 on and fresh calls ask at the reopening; in the sliding rule fresh
-	// calls wait the whole 10%.
+	// Jitter is a uniform draw from [0, 1): under the sliding rule, a
+	// retry admitted after a cooldown waits an extra Jitter × 10% of the
+	// cooldown, its own additive jitter, so that waiters do not wake
+	// together, and fresh calls wait the whole 10%, so that no draw puts a
+	// retry behind them. In fixed windows a retry's place is its rank in
+	// the window that reopens, held from its 429 on, and it goes at its
+	// Retry-After (see Feedback.RetryWait): no jitter.
 	Jitter float64
 	// MaxWait is the longest acceptable wait.
 	MaxWait time.Duration
+	// After is how long from now the request will go at the earliest: a
+	// retry's slot, held when its 429 arrives, is not taken before its
+	// Retry-After has passed. A Limiter holds no slot earlier.
+	After time.Duration
 	// FixedWindows says the gateway counts requests in fixed windows of the
 	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
 	// Limiter may then admit the whole budget in each window (bursts at the
@@ -163,4 +180,12 @@ type Feedback struct {
 	Distrusted bool
 	// Budget is the learned budget after the observation; zero when none.
 	Budget Budget
+	// RetryWait is how long the refused request waits before its retry
+	// when the limiter keeps the gateway's fixed windows for the
+	// partition: the Retry-After exactly. The retry's place in the window
+	// that reopens is held by count, so spreading retries in time (the
+	// additive jitter a client adds to a server-given wait) buys nothing
+	// there and only delays the window's last calls. Zero leaves the wait
+	// to the client's retry policy.
+	RetryWait time.Duration
 }

@@ -550,6 +550,11 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 				r.Budget = budgets[p]
 			}
 			r.FixedWindows = fixed && rng.IntN(5) > 0
+			if r.Retry && rng.IntN(2) == 0 {
+				// A retry's slot, held when its 429 came: not before its
+				// Retry-After.
+				r.After = time.Duration(rng.IntN(3000)) * time.Millisecond
+			}
 			held := -1
 			if rng.IntN(3) == 0 {
 				held = rng.IntN(1 << 20)
@@ -576,6 +581,44 @@ type twin struct {
 	// window full, contradictions, fallbacks to the sliding rule, and
 	// slots placed at a window's opening.
 	filled, contradicted, fellBack, openings int
+	// What the probing rules did: slots beyond the budget in their window,
+	// 429s that showed others' requests, short Retry-Afters proved in fixed
+	// windows and doubled periods restored, retry waits given.
+	probed, shared, doubled, undoubled, retryWaits int
+}
+
+// fields reads some of a partition's state fields from Redis.
+func (w *twin) fields(t *testing.T, part string, names ...string) []int64 {
+	t.Helper()
+	state, _ := w.red.keys(part)
+	v, err := w.red.rdb.HMGet(context.Background(), state, names...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(v))
+	for i, x := range v {
+		s, _ := x.(string)
+		out[i], _ = strconv.ParseInt(s, 10, 64)
+	}
+	return out
+}
+
+// inWindow counts the slots Redis holds in the window of period p (µs)
+// that holds the slot at ticket (µs).
+func (w *twin) inWindow(t *testing.T, part string, ticket, p int64) int {
+	t.Helper()
+	_, sends := w.red.keys(part)
+	xs, err := w.red.rdb.LRange(context.Background(), sends, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, n := ticket/p, 0
+	for _, x := range xs {
+		if v, _ := strconv.ParseInt(x, 10, 64); v/p == k {
+			n++
+		}
+	}
+	return n
 }
 
 // windows reads a partition's fixed-window state from Redis.
@@ -633,6 +676,7 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 			mo.Admitted, ro.Admitted = w.admitted[idx], w.admitted[idx]
 		}
 		fu0, ct0, sl0 := w.windows(t, o.part)
+		before := w.fields(t, o.part, "sh", "ud", "lp")
 		want, err := w.mem.Observe(ctx, o.part, mo)
 		if err != nil {
 			t.Fatal(err)
@@ -641,11 +685,24 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance {
+		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance ||
+			(got.RetryWait-want.RetryWait).Abs() > w.tolerance {
 			t.Fatalf("step %d observe %+v: redis %+v, memory %+v", i, mo, got, want)
 		}
 		if want.Distrusted {
 			w.distrusted++
+		}
+		after := w.fields(t, o.part, "sh", "ud", "lp")
+		switch {
+		case after[0] > before[0]:
+			w.shared++
+		case after[1] > 0 && before[1] == 0:
+			w.doubled++
+		case after[1] == 0 && before[1] > 0 && after[2] < before[2]:
+			w.undoubled++
+		}
+		if want.RetryWait > 0 {
+			w.retryWaits++
 		}
 		if want.Budget.Limit > 1 {
 			w.learned++
@@ -688,6 +745,9 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 			if p := want.Budget.Period.Microseconds(); mr.FixedWindows && want.Wait > 0 && p > 0 &&
 				got.Ticket%p == allowance(want.Budget.Period).Microseconds() {
 				w.openings++
+			}
+			if p := want.Budget.Period.Microseconds(); mr.FixedWindows && p > 0 && w.inWindow(t, o.part, got.Ticket, p) > want.Budget.Limit {
+				w.probed++
 			}
 		}
 		return want, true
@@ -744,6 +804,11 @@ func TestDifferentialFakeClock(t *testing.T) {
 		all.contradicted += w.contradicted
 		all.fellBack += w.fellBack
 		all.openings += w.openings
+		all.probed += w.probed
+		all.shared += w.shared
+		all.doubled += w.doubled
+		all.undoubled += w.undoubled
+		all.retryWaits += w.retryWaits
 	}
 	// The sequences must exercise every branch for the comparison to mean
 	// anything.
@@ -756,6 +821,14 @@ func TestDifferentialFakeClock(t *testing.T) {
 		t.Errorf("fixed windows too tame: %d 429s filled a window, %d contradicted, %d fell back, %d slots at an opening",
 			w.filled, w.contradicted, w.fellBack, w.openings)
 	}
+	// Short Retry-Afters proved in fixed windows need a scripted sequence
+	// (TestProbingIsShared).
+	if w.probed == 0 || w.shared == 0 || w.retryWaits == 0 {
+		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits",
+			w.probed, w.shared, w.retryWaits)
+	}
+	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d retry waits",
+		w.probed, w.shared, w.doubled, w.undoubled, w.retryWaits)
 	t.Logf("%d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported; "+
 		"fixed windows: %d filled, %d contradicted, %d fell back, %d at an opening",
 		refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported, w.filled, w.contradicted, w.fellBack, w.openings)
@@ -883,16 +956,33 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y ratelimit.Limiter, 
 	clk.set(epoch.Add(33 * s))
 	reserve(y, r)
 
-	// Two paced requests refused although their windows had room: after
-	// the second, y keeps to the sliding rule.
+	// Two requests paced at a budget the gateway advertises, refused
+	// although their windows had room: after the second, y keeps to the
+	// sliding rule. (A budget learned from 429s is probed instead, and such
+	// refusals are taken for others' requests.)
 	r.Partition = "session:cd"
+	r.Budget = ratelimit.Budget{}
+	advertised := ratelimit.Budget{Limit: 4, Period: 10 * s}
+	if _, err := x.Observe(ctx, r.Partition, ratelimit.Observation{Advertised: advertised}); err != nil {
+		t.Fatal(err)
+	}
+	refuseAdvertised := func(l ratelimit.Limiter, adm ratelimit.Admission) {
+		t.Helper()
+		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
+			Advertised: advertised, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	clk.set(epoch.Add(s))
 	reserve(x, r)
-	refuse(y, r, reserve(y, r), 10*s)
+	refuseAdvertised(y, reserve(y, r))
 	clk.set(epoch.Add(25 * s))
-	refuse(x, r, reserve(x, r), 10*s)
+	refuseAdvertised(x, reserve(x, r))
 	clk.set(epoch.Add(36 * s))
-	reserve(y, r)
+	for range 4 {
+		reserve(y, r)
+	}
 	reserve(y, r)
 	return got
 }
@@ -950,9 +1040,9 @@ func TestFixedWindowsAreShared(t *testing.T) {
 		x.now, y.now = clk.now, clk.now
 		hook.n.Store(0)
 		redisTimes = fixedWindowsScenario(t, clk, x, y, fixed)
-		// 15 reservations and 5 observations.
-		if n := hook.n.Load(); n != 20 {
-			t.Errorf("%d Redis commands for 20 operations, want one each", n)
+		// 18 reservations and 6 observations.
+		if n := hook.n.Load(); n != 24 {
+			t.Errorf("%d Redis commands for 24 operations, want one each", n)
 		}
 		m := memoryOn(clk.now)
 		return redisTimes, fixedWindowsScenario(t, clk, m, m, fixed), x
@@ -961,9 +1051,13 @@ func TestFixedWindowsAreShared(t *testing.T) {
 	got, mem, x := run(true)
 	want := []time.Duration{
 		s, s, 5 * s, 10*s + 20*ms, 10*s + 20*ms, 10*s + 20*ms, 20*s + 20*ms, // the budget at each opening
-		21 * s, 30*s + 20*ms, // y skips the window x's 429 showed full
-		30*s - 5*ms, 40*s + 20*ms,
-		s, s, 25 * s, 36 * s, 46*s + ms, // y keeps to the sliding rule: a period after 36 s, not 40 s
+		// y skips the window x's 429 showed full; nothing of the
+		// partition's went through it, so its next one starts with the
+		// window's probes, a step (the margin) after the opening.
+		21 * s, 30*s + 21*ms,
+		30*s - 5*ms, 40*s + 21*ms,
+		// y keeps to the sliding rule: a period after 36 s, not 40 s.
+		s, s, 25 * s, 36 * s, 36 * s, 36 * s, 36 * s, 46*s + ms,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("fixed windows through Redis: admissions at %v, want %v", got, want)
@@ -983,7 +1077,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 		s, s, 5 * s, 11*s + ms, 11*s + ms, 15*s + ms, 21*s + 2*ms,
 		21 * s, 24 * s,
 		30*s - 5*ms, 33 * s,
-		s, s, 25 * s, 36 * s, 46*s + ms,
+		s, s, 25 * s, 36 * s, 36 * s, 36 * s, 36 * s, 46*s + ms,
 	}
 	if !slices.Equal(got, want) || !slices.Equal(mem, want) {
 		t.Errorf("sliding rule: admissions at %v through Redis and %v in memory, want %v", got, mem, want)
@@ -1247,5 +1341,181 @@ func TestTinyDeadlineDoesNotMarkTheStoreDown(t *testing.T) {
 	}
 	if l.useLocal() {
 		t.Fatal("a caller's tiny deadline marked the store down")
+	}
+}
+
+// probingScenario drives one partition through issue 21's rules on l: a
+// window whose 429s teach the share that went through, the clean window
+// after it (the share at its opening, a probe once the streak's retries
+// have gone), a window that probes one beyond the share at its opening and
+// gives back a sixteenth when the probe is refused, a short Retry-After
+// proved by a burst refused whole, and a partition whose first 429 let none
+// of its requests through. It returns every admission's time and every
+// feedback, in order.
+func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.Duration, []ratelimit.Feedback) {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	var at []time.Duration
+	var fbs []ratelimit.Feedback
+	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
+	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
+		t.Helper()
+		adm, err := l.Reserve(ctx, r)
+		if err != nil || !adm.OK {
+			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
+		}
+		at = append(at, clk.now().Add(adm.Wait).Sub(epoch))
+		return adm
+	}
+	refuse := func(adm ratelimit.Admission, ra time.Duration) {
+		t.Helper()
+		fb, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: ra,
+			MaxCooldown: time.Minute, Margin: ms, FixedWindows: true, Admitted: adm.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fbs = append(fbs, fb)
+	}
+	// The first window: five go unpaced, the last two are refused.
+	clk.set(epoch)
+	var adms []ratelimit.Admission
+	for range 5 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	retry := r
+	retry.Retry, retry.After = true, 2*s
+	for _, adm := range adms[3:] {
+		refuse(adm, 2*s)
+		reserve(retry) // the retry's slot, held for its Retry-After
+	}
+	// The clean window: one fresh call goes at its opening with the two
+	// retries; a fourth is the probe, a step after the retries.
+	clk.set(epoch.Add(2*s + 4*ms))
+	reserve(r)
+	probe := reserve(r)
+	clk.set(epoch.Add(2*s + 20*ms))
+	refuse(probe, 2*s)
+	// The next window probes one beyond the share at its opening, and its
+	// refusal gives a sixteenth back (at least one).
+	clk.set(epoch.Add(4*s + 4*ms))
+	for range 4 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(4*s + 10*ms))
+	refuse(probe, 2*s)
+
+	// A gateway whose Retry-After is half its window: the burst at the
+	// reopening is refused whole, and its last 429 proves the header short.
+	r.Partition = "session:ab"
+	clk.set(epoch.Add(10 * s))
+	adms = adms[:0]
+	for range 4 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	refuse(adms[3], s)
+	clk.set(epoch.Add(11*s + 10*ms))
+	adms = adms[:0]
+	for range 3 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms {
+		refuse(adm, s)
+	}
+	// Later, a refusal with one of ours sent in its window, fewer than the
+	// budget (three retries hold slots later in it, not sent yet): others'
+	// requests, so the doubling was theirs too, and the period goes back.
+	clk.set(epoch.Add(16 * s))
+	reserve(r)
+	adm := reserve(r)
+	later := r
+	later.Retry, later.After = true, s
+	for range 3 {
+		reserve(later)
+	}
+	clk.advance(10 * ms)
+	refuse(adm, s)
+
+	// A partition whose first 429 let none of its requests through: one
+	// per window, from the probes of the window after the next.
+	r.Partition = "session:cd"
+	clk.set(epoch.Add(20 * s))
+	refuse(reserve(r), 2*s)
+	clk.set(epoch.Add(21 * s))
+	reserve(r)
+	return at, fbs
+}
+
+// Issue 21, item 1, in Redis: the probing rules run in Lua exactly as in
+// ratelimit.Memory, so every process sharing a store probes together.
+func TestProbingIsShared(t *testing.T) {
+	rdb := newRedis(t)
+	const s, ms = time.Second, time.Millisecond
+	clk := &fakeClock{}
+	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	red.now = clk.now
+	got, gotFb := probingScenario(t, clk, red)
+	want, wantFb := probingScenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) {
+		t.Errorf("admissions through Redis at %v, in memory at %v", got, want)
+	}
+	if len(gotFb) != len(wantFb) {
+		t.Fatalf("%d feedbacks through Redis, %d in memory", len(gotFb), len(wantFb))
+	}
+	for i := range wantFb {
+		g, w := gotFb[i], wantFb[i]
+		if g.Budget != w.Budget || g.Distrusted != w.Distrusted || (g.Cooldown-w.Cooldown).Abs() > 2*time.Microsecond ||
+			(g.RetryWait-w.RetryWait).Abs() > 2*time.Microsecond {
+			t.Errorf("feedback %d: redis %+v, memory %+v", i, g, w)
+		}
+	}
+	wantAt := []time.Duration{
+		0, 0, 0, 0, 0, // the first window, unpaced
+		2*s + 10*ms, 2*s + 10*ms, // the two retries, held for their Retry-After
+		2*s + 4*ms, 2*s + 11*ms, // the clean window: the share, then a probe after the retries
+		4*s + 4*ms, 4*s + 4*ms, 4*s + 4*ms, 4*s + 5*ms, // the share (2), one beyond at the opening, one a step later
+		10 * s, 10 * s, 10 * s, 10 * s, // session:ab: unpaced
+		11*s + 10*ms, 11*s + 10*ms, 11*s + 10*ms, // its reopening, refused whole
+		16 * s, 16 * s, 17 * s, 17 * s, 17*s + ms, // refused with one of ours sent; three retries held later
+		20 * s,           // session:cd: refused with nothing through
+		22*s + 4*ms + ms, // ... its next goes with the probes of the window after
+	}
+	if !slices.Equal(want, wantAt) {
+		t.Errorf("admissions at %v, want %v", want, wantAt)
+	}
+	if fb := wantFb[1]; fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.RetryWait != 2*s {
+		t.Errorf("the first window teaches %+v, want the 3 that went through, retries waiting 2 s", fb)
+	}
+	if fb := wantFb[3]; fb.Budget != (ratelimit.Budget{Limit: 2, Period: 2 * s}) {
+		t.Errorf("the refused probe leaves %+v, want the 3 through, less one", fb)
+	}
+	if fb := wantFb[len(wantFb)-3]; !fb.Distrusted || fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.Cooldown != 2*s {
+		t.Errorf("the burst refused whole gives %+v, want a short Retry-After proved: the period doubled", fb)
+	}
+	if fb := wantFb[len(wantFb)-2]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: s}) {
+		t.Errorf("others' requests in the window give %+v, want the period back at 1 s", fb)
+	}
+	if fb := wantFb[len(wantFb)-1]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: 2 * s}) {
+		t.Errorf("nothing through gives %+v, want one per window", fb)
+	}
+}
+
+// Issue 21, item 1: while Redis is down, each process keeps pacing in its
+// own in-memory limiter, which probes as the shared one does: a process
+// that falls back alone learns its share and takes the others' back when
+// they fall silent, rather than keeping the share it saw in one window.
+func TestFallbackProbesToo(t *testing.T) {
+	clk := &fakeClock{}
+	l := New(nil) // no store at all: every operation would fail
+	l.wall, l.local = clk.now, memoryOn(clk.now)
+	l.down = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC) // in its failure backoff throughout
+	got, gotFb := probingScenario(t, clk, l)
+	want, wantFb := probingScenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) || !slices.Equal(gotFb, wantFb) {
+		t.Errorf("fallback: admissions %v, feedback %v; want the in-memory rules' %v, %v", got, gotFb, want, wantFb)
 	}
 }
