@@ -1426,6 +1426,13 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 	for _, adm := range adms {
 		refuse(adm, s)
 	}
+	// The proof starts the windows afresh: the window after it (12 s to
+	// 14 s, the period doubled) is the clean one again, so its probe goes a
+	// step after the share, not with it.
+	clk.set(epoch.Add(13*s + 500*ms))
+	for range 4 {
+		reserve(r)
+	}
 	// Later, a refusal with one of ours sent in its window, fewer than the
 	// budget (three retries hold slots later in it, not sent yet): others'
 	// requests, so the doubling was theirs too, and the period goes back.
@@ -1447,6 +1454,26 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 	refuse(reserve(r), 2*s)
 	clk.set(epoch.Add(21 * s))
 	reserve(r)
+
+	// A larger share: 34 of 36 through, then a window that probes one
+	// beyond it at its opening and one a step later, whose refusal gives
+	// back a sixteenth of the 35 through (two).
+	r.Partition = "session:ef"
+	clk.set(epoch.Add(30 * s))
+	adms = adms[:0]
+	for range 36 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms[34:] {
+		refuse(adm, 2*s)
+	}
+	clk.set(epoch.Add(34*s + 4*ms))
+	for range 36 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(34*s + 10*ms))
+	refuse(probe, 2*s)
 	return at, fbs
 }
 
@@ -1480,10 +1507,18 @@ func TestProbingIsShared(t *testing.T) {
 		4*s + 4*ms, 4*s + 4*ms, 4*s + 4*ms, 4*s + 5*ms, // the share (2), one beyond at the opening, one a step later
 		10 * s, 10 * s, 10 * s, 10 * s, // session:ab: unpaced
 		11*s + 10*ms, 11*s + 10*ms, 11*s + 10*ms, // its reopening, refused whole
+		13*s + 500*ms, 13*s + 500*ms, 13*s + 500*ms, 13*s + 501*ms, // the clean window after the proof
 		16 * s, 16 * s, 17 * s, 17 * s, 17*s + ms, // refused with one of ours sent; three retries held later
 		20 * s,           // session:cd: refused with nothing through
 		22*s + 4*ms + ms, // ... its next goes with the probes of the window after
 	}
+	for range 36 { // session:ef: unpaced
+		wantAt = append(wantAt, 30*s)
+	}
+	for range 35 { // the share (34) and one beyond it at the opening
+		wantAt = append(wantAt, 34*s+4*ms)
+	}
+	wantAt = append(wantAt, 34*s+5*ms) // one more a step later
 	if !slices.Equal(want, wantAt) {
 		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
@@ -1493,14 +1528,20 @@ func TestProbingIsShared(t *testing.T) {
 	if fb := wantFb[3]; fb.Budget != (ratelimit.Budget{Limit: 2, Period: 2 * s}) {
 		t.Errorf("the refused probe leaves %+v, want the 3 through, less one", fb)
 	}
-	if fb := wantFb[len(wantFb)-3]; !fb.Distrusted || fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.Cooldown != 2*s {
+	if fb := wantFb[len(wantFb)-6]; !fb.Distrusted || fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.Cooldown != 2*s {
 		t.Errorf("the burst refused whole gives %+v, want a short Retry-After proved: the period doubled", fb)
 	}
-	if fb := wantFb[len(wantFb)-2]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: s}) {
+	if fb := wantFb[len(wantFb)-5]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: s}) {
 		t.Errorf("others' requests in the window give %+v, want the period back at 1 s", fb)
 	}
-	if fb := wantFb[len(wantFb)-1]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: 2 * s}) {
+	if fb := wantFb[len(wantFb)-4]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: 2 * s}) {
 		t.Errorf("nothing through gives %+v, want one per window", fb)
+	}
+	if fb := wantFb[len(wantFb)-2]; fb.Budget != (ratelimit.Budget{Limit: 34, Period: 2 * s}) {
+		t.Errorf("34 of 36 through teach %+v, want 34", fb)
+	}
+	if fb := wantFb[len(wantFb)-1]; fb.Budget != (ratelimit.Budget{Limit: 33, Period: 2 * s}) {
+		t.Errorf("the refused probe after 35 through leaves %+v, want 35 less a sixteenth (two)", fb)
 	}
 }
 
