@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // This file connects a call to the client's Limiter: takeTurn waits for the
@@ -18,10 +20,10 @@ const releaseTimeout = 100 * time.Millisecond
 
 // turn is the standing of a call's attempt with the limiter.
 type turn struct {
-	ticket int64     // the slot the attempt was sent in; zero when none
-	budget Budget    // the budget in force when it was admitted
-	sentAt time.Time // when it was admitted; zero when it was not gated
-	fb     Feedback  // what the limiter concluded from the attempt's answer
+	ticket int64              // the slot the attempt was sent in; zero when none
+	budget Budget             // the budget in force when it was admitted
+	sentAt time.Time          // when it was admitted; zero when it was not gated
+	fb     ratelimit.Feedback // what the limiter concluded from the attempt's answer
 }
 
 // configuredBudget is the WithPacing budget of the call's partition.
@@ -58,9 +60,9 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 // obeyed; otherwise it stands. A caller that gives up releases its slot. It returns the final admission; OK false means the
 // wait does not fit the call's room. An error other than the context's
 // means the limiter failed (or exceeded the room): the caller fails open.
-func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error) {
+func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admission, error) {
 	b := c.configuredBudget(st)
-	r := Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
+	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
 		Ticket: st.held}
 	st.held = 0
 	st.turn = turn{}
@@ -68,7 +70,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (Admission, error)
 	for {
 		now := c.now()
 		room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
-		r.Margin, r.MaxWait = c.margin(effective(b, st.turn.budget)), room
+		r.Margin, r.MaxWait = c.margin(inForce(b, st.turn.budget)), room
 		lctx, cancel := bounded(ctx, room)
 		adm, err := c.limiter.Reserve(lctx, r)
 		cancel()
@@ -116,8 +118,8 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	b := c.configuredBudget(st)
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
-	r := Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		Margin: c.margin(effective(b, st.turn.budget)), MaxWait: room}
+	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
+		Margin: c.margin(inForce(b, st.turn.budget)), MaxWait: room, After: wait}
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)
 	cancel()
@@ -146,16 +148,16 @@ func (c *Client) release(ctx context.Context, st *callState, ticket int64) {
 // quota that differs from the budget in force replaces the learned one.
 // Answers that say nothing new cost the limiter nothing.
 func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
-	st.turn.fb = Feedback{}
+	st.turn.fb = ratelimit.Feedback{}
 	if !st.turn.sentAt.IsZero() {
 		c.delays.add(c.now().Sub(st.turn.sentAt))
 	}
 	if !st.gated && !c.waiters.Load() {
 		return // the limiter never holds this client's calls back, through any view
 	}
-	ob := Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
+	ob := ratelimit.Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
 		FixedWindows: true, Admitted: st.turn.budget}
-	ob.Margin = c.margin(effective(ob.Budget, st.turn.budget))
+	ob.Margin = c.margin(inForce(ob.Budget, st.turn.budget))
 	tell := false
 	if o.status == http.StatusTooManyRequests {
 		ob.Throttled, tell = true, true
@@ -171,7 +173,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		// An advertised window longer than RetryAfterCap teaches nothing,
 		// like such a Retry-After: one absurd header must not close the
 		// partition for years.
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxLog))), Period: rl.Window}); adv.enabled() &&
+		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}); paced(adv) &&
 			adv.Period <= c.policy.retryAfterCap && adv != st.turn.budget {
 			ob.Advertised, tell = adv, true
 		}
@@ -208,7 +210,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 // additive jitter, reported as ReasonRetryAfterDistrusted; when that does
 // not fit what is left of the allowance or the deadline, the 429 is refused
 // now rather than after a wait that cannot end in a retry.
-func distrust(d decision, fb Feedback, p policy, b budget, u float64) decision {
+func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
+	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
+		// In fixed windows the limiter holds the retry's place by count:
+		// the instruction, exactly, without jitter.
+		d.wait = min(d.wait, fb.RetryWait)
+		return d
+	}
 	if !fb.Distrusted || !d.retry || !d.rateWait {
 		return d
 	}

@@ -126,6 +126,7 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/rail0/rail0-go/registry"
 )
 
@@ -189,7 +190,7 @@ type clientState struct {
 	now         func() time.Time
 	rand        func() float64
 	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
-	limiter     Limiter
+	limiter     ratelimit.Limiter
 	pacing      Pacing
 	pacingOn    bool
 	cooldown    bool
@@ -321,7 +322,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		quota:       newRetryQuota(),
 	}
 	if state.limiter == nil {
-		state.limiter = NewMemoryLimiter(state.now)
+		state.limiter = ratelimit.NewMemory()
 	}
 	c := newView(state, policy{
 		retryOn429:    cfg.retryOn429,

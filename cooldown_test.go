@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -133,11 +134,11 @@ func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
 
 // countingLimiter counts every call a client makes to its Limiter.
 type countingLimiter struct {
-	Limiter
+	ratelimit.Limiter
 	calls atomic.Int32
 }
 
-func (l *countingLimiter) Reserve(ctx context.Context, r Reservation) (Admission, error) {
+func (l *countingLimiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
 	l.calls.Add(1)
 	return l.Limiter.Reserve(ctx, r)
 }
@@ -147,7 +148,7 @@ func (l *countingLimiter) Release(ctx context.Context, p string, t int64) error 
 	return l.Limiter.Release(ctx, p, t)
 }
 
-func (l *countingLimiter) Observe(ctx context.Context, p string, o Observation) (Feedback, error) {
+func (l *countingLimiter) Observe(ctx context.Context, p string, o ratelimit.Observation) (ratelimit.Feedback, error) {
 	l.calls.Add(1)
 	return l.Limiter.Observe(ctx, p, o)
 }
@@ -159,7 +160,7 @@ func TestUngatedClientNeverCallsTheLimiter(t *testing.T) {
 	srv := newScriptServer(t,
 		step{status: http.StatusTooManyRequests, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}},
 		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=0;t=30`}})
-	l := &countingLimiter{Limiter: NewMemoryLimiter(nil)}
+	l := &countingLimiter{Limiter: ratelimit.NewMemory()}
 	c := newTestClient(t, srv.URL, WithLimiter(l))
 	_, err := c.Payments.Get(context.Background(), "a")
 	require.ErrorIs(t, err, ErrRateLimited)
@@ -318,17 +319,17 @@ func TestRetryAfterWinsOverRateLimit(t *testing.T) {
 
 type brokenLimiter struct{ calls atomic.Int32 }
 
-func (b *brokenLimiter) Reserve(context.Context, Reservation) (Admission, error) {
+func (b *brokenLimiter) Reserve(context.Context, ratelimit.Reservation) (ratelimit.Admission, error) {
 	b.calls.Add(1)
-	return Admission{}, errors.New("redis: connection refused")
+	return ratelimit.Admission{}, errors.New("redis: connection refused")
 }
 
 func (b *brokenLimiter) Release(context.Context, string, int64) error {
 	return errors.New("redis: connection refused")
 }
 
-func (b *brokenLimiter) Observe(context.Context, string, Observation) (Feedback, error) {
-	return Feedback{}, errors.New("redis: connection refused")
+func (b *brokenLimiter) Observe(context.Context, string, ratelimit.Observation) (ratelimit.Feedback, error) {
+	return ratelimit.Feedback{}, errors.New("redis: connection refused")
 }
 
 // A failing shared limiter does not stop payments: the call goes ahead and

@@ -32,19 +32,24 @@ func isHeavy(path string) bool {
 }
 
 // TestRootPackageImports pins the dependencies of the SDK's own packages:
-// the root package imports the standard library, go-retryablehttp and
+// the root package imports the standard library, go-retryablehttp,
 // internal/evm, internal/verify (the checks, on internal/evm and registry),
-// internal/secret and registry (both standard library only); internal/evm and signing do their Ethereum cryptography with
-// decred's secp256k1 and x/crypto's Keccak. None of these packages, nor any
-// of their tests, imports go-ethereum or another integration's dependency
-// (OpenTelemetry is package rail0otel's, go-ethereum the integration tests'),
-// so that programs that only use the SDK do not download them.
+// internal/secret, registry and the rate-limit engine (package ratelimit,
+// with internal/limitclock, which lends its clock to redislimit's tests),
+// those last four on the standard library only; internal/evm and signing do
+// their Ethereum cryptography with decred's secp256k1 and x/crypto's Keccak.
+// None of these packages, nor any of their tests, imports go-ethereum or
+// another integration's dependency (OpenTelemetry is package rail0otel's,
+// go-ethereum the integration tests'), so that programs that only use the
+// SDK do not download them.
 func TestRootPackageImports(t *testing.T) {
 	const (
 		root      = "github.com/rail0/rail0-go"
 		evm       = root + "/internal/evm"
 		verify    = root + "/internal/verify"
 		secret    = root + "/internal/secret"
+		ratelimit = root + "/ratelimit"
+		limclock  = root + "/internal/limitclock"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
 		sha3      = "golang.org/x/crypto/sha3"
@@ -57,7 +62,7 @@ func TestRootPackageImports(t *testing.T) {
 		return m
 	}
 	for dir, allowed := range map[string]map[string]bool{
-		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry"),
+		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit),
 		"internal/verify":     allow(evm, root+"/registry"),
 		"internal/verifytest": allow(verify),
 		"webhook":             allow(root, secret), // its types are the root package's
@@ -66,6 +71,8 @@ func TestRootPackageImports(t *testing.T) {
 		"signing":             allow(root, evm, secp256k1, ecdsa),
 		"internal/evm":        allow(secp256k1, ecdsa, sha3),
 		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
+		"ratelimit":           allow(limclock),
+		"internal/limitclock": allow(),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/rail0/rail0-go/internal/secret"
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -74,12 +74,12 @@ func TestCredentialAnswersKeepNoBodyInErrors(t *testing.T) {
 
 // recordingLimiter records the partition of every reservation.
 type recordingLimiter struct {
-	Limiter
+	ratelimit.Limiter
 	mu         sync.Mutex
 	partitions []string
 }
 
-func (l *recordingLimiter) Reserve(ctx context.Context, r Reservation) (Admission, error) {
+func (l *recordingLimiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
 	l.mu.Lock()
 	l.partitions = append(l.partitions, r.Partition)
 	l.mu.Unlock()
@@ -101,7 +101,7 @@ func (l *recordingLimiter) take() []string {
 func TestPublicOperationsAreSentAnonymously(t *testing.T) {
 	srv := newScriptServer(t, step{status: http.StatusOK, body: `[]`})
 	var sourced atomic.Int32
-	limiter := &recordingLimiter{Limiter: NewMemoryLimiter(time.Now)}
+	limiter := &recordingLimiter{Limiter: ratelimit.NewMemory()}
 	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithLimiter(limiter),
 		WithTokenSource(func(context.Context) (string, error) { sourced.Add(1); return "tok-SESSION", nil }))
 	ctx := context.Background()

@@ -347,8 +347,10 @@ func TestDialRefusedIsNotSent(t *testing.T) {
 
 // Rule 5: the allowance bounds the summed waiting; when the next wait does
 // not fit, the last 429 comes back at once, with its uncapped RetryAfter.
-// With a 60 s instruction and a 150 s allowance: waits of 63 s fit twice
-// (60 <= 150, 60 <= 87), and then not (60 > 24).
+// With a 60 s instruction and a 150 s allowance: waits of 60 s fit twice
+// (60 <= 150, 60 <= 90), and then not (60 > 30). The client's limiter keeps
+// the gateway's fixed windows, where a retry's place is held by count, so
+// the wait is the instruction, without additive jitter.
 func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("60"))
@@ -370,7 +372,7 @@ func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
 		require.Len(t, events, 3)
 		for _, e := range events[:2] {
 			assert.True(t, e.Retry)
-			assert.Equal(t, 63*time.Second, e.Wait)
+			assert.Equal(t, 60*time.Second, e.Wait)
 		}
 		assert.False(t, events[2].Retry)
 		assert.Equal(t, ReasonAllowance, events[2].Reason)

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // This file is what a call tells about itself, in one of three ways: its
@@ -564,7 +566,7 @@ func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 // noteAdmission records one answer of the limiter in the call's transcript
 // and logs it; the observer reads it there (see Observer). Every limiter
 // call site reports through it.
-func (c *Client) noteAdmission(ctx context.Context, st *callState, adm Admission) {
+func (c *Client) noteAdmission(ctx context.Context, st *callState, adm ratelimit.Admission) {
 	call := st.call
 	call.Limiter = append(call.Limiter, LimiterWait{
 		Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),

@@ -43,8 +43,12 @@ func TestSuccessCarriesTranscript(t *testing.T) {
 		assert.Equal(t, ReasonRateLimited, first.Reason)
 		assert.Equal(t, 2*time.Second, first.Wait)
 		assert.Positive(t, first.ResponseBytes)
-		assert.Equal(t, 2*time.Second, call.Attempts[1].Sent.Sub(first.Sent))
-		assert.Equal(t, 2*time.Second, call.Duration)
+		// The retry waits out the instruction, and the limiter holds it
+		// for the window's probes (nothing of this partition's went
+		// through before the 429).
+		retried := 2*time.Second + rampWait(2*time.Second)
+		assert.Equal(t, retried, call.Attempts[1].Sent.Sub(first.Sent))
+		assert.Equal(t, retried, call.Duration)
 		// WithRetryOn429 gates every attempt on the cooldown: admitted at
 		// once, the retry after the wait too.
 		require.Len(t, call.Limiter, 2)
@@ -55,10 +59,13 @@ func TestSuccessCarriesTranscript(t *testing.T) {
 		text := call.String()
 		lines := strings.Split(text, "\n")
 		assert.Len(t, lines, 5, text)
-		assert.Contains(t, lines[0], "call 1 GET /payments/p1 (getPayment): ok after 2 attempt(s) in 2s")
+		assert.Contains(t, lines[0], "call 1 GET /payments/p1 (getPayment): ok after 2 attempt(s) in "+retried.String())
 		assert.Contains(t, lines[2], "#1 ")
 		assert.Contains(t, lines[2], "429")
-		assert.Contains(t, lines[2], "request_id=req-x retry_after=2s closed_until=00:00:02.000 -> retry in 2s (rate_limited, server-given)")
+		// The partition state the answer left: closed until the retry's
+		// slot (2 s and rampWait's 5 ms), paced at one request a window
+		// since none of its requests went through before the 429.
+		assert.Contains(t, lines[2], "request_id=req-x retry_after=2s closed_until=00:00:02.005 budget=1/2s -> retry in 2s (rate_limited, server-given)")
 		assert.Contains(t, lines[4], "#2 ")
 		assert.Contains(t, lines[4], "200")
 		assert.Contains(t, lines[4], "-> return")
@@ -327,7 +334,9 @@ func TestTranscriptHoldsPartitionState(t *testing.T) {
 		require.NotNil(t, ps)
 		assert.True(t, strings.HasPrefix(ps.Partition, "session:"), ps.Partition)
 		assert.NotContains(t, ps.Partition, "tok-secret")
-		assert.Equal(t, start.Add(2*time.Second), ps.CooldownUntil)
+		// Nothing of the partition's went through before its first 429:
+		// it reopens for the probes of the window that follows.
+		assert.Equal(t, start.Add(2*time.Second+rampWait(2*time.Second)), ps.CooldownUntil)
 		assert.Contains(t, p.Response.Call.String(), " closed_until=")
 		require.Len(t, rec.partitions, 1, "the observer heard it at EndAttempt")
 		assert.Equal(t, *ps, rec.partitions[0])

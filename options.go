@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // Option configures a Client. Options are validated by NewClient, which
@@ -34,7 +35,7 @@ type config struct {
 	rand          func() float64
 	pacing        Pacing
 	pacingOn      bool
-	limiter       Limiter
+	limiter       ratelimit.Limiter
 	cooldown      bool
 	signer        Signer
 	contracts     map[int64]verify.Address
@@ -298,16 +299,16 @@ func WithMaxRetries(n int) Option {
 // Off by default.
 func WithPacing(p Pacing) Option {
 	return func(c *config) error {
-		if err := p.Public.validate("public"); err != nil {
+		if err := validateBudget("public", p.Public); err != nil {
 			return err
 		}
-		if err := p.Session.validate("session"); err != nil {
+		if err := validateBudget("session", p.Session); err != nil {
 			return err
 		}
 		if p.Margin < 0 {
 			return fmt.Errorf("rail0: WithPacing: negative margin %v", p.Margin)
 		}
-		c.pacing, c.pacingOn = p, p.Public.enabled() || p.Session.enabled()
+		c.pacing, c.pacingOn = p, paced(p.Public) || paced(p.Session)
 		return nil
 	}
 }
@@ -332,7 +333,7 @@ func WithCooldown(on bool) Option {
 // lives. The default is in memory, per Client; a shared Limiter (see package
 // redislimit) makes several processes behind one egress IP, or sharing one
 // session, respect one budget.
-func WithLimiter(l Limiter) Option {
+func WithLimiter(l ratelimit.Limiter) Option {
 	return func(c *config) error {
 		if l == nil {
 			return errors.New("rail0: WithLimiter: nil limiter")

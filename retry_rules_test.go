@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -309,17 +310,17 @@ func TestAmbiguousWritesDecidedPerOperation(t *testing.T) {
 // one, as a cooldown set by another call would.
 type closedLimiter struct{ n atomic.Int32 }
 
-func (l *closedLimiter) Reserve(context.Context, Reservation) (Admission, error) {
+func (l *closedLimiter) Reserve(context.Context, ratelimit.Reservation) (ratelimit.Admission, error) {
 	if l.n.Add(1) == 1 {
-		return Admission{OK: true}, nil
+		return ratelimit.Admission{OK: true}, nil
 	}
-	return Admission{Wait: 10 * time.Minute, Cooldown: true}, nil
+	return ratelimit.Admission{Wait: 10 * time.Minute, Cooldown: true}, nil
 }
 
 func (l *closedLimiter) Release(context.Context, string, int64) error { return nil }
 
-func (l *closedLimiter) Observe(context.Context, string, Observation) (Feedback, error) {
-	return Feedback{}, nil
+func (l *closedLimiter) Observe(context.Context, string, ratelimit.Observation) (ratelimit.Feedback, error) {
+	return ratelimit.Feedback{}, nil
 }
 
 // Item 14: when the limiter refuses the retry locally, the caller gets the
@@ -419,7 +420,10 @@ func TestHTTPDateRetryAfterUsesTheServersClock(t *testing.T) {
 				require.NoError(t, err)
 				reqs := srv.requests()
 				require.Len(t, reqs, 2)
-				assert.Equal(t, 2100*time.Millisecond, reqs[1].at.Sub(reqs[0].at))
+				// The instruction read against the server's clock (2 s,
+				// not 2 s ± 30 s), without jitter: the client's limiter
+				// holds the retry's place in the window that reopens.
+				assert.Equal(t, 2*time.Second+rampWait(2*time.Second), reqs[1].at.Sub(reqs[0].at))
 				require.Len(t, ev.all(), 1)
 				assert.Equal(t, ReasonRateLimited, ev.all()[0].Reason)
 				assert.Equal(t, 2*time.Second, ev.all()[0].RetryAfter)

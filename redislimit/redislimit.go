@@ -1,4 +1,4 @@
-// Package redislimit is a rail0.Limiter kept in Redis, so that many
+// Package redislimit is a ratelimit.Limiter kept in Redis, so that many
 // processes or machines behind one egress IP, or sharing one session token,
 // pace themselves against one budget, honour one another's cooldowns and
 // share the budget they learn from the gateway's answers.
@@ -13,7 +13,7 @@
 //
 // # Semantics
 //
-// The Limiter has exactly the semantics of rail0.MemoryLimiter: a log of
+// The Limiter has exactly the semantics of ratelimit.Memory: a log of
 // admission times per partition (the sliding log that paces, and the
 // requests the budget estimate counts), a cooldown that is never shortened,
 // the learned budget, retries before fresh calls while a partition is
@@ -27,16 +27,22 @@
 // one, the confirmation after its sleep; a 429 costs two more, to record it
 // and to hold the slot of its retry.
 //
-// It honours rail0.Reservation.FixedWindows (the Client always sets it) as
-// MemoryLimiter does: the partition admits its whole budget in each window
-// of the budget's period aligned to the Unix epoch, as the gateway's
-// Rack::Attack counts, keeping the clock allowance and the margin around
-// each boundary, and a 429 marks its window full. After two 429s that its
-// own count cannot explain, the partition keeps to the sliding rule
-// (first in, first out) until it is forgotten. The window a 429 showed
-// full, the count of those 429s and the fallback are in the shared state:
-// every process sharing the store keeps the same windows and falls back
-// with the others. The windows are aligned on the Redis server's clock,
+// It honours ratelimit.Reservation.FixedWindows (a rail0.Client always sets
+// it) as ratelimit.Memory does: the partition admits its whole budget in
+// each window of the budget's period aligned to the Unix epoch, as the
+// gateway's Rack::Attack counts, keeping the clock allowance and the margin
+// around each boundary, and a 429 marks its window full. A learned budget
+// is probed as ratelimit.Memory probes it (one request beyond it at each
+// window's opening, one more every round trip while no 429 shows the window
+// full, a sixteenth given back on a 429), so that the processes sharing the
+// store and any others behind the same budget that do not share it find
+// their parts; the probes are the shared partition's, not each process's.
+// A partition paced at an advertised budget, after two 429s that its own
+// count cannot explain, keeps to the sliding rule (first in, first out)
+// until it is forgotten. The window a 429 showed full, the probes' start,
+// the count of those 429s and the fallback are in the shared state: every
+// process sharing the store keeps the same windows and falls back with the
+// others. The windows are aligned on the Redis server's clock,
 // which should therefore be kept by NTP, like the gateway's.
 //
 // # Why not redis_rate (GCRA)
@@ -51,7 +57,7 @@
 // window (b = L lets 2L − 1 through around a boundary). Its state also has
 // no place for a cooldown, which must be read in the same atomic step as the
 // pacing log to keep admissions first-in-first-out. So this package keeps
-// the sliding log of rail0.MemoryLimiter, which holds "at most Limit sends in
+// the sliding log of ratelimit.Memory, which holds "at most Limit sends in
 // any interval of Period" exactly and still lets a fresh client send Limit
 // at once, at the cost of a list of recent admission times per partition.
 //
@@ -59,13 +65,14 @@
 //
 // A partition p uses two keys, prefix + "{" + p + "}:state" (a hash with the
 // cooldown, the learned budget, the end of the latest window a 429 showed
-// full, the count of contradicted 429s and the fallback to the sliding
-// rule) and prefix + "{" + p + "}:sends" (a list of admission times in
+// full, the count of contradicted 429s, the fallback to the sliding rule and
+// what the probes need: whether the budget was advertised or is shared,
+// where probing and the clean ramp start, and the window a 429 reopened) and prefix + "{" + p + "}:sends" (a list of admission times in
 // microseconds, ascending, at most 4096 but for the slots that fixed
 // windows still count, and none older than the longer of two minutes and
 // two periods). The braces form a Redis Cluster hash tag, so both land on
 // one slot and the scripts work with a cluster client. Both keys expire ten
-// minutes after the partition last constrained anything, as MemoryLimiter
+// minutes after the partition last constrained anything, as ratelimit.Memory
 // forgets idle partitions. Partitions never contain a token: the SDK hashes
 // it.
 //
@@ -81,7 +88,7 @@
 // pacing) and logs it, because a broken limiter store must not stop
 // payments. The Limiter then stops asking Redis for a while (1 s, doubling
 // up to 30 s while failures go on) and keeps pacing, cooldowns and the
-// learned budget in a local rail0.MemoryLimiter meanwhile, so that a dead
+// learned budget in a local ratelimit.Memory meanwhile, so that a dead
 // store costs each call nothing and the process still honours the 429s it
 // sees. Give the Redis client short DialTimeout, ReadTimeout and PoolTimeout
 // values anyway, so that connections stuck on a dead server are reclaimed.
@@ -98,7 +105,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	rail0 "github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // DefaultPrefix is the key prefix used unless WithKeyPrefix says otherwise.
@@ -110,11 +117,14 @@ const DefaultTimeout = 500 * time.Millisecond
 
 const (
 	// cooldownJitter is the share of a cooldown's length over which retries
-	// spread their admission, as documented on rail0.Reservation.Jitter.
+	// spread their admission, as documented on ratelimit.Reservation.Jitter.
 	cooldownJitter = 0.10
 	// ttlSlack is added to every key's time to live.
 	ttlSlack = time.Second
-	// The log's bounds and the idle time, as in rail0.MemoryLimiter.
+	// yieldShare is ratelimit.Memory's: a probing partition refused in a
+	// window gives up this share of what went through in it.
+	yieldShare = 16
+	// The log's bounds and the idle time, as in ratelimit.Memory.
 	logHorizon = 2 * time.Minute
 	maxLog     = 4096
 	idleAfter  = 10 * time.Minute
@@ -124,7 +134,7 @@ const (
 	maxBackoff   = 30 * time.Second
 )
 
-// Limiter is a rail0.Limiter backed by Redis. It is safe for concurrent use
+// Limiter is a ratelimit.Limiter backed by Redis. It is safe for concurrent use
 // and holds no rate-limit state of its own while Redis answers: any number
 // of Limiters on any number of machines that share a Redis server and a key
 // prefix share one budget.
@@ -138,7 +148,7 @@ type Limiter struct {
 	// wall is the local clock of the failure backoff.
 	wall func() time.Time
 
-	local *rail0.MemoryLimiter // used while Redis is down
+	local *ratelimit.Memory // used while Redis is down
 	mu    sync.Mutex
 	down  time.Time     // Redis is not asked before this
 	wait  time.Duration // the current backoff
@@ -147,7 +157,7 @@ type Limiter struct {
 	inflight sync.WaitGroup
 }
 
-var _ rail0.Limiter = (*Limiter)(nil)
+var _ ratelimit.Limiter = (*Limiter)(nil)
 
 // Option configures a Limiter.
 type Option func(*Limiter)
@@ -180,7 +190,7 @@ func New(rdb redis.UniversalClient, opts ...Option) *Limiter {
 	for _, o := range opts {
 		o(l)
 	}
-	l.local = rail0.NewMemoryLimiter(l.wall)
+	l.local = ratelimit.NewMemory()
 	return l
 }
 
@@ -305,15 +315,15 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 	return r.v, nil
 }
 
-// Reserve implements rail0.Limiter.
-func (l *Limiter) Reserve(ctx context.Context, r rail0.Reservation) (rail0.Admission, error) {
+// Reserve implements ratelimit.Limiter.
+func (l *Limiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
 	a, _, err := l.reserve(ctx, r)
 	return a, err
 }
 
 // reserve is Reserve that also returns the admission time on the Redis
 // clock, which tests use to check the pacing guarantee exactly.
-func (l *Limiter) reserve(ctx context.Context, r rail0.Reservation) (rail0.Admission, time.Time, error) {
+func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, time.Time, error) {
 	if l.useLocal() {
 		a, err := l.local.Reserve(ctx, r)
 		return a, l.wall().Add(a.Wait), err
@@ -333,24 +343,25 @@ func (l *Limiter) reserve(ctx context.Context, r rail0.Reservation) (rail0.Admis
 		microsCeil(logHorizon),
 		microsCeil(idleAfter),
 		btoi(r.FixedWindows),
+		microsCeil(max(r.After, 0)),
 	)
 	if err != nil {
-		return rail0.Admission{}, time.Time{}, err
+		return ratelimit.Admission{}, time.Time{}, err
 	}
 	if len(res) != 7 {
-		return rail0.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 7", len(res))}
+		return ratelimit.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 7", len(res))}
 	}
-	a := rail0.Admission{
+	a := ratelimit.Admission{
 		OK:       res[0] == 1,
 		Wait:     time.Duration(res[1]) * time.Microsecond,
 		Cooldown: res[2] == 1,
 		Ticket:   res[3],
-		Budget:   rail0.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
+		Budget:   ratelimit.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
 	}
 	return a, time.UnixMicro(res[6]).Add(a.Wait), nil
 }
 
-// Release implements rail0.Limiter.
+// Release implements ratelimit.Limiter.
 func (l *Limiter) Release(ctx context.Context, partition string, ticket int64) error {
 	if ticket == 0 {
 		return nil
@@ -363,8 +374,8 @@ func (l *Limiter) Release(ctx context.Context, partition string, ticket int64) e
 	return err
 }
 
-// Observe implements rail0.Limiter.
-func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observation) (rail0.Feedback, error) {
+// Observe implements ratelimit.Limiter.
+func (l *Limiter) Observe(ctx context.Context, partition string, o ratelimit.Observation) (ratelimit.Feedback, error) {
 	if l.useLocal() {
 		return l.local.Observe(ctx, partition, o)
 	}
@@ -389,15 +400,16 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o rail0.Observa
 		microsCeil(o.Admitted.Period),
 	)
 	if err != nil {
-		return rail0.Feedback{}, err
+		return ratelimit.Feedback{}, err
 	}
-	if len(res) != 4 {
-		return rail0.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 4", len(res))}
+	if len(res) != 5 {
+		return ratelimit.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 5", len(res))}
 	}
-	return rail0.Feedback{
+	return ratelimit.Feedback{
 		Cooldown:   time.Duration(res[0]) * time.Microsecond,
 		Distrusted: res[1] == 1,
-		Budget:     rail0.Budget{Limit: int(res[2]), Period: time.Duration(res[3]) * time.Microsecond},
+		Budget:     ratelimit.Budget{Limit: int(res[2]), Period: time.Duration(res[3]) * time.Microsecond},
+		RetryWait:  time.Duration(res[4]) * time.Microsecond,
 	}, nil
 }
 
@@ -460,17 +472,39 @@ local function effective(cl, cp, ll, lp)
   if not (cl > 0 and cp > 0) then return ll, lp end
   return math.min(cl, ll), math.max(cp, lp)
 end
--- state reads a partition's state hash: cooldown start and end, learned
--- limit and period, end of the window a 429 showed full, contradicted 429s,
--- fallback to the sliding rule; 0 for what is not set.
+-- fields names a partition's state: cooldown start and end (cs, cu),
+-- learned limit and period (ll, lp), end of the window a 429 showed full
+-- (fu), contradicted 429s (ct), fallback to the sliding rule (sl), the
+-- learned budget advertised (ad), others' requests seen in our windows
+-- (sh), the start of the probes (pf), when the clean window's ramp may
+-- start (rf), the period before a short Retry-After doubled it (ud), and the
+-- cooldown the partition last reopened from and the budget then (rs, ru,
+-- rl, rp).
+local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp'}
+-- state reads a partition's state hash, 0 for what is not set.
 local function state(key)
-  local v = redis.call('HMGET', key, 'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl')
-  for i = 1, 7 do v[i] = tonumber(v[i]) or 0 end
-  return v[1], v[2], v[3], v[4], v[5], v[6], v[7]
+  local v = redis.call('HMGET', key, unpack(fields))
+  local st = {}
+  for i, f in ipairs(fields) do st[f] = tonumber(v[i]) or 0 end
+  return st
+end
+-- save writes a partition's state hash.
+local function save(key, st)
+  local kv = {}
+  for _, f in ipairs(fields) do
+    kv[#kv + 1] = f
+    kv[#kv + 1] = str(st[f])
+  end
+  redis.call('HSET', key, unpack(kv))
+end
+-- probes: the partition looks for room beyond a budget it learned from
+-- 429s, below the configured one if any (see probes in package ratelimit).
+local function probes(st, cl, cp)
+  return st.ll > 0 and st.lp > 0 and st.ad == 0 and st.sl == 0 and (not (cl > 0 and cp > 0) or st.ll < cl)
 end
 `
 
-// luaWindows holds the fixed-window rules of rail0.MemoryLimiter (see
+// luaWindows holds the fixed-window rules of ratelimit.Memory (see
 // windowsOf, alignedAt and confirmAligned there), over an ascending array
 // of admission times in microseconds. The clock allowance and the late
 // bound are rounded up to whole microseconds: a band a fraction of a
@@ -500,10 +534,20 @@ local function countLog(xs, from, to)
 end
 -- allowance is how far the gateway's clock may be from ours.
 local function allowance(period) return math.min(math.ceil(period / 500), 100000) end
--- windowsOf: a request sent at t is counted in [t - early, t + late].
+-- windowsOf: a request sent at t is counted in [t - early, t + late]; no
+-- probing (step 0).
 local function windowsOf(limit, period, margin)
   local a = allowance(period)
-  return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4))}
+  return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4)),
+    step = 0, from = 0, clean = 0, ceiling = math.huge}
+end
+-- probeWindows is w with the probing geometry when the partition probes
+-- (see probeWindows in package ratelimit).
+local function probeWindows(w, st, cl, cp, margin)
+  if not probes(st, cl, cp) then return w end
+  w.step, w.from, w.clean = math.max(margin, 1000), st.pf, st.rf
+  if cl > 0 and cp > 0 then w.ceiling = cl end
+  return w
 end
 local function first(w, t) return floorDiv(t - w.early, w.period) end
 local function last(w, t) return floorDiv(t + w.late, w.period) end
@@ -513,18 +557,43 @@ local function count(xs, w, k, til)
   return countLog(xs, k * w.period - w.late, math.min((k + 1) * w.period + w.early, til))
 end
 local function opening(w, k) return k * w.period + w.early end
+-- probeAt is when window k, holding n admissions of xs before til (n at
+-- least the budget), may take one more; nil when it may not (see probeAt in
+-- package ratelimit).
+local function probeAt(xs, w, k, n, til)
+  if w.step <= 0 or k * w.period < w.from - w.period or n >= w.ceiling then return nil end
+  local open = opening(w, k)
+  local lastAt = open
+  local j = rank(xs, math.min((k + 1) * w.period + w.early, til), false)
+  if j > 0 and xs[j] >= k * w.period - w.late then lastAt = math.max(lastAt, xs[j]) end
+  local t = lastAt + w.step
+  if k * w.period < w.from then
+    t = math.max(t, w.clean + w.step)
+  elseif n == w.limit then
+    t = lastAt
+  end
+  if t >= (k + 1) * w.period - w.late then return nil end
+  return t
+end
 -- alignedAt is the first time at or after from when a request may go. xs
 -- may leave out admissions no window from from on counts; w.size is then
--- the length of the whole log, which bounds the search as in package rail0.
+-- the length of the whole log, which bounds the search as in package ratelimit.
 local function alignedAt(xs, fu, w, from)
   local t = from
-  for _ = 1, (w.size or #xs) + 3 do
+  for _ = 1, 2 * (w.size or #xs) + 3 do
     if t - w.early < fu then t = math.max(t, fu + w.early) end
     local moved = false
     for k = first(w, t), last(w, t) do
-      if count(xs, w, k, math.huge) >= w.limit then
-        t, moved = opening(w, k + 1), true
-        break
+      local n = count(xs, w, k, math.huge)
+      if n >= w.limit then
+        local p = probeAt(xs, w, k, n, math.huge)
+        if not p then
+          t, moved = opening(w, k + 1), true
+          break
+        elseif t < p then
+          t, moved = p, true
+          break
+        end
       end
     end
     if not moved then return t end
@@ -535,24 +604,29 @@ end
 local function confirmAligned(xs, fu, w, t)
   if t - w.early < fu then return alignedAt(xs, fu, w, t) end
   for k = first(w, t), last(w, t) do
-    if count(xs, w, k, t + 1) >= w.limit then return alignedAt(xs, fu, w, opening(w, k + 1)) end
+    local n = count(xs, w, k, t + 1)
+    if n >= w.limit then
+      local p = probeAt(xs, w, k, n, t + 1)
+      if not (p and t >= p) then return alignedAt(xs, fu, w, t) end
+    end
   end
   return t
 end
 `
 
-// reserveScript is the admission rule of rail0.MemoryLimiter.
+// reserveScript is the admission rule of ratelimit.Memory.
 //
-//	KEYS: state hash (cs, cu, ll, lp, fu, ct, sl), sends list
+//	KEYS: state hash (see fields), sends list
 //	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
 //	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
-//	      13 fixed windows
+//	      13 fixed windows, 14 after µs
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
-local cs, cu, ll, lp, fu, _, sl = state(KEYS[1])
-local limit, bper = effective(tonumber(ARGV[1]), tonumber(ARGV[2]), ll, lp)
+local st = state(KEYS[1])
+local cs, cu, lp, fu, sl = st.cs, st.cu, st.lp, st.fu, st.sl
+local limit, bper = effective(tonumber(ARGV[1]), tonumber(ARGV[2]), st.ll, st.lp)
 local per = bper + tonumber(ARGV[3])
 local retry = tonumber(ARGV[4])
 local jitter = tonumber(ARGV[5])
@@ -575,10 +649,10 @@ local len = redis.call('LLEN', KEYS[2])
 -- In fixed windows, xs holds the admissions that the windows from now on
 -- count, ascending, and rs their stored strings: the list's tail, read
 -- from the end, since the log can hold thousands of older ones. The bound
--- on the log keeps them all (see reserveAligned in package rail0).
+-- on the log keeps them all (see reserveAligned in package ratelimit).
 local w, xs, rs = nil, {}, {}
 if aligned then
-  w = windowsOf(limit, bper, tonumber(ARGV[3]))
+  w = probeWindows(windowsOf(limit, bper, tonumber(ARGV[3])), st, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
   local band = first(w, now) * bper - w.late
   local raw, m = {}, 64
   while true do
@@ -608,10 +682,10 @@ end
 
 local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
 
--- Fixed windows (see reserveAligned in package rail0): slots are no longer
+-- Fixed windows (see reserveAligned in package ratelimit): slots are no longer
 -- first in, first out, so each goes into the list in order.
 if aligned then
-  -- The whole log's length bounds the search, as in package rail0; the
+  -- The whole log's length bounds the search, as in package ratelimit; the
   -- tail starts at index off.
   w.size = len
   local off = len - #xs
@@ -650,8 +724,11 @@ if aligned then
       if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
       return {1, wait, 1, 0, limit, bper, now}
     end
-    from = cu + math.floor(window * jitter)
+    -- A retry's place is its rank in the window that reopens: no jitter.
+    from = cu
   end
+  -- A retry's slot is not taken before its Retry-After has passed.
+  from = math.max(from, now + math.max(tonumber(ARGV[14]), 0))
   local t = alignedAt(xs, fu, w, from)
   local wait = t - now
   if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
@@ -666,7 +743,7 @@ if ticket > 0 then
     redis.call('LREM', KEYS[2], -1, ARGV[7])
     if cu <= ticket then
       -- The slot stands, perhaps a little later (see confirmAt in package
-      -- rail0); it keeps its place in the queue.
+      -- ratelimit); it keeps its place in the queue.
       local xs = {}
       for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
       local t = math.max(ticket, now)
@@ -728,27 +805,35 @@ var releaseScript = redis.NewScript(`
 return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 `)
 
-// observeScript applies an Observation as rail0.MemoryLimiter does: the
-// advertised quota, the 429's estimate and distrust (see learnFrom in
-// package rail0), what the 429 says about fixed windows (see learnWindows
-// there), and the cooldown.
+// observeScript applies an Observation as ratelimit.Memory does: the
+// advertised quota, the 429's estimate, distrust and probing (see learnFrom
+// in package ratelimit), what the 429 says about fixed windows (see
+// learnWindows there), and the cooldown.
 //
-//	KEYS: state hash, sends list
+//	KEYS: state hash (see fields), sends list
 //	ARGV: 1 ticket, 2 throttled, 3 Retry-After µs, 4 max cooldown µs,
 //	      5 advertised limit, 6 advertised period µs, 7 reset µs,
 //	      8 configured limit, 9 configured period µs, 10 margin µs,
 //	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped,
 //	      15 fixed windows, 16 admitted limit, 17 admitted period µs
-//	returns {cooldown left µs, distrusted, learned limit, learned period µs}
+//	returns {cooldown left µs, distrusted, learned limit, learned period µs,
+//	         retry wait µs}
 var observeScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[11])
-local cs, cu, ll, lp, fu, ct, sl = state(KEYS[1])
+local st = state(KEYS[1])
 local advL, advP = tonumber(ARGV[5]), tonumber(ARGV[6])
 local advertised = advL > 0 and advP > 0
-if advertised then ll, lp = advL, advP end
-local distrusted = 0
+if advertised then st.ll, st.lp, st.ad = advL, advP, 1 end
+local cl, cp = tonumber(ARGV[8]), tonumber(ARGV[9])
+local windowsOn = tonumber(ARGV[15]) == 1
+local distrusted, retrywait = 0, 0
 local cool = tonumber(ARGV[7])
 if tonumber(ARGV[2]) == 1 then
+  if now >= st.cu then
+    -- The first 429 since the partition reopened.
+    st.rs, st.ru = st.cs, st.cu
+    st.rl, st.rp = effective(cl, cp, st.ll, st.lp)
+  end
   local ra = tonumber(ARGV[3])
   local maxcool = tonumber(ARGV[4])
   local margin = tonumber(ARGV[10])
@@ -758,24 +843,56 @@ if tonumber(ARGV[2]) == 1 then
   -- The log, read once: ascending admission times.
   local xs = {}
   for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
-  local curL, curP = effective(tonumber(ARGV[8]), tonumber(ARGV[9]), ll, lp)
+  local til = now + 1 -- slots held for later are not sent yet
+  local fixed = windowsOn and st.sl == 0
+  -- Fewer of ours sent by now in the refused request's windows than the
+  -- budget it was admitted under (see unexplained in package ratelimit).
+  local unexplained = false
+  local adL, adP = tonumber(ARGV[16]), tonumber(ARGV[17])
+  if fixed and adL > 0 and adP > 0 then
+    local w = windowsOf(adL, adP, margin)
+    unexplained = true
+    for k = first(w, sent), last(w, sent) do
+      if count(xs, w, k, til) >= w.limit then
+        unexplained = false
+        break
+      end
+    end
+  end
+  local probing = fixed and probes(st, cl, cp)
+  local trusted = fixed and st.cu > 0 and sent >= st.pf
+  local curL, curP = effective(cl, cp, st.ll, st.lp)
+  local firstOne = st.cu == 0
+  -- learnFrom.
   local budL, budP = 0, 0
-  local lcool = ra
-  local prevLen = cu - cs
-  -- In fixed windows, what went since the reopening or since the refused
-  -- request's window opened, whichever is later, is what counts.
-  local fixed = tonumber(ARGV[15]) == 1 and sl == 0
-  local since = cu
-  local fp = math.max(curP, ra)
-  if fixed and fp > 0 then since = math.max(since, floorDiv(sent, fp) * fp) end
+  local lcool, others, done = ra, false, false
+  local prevLen = st.cu - st.cs
   if tonumber(ARGV[14]) == 1 then
     -- Retry-After beyond the cap: the period is unknown; nothing learned.
-  elseif ra > 0 and cu > 0 and sent >= cu and sent < cu + prevLen and countLog(xs, since, sent) < math.max(curL, 1) then
+    done = true
+  elseif fixed then
+    -- distrustWindows: a burst at the reopening refused whole.
+    local rs, ru, rl, rp = st.rs, st.ru, st.rl, st.rp
+    if ru == 0 then rs, ru, rl, rp = st.cs, st.cu, curL, curP end
+    local rlen = ru - rs
+    if ra > 0 and ru > 0 and st.sh == 0 and not trusted and sent >= ru and sent < ru + rlen then
+      local since = ru
+      local p = math.max(rp, ra)
+      if p > 0 then since = math.max(since, floorDiv(sent, p) * p) end
+      if countLog(xs, since, til) == 0 then
+        local d = math.max(ra, 2 * math.max(rlen, rp))
+        if maxcool > 0 then d = math.min(d, math.max(maxcool, ra)) end
+        lcool, distrusted, done = d, 1, true
+        if rl > 0 then budL, budP = rl, math.max(rp, d) end
+      end
+    end
+  elseif ra > 0 and st.cu > 0 and sent >= st.cu and sent < st.cu + prevLen and countLog(xs, st.cu, sent) < math.max(curL, 1) then
     local d = math.max(ra, 2 * prevLen)
     if maxcool > 0 then d = math.min(d, math.max(maxcool, ra)) end
-    lcool, distrusted = d, 1
+    lcool, distrusted, done = d, 1, true
     if curL > 0 then budL, budP = curL, math.max(curP, d) end
-  else
+  end
+  if not done then
     local period = curP
     if period <= 0 then period = ra end
     if period > 0 then
@@ -784,49 +901,61 @@ if tonumber(ARGV[2]) == 1 then
         -- Only the refused request's window counts.
         local w = windowsOf(1, period, margin)
         local k = floorDiv(sent, period)
-        n = math.min(n, countLog(xs, k * period - w.late, (k + 1) * period + w.early))
+        n = math.min(n, countLog(xs, k * period - w.late, math.min((k + 1) * period + w.early, til)))
       end
-      local lim = n
-      if curL == 0 and n == 0 then
-        lim = -1
+      others = fixed and n == 0
+      local lim, taught = n, true
+      if curL == 0 and n == 0 and fixed then lim = 1
+      elseif curL == 0 and n == 0 then taught = false
       elseif curL == 0 then
-      elseif sent >= cu then lim = math.min(curL - 1, n)
+      elseif sent >= st.cu and probing then lim = n - math.max(1, math.floor(n / ` + strconv.Itoa(yieldShare) + `))
+      elseif sent >= st.cu then lim = math.min(curL - 1, n)
       else lim = math.min(curL, n) end
-      if lim >= 0 then budL, budP = math.max(lim, 1), period end
+      if taught then budL, budP = math.max(lim, 1), period end
     end
   end
-  if budL > 0 and budP > 0 and not advertised then ll, lp = budL, budP end
+  if budL > 0 and budP > 0 and not advertised then st.ll, st.lp, st.ad = budL, budP, 0 end
+  if distrusted == 1 and fixed then
+    st.ud = curP
+  elseif others or (unexplained and trusted) then
+    -- Others' requests fill our windows: a doubled period was theirs.
+    st.sh = 1
+    if st.ud > 0 and st.lp > st.ud then st.lp = st.ud end
+    st.ud = 0
+  end
   if lcool > 0 then cool = lcool end
-  -- Fixed windows: the window the 429 arrived in is full; a refusal our
-  -- count cannot explain is a contradiction, and the second ends the
-  -- hypothesis for the partition.
-  local afL, afP = effective(tonumber(ARGV[8]), tonumber(ARGV[9]), ll, lp)
-  if tonumber(ARGV[15]) == 1 and afL > 0 and afP > 0 and sl == 0 then
-    fu = math.max(fu, (floorDiv(now + allowance(afP), afP) + 1) * afP)
-    local adL, adP = tonumber(ARGV[16]), tonumber(ARGV[17])
-    -- A request sent before the partition last closed belongs to a streak
-    -- that has taught its lesson already.
-    if distrusted == 0 and adL > 0 and adP > 0 and sent > cs then
-      local w = windowsOf(adL, adP, margin)
-      local explained = false
-      for k = first(w, sent), last(w, sent) do
-        if count(xs, w, k, math.huge) >= w.limit then
-          explained = true
-          break
-        end
+  if windowsOn then
+    local afL, afP = effective(cl, cp, st.ll, st.lp)
+    -- learnWindows: the window the 429 arrived in is full; a refusal our
+    -- count cannot explain contradicts the windows of a partition that
+    -- does not probe, and the second ends them.
+    if afL > 0 and afP > 0 and st.sl == 0 then
+      st.fu = math.max(st.fu, (floorDiv(now + allowance(afP), afP) + 1) * afP)
+      if unexplained and not probing and distrusted == 0 and sent > st.cs then
+        st.ct = st.ct + 1
+        if st.ct >= 2 then st.sl = 1 end
       end
-      if not explained then
-        ct = ct + 1
-        if ct >= 2 then sl = 1 end
+    end
+    if fixed and afL > 0 and afP > 0 then
+      if firstOne or distrusted == 1 then st.pf, st.rf = st.fu + afP, 0 end
+      if now < st.pf - afP then st.rf = math.max(st.rf, now + ra) end
+      if st.sl == 0 and distrusted == 0 and cool <= afP then
+        -- The window the 429 showed full ends sooner than the whole period.
+        cool = math.min(cool, st.fu + allowance(afP) - now)
+      end
+      local clean = st.pf - afP
+      if others and now < clean then
+        -- Nothing of ours went through: ours starts with the clean ramp.
+        cool = math.max(cool, math.max(clean + allowance(afP), st.rf) + math.max(margin, 1000) - now)
       end
     end
   end
+  if windowsOn and st.sl == 0 and distrusted == 0 and st.ll > 0 and st.lp > 0 then retrywait = ra end
 end
-if cool > 0 and now + cool > cu then cs, cu = now, now + cool end
-redis.call('HSET', KEYS[1], 'cs', str(cs), 'cu', str(cu), 'll', str(ll), 'lp', str(lp),
-  'fu', str(fu), 'ct', str(ct), 'sl', str(sl))
-local ms = math.ceil((math.max(cu, now) - now + tonumber(ARGV[13]) + lp + tonumber(ARGV[12])) / 1000)
+if cool > 0 and now + cool > st.cu then st.cs, st.cu = now, now + cool end
+save(KEYS[1], st)
+local ms = math.ceil((math.max(st.cu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
 expire(KEYS[1], ms)
 if redis.call('EXISTS', KEYS[2]) == 1 then expire(KEYS[2], ms) end
-return {math.max(cu - now, 0), distrusted, ll, lp}
+return {math.max(st.cu - now, 0), distrusted, st.ll, st.lp, retrywait}
 `)

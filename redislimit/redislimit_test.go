@@ -24,6 +24,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	rail0 "github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/limitclock"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // redisAddr is the server the tests use: RAIL0_REDIS_ADDR, by default the
@@ -134,14 +136,14 @@ func TestMicros(t *testing.T) {
 }
 
 // paced is a reservation under a budget of 5 per 300 ms that accepts any wait.
-func paced(partition string) rail0.Reservation {
-	b := rail0.Budget{Limit: 5, Period: 300 * time.Millisecond}
-	return rail0.Reservation{Partition: partition, Budget: b, MaxWait: time.Hour}
+func paced(partition string) ratelimit.Reservation {
+	b := ratelimit.Budget{Limit: 5, Period: 300 * time.Millisecond}
+	return ratelimit.Reservation{Partition: partition, Budget: b, MaxWait: time.Hour}
 }
 
 // reserveMany runs goroutines × n reservations on each limiter at once and
 // returns every admission time handed out, per goroutine in call order.
-func reserveMany(t *testing.T, ls []*Limiter, goroutines, n int, r rail0.Reservation) [][]time.Time {
+func reserveMany(t *testing.T, ls []*Limiter, goroutines, n int, r ratelimit.Reservation) [][]time.Time {
 	t.Helper()
 	var (
 		wg   sync.WaitGroup
@@ -251,7 +253,7 @@ func TestTwoLimitersShareOneBudget(t *testing.T) {
 // also teach a budget).
 func cool(t *testing.T, l *Limiter, partition string, d time.Duration) {
 	t.Helper()
-	if _, err := l.Observe(context.Background(), partition, rail0.Observation{Reset: d}); err != nil {
+	if _, err := l.Observe(context.Background(), partition, ratelimit.Observation{Reset: d}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -263,7 +265,7 @@ func TestFIFOThroughCooldown(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	ctx := context.Background()
 	cool(t, l, "public", time.Second)
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Jitter: 0.9, Retry: true}
+	r := ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Jitter: 0.9, Retry: true}
 	first, at1, err := l.reserve(ctx, r)
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +285,11 @@ func TestFIFOThroughCooldown(t *testing.T) {
 	if at2.Before(at1) {
 		t.Errorf("second caller admitted at %v, before the first at %v", at2, at1)
 	}
+}
+
+// memoryOn is the in-memory reference limiter reading the time from now.
+func memoryOn(now func() time.Time) *ratelimit.Memory {
+	return limitclock.NewMemory(now).(*ratelimit.Memory)
 }
 
 // fakeClock is a settable clock for the injected-time tests.
@@ -311,7 +318,7 @@ func TestCooldownNeverShortened(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true}
+	r := ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true}
 	wait := func() time.Duration {
 		t.Helper()
 		a, err := l.Reserve(ctx, r)
@@ -382,7 +389,7 @@ func TestMaxWaitRefusalRecordsNothing(t *testing.T) {
 	// The same holds when a cooldown sets the wait.
 	cool(t, l, "session:ff", time.Minute)
 	h0, s0 = dump(t, rdb, l, "session:ff")
-	a, err = l.Reserve(ctx, rail0.Reservation{Partition: "session:ff", MaxWait: time.Second})
+	a, err = l.Reserve(ctx, ratelimit.Reservation{Partition: "session:ff", MaxWait: time.Second})
 	if err != nil || a.OK || !a.Cooldown || a.Wait < 59*time.Second {
 		t.Errorf("reservation in a 1 min cooldown = %+v, %v; want refused by the cooldown", a, err)
 	}
@@ -443,8 +450,8 @@ func TestErrors(t *testing.T) {
 // op is one step of a differential sequence.
 type op struct {
 	advance time.Duration // move the clock
-	obs     *rail0.Observation
-	res     *rail0.Reservation
+	obs     *ratelimit.Observation
+	res     *ratelimit.Reservation
 	held    int  // with res or obs: the index of an earlier held ticket to confirm, report or release; -1 for none
 	release bool // give the held ticket back
 	part    string
@@ -470,7 +477,7 @@ type op struct {
 // budget, only the one its 429s teach. The clock moves more often, so
 // that slots land anywhere in their windows.
 func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
-	budgets := map[string]rail0.Budget{
+	budgets := map[string]ratelimit.Budget{
 		"public":           {Limit: 3, Period: 2 * time.Second},
 		"session:00c0ffee": {Limit: 5, Period: 5 * time.Second},
 	}
@@ -487,7 +494,7 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 		if fixed {
 			gen := fmt.Sprintf("session:%04x", i/150)
 			if i/150%2 == 1 {
-				budgets[gen] = rail0.Budget{Limit: 4, Period: 3 * time.Second}
+				budgets[gen] = ratelimit.Budget{Limit: 4, Period: 3 * time.Second}
 			}
 			parts = append(parts, gen)
 			advance = 5
@@ -497,7 +504,7 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 		case k < advance && advances:
 			ops = append(ops, op{advance: time.Duration(rng.IntN(1500)) * time.Millisecond})
 		case k < 6:
-			o := rail0.Observation{Throttled: true, RetryAfter: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond,
+			o := ratelimit.Observation{Throttled: true, RetryAfter: minCooldown + time.Duration(rng.IntN(4000))*time.Millisecond,
 				MaxCooldown: 20 * time.Second, Margin: 10 * time.Millisecond}
 			if rng.IntN(2) == 0 {
 				o.Budget = budgets[p]
@@ -519,15 +526,15 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 			}
 			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20), admitted: admitted})
 		case k < 7:
-			o := rail0.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
+			o := ratelimit.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
 			if rng.IntN(2) == 0 {
-				o.Advertised = rail0.Budget{Limit: 2 + rng.IntN(4), Period: time.Duration(1+rng.IntN(3)) * time.Second}
+				o.Advertised = ratelimit.Budget{Limit: 2 + rng.IntN(4), Period: time.Duration(1+rng.IntN(3)) * time.Second}
 			}
 			ops = append(ops, op{part: p, obs: &o, held: -1})
 		case k < 8:
 			ops = append(ops, op{part: p, release: true, held: rng.IntN(1 << 20)})
 		default:
-			r := rail0.Reservation{
+			r := ratelimit.Reservation{
 				Partition: p,
 				Jitter:    rng.Float64(),
 				MaxWait:   maxWaits[rng.IntN(len(maxWaits))],
@@ -543,6 +550,11 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 				r.Budget = budgets[p]
 			}
 			r.FixedWindows = fixed && rng.IntN(5) > 0
+			if r.Retry && rng.IntN(2) == 0 {
+				// A retry's slot, held when its 429 came: not before its
+				// Retry-After.
+				r.After = time.Duration(rng.IntN(3000)) * time.Millisecond
+			}
 			held := -1
 			if rng.IntN(3) == 0 {
 				held = rng.IntN(1 << 20)
@@ -556,12 +568,12 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 // twin replays ops on the in-memory reference and on Redis, keeping each
 // limiter's tickets for the same held slots side by side.
 type twin struct {
-	mem       *rail0.MemoryLimiter
+	mem       *ratelimit.Memory
 	red       *Limiter
 	memT      []int64
 	redT      []int64
 	parts     []string
-	admitted  []rail0.Budget // the budget each held slot was admitted under
+	admitted  []ratelimit.Budget // the budget each held slot was admitted under
 	tolerance time.Duration
 	// What the observations taught, to check the sequence exercised it.
 	distrusted, learned, reported int
@@ -569,6 +581,44 @@ type twin struct {
 	// window full, contradictions, fallbacks to the sliding rule, and
 	// slots placed at a window's opening.
 	filled, contradicted, fellBack, openings int
+	// What the probing rules did: slots beyond the budget in their window,
+	// 429s that showed others' requests, short Retry-Afters proved in fixed
+	// windows and doubled periods restored, retry waits given.
+	probed, shared, doubled, undoubled, retryWaits int
+}
+
+// fields reads some of a partition's state fields from Redis.
+func (w *twin) fields(t *testing.T, part string, names ...string) []int64 {
+	t.Helper()
+	state, _ := w.red.keys(part)
+	v, err := w.red.rdb.HMGet(context.Background(), state, names...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(v))
+	for i, x := range v {
+		s, _ := x.(string)
+		out[i], _ = strconv.ParseInt(s, 10, 64)
+	}
+	return out
+}
+
+// inWindow counts the slots Redis holds in the window of period p (µs)
+// that holds the slot at ticket (µs).
+func (w *twin) inWindow(t *testing.T, part string, ticket, p int64) int {
+	t.Helper()
+	_, sends := w.red.keys(part)
+	xs, err := w.red.rdb.LRange(context.Background(), sends, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, n := ticket/p, 0
+	for _, x := range xs {
+		if v, _ := strconv.ParseInt(x, 10, 64); v/p == k {
+			n++
+		}
+	}
+	return n
 }
 
 // windows reads a partition's fixed-window state from Redis.
@@ -604,7 +654,7 @@ func (w *twin) pick(k int, part string) (int64, int64, int) {
 }
 
 // step applies one op to both and reports a disagreement.
-func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved bool) {
+func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserved bool) {
 	t.Helper()
 	ctx := context.Background()
 	mt, rt, idx := w.pick(o.held, o.part)
@@ -626,6 +676,7 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 			mo.Admitted, ro.Admitted = w.admitted[idx], w.admitted[idx]
 		}
 		fu0, ct0, sl0 := w.windows(t, o.part)
+		before := w.fields(t, o.part, "sh", "ud", "lp")
 		want, err := w.mem.Observe(ctx, o.part, mo)
 		if err != nil {
 			t.Fatal(err)
@@ -634,11 +685,24 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance {
+		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance ||
+			(got.RetryWait-want.RetryWait).Abs() > w.tolerance {
 			t.Fatalf("step %d observe %+v: redis %+v, memory %+v", i, mo, got, want)
 		}
 		if want.Distrusted {
 			w.distrusted++
+		}
+		after := w.fields(t, o.part, "sh", "ud", "lp")
+		switch {
+		case after[0] > before[0]:
+			w.shared++
+		case after[1] > 0 && before[1] == 0:
+			w.doubled++
+		case after[1] == 0 && before[1] > 0 && after[2] < before[2]:
+			w.undoubled++
+		}
+		if want.RetryWait > 0 {
+			w.retryWaits++
 		}
 		if want.Budget.Limit > 1 {
 			w.learned++
@@ -682,13 +746,16 @@ func (w *twin) step(t *testing.T, i int, o op) (want rail0.Admission, reserved b
 				got.Ticket%p == allowance(want.Budget.Period).Microseconds() {
 				w.openings++
 			}
+			if p := want.Budget.Period.Microseconds(); mr.FixedWindows && p > 0 && w.inWindow(t, o.part, got.Ticket, p) > want.Budget.Limit {
+				w.probed++
+			}
 		}
 		return want, true
 	}
 	return want, false
 }
 
-// allowance is rail0's clock allowance of a period: a request at a
+// allowance is the limiter's clock allowance of a period: a request at a
 // window's opening goes this long after the boundary.
 func allowance(period time.Duration) time.Duration {
 	return min(period/500, 100*time.Millisecond)
@@ -706,7 +773,7 @@ func TestDifferentialFakeClock(t *testing.T) {
 	for seed := range uint64(4) {
 		start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(seed) * 7919 * time.Millisecond)
 		clk := &fakeClock{t: start}
-		w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
+		w := &twin{mem: memoryOn(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
 		w.red.now = clk.now
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
 			for i, o := range genOps(mrand.New(mrand.NewPCG(6+seed, 46)), 1500, true, true) {
@@ -737,6 +804,11 @@ func TestDifferentialFakeClock(t *testing.T) {
 		all.contradicted += w.contradicted
 		all.fellBack += w.fellBack
 		all.openings += w.openings
+		all.probed += w.probed
+		all.shared += w.shared
+		all.doubled += w.doubled
+		all.undoubled += w.undoubled
+		all.retryWaits += w.retryWaits
 	}
 	// The sequences must exercise every branch for the comparison to mean
 	// anything.
@@ -749,6 +821,14 @@ func TestDifferentialFakeClock(t *testing.T) {
 		t.Errorf("fixed windows too tame: %d 429s filled a window, %d contradicted, %d fell back, %d slots at an opening",
 			w.filled, w.contradicted, w.fellBack, w.openings)
 	}
+	// Short Retry-Afters proved in fixed windows need a scripted sequence
+	// (TestProbingIsShared).
+	if w.probed == 0 || w.shared == 0 || w.retryWaits == 0 {
+		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits",
+			w.probed, w.shared, w.retryWaits)
+	}
+	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d retry waits",
+		w.probed, w.shared, w.doubled, w.undoubled, w.retryWaits)
 	t.Logf("%d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported; "+
 		"fixed windows: %d filled, %d contradicted, %d fell back, %d at an opening",
 		refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported, w.filled, w.contradicted, w.fellBack, w.openings)
@@ -764,7 +844,7 @@ func TestDifferentialServerTime(t *testing.T) {
 	rdb := newRedis(t)
 	ctx := context.Background()
 	clk := &fakeClock{}
-	w := &twin{mem: rail0.NewMemoryLimiter(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 250 * time.Millisecond}
+	w := &twin{mem: memoryOn(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 250 * time.Millisecond}
 	for i, o := range genOps(mrand.New(mrand.NewPCG(7, 7)), 60, false, false) {
 		now, err := rdb.Time(ctx).Result()
 		if err != nil {
@@ -783,8 +863,8 @@ func TestReleaseGivesSlotBack(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	b := rail0.Budget{Limit: 5, Period: time.Second}
-	r := rail0.Reservation{Partition: "public", Budget: b, MaxWait: time.Hour}
+	b := ratelimit.Budget{Limit: 5, Period: time.Second}
+	r := ratelimit.Reservation{Partition: "public", Budget: b, MaxWait: time.Hour}
 	var held []int64
 	for range 55 {
 		a, err := l.Reserve(ctx, r)
@@ -822,13 +902,13 @@ func TestReleaseGivesSlotBack(t *testing.T) {
 // came within the clock allowance of its end); and two contradicted 429s,
 // after which y keeps to the sliding rule. It returns the times, after
 // 12:00:00, at which the calls may go.
-func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixed bool) []time.Duration {
+func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y ratelimit.Limiter, fixed bool) []time.Duration {
 	t.Helper()
 	const s, ms = time.Second, time.Millisecond
 	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	ctx := context.Background()
 	var got []time.Duration
-	reserve := func(l rail0.Limiter, r rail0.Reservation) rail0.Admission {
+	reserve := func(l ratelimit.Limiter, r ratelimit.Reservation) ratelimit.Admission {
 		t.Helper()
 		adm, err := l.Reserve(ctx, r)
 		if err != nil || !adm.OK {
@@ -837,9 +917,9 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 		got = append(got, clk.now().Add(adm.Wait).Sub(epoch))
 		return adm
 	}
-	refuse := func(l rail0.Limiter, r rail0.Reservation, adm rail0.Admission, retryAfter time.Duration) {
+	refuse := func(l ratelimit.Limiter, r ratelimit.Reservation, adm ratelimit.Admission, retryAfter time.Duration) {
 		t.Helper()
-		_, err := l.Observe(ctx, r.Partition, rail0.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: retryAfter,
+		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: retryAfter,
 			Budget: r.Budget, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
 		if err != nil {
 			t.Fatal(err)
@@ -847,13 +927,13 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	}
 
 	// The whole budget at each window's opening, whichever process asks.
-	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 3, Period: 10 * s}, Margin: ms, MaxWait: time.Minute, FixedWindows: fixed}
+	r := ratelimit.Reservation{Partition: "public", Budget: ratelimit.Budget{Limit: 3, Period: 10 * s}, Margin: ms, MaxWait: time.Minute, FixedWindows: fixed}
 	clk.set(epoch.Add(s))
 	for i := range 7 {
 		if i == 2 {
 			clk.advance(4 * s) // the third call comes late in the window
 		}
-		reserve([]rail0.Limiter{x, y}[i%2], r)
+		reserve([]ratelimit.Limiter{x, y}[i%2], r)
 	}
 
 	// An unpaced request refused at 21 s, with a Retry-After shorter than
@@ -862,7 +942,7 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	r.Budget.Limit = 4
 	clk.set(epoch.Add(21 * s))
 	adm := reserve(x, r)
-	adm.Budget = rail0.Budget{}
+	adm.Budget = ratelimit.Budget{}
 	refuse(x, r, adm, 2*s)
 	clk.set(epoch.Add(24 * s))
 	reserve(y, r)
@@ -871,21 +951,38 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y rail0.Limiter, fixe
 	r.Partition = "session:ef"
 	clk.set(epoch.Add(30*s - 5*ms))
 	adm = reserve(x, r)
-	adm.Budget = rail0.Budget{}
+	adm.Budget = ratelimit.Budget{}
 	refuse(x, r, adm, 2*s)
 	clk.set(epoch.Add(33 * s))
 	reserve(y, r)
 
-	// Two paced requests refused although their windows had room: after
-	// the second, y keeps to the sliding rule.
+	// Two requests paced at a budget the gateway advertises, refused
+	// although their windows had room: after the second, y keeps to the
+	// sliding rule. (A budget learned from 429s is probed instead, and such
+	// refusals are taken for others' requests.)
 	r.Partition = "session:cd"
+	r.Budget = ratelimit.Budget{}
+	advertised := ratelimit.Budget{Limit: 4, Period: 10 * s}
+	if _, err := x.Observe(ctx, r.Partition, ratelimit.Observation{Advertised: advertised}); err != nil {
+		t.Fatal(err)
+	}
+	refuseAdvertised := func(l ratelimit.Limiter, adm ratelimit.Admission) {
+		t.Helper()
+		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
+			Advertised: advertised, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	clk.set(epoch.Add(s))
 	reserve(x, r)
-	refuse(y, r, reserve(y, r), 10*s)
+	refuseAdvertised(y, reserve(y, r))
 	clk.set(epoch.Add(25 * s))
-	refuse(x, r, reserve(x, r), 10*s)
+	refuseAdvertised(x, reserve(x, r))
 	clk.set(epoch.Add(36 * s))
-	reserve(y, r)
+	for range 4 {
+		reserve(y, r)
+	}
 	reserve(y, r)
 	return got
 }
@@ -919,7 +1016,7 @@ func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 }
 
 // Issue 13 in Redis: in fixed windows, two Limiters sharing the store admit
-// the whole budget at each window's opening, as one MemoryLimiter does, and
+// the whole budget at each window's opening, as one ratelimit.Memory does, and
 // share the windows a 429 showed full and the fallback to the sliding rule,
 // still with one round trip per operation.
 func TestFixedWindowsAreShared(t *testing.T) {
@@ -943,20 +1040,24 @@ func TestFixedWindowsAreShared(t *testing.T) {
 		x.now, y.now = clk.now, clk.now
 		hook.n.Store(0)
 		redisTimes = fixedWindowsScenario(t, clk, x, y, fixed)
-		// 15 reservations and 5 observations.
-		if n := hook.n.Load(); n != 20 {
-			t.Errorf("%d Redis commands for 20 operations, want one each", n)
+		// 18 reservations and 6 observations.
+		if n := hook.n.Load(); n != 24 {
+			t.Errorf("%d Redis commands for 24 operations, want one each", n)
 		}
-		m := rail0.NewMemoryLimiter(clk.now)
+		m := memoryOn(clk.now)
 		return redisTimes, fixedWindowsScenario(t, clk, m, m, fixed), x
 	}
 
 	got, mem, x := run(true)
 	want := []time.Duration{
 		s, s, 5 * s, 10*s + 20*ms, 10*s + 20*ms, 10*s + 20*ms, 20*s + 20*ms, // the budget at each opening
-		21 * s, 30*s + 20*ms, // y skips the window x's 429 showed full
-		30*s - 5*ms, 40*s + 20*ms,
-		s, s, 25 * s, 36 * s, 46*s + ms, // y keeps to the sliding rule: a period after 36 s, not 40 s
+		// y skips the window x's 429 showed full; nothing of the
+		// partition's went through it, so its next one starts with the
+		// window's probes, a step (the margin) after the opening.
+		21 * s, 30*s + 21*ms,
+		30*s - 5*ms, 40*s + 21*ms,
+		// y keeps to the sliding rule: a period after 36 s, not 40 s.
+		s, s, 25 * s, 36 * s, 36 * s, 36 * s, 36 * s, 46*s + ms,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("fixed windows through Redis: admissions at %v, want %v", got, want)
@@ -976,7 +1077,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 		s, s, 5 * s, 11*s + ms, 11*s + ms, 15*s + ms, 21*s + 2*ms,
 		21 * s, 24 * s,
 		30*s - 5*ms, 33 * s,
-		s, s, 25 * s, 36 * s, 46*s + ms,
+		s, s, 25 * s, 36 * s, 36 * s, 36 * s, 36 * s, 46*s + ms,
 	}
 	if !slices.Equal(got, want) || !slices.Equal(mem, want) {
 		t.Errorf("sliding rule: admissions at %v through Redis and %v in memory, want %v", got, mem, want)
@@ -984,7 +1085,7 @@ func TestFixedWindowsAreShared(t *testing.T) {
 }
 
 // In fixed windows, the bound on the log (maxLog admissions) keeps every
-// admission the windows still count, as in rail0.MemoryLimiter: with more
+// admission the windows still count, as in ratelimit.Memory: with more
 // slots held than that, the current window stays full.
 func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	rdb := newRedis(t)
@@ -994,7 +1095,7 @@ func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
 	l.now = clk.now
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", Budget: rail0.Budget{Limit: 2000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
+	r := ratelimit.Reservation{Partition: "public", Budget: ratelimit.Budget{Limit: 2000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
 	// The log of maxLog admissions that many callers would hold: the
 	// budget at 1 s and at the next window's opening, the rest in the
 	// window after.
@@ -1038,7 +1139,7 @@ func TestLearnedBudgetIsShared(t *testing.T) {
 	t.Cleanup(func() { other.Close() })
 	a, b := New(rdb, WithKeyPrefix(prefix)), New(other, WithKeyPrefix(prefix))
 	ctx := context.Background()
-	r := rail0.Reservation{Partition: "public", MaxWait: time.Hour}
+	r := ratelimit.Reservation{Partition: "public", MaxWait: time.Hour}
 	var tickets []int64
 	for i := range 12 {
 		l := a
@@ -1052,15 +1153,15 @@ func TestLearnedBudgetIsShared(t *testing.T) {
 		tickets = append(tickets, adm.Ticket)
 	}
 	// The gateway let 4 through; a sees the refusals.
-	var fb rail0.Feedback
+	var fb ratelimit.Feedback
 	for _, tk := range tickets[4:] {
 		var err error
-		fb, err = a.Observe(ctx, "public", rail0.Observation{Ticket: tk, Throttled: true, RetryAfter: 30 * time.Second, Margin: 50 * time.Millisecond})
+		fb, err = a.Observe(ctx, "public", ratelimit.Observation{Ticket: tk, Throttled: true, RetryAfter: 30 * time.Second, Margin: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if fb.Budget != (rail0.Budget{Limit: 4, Period: 30 * time.Second}) {
+	if fb.Budget != (ratelimit.Budget{Limit: 4, Period: 30 * time.Second}) {
 		t.Fatalf("learned %+v, want 4 per 30s", fb.Budget)
 	}
 	// b, which saw no 429, now paces a retry at the learned budget.
@@ -1144,7 +1245,7 @@ func TestStalledRedisIsBounded(t *testing.T) {
 	clk := &fakeClock{t: time.Now()}
 	l := New(rdb, WithTimeout(time.Hour))
 	l.wall = clk.now
-	l.local = rail0.NewMemoryLimiter(clk.now)
+	l.local = memoryOn(clk.now)
 	t.Cleanup(func() {
 		stop()
 		rdb.Close()
@@ -1165,10 +1266,10 @@ func TestStalledRedisIsBounded(t *testing.T) {
 	// The store is not asked again during the backoff: the local fallback
 	// answers, and keeps the cooldowns this process sees.
 	bg := context.Background()
-	if _, err := l.Observe(bg, "public", rail0.Observation{Throttled: true, RetryAfter: 10 * time.Second}); err != nil {
+	if _, err := l.Observe(bg, "public", ratelimit.Observation{Throttled: true, RetryAfter: 10 * time.Second}); err != nil {
 		t.Fatalf("Observe during the backoff = %v, want the local fallback", err)
 	}
-	a, err := l.Reserve(bg, rail0.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true})
+	a, err := l.Reserve(bg, ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Retry: true})
 	if err != nil || !a.OK || !a.Cooldown || a.Wait < 10*time.Second {
 		t.Errorf("Reserve during the backoff = %+v, %v; want the local cooldown", a, err)
 	}
@@ -1240,5 +1341,222 @@ func TestTinyDeadlineDoesNotMarkTheStoreDown(t *testing.T) {
 	}
 	if l.useLocal() {
 		t.Fatal("a caller's tiny deadline marked the store down")
+	}
+}
+
+// probingScenario drives one partition through issue 21's rules on l: a
+// window whose 429s teach the share that went through, the clean window
+// after it (the share at its opening, a probe once the streak's retries
+// have gone), a window that probes one beyond the share at its opening and
+// gives back a sixteenth when the probe is refused, a short Retry-After
+// proved by a burst refused whole, and a partition whose first 429 let none
+// of its requests through. It returns every admission's time and every
+// feedback, in order.
+func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.Duration, []ratelimit.Feedback) {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	var at []time.Duration
+	var fbs []ratelimit.Feedback
+	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
+	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
+		t.Helper()
+		adm, err := l.Reserve(ctx, r)
+		if err != nil || !adm.OK {
+			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
+		}
+		at = append(at, clk.now().Add(adm.Wait).Sub(epoch))
+		return adm
+	}
+	refuse := func(adm ratelimit.Admission, ra time.Duration) {
+		t.Helper()
+		fb, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: ra,
+			MaxCooldown: time.Minute, Margin: ms, FixedWindows: true, Admitted: adm.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fbs = append(fbs, fb)
+	}
+	// The first window: five go unpaced, the last two are refused.
+	clk.set(epoch)
+	var adms []ratelimit.Admission
+	for range 5 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	retry := r
+	retry.Retry, retry.After = true, 2*s
+	for _, adm := range adms[3:] {
+		refuse(adm, 2*s)
+		reserve(retry) // the retry's slot, held for its Retry-After
+	}
+	// The clean window: one fresh call goes at its opening with the two
+	// retries; a fourth is the probe, a step after the retries.
+	clk.set(epoch.Add(2*s + 4*ms))
+	reserve(r)
+	probe := reserve(r)
+	clk.set(epoch.Add(2*s + 20*ms))
+	refuse(probe, 2*s)
+	// The next window probes one beyond the share at its opening, and its
+	// refusal gives a sixteenth back (at least one).
+	clk.set(epoch.Add(4*s + 4*ms))
+	for range 4 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(4*s + 10*ms))
+	refuse(probe, 2*s)
+
+	// A gateway whose Retry-After is half its window: the burst at the
+	// reopening is refused whole, and its last 429 proves the header short.
+	r.Partition = "session:ab"
+	clk.set(epoch.Add(10 * s))
+	adms = adms[:0]
+	for range 4 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	refuse(adms[3], s)
+	clk.set(epoch.Add(11*s + 10*ms))
+	adms = adms[:0]
+	for range 3 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms {
+		refuse(adm, s)
+	}
+	// The proof starts the windows afresh: the window after it (12 s to
+	// 14 s, the period doubled) is the clean one again, so its probe goes a
+	// step after the share, not with it.
+	clk.set(epoch.Add(13*s + 500*ms))
+	for range 4 {
+		reserve(r)
+	}
+	// Later, a refusal with one of ours sent in its window, fewer than the
+	// budget (three retries hold slots later in it, not sent yet): others'
+	// requests, so the doubling was theirs too, and the period goes back.
+	clk.set(epoch.Add(16 * s))
+	reserve(r)
+	adm := reserve(r)
+	later := r
+	later.Retry, later.After = true, s
+	for range 3 {
+		reserve(later)
+	}
+	clk.advance(10 * ms)
+	refuse(adm, s)
+
+	// A partition whose first 429 let none of its requests through: one
+	// per window, from the probes of the window after the next.
+	r.Partition = "session:cd"
+	clk.set(epoch.Add(20 * s))
+	refuse(reserve(r), 2*s)
+	clk.set(epoch.Add(21 * s))
+	reserve(r)
+
+	// A larger share: 34 of 36 through, then a window that probes one
+	// beyond it at its opening and one a step later, whose refusal gives
+	// back a sixteenth of the 35 through (two).
+	r.Partition = "session:ef"
+	clk.set(epoch.Add(30 * s))
+	adms = adms[:0]
+	for range 36 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms[34:] {
+		refuse(adm, 2*s)
+	}
+	clk.set(epoch.Add(34*s + 4*ms))
+	for range 36 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(34*s + 10*ms))
+	refuse(probe, 2*s)
+	return at, fbs
+}
+
+// Issue 21, item 1, in Redis: the probing rules run in Lua exactly as in
+// ratelimit.Memory, so every process sharing a store probes together.
+func TestProbingIsShared(t *testing.T) {
+	rdb := newRedis(t)
+	const s, ms = time.Second, time.Millisecond
+	clk := &fakeClock{}
+	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	red.now = clk.now
+	got, gotFb := probingScenario(t, clk, red)
+	want, wantFb := probingScenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) {
+		t.Errorf("admissions through Redis at %v, in memory at %v", got, want)
+	}
+	if len(gotFb) != len(wantFb) {
+		t.Fatalf("%d feedbacks through Redis, %d in memory", len(gotFb), len(wantFb))
+	}
+	for i := range wantFb {
+		g, w := gotFb[i], wantFb[i]
+		if g.Budget != w.Budget || g.Distrusted != w.Distrusted || (g.Cooldown-w.Cooldown).Abs() > 2*time.Microsecond ||
+			(g.RetryWait-w.RetryWait).Abs() > 2*time.Microsecond {
+			t.Errorf("feedback %d: redis %+v, memory %+v", i, g, w)
+		}
+	}
+	wantAt := []time.Duration{
+		0, 0, 0, 0, 0, // the first window, unpaced
+		2*s + 10*ms, 2*s + 10*ms, // the two retries, held for their Retry-After
+		2*s + 4*ms, 2*s + 11*ms, // the clean window: the share, then a probe after the retries
+		4*s + 4*ms, 4*s + 4*ms, 4*s + 4*ms, 4*s + 5*ms, // the share (2), one beyond at the opening, one a step later
+		10 * s, 10 * s, 10 * s, 10 * s, // session:ab: unpaced
+		11*s + 10*ms, 11*s + 10*ms, 11*s + 10*ms, // its reopening, refused whole
+		13*s + 500*ms, 13*s + 500*ms, 13*s + 500*ms, 13*s + 501*ms, // the clean window after the proof
+		16 * s, 16 * s, 17 * s, 17 * s, 17*s + ms, // refused with one of ours sent; three retries held later
+		20 * s,           // session:cd: refused with nothing through
+		22*s + 4*ms + ms, // ... its next goes with the probes of the window after
+	}
+	for range 36 { // session:ef: unpaced
+		wantAt = append(wantAt, 30*s)
+	}
+	for range 35 { // the share (34) and one beyond it at the opening
+		wantAt = append(wantAt, 34*s+4*ms)
+	}
+	wantAt = append(wantAt, 34*s+5*ms) // one more a step later
+	if !slices.Equal(want, wantAt) {
+		t.Errorf("admissions at %v, want %v", want, wantAt)
+	}
+	if fb := wantFb[1]; fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.RetryWait != 2*s {
+		t.Errorf("the first window teaches %+v, want the 3 that went through, retries waiting 2 s", fb)
+	}
+	if fb := wantFb[3]; fb.Budget != (ratelimit.Budget{Limit: 2, Period: 2 * s}) {
+		t.Errorf("the refused probe leaves %+v, want the 3 through, less one", fb)
+	}
+	if fb := wantFb[len(wantFb)-6]; !fb.Distrusted || fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.Cooldown != 2*s {
+		t.Errorf("the burst refused whole gives %+v, want a short Retry-After proved: the period doubled", fb)
+	}
+	if fb := wantFb[len(wantFb)-5]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: s}) {
+		t.Errorf("others' requests in the window give %+v, want the period back at 1 s", fb)
+	}
+	if fb := wantFb[len(wantFb)-4]; fb.Budget != (ratelimit.Budget{Limit: 1, Period: 2 * s}) {
+		t.Errorf("nothing through gives %+v, want one per window", fb)
+	}
+	if fb := wantFb[len(wantFb)-2]; fb.Budget != (ratelimit.Budget{Limit: 34, Period: 2 * s}) {
+		t.Errorf("34 of 36 through teach %+v, want 34", fb)
+	}
+	if fb := wantFb[len(wantFb)-1]; fb.Budget != (ratelimit.Budget{Limit: 33, Period: 2 * s}) {
+		t.Errorf("the refused probe after 35 through leaves %+v, want 35 less a sixteenth (two)", fb)
+	}
+}
+
+// Issue 21, item 1: while Redis is down, each process keeps pacing in its
+// own in-memory limiter, which probes as the shared one does: a process
+// that falls back alone learns its share and takes the others' back when
+// they fall silent, rather than keeping the share it saw in one window.
+func TestFallbackProbesToo(t *testing.T) {
+	clk := &fakeClock{}
+	l := New(nil) // no store at all: every operation would fail
+	l.wall, l.local = clk.now, memoryOn(clk.now)
+	l.down = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC) // in its failure backoff throughout
+	got, gotFb := probingScenario(t, clk, l)
+	want, wantFb := probingScenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) || !slices.Equal(gotFb, wantFb) {
+		t.Errorf("fallback: admissions %v, feedback %v; want the in-memory rules' %v, %v", got, gotFb, want, wantFb)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	rail0 "github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/rail0/rail0-go/redislimit"
 )
 
@@ -181,7 +182,7 @@ func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	// A long-lived process has the limiter's script in Redis's cache; the
 	// first call of a fresh one pays a second round trip to load it. Load
 	// it before the measured calls, on a partition of its own.
-	warm := rail0.Reservation{Partition: fmt.Sprintf("warm-up-%d", o.child), MaxWait: time.Second}
+	warm := ratelimit.Reservation{Partition: fmt.Sprintf("warm-up-%d", o.child), MaxWait: time.Second}
 	if adm, err := lim.Reserve(ctx, warm); err == nil && adm.Ticket != 0 {
 		lim.Release(ctx, warm.Partition, adm.Ticket)
 	}

@@ -1,6 +1,7 @@
-package rail0
+package ratelimit
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -112,16 +113,16 @@ func TestWindowsOf(t *testing.T) {
 	}
 }
 
-// Through the MemoryLimiter: in fixed windows the whole budget goes at each
+// Through the Memory: in fixed windows the whole budget goes at each
 // window's opening; the sliding rule, for the same calls, waits a period
 // after each of the first slots, so one late slot delays a slot in every
 // window after it.
-func TestMemoryLimiterFixedWindows(t *testing.T) {
+func TestMemoryFixedWindows(t *testing.T) {
 	const s = time.Second
 	b := Budget{Limit: 3, Period: 10 * s}
 	slots := func(fixed bool) []time.Duration {
 		clk := &fakeClock{t: epoch.Add(s)}
-		m := NewMemoryLimiter(clk.Now)
+		m := newMemory(clk.Now)
 		var got []time.Duration
 		for i := range 7 {
 			if i == 2 {
@@ -138,40 +139,65 @@ func TestMemoryLimiterFixedWindows(t *testing.T) {
 }
 
 // A 429 for a slot the windows had room for, by the client's count, is a
-// contradiction: the budget or the windows are wrong. The first lowers the
-// budget; the second ends the hypothesis, and the partition keeps to the
-// sliding rule.
+// contradiction: the budget or the windows are wrong. On a partition that
+// does not probe (its budget stated by RateLimit fields), the first lowers
+// the budget; the second ends the hypothesis, and the partition keeps to
+// the sliding rule. A partition that probes (its budget learned from 429s)
+// takes such refusals for others' requests and keeps the windows.
 func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 	const s = time.Second
-	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
-	b := Budget{Limit: 4, Period: 10 * s}
-	r := Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
-	refuse := func() {
-		t.Helper()
-		adm := reserve(t, m, r)
-		assert.Zero(t, adm.Wait)
-		_, err := m.Observe(t.Context(), "public", Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
-			Budget: b, Margin: time.Millisecond, FixedWindows: true, Admitted: adm.Budget})
-		assert.NoError(t, err)
+	for _, advertised := range []bool{true, false} {
+		clk := &fakeClock{t: epoch.Add(s)}
+		m := newMemory(clk.Now)
+		b := Budget{Limit: 4, Period: 10 * s}
+		o := Observation{Throttled: true, RetryAfter: 10 * s, Margin: time.Millisecond, FixedWindows: true}
+		if advertised {
+			o.Advertised = b // the gateway states its quota on every answer
+		} else {
+			// Learned: the first window's 429 taught 4.
+			for range 4 {
+				reserve(t, m, Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true})
+			}
+			_, err := m.Observe(t.Context(), "public", o)
+			require.NoError(t, err)
+			require.Equal(t, b, m.ps["public"].learned)
+			clk.t = epoch.Add(21 * s)
+		}
+		r := Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
+		refuse := func() {
+			t.Helper()
+			adm := reserve(t, m, r)
+			assert.Zero(t, adm.Wait)
+			o := o
+			o.Ticket, o.Admitted = adm.Ticket, adm.Budget
+			_, err := m.Observe(t.Context(), "public", o)
+			assert.NoError(t, err)
+		}
+		if advertised {
+			_, err := m.Observe(t.Context(), "public", Observation{Advertised: b})
+			require.NoError(t, err)
+		}
+		// One admitted, one refused: a contradiction (one admission
+		// against a budget of 4).
+		reserve(t, m, r)
+		refuse()
+		assert.False(t, m.ps["public"].sliding)
+		// The first request of a later window refused.
+		clk.t = clk.t.Add(24 * s)
+		refuse()
+		assert.Equal(t, advertised, m.ps["public"].sliding, "advertised %v", advertised)
+		assert.True(t, m.ps["public"].shared, "advertised %v", advertised)
+		if !advertised {
+			continue
+		}
+		// In fixed windows the slot after four at 56 s would open the
+		// next window (60 s); in the sliding rule it waits a whole period.
+		clk.t = epoch.Add(56 * s)
+		for range 4 {
+			assert.Zero(t, reserve(t, m, r).Wait)
+		}
+		assert.Equal(t, 10*s+time.Millisecond, reserve(t, m, r).Wait)
 	}
-	// Window [0, 10 s): one admitted, one refused: a contradiction (one
-	// admission against a budget of 4), which lowers the budget to 1.
-	reserve(t, m, r)
-	refuse()
-	assert.False(t, m.ps["public"].sliding)
-	assert.Equal(t, 1, m.ps["public"].learned.Limit)
-	// Window [20 s, 30 s): the first request refused, with the budget at 1:
-	// the second contradiction.
-	clk.t = epoch.Add(25 * s)
-	refuse()
-	assert.True(t, m.ps["public"].sliding)
-
-	// In fixed windows the slot after one at 36 s would open the next
-	// window (40 s); in the sliding rule it waits a whole period.
-	clk.t = epoch.Add(36 * s)
-	assert.Zero(t, reserve(t, m, r).Wait)
-	assert.Equal(t, 10*s+time.Millisecond, reserve(t, m, r).Wait)
 }
 
 // A 429 the client's own count explains (the first window, sent before any
@@ -180,7 +206,7 @@ func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
 	const s = time.Second
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	r := Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
 	var tickets []Admission
 	for range 6 {
@@ -203,7 +229,7 @@ func TestExplainedRefusalsKeepTheWindows(t *testing.T) {
 func TestOneStreakIsOneContradiction(t *testing.T) {
 	const s = time.Second
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	b := Budget{Limit: 4, Period: 10 * s}
 	r := Reservation{Partition: "public", Budget: b, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
 	first, second := reserve(t, m, r), reserve(t, m, r)
@@ -236,7 +262,7 @@ func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		clk := &fakeClock{t: epoch.Add(tt.at)}
-		m := NewMemoryLimiter(clk.Now)
+		m := newMemory(clk.Now)
 		_, err := m.Observe(t.Context(), "public", Observation{Throttled: true, RetryAfter: s, Budget: b, FixedWindows: true})
 		assert.NoError(t, err)
 		assert.Equal(t, ns(tt.fullUntil), m.ps["public"].fullUntil, "429 at %v", tt.at)
@@ -249,7 +275,7 @@ func TestRefusalNearABoundaryFillsTheNextWindow(t *testing.T) {
 func TestHeldSlotsBeyondTheLogBound(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	clk := &fakeClock{t: epoch.Add(s)}
-	m := NewMemoryLimiter(clk.Now)
+	m := newMemory(clk.Now)
 	r := Reservation{Partition: "public", Budget: Budget{Limit: 1000, Period: 10 * s}, MaxWait: time.Hour, FixedWindows: true}
 	var at []time.Duration
 	for range maxLog + 200 {
@@ -278,7 +304,7 @@ func TestConfirmationBeyondTheRoomGivesTheSlotUp(t *testing.T) {
 	const s = time.Second
 	for _, fixed := range []bool{true, false} {
 		clk := &fakeClock{t: epoch.Add(s)}
-		m := NewMemoryLimiter(clk.Now)
+		m := newMemory(clk.Now)
 		r := Reservation{Partition: "public", Budget: Budget{Limit: 2, Period: 10 * s}, Margin: time.Millisecond,
 			MaxWait: time.Minute, FixedWindows: fixed}
 		reserve(t, m, r)
@@ -298,4 +324,105 @@ func TestConfirmationBeyondTheRoomGivesTheSlotUp(t *testing.T) {
 		assert.Greater(t, adm.Wait, 12*s, "fixed %v", fixed)
 		assert.Len(t, m.ps["public"].log, before-1, "fixed %v: the slot is given up", fixed)
 	}
+}
+
+// Issue 21, item 1: where a window admits beyond the budget, as a pure
+// function. Budget 2 per 10 s, a step of 5 ms, probes from the window that
+// opens at 20 s; the window before it (10 s) is the clean one, whose last
+// retry of the streak goes at 10.3 s.
+func TestProbeAt(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms) // allowance 20 ms
+	w.step, w.from, w.clean, w.ceiling = int64(5*ms), ns(20*s), ns(10*s+300*ms), 4
+	tests := []struct {
+		name  string
+		log   []time.Duration // after epoch
+		k     int64           // window, after epoch's
+		ok    bool
+		want  time.Duration
+		steps bool // step zero: the partition does not probe
+	}{
+		{"before the clean window: the budget only", []time.Duration{20 * ms, 20 * ms}, 0, false, 0, false},
+		{"clean window: after the streak's last retry", []time.Duration{10*s + 20*ms, 10*s + 20*ms}, 1, true, 10*s + 305*ms, false},
+		{"clean window: after its own latest slot", []time.Duration{10*s + 20*ms, 10*s + 400*ms}, 1, true, 10*s + 405*ms, false},
+		{"probed window: the first probe races the burst at the opening", []time.Duration{20*s + 20*ms, 20*s + 20*ms}, 2, true, 20*s + 20*ms, false},
+		{"probed window: the first probe goes with a retry held later", []time.Duration{20*s + 20*ms, 20*s + 90*ms}, 2, true, 20*s + 90*ms, false},
+		{"probed window: each further probe a step after the latest slot", []time.Duration{20*s + 20*ms, 20*s + 20*ms, 20*s + 20*ms}, 2, true, 20*s + 25*ms, false},
+		{"probed window: not beyond the ceiling", []time.Duration{20*s + 20*ms, 20*s + 20*ms, 20*s + 20*ms, 20*s + 25*ms}, 2, false, 0, false},
+		{"probed window: not in the band at the window's end", []time.Duration{20*s + 20*ms, 29*s + 990*ms}, 2, false, 0, false},
+		{"a partition that does not probe", []time.Duration{20*s + 20*ms, 20*s + 20*ms}, 2, false, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := w
+			if tt.steps {
+				w.step = 0
+			}
+			log := times(tt.log)
+			k := floorDiv(ns(0), w.period) + tt.k
+			got, ok := w.probeAt(log, k, len(log), math.MaxInt64)
+			require.Equal(t, tt.ok, ok)
+			if ok {
+				assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+			}
+		})
+	}
+}
+
+// Issue 21, item 1, through Memory: the window a 429 taught paces at what
+// went through; the window after it (the clean one) takes only that at its
+// opening and probes once every retry of the streak has gone; later windows
+// take one more at their opening; a refusal closes the partition until its
+// window ends (Rack::Attack's Retry-After is the whole period, not the time
+// left), and its retry waits the Retry-After exactly, its slot held for
+// then.
+func TestMemoryProbesBeyondTheLearnedBudget(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	clk := &fakeClock{t: epoch}
+	m := newMemory(clk.Now)
+	r := Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
+	var tickets []int64
+	for range 5 {
+		tickets = append(tickets, reserve(t, m, r).Ticket) // no budget yet: all go
+	}
+	clk.Advance(10 * ms)
+	o := Observation{Throttled: true, RetryAfter: 2 * s, Margin: ms, FixedWindows: true}
+	var fb Feedback
+	for _, tk := range tickets[3:] {
+		o.Ticket = tk
+		var err error
+		fb, err = m.Observe(t.Context(), "public", o)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, Budget{3, 2 * s}, fb.Budget)
+	assert.Equal(t, 2*s, fb.RetryWait, "the retry waits the instruction, without jitter")
+	assert.Equal(t, 2*s+4*ms-10*ms, fb.Cooldown, "closed until its window ends, plus the clock allowance")
+	// The two retries hold their slots when their 429s come: at their
+	// Retry-After.
+	retry := r
+	retry.Retry, retry.After = true, 2*s
+	for range 2 {
+		adm := reserve(t, m, retry)
+		assert.Equal(t, 2*s, adm.Wait)
+	}
+	// The clean window: one fresh call at its opening, then a probe a
+	// step after the streak's last retry.
+	clk.Advance(2*s + 4*ms - 10*ms)
+	assert.Zero(t, reserve(t, m, r).Wait)
+	assert.Equal(t, 10*ms+ms-4*ms, reserve(t, m, r).Wait, "the probe: a step after the retries")
+	// A refusal (the probe's) closes the window; the next one takes the
+	// budget and one more at its opening.
+	clk.Advance(8 * ms)
+	fb, err := m.Observe(t.Context(), "public", Observation{Throttled: true, RetryAfter: 2 * s, Margin: ms, FixedWindows: true,
+		Admitted: Budget{3, 2 * s}})
+	require.NoError(t, err)
+	clk.t = epoch.Add(4*s + 4*ms)
+	var waits []time.Duration
+	for range fb.Budget.Limit + 2 {
+		waits = append(waits, reserve(t, m, r).Wait)
+	}
+	for _, w := range waits[:fb.Budget.Limit+1] {
+		assert.Zero(t, w, "budget %v", fb.Budget)
+	}
+	assert.Equal(t, ms, waits[fb.Budget.Limit+1], "further probes go a step apart")
 }

@@ -1,195 +1,14 @@
-package rail0
+package ratelimit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/limitclock"
 )
-
-// Budget is a pacing budget: at most Limit requests in any interval of
-// Period. Zero means no pacing.
-type Budget struct {
-	Limit  int
-	Period time.Duration
-}
-
-func (b Budget) enabled() bool { return b.Limit > 0 && b.Period > 0 }
-
-func (b Budget) validate(name string) error {
-	if b == (Budget{}) {
-		return nil
-	}
-	if b.Limit <= 0 || b.Period <= 0 {
-		return fmt.Errorf("rail0: %s budget needs a positive limit and period, got %d per %v", name, b.Limit, b.Period)
-	}
-	return nil
-}
-
-// Pacing holds one budget per rate-limit surface of the gateway, which
-// throttles public requests per client IP and authenticated ones per
-// session, independently.
-type Pacing struct {
-	Public  Budget
-	Session Budget
-	// Margin absorbs the spread in how long requests take to reach the
-	// gateway: a request sent less than Margin before a window's end may be
-	// counted in the next window (in the sliding rule, each period is
-	// stretched by it). Zero measures it: the longest round trip among the
-	// client's recent requests (before any, max(Period/50, 20ms)).
-	Margin time.Duration
-}
-
-// PublishedLimits returns the hosted gateway's published limits: 100 public
-// requests per 60 s per IP and 300 per 60 s per session.
-func PublishedLimits() Pacing {
-	return Pacing{
-		Public:  Budget{Limit: 100, Period: 60 * time.Second},
-		Session: Budget{Limit: 300, Period: 60 * time.Second},
-	}
-}
-
-// Limiter holds the client's rate-limit state per partition: the log of
-// admissions, the cooldown, and the budget learned from the gateway's
-// answers. The default lives in memory; an implementation backed by a shared
-// store (package redislimit) lets many processes behind one egress IP, or
-// sharing one session, respect one budget and share what they learn.
-// Implementations must be safe for concurrent use. Durations are relative,
-// so the processes sharing a limiter need not agree on the wall clock.
-type Limiter interface {
-	// Reserve returns how long to wait before sending one request on
-	// r.Partition. When it holds a slot for the request (Admission.Ticket
-	// non-zero), the caller sleeps Wait and then confirms the slot by
-	// reserving again with that Ticket: what happened during the sleep (a
-	// new 429, a lower budget) is checked then. When the wait would exceed
-	// r.MaxWait it holds nothing and reports OK false; a slot being
-	// confirmed that would have to move beyond it is given up.
-	Reserve(ctx context.Context, r Reservation) (Admission, error)
-	// Release gives back the slot of a ticket that will not be used: the
-	// caller gave up while waiting for it.
-	Release(ctx context.Context, partition string, ticket int64) error
-	// Observe records what an answer on partition said: a 429 (which closes
-	// the partition and teaches the budget) or advertised RateLimit fields.
-	Observe(ctx context.Context, partition string, o Observation) (Feedback, error)
-}
-
-// Reservation asks a Limiter for a sending slot.
-type Reservation struct {
-	// Partition is "public" or "session:" followed by a hash of the token;
-	// never the token itself.
-	Partition string
-	// Budget is the configured budget (WithPacing); the zero Budget leaves
-	// the partition to the budget the limiter learned, if any. When both
-	// exist the stricter of the two applies.
-	Budget Budget
-	// Margin stretches the period to absorb the spread of delivery delays.
-	Margin time.Duration
-	// Retry is true for the retry of a call the gateway refused: retries go
-	// before fresh calls when a partition reopens.
-	Retry bool
-	// Jitter is a uniform draw from [0, 1): a retry admitted after a
-	// cooldown waits an extra Jitter × 10% of the cooldown, its own additive
-	// jitter, so that waiters do not wake together. No draw may put a retry
-	// behind fresh calls: in fixed windows a retry holds its slot from its
-	// 429 on and fresh calls ask at the reopening; in the sliding rule fresh
-	// calls wait the whole 10%.
-	Jitter float64
-	// MaxWait is the longest acceptable wait.
-	MaxWait time.Duration
-	// FixedWindows says the gateway counts requests in fixed windows of the
-	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
-	// Limiter may then admit the whole budget in each window (bursts at the
-	// window's start) instead of keeping to the sliding rule, which is
-	// always safe and is what a Limiter that ignores the field does. The
-	// Client always sets it: that is how the RAIL0 gateway throttles.
-	FixedWindows bool
-	// Ticket confirms a slot held by an earlier Reserve whose Wait has
-	// passed; zero asks for a new slot.
-	Ticket int64
-}
-
-// Admission is a Limiter's answer.
-type Admission struct {
-	// Wait is how long to wait before sending (or, without a Ticket, before
-	// asking again).
-	Wait time.Duration
-	// OK is false when Wait exceeds the reservation's MaxWait: nothing was
-	// held and the request must not be sent.
-	OK bool
-	// Cooldown is true when a cooldown set the wait.
-	Cooldown bool
-	// Ticket identifies the slot held for the request: confirm it after
-	// Wait, Release it when giving up, and pass it in the Observation of
-	// the answer. Zero when nothing is held: a fresh call waiting for a
-	// closed partition to reopen asks again after Wait.
-	Ticket int64
-	// Budget is the budget in force on the partition, configured or
-	// learned; zero when none is known.
-	Budget Budget
-}
-
-// Observation is what one answer said about its partition.
-type Observation struct {
-	// Ticket is the admission of the request answered (Admission.Ticket);
-	// zero when it is unknown.
-	Ticket int64
-	// Throttled is true for a 429.
-	Throttled bool
-	// RetryAfter is the server's instruction on a 429, already bounded by
-	// the client's RetryAfterCap; zero when the answer carried none.
-	RetryAfter time.Duration
-	// Capped is true when the instruction was longer than the cap: the
-	// gateway's period is then unknown, and the 429 teaches no budget.
-	Capped bool
-	// MaxCooldown bounds a cooldown the limiter lengthens because the
-	// server's Retry-After proved short (the client's RetryAfterCap).
-	MaxCooldown time.Duration
-	// Advertised is the quota the answer's RateLimit fields state; zero when
-	// absent. It replaces the learned budget outright.
-	Advertised Budget
-	// Reset closes the partition for this long: the answer's RateLimit
-	// fields said the quota is exhausted until then.
-	Reset time.Duration
-	// Budget is the configured budget of the request (see Reservation).
-	Budget Budget
-	// Margin is the request's margin (see Reservation).
-	Margin time.Duration
-	// FixedWindows is the Reservation's (see there).
-	FixedWindows bool
-	// Admitted is the budget the request was admitted under
-	// (Admission.Budget); zero when it went unpaced.
-	Admitted Budget
-}
-
-// Feedback is what a Limiter concluded from an Observation.
-type Feedback struct {
-	// Cooldown is how long the partition stays closed from now; zero when
-	// it is open.
-	Cooldown time.Duration
-	// Distrusted is true when this 429 came after the previous one's
-	// Retry-After had been honoured, in the same streak: the header was
-	// short, and the cooldown was lengthened to at least twice the previous
-	// one (bounded by MaxCooldown).
-	Distrusted bool
-	// Budget is the learned budget after the observation; zero when none.
-	Budget Budget
-}
-
-// partitionFor names the rate-limit partition of a call: the gateway counts
-// anonymous requests per IP and authenticated ones per session token. The
-// token is hashed so that the limiter (possibly a shared store) never holds
-// it in clear.
-func partitionFor(token string) string {
-	if token == "" {
-		return "public"
-	}
-	sum := sha256.Sum256([]byte(token))
-	return "session:" + hex.EncodeToString(sum[:12])
-}
 
 const (
 	// logHorizon is how long the log keeps an admission for learning when
@@ -199,34 +18,56 @@ const (
 	// maxLog bounds a partition's log; a budget larger than this raises it.
 	maxLog = 4096
 	// idleAfter is how long a partition must have been unconstrained (no
-	// cooldown, no admission within its period) before MemoryLimiter
-	// forgets it, learned budget included.
+	// cooldown, no admission within its period) before Memory forgets
+	// it, learned budget included.
 	idleAfter = 10 * time.Minute
-	// sweepEvery is how often, in limiter operations, MemoryLimiter looks
-	// for idle partitions.
+	// sweepEvery is how often, in limiter operations, Memory looks for
+	// idle partitions.
 	sweepEvery = 1024
+	// retryJitter is the share of a cooldown over which the retries it
+	// held back spread their slots (see Reservation.Jitter): the additive
+	// jitter a rail0.Client adds to a server-given wait.
+	retryJitter = 0.10
 )
 
-// MemoryLimiter is the in-process Limiter: per partition, a log of admission
-// times, a cooldown deadline and the learned budget. Partitions idle for ten
+// Memory is the in-process Limiter, the one a rail0.Client uses unless
+// rail0.WithLimiter gives another: per partition, a log of admission times,
+// a cooldown deadline and the learned budget. Partitions idle for ten
 // minutes are forgotten.
 //
-// It paces in two ways. With Reservation.FixedWindows (the Client always
-// sets it), in the gateway's own windows: Rack::Attack numbers them ⌊t/P⌋
-// since the Unix epoch, so the whole budget may go at each window's opening
-// and a slot sent late in one window costs the next nothing (see
+// It paces in two ways. With Reservation.FixedWindows (a rail0.Client
+// always sets it), in the gateway's own windows: Rack::Attack numbers them
+// ⌊t/P⌋ since the Unix epoch, so the whole budget may go at each window's
+// opening and a slot sent late in one window costs the next nothing (see
 // alignedAt). This needs the gateway's clock and ours to agree within the
 // clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
-// far better). A partition where that fails (the second 429 in windows that
-// by our count had room) falls back to the sliding rule, which needs no
-// clock agreement: a log of the last L send times admits a request only
-// when the L-th previous one is at least P old, which is exactly "at most L
-// in any interval of P", so no fixed window of P can see more than L. Why
-// not golang.org/x/time/rate: a token bucket of rate L/P and burst b lets
-// b + L requests through in some interval of length P, so it either
-// overruns the gateway's window (b > 0 lets L+1 through) or never uses a
-// full window at once.
-type MemoryLimiter struct {
+// far better). A partition whose budget is stated rather than learned
+// (configured at its ceiling, or advertised by RateLimit fields) and where
+// that fails (the second 429 in windows that by our count had room) falls
+// back to the sliding rule, which needs no clock agreement: a log of the
+// last L send times admits a request only when the L-th previous one is at
+// least P old, which is exactly "at most L in any interval of P", so no
+// fixed window of P can see more than L. A partition that probes a learned
+// budget (see probes) takes such refusals for other clients' requests,
+// which look the same from here, and keeps the windows. Why not
+// golang.org/x/time/rate: a token bucket of rate L/P and burst b lets b + L
+// requests through in some interval of length P, so it either overruns the
+// gateway's window (b > 0 lets L+1 through) or never uses a full window at
+// once.
+//
+// Why not the adaptive rate of aws-sdk-go-v2's retry package either: it
+// cuts a token bucket's rate to 0.7 of the measured rate on a throttle and
+// grows it back along a cubic curve that returns to the rate of the last
+// throttle and then keeps rising, so it never stops probing, which is what
+// lets it find room others left. Its rate and bucket are the wrong shape
+// for a gateway that counts fixed windows (above), and its decrease on every
+// throttle would cost a client alone at its limit a fifth of each window.
+// Memory keeps the idea (decrease on a 429, probe without end) in the
+// gateway's own units: one request beyond the learned budget per window,
+// one more per round trip while the window has room, and a decrease of a
+// sixteenth (at least one request) on a 429, which evens out unequal shares
+// while costing a client alone one refused request per window.
+type Memory struct {
 	now func() time.Time
 	mu  sync.Mutex
 	ps  map[string]*partitionState
@@ -247,20 +88,39 @@ type partitionState struct {
 	fullUntil   int64 // the end of the latest window a 429 showed full
 	contradicts int   // 429s in fixed windows that by our count had room
 	sliding     bool  // the fixed-window hypothesis failed here: the sliding rule only
+
+	// Probing (see probes).
+	advertised bool          // the learned budget is what RateLimit fields said: not probed
+	shared     bool          // others' requests have filled our windows
+	probeFrom  int64         // probes start with the window opening at or after this
+	rampFrom   int64         // the window before probeFrom ramps from then: every retry of the streak has gone
+	undoubled  time.Duration // the period before a short Retry-After doubled it
+	// The cooldown the partition last reopened from, and the budget then:
+	// what a refusal right after a reopening is judged against.
+	reopenStart, reopenUntil int64
+	reopenBudget             Budget
 }
 
-// NewMemoryLimiter returns an empty in-memory limiter. now is the clock; nil
-// means time.Now.
-func NewMemoryLimiter(now func() time.Time) *MemoryLimiter {
-	if now == nil {
-		now = time.Now
-	}
-	return &MemoryLimiter{now: now, ps: map[string]*partitionState{}}
+// NewMemory returns an empty in-memory limiter.
+func NewMemory() *Memory { return newMemory(time.Now) }
+
+// newMemory returns an empty in-memory limiter reading the time from now.
+func newMemory(now func() time.Time) *Memory {
+	return &Memory{now: now, ps: map[string]*partitionState{}}
+}
+
+var _ Limiter = (*Memory)(nil)
+
+// init lends newMemory to the SDK's own tests in other packages (see
+// internal/limitclock): redislimit checks its Lua against Memory under one
+// injected clock.
+func init() {
+	limitclock.NewMemory = func(now func() time.Time) any { return newMemory(now) }
 }
 
 // state returns p's state, creating it, and now and then forgets idle
 // partitions. Called with m.mu held.
-func (m *MemoryLimiter) state(p string, now int64) *partitionState {
+func (m *Memory) state(p string, now int64) *partitionState {
 	m.ops++
 	if m.ops%sweepEvery == 0 {
 		m.sweep(now)
@@ -274,7 +134,7 @@ func (m *MemoryLimiter) state(p string, now int64) *partitionState {
 }
 
 // sweep forgets the partitions idle since idleAfter.
-func (m *MemoryLimiter) sweep(now int64) {
+func (m *Memory) sweep(now int64) {
 	for p, s := range m.ps {
 		if s.idle(now) {
 			delete(m.ps, p)
@@ -292,14 +152,14 @@ func (s *partitionState) idle(now int64) bool {
 }
 
 // partitions returns how many partitions the limiter holds.
-func (m *MemoryLimiter) partitions() int {
+func (m *Memory) partitions() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.ps)
 }
 
 // Reserve implements Limiter.
-func (m *MemoryLimiter) Reserve(ctx context.Context, r Reservation) (Admission, error) {
+func (m *Memory) Reserve(ctx context.Context, r Reservation) (Admission, error) {
 	if err := ctx.Err(); err != nil {
 		return Admission{}, err
 	}
@@ -311,7 +171,7 @@ func (m *MemoryLimiter) Reserve(ctx context.Context, r Reservation) (Admission, 
 }
 
 // Release implements Limiter.
-func (m *MemoryLimiter) Release(_ context.Context, partition string, ticket int64) error {
+func (m *Memory) Release(_ context.Context, partition string, ticket int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.ps[partition]; s != nil {
@@ -321,7 +181,7 @@ func (m *MemoryLimiter) Release(_ context.Context, partition string, ticket int6
 }
 
 // Observe implements Limiter.
-func (m *MemoryLimiter) Observe(_ context.Context, partition string, o Observation) (Feedback, error) {
+func (m *Memory) Observe(_ context.Context, partition string, o Observation) (Feedback, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now().UnixNano()
@@ -439,7 +299,7 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 // the streak holds its slot, so fresh calls only get what the retries
 // leave, in whatever order the jitter sends the retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
-	w := windowsOf(b, r.Margin)
+	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin)
 	// The bound on the log's length must not drop admissions that the
 	// current and later windows count: with more than maxLog slots held,
 	// it would reopen the current window.
@@ -456,9 +316,12 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 			wait := time.Duration(s.coolUntil - now)
 			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
 		}
-		window := float64(s.coolUntil-s.coolStart) * serverJitter
-		from = s.coolUntil + int64(window*clampUnit(r.Jitter))
+		// The retry's place is its rank in the window that reopens,
+		// held from its 429 on: no jitter in time (see
+		// Feedback.RetryWait).
+		from = s.coolUntil
 	}
+	from = max(from, now+int64(max(r.After, 0)))
 	t := alignedAt(s.log, s.fullUntil, w, from)
 	wait := time.Duration(t - now)
 	if wait > r.MaxWait {
@@ -466,6 +329,53 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	}
 	s.insert(t)
 	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
+// probes reports whether the partition looks for room beyond its learned
+// budget: when the budget was learned from 429s (not advertised by
+// RateLimit fields, which state it) and is below the configured one, if
+// any, which is a ceiling. A budget learned from one window is the share
+// this client had then; the others behind the same budget may since have
+// fallen silent, and nothing but a request beyond the share can tell.
+func (s *partitionState) probes(configured Budget) bool {
+	return s.learned.enabled() && !s.advertised && !s.sliding &&
+		(!configured.enabled() || s.learned.Limit < configured.Limit)
+}
+
+// probeWindows is w with the probing geometry when the partition probes:
+// one admission beyond the budget at each window's opening, racing the
+// other clients' bursts, and while no 429 shows the window full, one more
+// every margin (at least a millisecond) after it, so that each probe's
+// answer is back before the next goes, up to the configured budget.
+func (s *partitionState) probeWindows(w windows, configured Budget, margin time.Duration) windows {
+	if !s.probes(configured) {
+		return w
+	}
+	w.step = int64(max(margin, time.Millisecond))
+	w.from, w.clean = s.probeFrom, s.rampFrom
+	w.ceiling = math.MaxInt
+	if configured.enabled() {
+		w.ceiling = configured.Limit
+	}
+	return w
+}
+
+// unexplained reports whether a 429 for a request sent at sent, admitted
+// under the budget admitted, came at now while fewer of our requests sent
+// by then than that budget may have been counted in its window: someone
+// else's requests filled it (or the gateway's windows are not where we
+// think). Slots held for later in the window are not sent yet.
+func (s *partitionState) unexplained(admitted Budget, margin time.Duration, sent, now int64) bool {
+	if !admitted.enabled() {
+		return false
+	}
+	w := windowsOf(admitted, margin)
+	for k := w.first(sent); k <= w.last(sent); k++ {
+		if w.count(s.log, k, now+1) >= w.limit {
+			return false // our own requests filled it
+		}
+	}
+	return true
 }
 
 // insert adds an admission at t, keeping the log in order.
@@ -490,6 +400,12 @@ func clockAllowance(period time.Duration) time.Duration {
 type windows struct {
 	limit               int
 	period, early, late int64
+	// Probing (see probeAt): when step is positive, the windows from the
+	// one before from on admit beyond limit, one admission at a time, up
+	// to ceiling, until a 429 shows them full.
+	step, from int64
+	clean      int64 // when the last retry of the streak before from goes
+	ceiling    int
 }
 
 // windowsOf is the geometry of b's windows for a request with this margin.
@@ -516,6 +432,44 @@ func (w windows) count(log []int64, k, until int64) int {
 // opening is the first time a request counted only in window k may go.
 func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 
+// probeAt is when window k, holding n admissions (n at least the budget),
+// may take one more, among the admissions of the log before until: ok is
+// false when the window is not probed, or the time would come too late (in
+// the band at its end, where a request is counted in the next window too).
+// The first admission beyond the budget goes at the window's opening when
+// nothing the window holds is later, racing the other clients' bursts;
+// each further one goes a step after the window's latest admission, so that
+// a probe never goes before a retry whose place the window holds, and each
+// probe's answer is back before the next one goes. The window before from
+// is the clean one, right after a 429 taught the windows: every client goes
+// at the share it learned, and its first probe goes only a step after
+// every retry of the streak (clean) has gone, so that nobody's retry finds
+// the window taken by another client's probes.
+func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool) {
+	if w.step <= 0 || k*w.period < w.from-w.period || n >= w.ceiling {
+		return 0, false
+	}
+	open := w.opening(k)
+	last := open
+	if j, _ := slices.BinarySearch(log, min((k+1)*w.period+w.early, until)); j > 0 && log[j-1] >= k*w.period-w.late {
+		last = max(last, log[j-1])
+	}
+	t := last + w.step
+	switch {
+	case k*w.period < w.from:
+		t = max(t, w.clean+w.step)
+	case n == w.limit:
+		// The first probe goes with the window's latest slot: at the
+		// opening, or with the retry of a request refused late in the
+		// window before.
+		t = last
+	}
+	if t >= (k+1)*w.period-w.late {
+		return 0, false
+	}
+	return t, true
+}
+
 // floorDiv is ⌊a/b⌋ for b > 0.
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -539,16 +493,25 @@ func floorDiv(a, b int64) int64 {
 // nothing later, so the makespan stays at the floor plus the allowance.
 func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
 	t := from
-	for range len(log) + 3 {
+	for range 2*len(log) + 3 {
 		if t-w.early < fullUntil {
 			t = max(t, fullUntil+w.early)
 		}
 		moved := false
 		for k := w.first(t); k <= w.last(t); k++ {
-			if w.count(log, k, math.MaxInt64) >= w.limit {
-				t, moved = w.opening(k+1), true
+			n := w.count(log, k, math.MaxInt64)
+			if n < w.limit {
+				continue
+			}
+			if p, ok := w.probeAt(log, k, n, math.MaxInt64); ok {
+				if t >= p {
+					continue
+				}
+				t, moved = p, true
 				break
 			}
+			t, moved = w.opening(k+1), true
+			break
 		}
 		if !moved {
 			return t
@@ -568,9 +531,14 @@ func confirmAligned(log []int64, fullUntil int64, w windows, t int64) int64 {
 		return alignedAt(log, fullUntil, w, t)
 	}
 	for k := w.first(t); k <= w.last(t); k++ {
-		if w.count(log, k, t+1) >= w.limit {
-			return alignedAt(log, fullUntil, w, w.opening(k+1))
+		n := w.count(log, k, t+1)
+		if n < w.limit {
+			continue
 		}
+		if p, ok := w.probeAt(log, k, n, t+1); ok && t >= p {
+			continue
+		}
+		return alignedAt(log, fullUntil, w, t)
 	}
 	return t
 }
@@ -613,7 +581,7 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 	if n := len(log); n > 0 {
 		at = max(at, log[n-1])
 	}
-	window := float64(coolUntil-coolStart) * serverJitter
+	window := float64(coolUntil-coolStart) * retryJitter
 	if !r.Retry && coolUntil+int64(window) > now {
 		// Until the last retry's jitter has run out, a fresh call does not
 		// take a slot: it asks again then.
@@ -634,59 +602,111 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 func (s *partitionState) observe(o Observation, now int64) Feedback {
 	s.touched = now
 	if o.Advertised.enabled() {
-		s.learned = o.Advertised
+		s.learned, s.advertised = o.Advertised, true
 	}
 	fb := Feedback{}
 	cool := o.Reset
 	if o.Throttled {
+		if now >= s.coolUntil {
+			// The first 429 since the partition reopened.
+			s.reopenStart, s.reopenUntil, s.reopenBudget = s.coolStart, s.coolUntil, effective(o.Budget, s.learned)
+		}
 		sent := now
 		if i := s.index(o.Ticket); i >= 0 {
 			sent = s.log[i]
 			s.log = slices.Delete(s.log, i, i+1) // refused: it used no budget
 		}
-		l := learnFrom(s.log, s.coolStart, s.coolUntil, effective(o.Budget, s.learned), o, sent, o.FixedWindows && !s.sliding)
+		fixed := o.FixedWindows && !s.sliding
+		unexplained := fixed && s.unexplained(o.Admitted, o.Margin, sent, now)
+		// A short Retry-After is proved only in the first window after
+		// a streak taught the partition its windows: from then on a
+		// refusal at a reopening is others' requests (see probes).
+		e := estimate{fixed: fixed, probing: fixed && s.probes(o.Budget), shared: s.shared,
+			trusted: fixed && s.coolUntil > 0 && sent >= s.probeFrom, now: now,
+			reopenStart: s.reopenStart, reopenUntil: s.reopenUntil, reopened: s.reopenBudget}
+		cur, first := effective(o.Budget, s.learned), s.coolUntil == 0
+		l := learnFrom(s.log, s.coolStart, s.coolUntil, cur, o, sent, e)
 		if l.budget.enabled() && !o.Advertised.enabled() {
-			s.learned = l.budget
+			s.learned, s.advertised = l.budget, false
+		}
+		switch {
+		case l.distrusted && fixed:
+			s.undoubled = cur.Period
+		case l.others || unexplained && e.trusted:
+			// Others' requests fill our windows (in the window right
+			// after the streak, a refusal with some of ours through may
+			// yet prove a short Retry-After: see distrustWindows), and a
+			// period a refusal at a reopening doubled was theirs too.
+			s.shared = true
+			if s.undoubled > 0 && s.learned.Period > s.undoubled {
+				s.learned.Period = s.undoubled
+			}
+			s.undoubled = 0
 		}
 		if l.cooldown > 0 {
 			cool = l.cooldown
 		}
 		fb.Distrusted = l.distrusted
 		if o.FixedWindows {
-			s.learnWindows(o.Admitted, effective(o.Budget, s.learned), o.Margin, sent, now, l.distrusted)
+			after := effective(o.Budget, s.learned)
+			s.learnWindows(after, unexplained, e.probing, l.distrusted, sent, now)
+			if fixed && after.enabled() {
+				if first || l.distrusted {
+					// The window after the one the 429 showed full
+					// is the clean one: every client paces at the
+					// share it learned, and probes start after it.
+					s.probeFrom, s.rampFrom = s.fullUntil+int64(after.Period), 0
+				}
+				if now < s.probeFrom-int64(after.Period) {
+					// A 429 of the streak: its retry goes a
+					// Retry-After on, into the clean window.
+					s.rampFrom = max(s.rampFrom, now+int64(o.RetryAfter))
+				}
+				if !s.sliding && !l.distrusted && cool <= after.Period {
+					// Rack::Attack's Retry-After is the whole period, not
+					// the time left: the window the 429 showed full ends
+					// sooner, and the next one opens for the partition then.
+					cool = min(cool, time.Duration(s.fullUntil+int64(clockAllowance(after.Period))-now))
+				}
+				if clean := s.probeFrom - int64(after.Period); l.others && now < clean {
+					// Nothing of ours went through: the others' shares
+					// fill the clean window; ours starts with its ramp.
+					open := clean + int64(clockAllowance(after.Period))
+					ramp := max(open, s.rampFrom) + int64(max(o.Margin, time.Millisecond))
+					cool = max(cool, time.Duration(ramp-now))
+				}
+			}
 		}
 	}
 	s.close(now, cool)
 	fb.Cooldown, fb.Budget = time.Duration(max(s.coolUntil-now, 0)), s.learned
+	if o.Throttled && o.FixedWindows && !s.sliding && !fb.Distrusted && s.learned.enabled() {
+		fb.RetryWait = o.RetryAfter
+	}
 	return fb
 }
 
-// learnWindows is what a 429 says about fixed windows, given the budget the
-// refused request was admitted under and the one in force after the 429.
-// The window it arrived in is full: the latest it may have arrived in, at
-// now in the gateway's clock, which may be ahead of ours by the clock
-// allowance, to be safe. And when the request was paced and, by our count,
-// the windows it may have been counted in had room under its budget, the
-// budget was too high (the estimator lowers it) or the gateway's windows
-// are not where we think: the second such refusal not explained by a short
-// Retry-After ends the hypothesis for the partition, which keeps to the
-// sliding rule until it is forgotten.
-func (s *partitionState) learnWindows(admitted, after Budget, margin time.Duration, sent, now int64, distrusted bool) {
+// learnWindows is what a 429 says about fixed windows, given the budget in
+// force after it. The window it arrived in is full: the latest it may have
+// arrived in, at now in the gateway's clock, which may be ahead of ours by
+// the clock allowance, to be safe. And a refusal our own count does not
+// explain (see unexplained) that is not part of a streak already counted
+// nor explained by a short Retry-After contradicts the windows: the budget
+// was too high (the estimator lowers it) or the gateway's windows are not
+// where we think. On a partition that probes, such a refusal is taken for
+// other clients' requests (see probes); otherwise the second one ends the
+// hypothesis for the partition, which keeps to the sliding rule until it is
+// forgotten.
+func (s *partitionState) learnWindows(after Budget, unexplained, probing, distrusted bool, sent, now int64) {
 	if !after.enabled() || s.sliding {
 		return
 	}
 	p := int64(after.Period)
 	s.fullUntil = max(s.fullUntil, (floorDiv(now+int64(clockAllowance(after.Period)), p)+1)*p)
-	if distrusted || !admitted.enabled() || sent <= s.coolStart {
+	if !unexplained || probing || distrusted || sent <= s.coolStart {
 		// A request sent before the partition last closed belongs to a
 		// streak that has taught its lesson already.
 		return
-	}
-	w := windowsOf(admitted, margin)
-	for k := w.first(sent); k <= w.last(sent); k++ {
-		if w.count(s.log, k, math.MaxInt64) >= w.limit {
-			return // our own requests filled it
-		}
 	}
 	s.contradicts++
 	if s.contradicts >= 2 {
@@ -703,4 +723,15 @@ func (s *partitionState) close(now int64, d time.Duration) {
 	if until := now + int64(d); until > s.coolUntil {
 		s.coolStart, s.coolUntil = now, until
 	}
+}
+
+// clampUnit maps a jitter draw into [0, 1).
+func clampUnit(u float64) float64 {
+	switch {
+	case u < 0 || math.IsNaN(u):
+		return 0
+	case u >= 1:
+		return math.Nextafter(1, 0)
+	}
+	return u
 }

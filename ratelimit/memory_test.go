@@ -1,11 +1,10 @@
-package rail0
+package ratelimit
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,8 +78,8 @@ func TestAdmitAt(t *testing.T) {
 	}
 }
 
-// reserve is a test helper: Reserve on a MemoryLimiter that cannot fail.
-func reserve(t *testing.T, m *MemoryLimiter, r Reservation) Admission {
+// reserve is a test helper: Reserve on a Memory that cannot fail.
+func reserve(t *testing.T, m *Memory, r Reservation) Admission {
 	t.Helper()
 	adm, err := m.Reserve(context.Background(), r)
 	require.NoError(t, err)
@@ -95,11 +94,11 @@ func reserve(t *testing.T, m *MemoryLimiter, r Reservation) Admission {
 // one window (sent from its opening minus the margin and the clock
 // allowance to its end plus the allowance), whatever the clocks' offset
 // within the allowance and the delivery delays within the margin.
-func TestMemoryLimiterNeverExceedsBudgetInAnyInterval(t *testing.T) {
+func TestMemoryNeverExceedsBudgetInAnyInterval(t *testing.T) {
 	for seed := range uint64(40) {
 		fixed := seed%2 == 1
 		clock := &fakeClock{t: epoch}
-		m := NewMemoryLimiter(clock.Now)
+		m := newMemory(clock.Now)
 		b := Budget{Limit: 5, Period: time.Second}
 		margin := time.Duration(0) // the sliding rule as such
 		if fixed {
@@ -169,9 +168,9 @@ func TestMemoryLimiterNeverExceedsBudgetInAnyInterval(t *testing.T) {
 
 // A fresh partition may send its whole budget at once (no token-bucket
 // ramp), then waits exactly one period.
-func TestMemoryLimiterFullBurstThenPeriod(t *testing.T) {
+func TestMemoryFullBurstThenPeriod(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
+	m := newMemory(clock.Now)
 	b := Budget{Limit: 3, Period: 2 * time.Second}
 	var waits []time.Duration
 	for range 7 {
@@ -181,9 +180,9 @@ func TestMemoryLimiterFullBurstThenPeriod(t *testing.T) {
 	assert.Equal(t, []time.Duration{0, 0, 0, 2 * s, 2 * s, 2 * s, 4 * s}, waits)
 }
 
-func TestMemoryLimiterMaxWaitRecordsNothing(t *testing.T) {
+func TestMemoryMaxWaitRecordsNothing(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
+	m := newMemory(clock.Now)
 	b := Budget{Limit: 1, Period: 10 * time.Second}
 	adm := reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Second})
 	require.True(t, adm.OK)
@@ -197,9 +196,9 @@ func TestMemoryLimiterMaxWaitRecordsNothing(t *testing.T) {
 	assert.Equal(t, 10*time.Second, adm.Wait)
 }
 
-func TestMemoryLimiterCooldownNeverShortened(t *testing.T) {
+func TestMemoryCooldownNeverShortened(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
+	m := newMemory(clock.Now)
 	ctx := context.Background()
 	_, err := m.Observe(ctx, "p", Observation{Throttled: true, RetryAfter: 60 * time.Second})
 	require.NoError(t, err)
@@ -217,9 +216,9 @@ func TestMemoryLimiterCooldownNeverShortened(t *testing.T) {
 
 // Issue 12, item 20: a slot given back is free again. Fifty callers queued
 // at 5 per second and gave up; the next caller goes at once.
-func TestMemoryLimiterReleaseGivesSlotBack(t *testing.T) {
+func TestMemoryReleaseGivesSlotBack(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
+	m := newMemory(clock.Now)
 	b := Budget{Limit: 5, Period: time.Second}
 	ctx := context.Background()
 	var tickets []int64
@@ -241,9 +240,9 @@ func TestMemoryLimiterReleaseGivesSlotBack(t *testing.T) {
 
 // Every admission is checked again after its sleep: a 429 that closed the
 // partition meanwhile, or a lower budget, takes the slot away.
-func TestMemoryLimiterRechecksAfterSleep(t *testing.T) {
+func TestMemoryRechecksAfterSleep(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
+	m := newMemory(clock.Now)
 	b := Budget{Limit: 1, Period: time.Second}
 	ctx := context.Background()
 	reserve(t, m, Reservation{Partition: "p", Budget: b, MaxWait: time.Hour})
@@ -273,9 +272,9 @@ func TestMemoryLimiterRechecksAfterSleep(t *testing.T) {
 }
 
 // Issue 12, item 22: one-off partitions are forgotten once idle.
-func TestMemoryLimiterEvictsIdlePartitions(t *testing.T) {
+func TestMemoryEvictsIdlePartitions(t *testing.T) {
 	clock := &fakeClock{t: epoch}
-	m := NewMemoryLimiter(clock.Now)
+	m := newMemory(clock.Now)
 	for i := range 5000 {
 		reserve(t, m, Reservation{Partition: fmt.Sprintf("session:%d", i), MaxWait: time.Hour})
 	}
@@ -289,36 +288,10 @@ func TestMemoryLimiterEvictsIdlePartitions(t *testing.T) {
 	assert.Equal(t, 2, m.partitions(), "only the busy partition and the one still cooling down remain")
 }
 
-func TestMemoryLimiterHonoursContext(t *testing.T) {
-	m := NewMemoryLimiter(nil)
+func TestMemoryHonoursContext(t *testing.T) {
+	m := NewMemory()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := m.Reserve(ctx, Reservation{Partition: "p"})
 	assert.ErrorIs(t, err, context.Canceled)
-}
-
-func TestPartitionHidesTheToken(t *testing.T) {
-	assert.Equal(t, "public", partitionFor(""))
-	p := partitionFor("eyJhbGciOiJIUzI1NiJ9.secret.sig")
-	assert.True(t, strings.HasPrefix(p, "session:"))
-	assert.NotContains(t, p, "secret")
-	assert.Equal(t, p, partitionFor("eyJhbGciOiJIUzI1NiJ9.secret.sig"))
-	assert.NotEqual(t, p, partitionFor("another"))
-}
-
-func TestPacingValidation(t *testing.T) {
-	for _, p := range []Pacing{
-		{Public: Budget{Limit: 0, Period: time.Second}},
-		{Session: Budget{Limit: 5}},
-		{Public: Budget{Limit: -1, Period: time.Second}},
-		{Public: Budget{Limit: 1, Period: time.Second}, Margin: -time.Second},
-	} {
-		_, err := NewClient("https://api.rail0.xyz", WithPacing(p))
-		assert.Error(t, err, "%+v", p)
-	}
-	_, err := NewClient("https://api.rail0.xyz", WithLimiter(nil))
-	assert.Error(t, err)
-	c, err := NewClient("https://api.rail0.xyz", WithPacing(PublishedLimits()))
-	require.NoError(t, err)
-	assert.True(t, c.pacingOn)
 }

@@ -1,0 +1,240 @@
+package rail0
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 21, item 1: several processes behind one budget, nothing shared.
+// Each simulated process is a Client of its own (its own limiter and
+// connections) with only WithRetryOn429(true); all of them call one
+// Rack::Attack-style gateway (windows ⌊t/P⌋ since the epoch, every request
+// counted, 429 with Retry-After = the whole period) inside a synctest
+// bubble, whose clock starts on a window boundary.
+
+// lockedRand is a seeded uniform source safe for a process's workers.
+type lockedRand struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (r *lockedRand) Float64() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rng.Float64()
+}
+
+// fleet runs processes against one gateway: each gets its share of the
+// workers and of the calls.
+type fleet struct {
+	g         *fixedWindow
+	processes int
+	workers   int // all processes together
+	calls     int // all processes together
+}
+
+// share splits n among the processes, the first ones taking the remainder.
+func (f fleet) share(n, i int) int {
+	s := n / f.processes
+	if i < n%f.processes {
+		s++
+	}
+	return s
+}
+
+// runSDK runs the fleet with one SDK client per process and returns the
+// makespan and every call's error.
+func (f fleet) runSDK(t *testing.T, seed uint64, extra ...func(i int) Option) (time.Duration, []error) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([][]error, f.processes)
+	for i := range f.processes {
+		rng := &lockedRand{rng: rand.New(rand.NewPCG(seed, uint64(i)))}
+		opts := []Option{WithHTTPClient(pipeClient(t, f.g)), WithRetryOn429(true), withRand(rng.Float64)}
+		for _, e := range extra {
+			opts = append(opts, e(i))
+		}
+		c := newTestClient(t, "http://gateway.test", opts...)
+		wg.Go(func() {
+			errs[i] = runCallsNamed(c, fmt.Sprintf("p%d-", i), max(f.share(f.workers, i), 1), f.share(f.calls, i))
+		})
+	}
+	wg.Wait()
+	var all []error
+	for _, e := range errs {
+		all = append(all, e...)
+	}
+	return time.Since(start), all
+}
+
+// runRetryablehttp runs the fleet with go-retryablehttp's NewClient()
+// defaults in every process (its logger silenced), the baseline of issue
+// 21: it honours Retry-After and otherwise retries blindly.
+func (f fleet) runRetryablehttp(t *testing.T) time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range f.processes {
+		rc := retryablehttp.NewClient()
+		rc.Logger = nil
+		rc.HTTPClient = pipeClient(t, f.g)
+		calls := f.share(f.calls, i)
+		var next atomic.Int64
+		for range max(f.share(f.workers, i), 1) {
+			wg.Go(func() {
+				for {
+					n := int(next.Add(1)) - 1
+					if n >= calls {
+						return
+					}
+					resp, err := rc.Get(fmt.Sprintf("http://gateway.test/payments/r%d-%03d", i, n))
+					if err == nil {
+						resp.Body.Close()
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// refusedAfter counts the 429s the gateway sent after its first window.
+func (g *fixedWindow) refusedAfter(first int) int {
+	n := 0
+	for _, a := range g.arrivals() {
+		if a.status == http.StatusTooManyRequests && g.window(a) > first {
+			n++
+		}
+	}
+	return n
+}
+
+func TestProcessesSharingABudgetReachTheFloor(t *testing.T) {
+	const limit, period, calls = 20, 2 * time.Second, 100
+	floor := time.Duration(calls/limit-1) * period
+	for _, processes := range []int{2, 4, 8} {
+		for _, workers := range []int{8, 32, 128, 512} {
+			t.Run(fmt.Sprintf("P=%d W=%d", processes, workers), func(t *testing.T) {
+				var base int
+				synctest.Test(t, func(t *testing.T) {
+					f := fleet{g: newFixedWindow(limit, period), processes: processes, workers: workers, calls: calls}
+					f.runRetryablehttp(t)
+					base = f.g.refusedAfter(0)
+				})
+				synctest.Test(t, func(t *testing.T) {
+					f := fleet{g: newFixedWindow(limit, period), processes: processes, workers: workers, calls: calls}
+					makespan, errs := f.runSDK(t, uint64(processes*1000+workers))
+					for _, err := range errs {
+						require.NoError(t, err)
+					}
+					refused := f.g.refusedAfter(0)
+					t.Logf("makespan %v (%.3f × floor), %d 429s after the first window (go-retryablehttp: %d)",
+						makespan, float64(makespan)/float64(floor), refused, base)
+					assert.LessOrEqual(t, float64(makespan)/float64(floor), 1.02)
+					if workers > processes {
+						assert.LessOrEqual(t, refused, base)
+					} else {
+						// One worker per process: each process's probe and
+						// each go-retryablehttp worker are refused once a
+						// window, so the counts tie.
+						assert.LessOrEqual(t, refused, processes*(calls/limit-1))
+					}
+				})
+			})
+		}
+	}
+}
+
+// runUntil has workers call GETs of distinct payments on c until ctx ends.
+func runUntil(ctx context.Context, c *Client, process, workers int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := next.Add(1)
+				c.Payments.Get(ctx, fmt.Sprintf("s%d-%05d", process, i))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// accepted counts, per gateway window, the requests of one process (by its
+// path prefix) that went through.
+func (g *fixedWindow) accepted(prefix string) map[int]int {
+	n := map[int]int{}
+	for _, a := range g.arrivals() {
+		if a.status == http.StatusOK && strings.HasPrefix(a.path, prefix) {
+			n[g.window(a)]++
+		}
+	}
+	return n
+}
+
+func TestSurvivorRecoversTheFullBudget(t *testing.T) {
+	const limit, period, shared, alone = 20, 2 * time.Second, 20, 6
+	for _, processes := range []int{2, 4, 8} {
+		t.Run(fmt.Sprintf("P=%d", processes), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newFixedWindow(limit, period)
+				// Requests sent at one instant reach the gateway in a
+				// random order, as over a network.
+				h := &delayed{h: g, rng: rand.New(rand.NewPCG(uint64(processes), 7)), max: 2 * time.Millisecond}
+				var wg sync.WaitGroup
+				survivor, cancelSurvivor := context.WithCancel(context.Background())
+				others, stopOthers := context.WithCancel(context.Background())
+				for i := range processes {
+					rng := &lockedRand{rng: rand.New(rand.NewPCG(uint64(processes), uint64(i)))}
+					c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
+						withRand(rng.Float64))
+					ctx := others
+					if i == 0 {
+						ctx = survivor
+					}
+					wg.Go(func() { runUntil(ctx, c, i, 4) })
+				}
+				time.Sleep(shared * period)
+				stopOthers()
+				time.Sleep(alone * period)
+				cancelSurvivor()
+				wg.Wait()
+
+				total := map[int]int{}
+				for _, a := range g.arrivals() {
+					if a.status == http.StatusOK {
+						total[g.window(a)]++
+					}
+				}
+				for w := 1; w < shared+alone; w++ {
+					assert.Equal(t, limit, total[w], "window %d is used in full", w)
+				}
+				for i := range processes {
+					got := g.accepted(fmt.Sprintf("/payments/s%d-", i))
+					sum := 0
+					for w := 2; w < shared; w++ {
+						sum += got[w]
+					}
+					t.Logf("process %d: %v", i, got)
+					assert.GreaterOrEqual(t, sum, (shared-2)*limit/processes/3, "process %d kept less than a third of its fair part", i)
+				}
+				solo := g.accepted("/payments/s0-")
+				for w := shared + 2; w < shared+alone; w++ {
+					assert.Equal(t, limit, solo[w], "window %d: the survivor is back at the full budget within three periods", w)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,208 @@
+package ratelimit
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// This file holds what the limiter learns about the gateway's throttle from
+// a 429, as a pure function: the budget estimate and the distrust of a short
+// Retry-After (learnFrom). Memory applies it to a partition's state, and
+// package redislimit runs the same rule in Lua.
+
+// yieldShare: a probing partition refused in a window gives up a
+// yieldShare-th of what went through in it (at least one request) for the
+// next window, which the probes of every client behind the budget share
+// again (see probeAt): the multiplicative decrease that brings clients
+// with unequal shares to equal ones.
+const yieldShare = 16
+
+// estimate is how the partition counts a 429.
+type estimate struct {
+	fixed   bool // it paces in the gateway's fixed windows
+	probing bool // it sends beyond its learned budget to find room (see probes)
+	shared  bool // others' requests have filled its windows before
+	trusted bool // past the window right after the streak that taught the windows
+	now     int64
+	// In fixed windows, the cooldown the partition last reopened from and
+	// the budget in force then (zero: coolStart, coolUntil and cur).
+	reopenStart, reopenUntil int64
+	reopened                 Budget
+}
+
+// learning is what one 429 teaches.
+type learning struct {
+	budget     Budget        // the new learned budget; zero when nothing was learned
+	cooldown   time.Duration // how long to close the partition from now
+	distrusted bool          // the Retry-After proved short
+	others     bool          // others' requests filled the window
+}
+
+// learnFrom is the estimator. log holds the partition's admissions (Unix
+// nanoseconds, ascending) without the refused one, which was sent at sent;
+// coolStart and coolUntil are the cooldown before this 429; cur is the budget
+// in force (configured or learned, zero when none). A Retry-After beyond
+// the cap teaches nothing: the period is unknown.
+//
+//   - Distrust: when the refused request was sent after the previous
+//     cooldown ended, within one cooldown length of it, and fewer requests
+//     than the budget had been admitted since the reopening, the window had
+//     not reopened when the header said: the header was short. The cooldown
+//     becomes at least twice the previous one (bounded by o.MaxCooldown, and
+//     never below the new instruction), the learned period at least that,
+//     and the budget is left alone: the refusal says nothing about it.
+//   - Period: the learned one, else this Retry-After (the gateway sends the
+//     whole period).
+//   - Budget: the requests admitted in [sent − period − margin, sent +
+//     margin] that have not been refused. Every request the gateway let
+//     through in the refused request's window is in that interval (margin
+//     covers the spread of delivery delays and the order in which
+//     concurrent requests arrive), so the count never falls below the
+//     gateway's limit; requests refused but not reported yet, or let through
+//     in the window before, can only make it larger, and each later 429 of
+//     the streak takes the smaller count. A 429 for a request sent after the
+//     last cooldown (so paced at the budget in force) lowers the budget by
+//     at least one. Under the sliding rule, a first 429 with nothing let
+//     through before it teaches no budget.
+//   - Fixed windows (e.fixed: the partition paces in the gateway's
+//     windows): the count is only of the requests sent by now (e.now) that
+//     may have been counted in the refused request's window, and distrust
+//     is distrustWindows'. A first 429 with none of ours through paces the
+//     partition at one request per window (others filled it: l.others),
+//     which the probes raise.
+//   - Probing (e.probing, see probes in memory.go): a 429 for a request
+//     sent after the last cooldown is expected, the probe beyond the budget
+//     finding the window full; the budget becomes what went through in the
+//     window, less a yieldShare-th (at least one). A partition alone keeps
+//     its limit, less that, and takes it back by the probes; partitions
+//     sharing a budget give back in proportion to their shares and take back
+//     alike, so unequal shares even out.
+func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64, e estimate) learning {
+	fixed := e.fixed
+	until := int64(math.MaxInt64) // the slots held for later are not sent yet
+	if e.now > 0 {
+		until = e.now + 1
+	}
+	ra := o.RetryAfter
+	l := learning{cooldown: ra}
+	if o.Capped {
+		return l // the period is longer than the client will wait: unknown
+	}
+	margin := int64(max(o.Margin, 0))
+	prevLen := coolUntil - coolStart
+	// In fixed windows, what counts is what went since the reopening or
+	// since the refused request's window opened, whichever is later: a
+	// refusal in a window we had not used proves the windows too short.
+	since := coolUntil
+	if p := int64(max(cur.Period, ra)); fixed && p > 0 {
+		since = max(since, floorDiv(sent, p)*p)
+	}
+	if fixed {
+		if l, ok := distrustWindows(log, coolStart, coolUntil, cur, o, sent, e, until); ok {
+			return l
+		}
+	} else if ra > 0 && coolUntil > 0 && sent >= coolUntil && sent < coolUntil+prevLen &&
+		countIn(log, since, sent) < max(cur.Limit, 1) {
+		return distrusted(ra, prevLen, cur, o)
+	}
+	period := cur.Period
+	if period <= 0 {
+		period = ra
+	}
+	if period <= 0 {
+		return l // no period known: nothing to count in
+	}
+	n := countIn(log, sent-int64(period)-margin, sent+margin+1)
+	if fixed {
+		// Only the refused request's window counts (with the requests
+		// that may have been counted in it): a tighter bound than the
+		// sliding interval, which may take in the window before.
+		win := windowsOf(Budget{Limit: 1, Period: period}, o.Margin)
+		n = min(n, win.count(log, floorDiv(sent, win.period), until))
+	}
+	limit := n
+	// In fixed windows, a 429 with none of ours in its window went
+	// through means others' requests filled it.
+	l.others = fixed && n == 0
+	switch {
+	case cur.Limit == 0 && n == 0 && fixed:
+		// Nothing went through before it: the budget was spent by others
+		// (another process behind the IP), or the refusal is not about a
+		// budget at all. In fixed windows the partition probes for room
+		// from one request per window.
+		limit = 1
+	case cur.Limit == 0 && n == 0:
+		// Nothing went through before it, and the sliding rule does not
+		// probe: only the period is known; nothing is paced.
+		return l
+	case cur.Limit == 0:
+	case sent >= coolUntil && e.probing:
+		limit = n - max(1, n/yieldShare)
+	case sent >= coolUntil:
+		limit = min(cur.Limit-1, n)
+	default:
+		limit = min(cur.Limit, n)
+	}
+	l.budget = Budget{Limit: max(limit, 1), Period: period}
+	return l
+}
+
+// distrusted is the lesson of a Retry-After proved short: the cooldown
+// becomes at least twice the one the partition reopened from (bounded by
+// o.MaxCooldown, never below the new instruction), the learned period at
+// least that, and the budget is left as it was: the refusal says nothing
+// about it.
+func distrusted(ra time.Duration, prevLen int64, cur Budget, o Observation) learning {
+	d := max(ra, 2*time.Duration(prevLen))
+	if o.MaxCooldown > 0 {
+		d = min(d, max(o.MaxCooldown, ra))
+	}
+	l := learning{cooldown: d, distrusted: true}
+	if cur.Limit > 0 {
+		l.budget = Budget{Limit: cur.Limit, Period: max(cur.Period, d)}
+	}
+	return l
+}
+
+// distrustWindows is the proof of a short Retry-After in fixed windows: a
+// refusal of a request sent after the partition reopened, within one
+// cooldown length of it, when none of our requests sent since the reopening
+// (or since the refused request's window opened, whichever is later) went
+// through: the gateway's window had not rolled over when the header said.
+// Only in the window right after the streak that taught the windows, and
+// only while no refusal has shown others' requests in our windows: there,
+// a refusal at a reopening is others' doing as likely as a short header,
+// and a burst of ours refused in part went through in part. A burst
+// refused whole is proved by its last refusal, once the earlier ones have
+// taken their requests out of the log.
+func distrustWindows(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64, e estimate, until int64) (learning, bool) {
+	start, end, before := e.reopenStart, e.reopenUntil, e.reopened
+	if end == 0 {
+		start, end, before = coolStart, coolUntil, cur
+	}
+	ra, prevLen := o.RetryAfter, end-start
+	if ra <= 0 || end <= 0 || e.shared || e.trusted || sent < end || sent >= end+prevLen {
+		return learning{}, false
+	}
+	since := end
+	if p := int64(max(before.Period, ra)); p > 0 {
+		since = max(since, floorDiv(sent, p)*p)
+	}
+	if countIn(log, since, until) > 0 {
+		return learning{}, false // some of ours went through: the window did reopen
+	}
+	// The cooldown ended with the window the period drew, which the header
+	// set: twice that period.
+	return distrusted(ra, max(prevLen, int64(before.Period)), before, o), true
+}
+
+// countIn counts the entries of the ascending log in [from, to).
+func countIn(log []int64, from, to int64) int {
+	if to <= from {
+		return 0
+	}
+	lo, _ := slices.BinarySearch(log, from)
+	hi, _ := slices.BinarySearch(log, to)
+	return hi - lo
+}

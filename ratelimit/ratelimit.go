@@ -1,0 +1,191 @@
+// Package ratelimit is the rate-limit engine behind a rail0.Client: where a
+// client that retries 429s or paces its calls keeps, per rate-limit
+// partition, the log of its admissions, the cooldown after a 429 and the
+// budget it learned from the gateway's answers, and the rules that decide
+// when each request may go.
+//
+// A program configures rate limiting on the client (rail0.WithRetryOn429,
+// rail0.WithPacing, rail0.WithCooldown) and never calls this package. It
+// matters to two kinds of code: a program that shares one limiter among
+// several processes passes one to rail0.WithLimiter (package redislimit is
+// such a Limiter, kept in Redis), and a Limiter implementation follows the
+// contract of the Limiter interface and of the types it exchanges with the
+// client (Reservation, Admission, Observation, Feedback).
+//
+// Memory is the in-process Limiter every client uses by default; its rules
+// are the reference that redislimit runs in Lua. In short: the gateway
+// throttles in fixed windows aligned on the Unix epoch (Rack::Attack), so a
+// partition admits its whole budget at each window's opening; on a 429 the
+// partition closes until the refused request's window ends, its retries
+// hold their places in the window that reopens before fresh calls ask
+// again, and the budget is learned from what got through in that window; a
+// short Retry-After is not trusted twice.
+//
+// A budget learned from one window is the share this client had then, and
+// several processes behind one budget that share nothing each learn only
+// theirs. So a learned budget is probed: each window takes one request
+// beyond it at its opening (racing the other clients' requests), and while
+// no 429 shows the window full, one more every round trip after it; a 429
+// then teaches what went through, less a sixteenth (at least one), which
+// the probes of every client share again. That keeps every process near
+// its fair part, lets a process take the others' parts back within the
+// window they fall silent in, and costs a client alone behind its budget one
+// refused request per window in which more calls wait than the budget
+// admits: no client can tell others that fell silent from no others
+// without sending one request more. The README's "Rate limits" section and
+// docs/ratelimit.md give the rules and their failure modes in full.
+package ratelimit
+
+import (
+	"context"
+	"time"
+)
+
+// Budget is a pacing budget: at most Limit requests in any interval of
+// Period. Zero means no pacing.
+type Budget struct {
+	Limit  int
+	Period time.Duration
+}
+
+// enabled reports whether b paces anything.
+func (b Budget) enabled() bool { return b.Limit > 0 && b.Period > 0 }
+
+// Limiter holds the client's rate-limit state per partition: the log of
+// admissions, the cooldown, and the budget learned from the gateway's
+// answers. The default lives in memory; an implementation backed by a shared
+// store (package redislimit) lets many processes behind one egress IP, or
+// sharing one session, respect one budget and share what they learn.
+// Implementations must be safe for concurrent use. Durations are relative,
+// so the processes sharing a limiter need not agree on the wall clock.
+type Limiter interface {
+	// Reserve returns how long to wait before sending one request on
+	// r.Partition. When it holds a slot for the request (Admission.Ticket
+	// non-zero), the caller sleeps Wait and then confirms the slot by
+	// reserving again with that Ticket: what happened during the sleep (a
+	// new 429, a lower budget) is checked then. When the wait would exceed
+	// r.MaxWait it holds nothing and reports OK false; a slot being
+	// confirmed that would have to move beyond it is given up.
+	Reserve(ctx context.Context, r Reservation) (Admission, error)
+	// Release gives back the slot of a ticket that will not be used: the
+	// caller gave up while waiting for it.
+	Release(ctx context.Context, partition string, ticket int64) error
+	// Observe records what an answer on partition said: a 429 (which closes
+	// the partition and teaches the budget) or advertised RateLimit fields.
+	Observe(ctx context.Context, partition string, o Observation) (Feedback, error)
+}
+
+// Reservation asks a Limiter for a sending slot.
+type Reservation struct {
+	// Partition is "public" or "session:" followed by a hash of the token;
+	// never the token itself.
+	Partition string
+	// Budget is the configured budget (rail0.WithPacing); the zero Budget leaves
+	// the partition to the budget the limiter learned, if any. When both
+	// exist the stricter of the two applies.
+	Budget Budget
+	// Margin stretches the period to absorb the spread of delivery delays.
+	Margin time.Duration
+	// Retry is true for the retry of a call the gateway refused: retries go
+	// before fresh calls when a partition reopens.
+	Retry bool
+	// Jitter is a uniform draw from [0, 1): under the sliding rule, a
+	// retry admitted after a cooldown waits an extra Jitter × 10% of the
+	// cooldown, its own additive jitter, so that waiters do not wake
+	// together, and fresh calls wait the whole 10%, so that no draw puts a
+	// retry behind them. In fixed windows a retry's place is its rank in
+	// the window that reopens, held from its 429 on, and it goes at its
+	// Retry-After (see Feedback.RetryWait): no jitter.
+	Jitter float64
+	// MaxWait is the longest acceptable wait.
+	MaxWait time.Duration
+	// After is how long from now the request will go at the earliest: a
+	// retry's slot, held when its 429 arrives, is not taken before its
+	// Retry-After has passed. A Limiter holds no slot earlier.
+	After time.Duration
+	// FixedWindows says the gateway counts requests in fixed windows of the
+	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
+	// Limiter may then admit the whole budget in each window (bursts at the
+	// window's start) instead of keeping to the sliding rule, which is
+	// always safe and is what a Limiter that ignores the field does. A
+	// rail0.Client always sets it: that is how the RAIL0 gateway throttles.
+	FixedWindows bool
+	// Ticket confirms a slot held by an earlier Reserve whose Wait has
+	// passed; zero asks for a new slot.
+	Ticket int64
+}
+
+// Admission is a Limiter's answer.
+type Admission struct {
+	// Wait is how long to wait before sending (or, without a Ticket, before
+	// asking again).
+	Wait time.Duration
+	// OK is false when Wait exceeds the reservation's MaxWait: nothing was
+	// held and the request must not be sent.
+	OK bool
+	// Cooldown is true when a cooldown set the wait.
+	Cooldown bool
+	// Ticket identifies the slot held for the request: confirm it after
+	// Wait, Release it when giving up, and pass it in the Observation of
+	// the answer. Zero when nothing is held: a fresh call waiting for a
+	// closed partition to reopen asks again after Wait.
+	Ticket int64
+	// Budget is the budget in force on the partition, configured or
+	// learned; zero when none is known.
+	Budget Budget
+}
+
+// Observation is what one answer said about its partition.
+type Observation struct {
+	// Ticket is the admission of the request answered (Admission.Ticket);
+	// zero when it is unknown.
+	Ticket int64
+	// Throttled is true for a 429.
+	Throttled bool
+	// RetryAfter is the server's instruction on a 429, already bounded by
+	// the client's RetryAfterCap; zero when the answer carried none.
+	RetryAfter time.Duration
+	// Capped is true when the instruction was longer than the cap: the
+	// gateway's period is then unknown, and the 429 teaches no budget.
+	Capped bool
+	// MaxCooldown bounds a cooldown the limiter lengthens because the
+	// server's Retry-After proved short (the client's RetryAfterCap).
+	MaxCooldown time.Duration
+	// Advertised is the quota the answer's RateLimit fields state; zero when
+	// absent. It replaces the learned budget outright.
+	Advertised Budget
+	// Reset closes the partition for this long: the answer's RateLimit
+	// fields said the quota is exhausted until then.
+	Reset time.Duration
+	// Budget is the configured budget of the request (see Reservation).
+	Budget Budget
+	// Margin is the request's margin (see Reservation).
+	Margin time.Duration
+	// FixedWindows is the Reservation's (see there).
+	FixedWindows bool
+	// Admitted is the budget the request was admitted under
+	// (Admission.Budget); zero when it went unpaced.
+	Admitted Budget
+}
+
+// Feedback is what a Limiter concluded from an Observation.
+type Feedback struct {
+	// Cooldown is how long the partition stays closed from now; zero when
+	// it is open.
+	Cooldown time.Duration
+	// Distrusted is true when this 429 came after the previous one's
+	// Retry-After had been honoured, in the same streak: the header was
+	// short, and the cooldown was lengthened to at least twice the previous
+	// one (bounded by MaxCooldown).
+	Distrusted bool
+	// Budget is the learned budget after the observation; zero when none.
+	Budget Budget
+	// RetryWait is how long the refused request waits before its retry
+	// when the limiter keeps the gateway's fixed windows for the
+	// partition: the Retry-After exactly. The retry's place in the window
+	// that reopens is held by count, so spreading retries in time (the
+	// additive jitter a client adds to a server-given wait) buys nothing
+	// there and only delays the window's last calls. Zero leaves the wait
+	// to the client's retry policy.
+	RetryWait time.Duration
+}
