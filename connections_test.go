@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -73,15 +74,15 @@ func newTLSNet(t *testing.T, handlers map[string]http.Handler) (*http.Transport,
 // refusingLimiter admits the first attempt of a call and refuses every
 // later reservation: the retry's turn never fits.
 type refusingLimiter struct {
-	Limiter
+	ratelimit.Limiter
 	reserved atomic.Int32
 }
 
-func (l *refusingLimiter) Reserve(ctx context.Context, r Reservation) (Admission, error) {
+func (l *refusingLimiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
 	if l.reserved.Add(1) == 1 {
-		return Admission{OK: true}, nil
+		return ratelimit.Admission{OK: true}, nil
 	}
-	return Admission{Wait: time.Hour}, nil
+	return ratelimit.Admission{Wait: time.Hour}, nil
 }
 
 // A call that fails never closes the idle connections of the Transport it
@@ -195,7 +196,7 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 
 		// A 429 whose retry the limiter will not admit in time.
 		answer(http.StatusTooManyRequests, false)
-		refusing := client(WithLimiter(&refusingLimiter{Limiter: NewMemoryLimiter(time.Now)}))
+		refusing := client(WithLimiter(&refusingLimiter{Limiter: ratelimit.NewMemory()}))
 		err = get(refusing, false)
 		require.ErrorAs(t, err, &apiErr)
 		assert.False(t, apiErr.NotSent, "the server's own last answer")

@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -182,12 +183,12 @@ type failingLimiter struct{}
 
 var errLimiterDown = fmt.Errorf("limiter down")
 
-func (failingLimiter) Reserve(context.Context, Reservation) (Admission, error) {
-	return Admission{}, errLimiterDown
+func (failingLimiter) Reserve(context.Context, ratelimit.Reservation) (ratelimit.Admission, error) {
+	return ratelimit.Admission{}, errLimiterDown
 }
 
-func (failingLimiter) Observe(context.Context, string, Observation) (Feedback, error) {
-	return Feedback{}, errLimiterDown
+func (failingLimiter) Observe(context.Context, string, ratelimit.Observation) (ratelimit.Feedback, error) {
+	return ratelimit.Feedback{}, errLimiterDown
 }
 
 func (failingLimiter) Release(context.Context, string, int64) error { return errLimiterDown }
