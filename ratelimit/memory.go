@@ -81,8 +81,15 @@ type partitionState struct {
 	log       []int64 // admissions (sent or held), oldest first; refused ones removed
 	coolStart int64
 	coolUntil int64
-	learned   Budget
-	touched   int64 // the last time anything constrained the partition
+	// told is when the latest instruction the gateway gave ends (a 429's
+	// Retry-After, capped, or an exhausted quota's reset): a clamped retry
+	// goes no earlier (see Reservation.Clamped).
+	told int64
+	// closed is when the gateway's uncapped instruction ends, when it was
+	// longer than the cap (see Observation.Closed).
+	closed  int64
+	learned Budget
+	touched int64 // the last time anything constrained the partition
 
 	// Fixed windows (see alignedAt).
 	fullUntil   int64 // the end of the latest window a 429 showed full
@@ -144,7 +151,7 @@ func (m *Memory) sweep(now int64) {
 
 // idle reports whether s has constrained nothing for idleAfter.
 func (s *partitionState) idle(now int64) bool {
-	last := max(s.touched, s.coolUntil)
+	last := max(s.touched, s.coolUntil, s.closed)
 	if n := len(s.log); n > 0 {
 		last = max(last, s.log[n-1])
 	}
@@ -241,6 +248,14 @@ func (s *partitionState) remove(ticket int64) {
 // windows.
 func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	b := effective(r.Budget, s.learned)
+	if wait := time.Duration(s.closed - now); wait > 0 && wait > r.MaxWait {
+		// The gateway said the partition stays closed longer than the
+		// caller may wait: waiting would end in a refusal. Nothing is
+		// held, and a slot being confirmed is given up.
+		s.remove(r.Ticket)
+		s.touched = now
+		return Admission{Wait: wait, Cooldown: true, Budget: b}
+	}
 	if r.FixedWindows && b.enabled() && !s.sliding {
 		return s.reserveAligned(r, b, now)
 	}
@@ -252,7 +267,12 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	if adm, ok := s.confirm(r, b, now, func(t int64) int64 { return confirmAt(s.log, t, b, period) }); ok {
 		return adm
 	}
-	at, hold, cooled := admitAt(s.log, s.coolStart, s.coolUntil, b, period, r, now)
+	coolStart, coolUntil := s.coolStart, s.coolUntil
+	if r.Clamped && r.Retry {
+		// No jitter window: the clamped wait is the retry's own.
+		coolStart, coolUntil = s.reopensFor(r), s.reopensFor(r)
+	}
+	at, hold, cooled := admitAt(s.log, coolStart, coolUntil, b, period, r, now)
 	wait := time.Duration(at - now)
 	if wait > r.MaxWait {
 		return Admission{Wait: wait, Cooldown: cooled, Budget: b}
@@ -278,7 +298,7 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 		return Admission{}, false
 	}
 	s.log = slices.Delete(s.log, i, i+1)
-	if s.coolUntil > r.Ticket {
+	if s.reopensFor(r) > r.Ticket {
 		return Admission{}, false
 	}
 	t := at(max(r.Ticket, now))
@@ -310,16 +330,16 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 		return adm
 	}
 	from, cooled := now, false
-	if s.coolUntil > now {
+	if reopen := s.reopensFor(r); reopen > now {
 		cooled = true
 		if !r.Retry {
-			wait := time.Duration(s.coolUntil - now)
+			wait := time.Duration(reopen - now)
 			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
 		}
 		// The retry's place is its rank in the window that reopens,
 		// held from its 429 on: no jitter in time (see
 		// Feedback.RetryWait).
-		from = s.coolUntil
+		from = reopen
 	}
 	from = max(from, now+int64(max(r.After, 0)))
 	t := alignedAt(s.log, s.fullUntil, w, from)
@@ -329,6 +349,17 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	}
 	s.insert(t)
 	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
+// reopensFor is when the partition reopens for r: when its cooldown ends,
+// or for a clamped retry (see Reservation.Clamped) when the latest
+// instruction the gateway gave ends, if that is sooner: a cooldown a short
+// Retry-After lengthened is the limiter's guess, not the gateway's word.
+func (s *partitionState) reopensFor(r Reservation) int64 {
+	if r.Clamped && r.Retry {
+		return min(s.coolUntil, s.told)
+	}
+	return s.coolUntil
 }
 
 // probes reports whether the partition looks for room beyond its learned
@@ -606,7 +637,16 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 	}
 	fb := Feedback{}
 	cool := o.Reset
+	if o.Reset > 0 {
+		s.told = max(s.told, now+int64(o.Reset))
+	}
 	if o.Throttled {
+		if o.RetryAfter > 0 {
+			s.told = max(s.told, now+int64(o.RetryAfter))
+		}
+		if o.Closed > 0 {
+			s.closed = max(s.closed, now+int64(o.Closed))
+		}
 		if now >= s.coolUntil {
 			// The first 429 since the partition reopened.
 			s.reopenStart, s.reopenUntil, s.reopenBudget = s.coolStart, s.coolUntil, effective(o.Budget, s.learned)

@@ -344,6 +344,7 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		microsCeil(idleAfter),
 		btoi(r.FixedWindows),
 		microsCeil(max(r.After, 0)),
+		btoi(r.Clamped),
 	)
 	if err != nil {
 		return ratelimit.Admission{}, time.Time{}, err
@@ -398,6 +399,7 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o ratelimit.Obs
 		btoi(o.FixedWindows),
 		o.Admitted.Limit,
 		microsCeil(o.Admitted.Period),
+		microsCeil(max(o.Closed, 0)),
 	)
 	if err != nil {
 		return ratelimit.Feedback{}, err
@@ -477,10 +479,12 @@ end
 -- (fu), contradicted 429s (ct), fallback to the sliding rule (sl), the
 -- learned budget advertised (ad), others' requests seen in our windows
 -- (sh), the start of the probes (pf), when the clean window's ramp may
--- start (rf), the period before a short Retry-After doubled it (ud), and the
+-- start (rf), the period before a short Retry-After doubled it (ud), the
 -- cooldown the partition last reopened from and the budget then (rs, ru,
--- rl, rp).
-local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp'}
+-- rl, rp), when the gateway's latest instruction ends (tu: a clamped retry
+-- goes no earlier) and when its uncapped instruction ends (xu: calls that
+-- cannot wait the rest of it are refused at once).
+local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp', 'tu', 'xu'}
 -- state reads a partition's state hash, 0 for what is not set.
 local function state(key)
   local v = redis.call('HMGET', key, unpack(fields))
@@ -620,7 +624,7 @@ end
 //	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
 //	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
-//	      13 fixed windows, 14 after µs
+//	      13 fixed windows, 14 after µs, 15 clamped
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
@@ -634,6 +638,18 @@ local maxwait = tonumber(ARGV[6])
 local ticket = tonumber(ARGV[7])
 local slack = tonumber(ARGV[9])
 local idle = tonumber(ARGV[12])
+-- A clamped retry reopens with the gateway's latest instruction, not with
+-- a cooldown lengthened beyond it (see reopensFor in package ratelimit).
+local clamped = retry == 1 and tonumber(ARGV[15]) == 1
+local reopen = cu
+if clamped then reopen = math.min(cu, st.tu) end
+
+-- The gateway said the partition stays closed longer than the caller may
+-- wait: nothing is held, and a slot being confirmed is given up.
+if st.xu - now > 0 and st.xu - now > maxwait then
+  if ticket > 0 then redis.call('LREM', KEYS[2], -1, ARGV[7]) end
+  return {0, st.xu - now, 1, 0, limit, bper, now}
+end
 -- Fixed windows, unless the partition fell back to the sliding rule.
 local aligned = tonumber(ARGV[13]) == 1 and limit > 0 and bper > 0 and sl == 0
 
@@ -675,7 +691,7 @@ if len > keep then
 end
 
 local function keepalive(horizonAt)
-  local ms = math.ceil((math.max(horizonAt, cu, now) - now + idle + lp + slack) / 1000)
+  local ms = math.ceil((math.max(horizonAt, cu, st.xu, now) - now + idle + lp + slack) / 1000)
   expire(KEYS[1], ms)
   expire(KEYS[2], ms)
 end
@@ -707,7 +723,7 @@ if aligned then
         table.remove(xs, i - off + 1)
         table.remove(rs, i - off + 1)
       end
-      if cu <= ticket then
+      if reopen <= ticket then
         local t = confirmAligned(xs, fu, w, math.max(ticket, now))
         if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
         put(t)
@@ -716,16 +732,16 @@ if aligned then
     end
   end
   local from, cooled = now, 0
-  if cu > now then
+  if reopen > now then
     cooled = 1
     if retry == 0 then
       -- A fresh call holds nothing and asks again at the reopening.
-      local wait = cu - now
+      local wait = reopen - now
       if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
       return {1, wait, 1, 0, limit, bper, now}
     end
     -- A retry's place is its rank in the window that reopens: no jitter.
-    from = cu
+    from = reopen
   end
   -- A retry's slot is not taken before its Retry-After has passed.
   from = math.max(from, now + math.max(tonumber(ARGV[14]), 0))
@@ -741,7 +757,7 @@ if ticket > 0 then
   local i = redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1)
   if i then
     redis.call('LREM', KEYS[2], -1, ARGV[7])
-    if cu <= ticket then
+    if reopen <= ticket then
       -- The slot stands, perhaps a little later (see confirmAt in package
       -- ratelimit); it keeps its place in the queue.
       local xs = {}
@@ -772,19 +788,22 @@ if ticket > 0 then
 end
 
 -- A new slot: first in, first out; retries before fresh calls while the
--- partition is closed; the sliding log.
+-- partition is closed; the sliding log. A clamped retry has no jitter
+-- window: its clamped wait is its own.
+local ru = cu
+if clamped then ru, window = reopen, 0 end
 local at = now
 local last = redis.call('LINDEX', KEYS[2], -1)
 if last then at = math.max(at, tonumber(last)) end
 local cooled = 0
-if retry == 0 and cu + math.floor(window) > now then
-  local wait = math.max(cu + math.floor(window), at) - now
+if retry == 0 and ru + math.floor(window) > now then
+  local wait = math.max(ru + math.floor(window), at) - now
   if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
   return {1, wait, 1, 0, limit, bper, now}
 end
-if cu > now then
+if ru > now then
   cooled = 1
-  at = math.max(at, cu + math.floor(window * jitter))
+  at = math.max(at, ru + math.floor(window * jitter))
 end
 if limit > 0 and redis.call('LLEN', KEYS[2]) >= limit then
   at = math.max(at, tonumber(redis.call('LINDEX', KEYS[2], -limit)) + per)
@@ -815,7 +834,8 @@ return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 //	      5 advertised limit, 6 advertised period µs, 7 reset µs,
 //	      8 configured limit, 9 configured period µs, 10 margin µs,
 //	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped,
-//	      15 fixed windows, 16 admitted limit, 17 admitted period µs
+//	      15 fixed windows, 16 admitted limit, 17 admitted period µs,
+//	      18 closed µs
 //	returns {cooldown left µs, distrusted, learned limit, learned period µs,
 //	         retry wait µs}
 var observeScript = redis.NewScript(luaCommon + luaWindows + `
@@ -828,7 +848,10 @@ local cl, cp = tonumber(ARGV[8]), tonumber(ARGV[9])
 local windowsOn = tonumber(ARGV[15]) == 1
 local distrusted, retrywait = 0, 0
 local cool = tonumber(ARGV[7])
+if cool > 0 then st.tu = math.max(st.tu, now + cool) end
 if tonumber(ARGV[2]) == 1 then
+  if tonumber(ARGV[3]) > 0 then st.tu = math.max(st.tu, now + tonumber(ARGV[3])) end
+  if tonumber(ARGV[18]) > 0 then st.xu = math.max(st.xu, now + tonumber(ARGV[18])) end
   if now >= st.cu then
     -- The first 429 since the partition reopened.
     st.rs, st.ru = st.cs, st.cu
@@ -954,7 +977,7 @@ if tonumber(ARGV[2]) == 1 then
 end
 if cool > 0 and now + cool > st.cu then st.cs, st.cu = now, now + cool end
 save(KEYS[1], st)
-local ms = math.ceil((math.max(st.cu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
+local ms = math.ceil((math.max(st.cu, st.xu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
 expire(KEYS[1], ms)
 if redis.call('EXISTS', KEYS[2]) == 1 then expire(KEYS[2], ms) end
 return {math.max(st.cu - now, 0), distrusted, st.ll, st.lp, retrywait}
