@@ -186,11 +186,11 @@ const (
 	// ReasonTransport: the connection failed after the request was written,
 	// on an operation that is safe to repeat.
 	ReasonTransport RetryReason = "transport_error"
-	// ReasonAllowance: the server's wait does not fit in what is left of MaxRetryWait.
+	// ReasonAllowance: the server's wait does not fit in what is left of WithMaxRetryWait.
 	ReasonAllowance RetryReason = "allowance_exhausted"
 	// ReasonDeadline: the wait would end after the context's deadline.
 	ReasonDeadline RetryReason = "deadline"
-	// ReasonMaxRetries: MaxRetries (or, for 429s, the safety net of 100
+	// ReasonMaxRetries: WithMaxRetries (or, for 429s, the safety net of 100
 	// attempts) is used up.
 	ReasonMaxRetries RetryReason = "max_retries"
 	// ReasonRetryBudget: the client-wide retry budget is empty (an outage is

@@ -82,10 +82,10 @@
 //     this one waits. Both end when the context does; the server-given waits
 //     and the turns count against WithMaxRetryWait.
 //
-// Client.With gives a kind of caller its own RetryOn429, MaxRetryWait and
-// MaxRetries on the same client (a handler and a job share one cooldown
-// and one learned budget), and Client.Raw sends a request to an endpoint
-// the SDK does not know yet under all of the above.
+// Client.With gives a kind of caller its own WithRetryOn429,
+// WithMaxRetryWait and WithMaxRetries on the same client (a handler and a
+// job share one cooldown and one learned budget), and Client.Raw sends a
+// request to an endpoint the SDK does not know yet under all of the above.
 //
 // # What a call tells
 //
@@ -166,7 +166,7 @@ type Client struct {
 	// options with the view's overrides applied.
 	policy policy
 	// over is what With changed, carried to the calls a call makes on its
-	// behalf (a sign-in; see bearer); viewErr is an invalid CallOption,
+	// behalf (a sign-in; see bearer); viewErr is an option With refused,
 	// which every call of the view returns before sending.
 	over    callOverrides
 	viewErr error
@@ -261,8 +261,6 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}
 	cfg := config{
 		retryAfterCap: DefaultRetryAfterCap,
-		maxRetryWait:  DefaultMaxRetryWait,
-		maxRetries:    DefaultMaxRetries,
 		userAgent:     sdkUserAgent,
 		now:           time.Now,
 		rand:          rand.Float64,
@@ -323,13 +321,12 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if state.limiter == nil {
 		state.limiter = NewMemoryLimiter(state.now)
 	}
-	c := newView(state, policy{
-		retryOn429:    cfg.retryOn429,
+	c := newView(state, cfg.call.apply(policy{
 		retryAfterCap: cfg.retryAfterCap,
-		maxRetryWait:  cfg.maxRetryWait,
-		maxRetries:    cfg.maxRetries,
+		maxRetryWait:  DefaultMaxRetryWait,
+		maxRetries:    DefaultMaxRetries,
 		base:          defaultBackoffBase,
-	}, callOverrides{}, nil)
+	}), callOverrides{}, nil)
 	c.noteWaiters()
 	if c.signer != nil && c.tokenSource == nil {
 		ts, err := LoginTokenSource(c.Auth, c.signer, LoginParams{})

@@ -19,16 +19,16 @@ type Option func(*config) error
 
 // config collects the options before NewClient builds the Client.
 type config struct {
-	token         string
-	tokenSource   func(context.Context) (string, error)
-	httpClient    *http.Client
-	userAgent     string
-	logger        *slog.Logger
-	wireLog       bool
-	retryOn429    bool
+	token       string
+	tokenSource func(context.Context) (string, error)
+	httpClient  *http.Client
+	userAgent   string
+	logger      *slog.Logger
+	wireLog     bool
+	// call holds the settings that also apply per call (Client.With),
+	// with a record of which options set them.
+	call          callOverrides
 	retryAfterCap time.Duration
-	maxRetryWait  time.Duration
-	maxRetries    int
 	observers     []Observer
 	now           func() time.Time
 	rand          func() float64
@@ -231,10 +231,12 @@ func WithLogger(l *slog.Logger) Option {
 // executed, so it is retried on every method, POST included. The retry sleeps
 // the calling goroutine: turn it on in background jobs, and keep it off in
 // request/response handlers, which should pass APIError.RetryAfter on instead.
-// One client serves both: see Client.With.
+// One client serves both: given to Client.With, it applies to the calls of
+// the view.
 func WithRetryOn429(on bool) Option {
 	return func(c *config) error {
-		c.retryOn429 = on
+		c.call.set |= setRetryOn429
+		c.call.retryOn429 = on
 		return nil
 	}
 }
@@ -257,13 +259,14 @@ func WithRetryAfterCap(d time.Duration) Option {
 // attempts (default 3 min). When the server asks for longer than what is
 // left, uncapped, the call returns its answer at once rather than holding
 // the caller for a window the server said stays closed. Zero means never
-// wait.
+// wait. Given to Client.With, it applies to the calls of the view.
 func WithMaxRetryWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("rail0: WithMaxRetryWait: must not be negative, got %v", d)
+			return &ValidationError{Field: "max_retry_wait", Reason: fmt.Sprintf("must not be negative, got %v", d)}
 		}
-		c.maxRetryWait = d
+		c.call.set |= setMaxRetryWait
+		c.call.maxRetryWait = d
 		return nil
 	}
 }
@@ -273,14 +276,16 @@ func WithMaxRetryWait(d time.Duration) Option {
 // retry budget (20 retries' worth, refilled one fifth of a retry per
 // success), so that an outage does not multiply the load; when it is empty
 // such failures come back at once (reason retry_budget_empty in the
-// transcript: Call.NotRetried). It
-// does not limit 429 retries, which MaxRetryWait bounds.
+// transcript: Call.NotRetried). It does not limit 429 retries, which
+// WithMaxRetryWait bounds. Given to Client.With, it applies to the calls of
+// the view.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("rail0: WithMaxRetries: must not be negative, got %d", n)
+			return &ValidationError{Field: "max_retries", Reason: fmt.Sprintf("must not be negative, got %d", n)}
 		}
-		c.maxRetries = n
+		c.call.set |= setMaxRetries
+		c.call.maxRetries = n
 		return nil
 	}
 }

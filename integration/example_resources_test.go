@@ -263,8 +263,8 @@ func ExampleClient_With() {
 	client, _ := rail0.NewClient(srv.URL) // one client: one cooldown, one learned budget
 	// The handler answers its own caller now; the job may sleep through
 	// 429s, a minute per call at most.
-	handler := client.With(rail0.RetryOn429(false))
-	job := client.With(rail0.RetryOn429(true), rail0.MaxRetryWait(time.Minute))
+	handler := client.With(rail0.WithRetryOn429(false))
+	job := client.With(rail0.WithRetryOn429(true), rail0.WithMaxRetryWait(time.Minute))
 	ctx := context.Background()
 
 	_, _ = job.Health.Get(ctx) // the public budget of 1 is spent

@@ -50,7 +50,7 @@ func TestFlowHonoursTheView(t *testing.T) {
 	}
 
 	gw.Faults.Add(throttle)
-	job := merchant.With(rail0.RetryOn429(true))
+	job := merchant.With(rail0.WithRetryOn429(true))
 	tx, err := job.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
 	if err != nil {
 		t.Fatalf("the job's flow: %v", err)
