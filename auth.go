@@ -177,8 +177,8 @@ var logout = declare(operation{"logout", "POST", "/auth/logout", opOnce, "a repe
 // is returned as it is: the session is already refused.
 //
 // POST /auth/logout — any session.
-func (s *AuthService) Logout(ctx context.Context) (*LogoutResult, error) {
-	var out LogoutResult
+func (s *AuthService) Logout(ctx context.Context) (*AuthLogoutResult, error) {
+	var out AuthLogoutResult
 	resp, err := s.client.do(ctx, &request{op: logout, keep401: true}, &out)
 	if err != nil {
 		return nil, err
@@ -187,8 +187,8 @@ func (s *AuthService) Logout(ctx context.Context) (*LogoutResult, error) {
 	return &out, nil
 }
 
-// LogoutResult is the answer to Logout.
-type LogoutResult struct {
+// AuthLogoutResult is the answer to Logout.
+type AuthLogoutResult struct {
 	// Revoked is false when the gateway could not store the revocation.
 	Revoked bool `json:"revoked"`
 	// Response is the metadata of the call.

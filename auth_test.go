@@ -321,7 +321,7 @@ func TestAuthRequests(t *testing.T) {
 			method: "POST", path: "/auth/logout",
 			reply: muxOK(`{"revoked": true}`),
 			check: func(t *testing.T, got any) {
-				if r := got.(*LogoutResult); !r.Revoked || r.Response.StatusCode != http.StatusOK {
+				if r := got.(*AuthLogoutResult); !r.Revoked || r.Response.StatusCode != http.StatusOK {
 					t.Errorf("revoked = %v, want true", got)
 				}
 			},
@@ -332,7 +332,7 @@ func TestAuthRequests(t *testing.T) {
 			method: "POST", path: "/auth/logout",
 			reply: muxOK(`{"revoked": false}`),
 			check: func(t *testing.T, got any) {
-				if got.(*LogoutResult).Revoked {
+				if got.(*AuthLogoutResult).Revoked {
 					t.Errorf("revoked = %v, want false", got)
 				}
 			},

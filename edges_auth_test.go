@@ -439,7 +439,7 @@ func TestSessionRefusedResendKeepsOutcomeUnknown(t *testing.T) {
 		c, sent := scriptedSessionGateway(t, "POST /payments",
 			[]int{http.StatusServiceUnavailable, http.StatusUnauthorized, http.StatusConflict})
 
-		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize,
+		_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize,
 			Amount: "1.00", Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
 			Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2",
 			IdempotencyKey: "k1"})

@@ -14,8 +14,8 @@ import (
 // transaction, but the EIP-3009 authorization the payment's escrow or
 // charge will spend.
 
-// PayerSignParams is the request of PayerSign.
-type PayerSignParams struct {
+// PaymentPayerSignParams is the request of PayerSign.
+type PaymentPayerSignParams struct {
 	// Expect is the order the payment must match. PayerSign needs it, with
 	// ChainID, Mode, Token, Payee and Amount set, unless this client
 	// created the payment and still remembers what Create asked for.
@@ -63,7 +63,7 @@ const payerSignReads = 5
 // reads in all.
 //
 // GET /payments/{id}, then PUT /payments/{id}/sign — the payer.
-func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PayerSignParams) (*PaymentDetail, error) {
+func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PaymentPayerSignParams) (*PaymentDetail, error) {
 	f, err := s.newFlow(id, "", params.Expect)
 	if err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payer
 }
 
 // waitConfig is the pacing of PayerSign's re-reads.
-func (p PayerSignParams) waitConfig() (*waitConfig, error) {
+func (p PaymentPayerSignParams) waitConfig() (*waitConfig, error) {
 	first := p.PollInterval
 	if first == 0 {
 		first = DefaultPollInterval

@@ -179,7 +179,7 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	srv := newScriptServer(t, step{status: 503}, step{status: 201, body: paymentBody})
 	var rec recorder
 	c := newTestClient(t, srv.URL, WithToken("tok"), WithObserver(&rec), withRand(func() float64 { return 0 }))
-	_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t",
+	_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t",
 		Payer: "a", Payee: "b", IdempotencyKey: "key-1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{

@@ -164,7 +164,7 @@ func TestCanceledContextSendsNothing(t *testing.T) {
 	c := newTestClient(t, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.Payments.Create(ctx, CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+	_, err := c.Payments.Create(ctx, PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
 	assert.ErrorIs(t, err, context.Canceled)
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
@@ -179,7 +179,7 @@ func TestValidationBeforeAnyRequest(t *testing.T) {
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "id", ve.Field)
-	_, err = c.Payments.Create(context.Background(), CreatePaymentParams{Mode: ModeCharge})
+	_, err = c.Payments.Create(context.Background(), PaymentCreateParams{Mode: ModeCharge})
 	require.ErrorAs(t, err, &ve)
 	assert.Empty(t, srv.requests())
 }

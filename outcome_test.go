@@ -161,7 +161,7 @@ func TestCreateUndecodableAnswerKeepsTheKey(t *testing.T) {
 	srv := newScriptServer(t, step{status: 201, body: htmlPage, header: map[string]string{"Content-Type": "text/html"}},
 		step{status: 200, body: paymentBody})
 	c := newTestClient(t, srv.URL, WithToken("tok"))
-	params := CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "1.00",
+	params := PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "1.00",
 		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
 		Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}
 

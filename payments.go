@@ -158,8 +158,8 @@ type Transaction struct {
 	Response *Response `json:"-"`
 }
 
-// CreatePaymentParams opens a payment.
-type CreatePaymentParams struct {
+// PaymentCreateParams opens a payment.
+type PaymentCreateParams struct {
 	ChainID int64       `json:"chain_id"`
 	Mode    PaymentMode `json:"mode"`
 	// Amount is a human decimal string, e.g. "10.50" (see ToBaseUnits).
@@ -197,7 +197,7 @@ var createPayment = declare(operation{"createPayment", "POST", "/payments", opKe
 // Create again with the order's IdempotencyKey, after a restart for
 // instance, restores that record. Create returns what the gateway answered,
 // unchecked.
-func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams) (*PaymentDetail, error) {
+func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams) (*PaymentDetail, error) {
 	for _, f := range []struct{ name, value string }{
 		{"amount", params.Amount}, {"token", params.Token}, {"payer", params.Payer},
 		{"payee", params.Payee}, {"mode", string(params.Mode)},
@@ -256,8 +256,8 @@ const (
 	SortStatus    SortKey = "status"
 )
 
-// ListPaymentsParams filters GET /payments. Zero values are not sent.
-type ListPaymentsParams struct {
+// PaymentListParams filters GET /payments. Zero values are not sent.
+type PaymentListParams struct {
 	ListOptions
 	Status  PaymentStatus
 	Mode    PaymentMode
@@ -276,11 +276,8 @@ type ListPaymentsParams struct {
 	CreatedTo   time.Time
 }
 
-func (p *ListPaymentsParams) values() url.Values {
+func (p PaymentListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	set := func(k, v string) {
 		if v != "" {
@@ -315,7 +312,7 @@ var listPayments = declare(operation{"listPayments", "GET", "/payments", opRead,
 // List returns one page of the caller's payments (as payer or payee).
 //
 // GET /payments — any session.
-func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) (*Page[Payment], error) {
+func (s *PaymentsService) List(ctx context.Context, params PaymentListParams) (*Page[Payment], error) {
 	return listPage[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
@@ -323,7 +320,7 @@ func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) 
 // on. It stops at the first error, which it yields; params is not modified.
 //
 // GET /payments — any session.
-func (s *PaymentsService) All(ctx context.Context, params *ListPaymentsParams) iter.Seq2[Payment, error] {
+func (s *PaymentsService) All(ctx context.Context, params PaymentListParams) iter.Seq2[Payment, error] {
 	return listAll[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
@@ -357,9 +354,9 @@ const (
 	SortBlockNumber SortKey = "block_number"
 )
 
-// ListTransactionsParams filters and pages GET /payments/{id}/transactions.
+// PaymentListTransactionsParams filters and pages GET /payments/{id}/transactions.
 // Zero values are not sent.
-type ListTransactionsParams struct {
+type PaymentListTransactionsParams struct {
 	ListOptions
 	// Operation keeps one step's transactions.
 	Operation Operation
@@ -367,11 +364,8 @@ type ListTransactionsParams struct {
 	Status TransactionStatus
 }
 
-func (p *ListTransactionsParams) values() url.Values {
+func (p PaymentListTransactionsParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	if p.Operation != "" {
 		q.Set("operation", string(p.Operation))
@@ -388,7 +382,7 @@ var listPaymentTransactions = declare(operation{"listPaymentTransactions", "GET"
 // attempt of every step, failed ones included.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
-func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params *ListTransactionsParams) (*Page[Transaction], error) {
+func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params PaymentListTransactionsParams) (*Page[Transaction], error) {
 	return listPage[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
 }
 
@@ -397,8 +391,20 @@ func (s *PaymentsService) ListTransactions(ctx context.Context, id string, param
 // is not modified.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
-func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params *ListTransactionsParams) iter.Seq2[Transaction, error] {
+func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params PaymentListTransactionsParams) iter.Seq2[Transaction, error] {
 	return listAll[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
+}
+
+// PaymentListDisputesParams filters and pages a payment's dispute history.
+// The zero value lists every dispute with the server's default paging.
+type PaymentListDisputesParams struct {
+	ListOptions
+	// Status keeps only open or only closed disputes; empty for both.
+	Status DisputeStatus
+}
+
+func (p PaymentListDisputesParams) values() url.Values {
+	return DisputeListParams(p).values()
 }
 
 var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""})
@@ -407,7 +413,7 @@ var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disp
 // closed.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
-func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *ListDisputesParams) (*Page[Dispute], error) {
+func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params PaymentListDisputesParams) (*Page[Dispute], error) {
 	return listPage[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
@@ -416,16 +422,16 @@ func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *L
 // not modified.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
-func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params *ListDisputesParams) iter.Seq2[Dispute, error] {
+func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params PaymentListDisputesParams) iter.Seq2[Dispute, error] {
 	return listAll[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
 
-// PrepareParams is the body of a prepare call. Which fields a step needs
+// PaymentPrepareParams is the body of a prepare call. Which fields a step needs
 // depends on the operation: Amount for capture and refund, Signature for
 // the second refund phase, From for release, Reason for the dispute steps.
-type PrepareParams struct {
+type PaymentPrepareParams struct {
 	// Amount is a human decimal ("10.50"), required for capture and refund.
 	Amount string `json:"amount,omitempty"`
 	// Signature is the payee's signature of the refund phase-1
@@ -508,7 +514,7 @@ var (
 // participant for release; a participant for dispute and close_dispute
 // (signed by the payer). A missing required field (capture and refund
 // amount, refund signature) is a *ValidationError before any request.
-func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PrepareParams) (*PreparedTransaction, error) {
+func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PaymentPrepareParams) (*PreparedTransaction, error) {
 	route, args, err := stepRoute(op, id, preparePaymentOperation, prepareDispute, prepareCloseDispute)
 	if err != nil {
 		return nil, err
@@ -517,7 +523,7 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 		return nil, err
 	}
 	var body any
-	if params != (PrepareParams{}) {
+	if params != (PaymentPrepareParams{}) {
 		body = params
 	}
 	var out PreparedTransaction
@@ -534,7 +540,7 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 // check validates params for op before any request: required fields must be
 // present and well formed, and fields that op does not take must be empty
 // (the gateway would ignore them silently).
-func (p PrepareParams) check(op Operation) error {
+func (p PaymentPrepareParams) check(op Operation) error {
 	for _, f := range []struct {
 		name, value string
 		applies     bool
@@ -675,7 +681,7 @@ func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, er
 // before any request.
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
-func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PrepareParams) (*RefundAuthorization, error) {
+func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareParams) (*RefundAuthorization, error) {
 	amount := params.Amount
 	if err := checkHumanAmount("amount", amount); err != nil {
 		return nil, err
@@ -690,7 +696,7 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params P
 		}
 	}
 	var out RefundAuthorization
-	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PrepareParams{Amount: amount}}
+	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PaymentPrepareParams{Amount: amount}}
 	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err

@@ -506,7 +506,7 @@ func TestMaybeExecutedWriteEndingOnAnotherAnswerIsUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(step{status: 503}, throttled("1"))
 		c := newTestClient(t, memURL, memClient(srv), WithToken("t"), withRand(half))
-		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1",
+		_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1",
 			Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "order-1"})
 		require.ErrorIs(t, err, ErrOutcomeUnknown)
 		var oe *OutcomeUnknownError

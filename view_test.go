@@ -175,8 +175,8 @@ func TestInvalidViewOptionRefusesEveryCall(t *testing.T) {
 		v := c.With(tc.opts...)
 		calls := map[string]error{}
 		_, calls["Get"] = v.Payments.Get(context.Background(), "p")
-		_, calls["Capture"] = v.Payments.Capture(context.Background(), "p", CaptureParams{Amount: "1.00"})
-		for _, err := range v.Payments.All(context.Background(), &ListPaymentsParams{}) {
+		_, calls["Capture"] = v.Payments.Capture(context.Background(), "p", PaymentCaptureParams{Amount: "1.00"})
+		for _, err := range v.Payments.All(context.Background(), PaymentListParams{}) {
 			calls["All"] = err
 			break
 		}
@@ -203,7 +203,7 @@ func TestIteratorHonoursTheView(t *testing.T) {
 		s, opt := newPipeScript(t, steps...)
 		c := newTestClient(t, s.URL, opt, WithToken("tok"))
 		var n int
-		for _, err := range c.With(WithRetryOn429(true)).Payments.All(context.Background(), &ListPaymentsParams{}) {
+		for _, err := range c.With(WithRetryOn429(true)).Payments.All(context.Background(), PaymentListParams{}) {
 			require.NoError(t, err)
 			n++
 		}
@@ -213,7 +213,7 @@ func TestIteratorHonoursTheView(t *testing.T) {
 		s2, opt2 := newPipeScript(t, steps...)
 		c2 := newTestClient(t, s2.URL, opt2, WithToken("tok"))
 		var last error
-		for _, err := range c2.Payments.All(context.Background(), &ListPaymentsParams{}) {
+		for _, err := range c2.Payments.All(context.Background(), PaymentListParams{}) {
 			last = err
 		}
 		assert.ErrorIs(t, last, ErrRateLimited, "the client's own iterator does not retry 429s")

@@ -109,9 +109,9 @@ type BalanceError struct {
 	Message string           `json:"message"`
 }
 
-// ListWalletsParams filters and pages GET /accounts/{account_id}/wallets.
+// WalletListParams filters and pages GET /accounts/{account_id}/wallets.
 // Zero values are not sent.
-type ListWalletsParams struct {
+type WalletListParams struct {
 	ListOptions
 	// Active keeps only active (true) or only deactivated (false) wallets.
 	Active *bool
@@ -123,11 +123,8 @@ type ListWalletsParams struct {
 	TokenActive *bool
 }
 
-func (p *ListWalletsParams) values() url.Values {
+func (p WalletListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	setBool(q, "active", p.Active)
 	if p.ChainID != 0 {
@@ -153,7 +150,7 @@ var listAccountWallets = declare(operation{"listAccountWallets", "GET", "/accoun
 // List returns one page of an account's wallets with their holdings.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
-func (s *WalletsService) List(ctx context.Context, accountID string, params *ListWalletsParams) (*Page[WalletWithTokens], error) {
+func (s *WalletsService) List(ctx context.Context, accountID string, params WalletListParams) (*Page[WalletWithTokens], error) {
 	return listPage[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
@@ -162,14 +159,14 @@ func (s *WalletsService) List(ctx context.Context, accountID string, params *Lis
 // modified.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
-func (s *WalletsService) All(ctx context.Context, accountID string, params *ListWalletsParams) iter.Seq2[WalletWithTokens, error] {
+func (s *WalletsService) All(ctx context.Context, accountID string, params WalletListParams) iter.Seq2[WalletWithTokens, error] {
 	return listAll[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
-// CreateWalletParams registers a wallet: the wallet's ownership proof (from
+// WalletCreateParams registers a wallet: the wallet's ownership proof (from
 // Auth.WalletProof, signed by the wallet being added) and an optional
 // label.
-type CreateWalletParams struct {
+type WalletCreateParams struct {
 	WalletProof
 	Label string `json:"label,omitempty"`
 }
@@ -183,7 +180,7 @@ var createWallet = declare(operation{"createWallet", "POST", "/accounts/{account
 // POST /accounts/{account_id}/wallets — a session of that account. 409
 // when the address is registered to any account; 422 when the proof is
 // refused (a login proof is refused with siwe_purpose_mismatch).
-func (s *WalletsService) Create(ctx context.Context, accountID string, params CreateWalletParams) (*Wallet, error) {
+func (s *WalletsService) Create(ctx context.Context, accountID string, params WalletCreateParams) (*Wallet, error) {
 	for _, f := range []struct{ name, value string }{
 		{"address", params.Address}, {"message", params.Message}, {"signature", params.Signature},
 	} {
@@ -215,9 +212,9 @@ func (s *WalletsService) Get(ctx context.Context, accountID, id string) (*Wallet
 	return &w, nil
 }
 
-// UpdateWalletParams changes a wallet. Nil fields are left unchanged; at
+// WalletUpdateParams changes a wallet. Nil fields are left unchanged; at
 // least one must be set.
-type UpdateWalletParams struct {
+type WalletUpdateParams struct {
 	Label  *string `json:"label,omitempty"`
 	Active *bool   `json:"active,omitempty"`
 }
@@ -228,7 +225,7 @@ var updateWallet = declare(operation{"updateWallet", "PATCH", "/accounts/{accoun
 // or address.
 //
 // PATCH /accounts/{account_id}/wallets/{id} — a session of that account.
-func (s *WalletsService) Update(ctx context.Context, accountID, id string, params UpdateWalletParams) (*Wallet, error) {
+func (s *WalletsService) Update(ctx context.Context, accountID, id string, params WalletUpdateParams) (*Wallet, error) {
 	if params.Label == nil && params.Active == nil {
 		return nil, &ValidationError{Field: "params", Reason: "set Label or Active"}
 	}
@@ -253,18 +250,15 @@ func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) (
 	return s.client.do(ctx, &request{op: deactivateWallet, args: pathArgs{accountID, id}}, nil)
 }
 
-// BalancesParams filters GET .../wallets/{id}/balances. Zero values are not
+// WalletBalancesParams filters GET .../wallets/{id}/balances. Zero values are not
 // sent.
-type BalancesParams struct {
+type WalletBalancesParams struct {
 	ChainID     int64
 	TokenSymbol string
 }
 
-func (p *BalancesParams) values() url.Values {
+func (p WalletBalancesParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	if p.ChainID != 0 {
 		q.Set("chain_id", strconv.FormatInt(p.ChainID, 10))
 	}
@@ -278,11 +272,11 @@ var getWalletBalances = declare(operation{"getWalletBalances", "GET", "/accounts
 
 // Balances reads a wallet's live on-chain balances. A chain whose node
 // cannot be read is reported in its ChainBalance.Error rather than failing
-// the call. params may be nil.
+// the call.
 //
 // GET /accounts/{account_id}/wallets/{id}/balances — a session of that
 // account.
-func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params *BalancesParams) (*WalletBalances, error) {
+func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params WalletBalancesParams) (*WalletBalances, error) {
 	var b WalletBalances
 	resp, err := s.client.do(ctx, &request{op: getWalletBalances, args: pathArgs{accountID, id}, query: params.values()}, &b)
 	if err != nil {
@@ -292,8 +286,8 @@ func (s *WalletsService) Balances(ctx context.Context, accountID, id string, par
 	return &b, nil
 }
 
-// AddTokenParams makes a wallet accept a token.
-type AddTokenParams struct {
+// WalletAcceptTokenParams makes a wallet accept a token.
+type WalletAcceptTokenParams struct {
 	ChainID int64 `json:"chain_id"`
 	// Token identifies the token on that chain: its contract address (or
 	// its symbol).
@@ -312,14 +306,14 @@ var enableWalletToken = declare(operation{"enableWalletToken", "POST", "/account
 // POST /accounts/{account_id}/wallets/{id}/tokens — a session of that
 // account. 422 unknown_chain or unknown_token for a token not in the
 // catalog.
-func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params AddTokenParams) (*AddTokenResult, error) {
+func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params WalletAcceptTokenParams) (*WalletAcceptTokenResult, error) {
 	if params.ChainID <= 0 {
 		return nil, &ValidationError{Field: "chain_id", Reason: "is required"}
 	}
 	if params.Token == "" {
 		return nil, &ValidationError{Field: "token", Reason: "is required"}
 	}
-	var out AddTokenResult
+	var out WalletAcceptTokenResult
 	resp, err := s.client.do(ctx, &request{op: enableWalletToken, args: pathArgs{accountID, id}, body: params}, &out.Token)
 	if err != nil {
 		return nil, err
@@ -329,8 +323,8 @@ func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, par
 	return &out, nil
 }
 
-// AddTokenResult is the answer to AddToken.
-type AddTokenResult struct {
+// WalletAcceptTokenResult is the answer to AddToken.
+type WalletAcceptTokenResult struct {
 	// Token is the holding.
 	Token WalletToken
 	// Created is true when the holding is new (201), false when an

@@ -47,7 +47,7 @@ func TestGatewayRevokedSessionCostsOneSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Payments.List(ctx, nil); err != nil {
+	if _, err := c.Payments.List(ctx, rail0.PaymentListParams{}); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := ts.Token(ctx)
@@ -66,7 +66,7 @@ func TestGatewayRevokedSessionCostsOneSignIn(t *testing.T) {
 	errs := make(chan error, workers)
 	for range workers {
 		go func() {
-			_, err := c.Payments.List(ctx, nil)
+			_, err := c.Payments.List(ctx, rail0.PaymentListParams{})
 			errs <- err
 		}()
 	}

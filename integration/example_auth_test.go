@@ -126,7 +126,7 @@ func ExampleLoginTokenSource() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	page, err := client.Webhooks.List(context.Background(), nil)
+	page, err := client.Webhooks.List(context.Background(), rail0.WebhookListParams{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func ExampleAuthService_WalletProof() {
 	fmt.Println(proof.Address)
 	fmt.Println(strings.Split(proof.Message, "\n")[3])
 	// Then, with a merchant session:
-	//   client.Wallets.Create(ctx, accountID, rail0.CreateWalletParams{WalletProof: *proof, Label: "Treasury"})
+	//   client.Wallets.Create(ctx, accountID, rail0.WalletCreateParams{WalletProof: *proof, Label: "Treasury"})
 	// Output:
 	// 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
 	// Add this wallet to your RAIL0 account

@@ -21,7 +21,7 @@ func ExamplePaymentsService_VerifyPayload() {
 	defer srv.Close()
 	ctx := context.Background()
 	buyer := signedIn(ctx, srv, srv.Buyer) // no signer: the key is in the browser
-	payment, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
+	payment, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "25.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
 	if err != nil {
 		fmt.Println(err)

@@ -30,12 +30,12 @@ var (
 	// keys that identify rather than authenticate.
 	notSecretFields = map[string]bool{
 		"rail0.AnalyticsFilter.Token": true, "rail0.AnalyticsVolume.Token": true, "rail0.AnalyticsRow.Token": true,
-		"rail0.Payment.Token": true, "rail0.CreatePaymentParams.Token": true, "rail0.ListPaymentsParams.Token": true,
-		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.AddTokenParams.Token": true,
-		"rail0.AddTokenResult.Token": true,
+		"rail0.Payment.Token": true, "rail0.PaymentCreateParams.Token": true, "rail0.PaymentListParams.Token": true,
+		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.WalletAcceptTokenParams.Token": true,
+		"rail0.WalletAcceptTokenResult.Token": true,
 		"webhook.Payment.Token":      true,
 		"rail0.AnalyticsRow.Key":     true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
-		"rail0.CreatePaymentParams.IdempotencyKey": true,
+		"rail0.PaymentCreateParams.IdempotencyKey": true,
 	}
 )
 

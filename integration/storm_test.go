@@ -234,13 +234,13 @@ func TestFaultStorm(t *testing.T) {
 		go func() {
 			defer setup.Done()
 			b, m := direct(buyerToken, buyerKey), direct(merchantToken, merchantKey)
-			p, err := b.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+			p, err := b.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "5.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			if err == nil {
-				_, err = b.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
+				_, err = b.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
 			}
 			if err == nil {
-				_, err = m.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+				_, err = m.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			}
 			if err == nil {
 				_, err = m.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusAuthorized), rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))
@@ -318,7 +318,7 @@ func TestFaultStorm(t *testing.T) {
 			for i := range callsPerWorker {
 				switch roll := rng.IntN(100); {
 				case roll < 55:
-					_, err := buyer.Payments.List(ctx, &rail0.ListPaymentsParams{
+					_, err := buyer.Payments.List(ctx, rail0.PaymentListParams{
 						ListOptions: rail0.ListOptions{PerPage: 1},
 						MinAmount:   strconv.Itoa(w*1_000_000 + i),
 					})
@@ -330,13 +330,13 @@ func TestFaultStorm(t *testing.T) {
 					key := fmt.Sprintf("storm-%d-%d", w, i)
 					createdWithKeys.Store(key, true)
 					createCalls.Add(1)
-					_, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeCharge,
+					_, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeCharge,
 						Amount: "0.01", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address, IdempotencyKey: key})
 					count(err)
 				default:
 					// A partial capture, prepare → sign → submit, by hand so
 					// that the test knows how many submits it asked for.
-					prep, err := merchant.Payments.Prepare(ctx, payments[w], rail0.OpCapture, rail0.PrepareParams{Amount: "0.01"})
+					prep, err := merchant.Payments.Prepare(ctx, payments[w], rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "0.01"})
 					count(err)
 					if err != nil || prep.UnsignedTransaction == nil {
 						continue

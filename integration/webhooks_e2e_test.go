@@ -76,11 +76,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	acct := *sess.AccountID
 
 	// Public catalog and discovery.
-	chains, err := anon.Chains.List(ctx, &rail0.ListChainsParams{NetworkType: rail0.NetworkTestnet})
+	chains, err := anon.Chains.List(ctx, rail0.ChainListParams{NetworkType: rail0.NetworkTestnet})
 	if err != nil || len(chains.Items) == 0 || chains.Items[0].ChainID != gw.ChainID {
 		t.Fatalf("testnet chains = %+v, %v", chains, err)
 	}
-	methods, err := anon.PaymentMethods.List(ctx, &rail0.ListPaymentMethodsParams{AccountID: acct})
+	methods, err := anon.PaymentMethods.List(ctx, rail0.PaymentMethodListParams{AccountID: acct})
 	if err != nil || len(methods.Items) != 1 || len(methods.Items[0].Tokens) == 0 {
 		t.Fatalf("payment methods = %+v, %v", methods, err)
 	}
@@ -95,7 +95,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := client.Wallets.Create(ctx, acct, rail0.CreateWalletParams{WalletProof: *proof, Label: "Second"})
+	w, err := client.Wallets.Create(ctx, acct, rail0.WalletCreateParams{WalletProof: *proof, Label: "Second"})
 	if err != nil {
 		t.Fatalf("Wallets.Create: %v", err)
 	}
@@ -121,7 +121,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.Wallets.Create(ctx, acct, rail0.CreateWalletParams{WalletProof: rail0.WalletProof{
+	_, err = client.Wallets.Create(ctx, acct, rail0.WalletCreateParams{WalletProof: rail0.WalletProof{
 		Address: thirdAccount.Address(), Message: msg.String(), Signature: sig}})
 	var apiErr *rail0.APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
@@ -133,7 +133,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	receiver := &lockedHandler{}
 	hookSrv := httptest.NewServer(receiver)
 	defer hookSrv.Close()
-	hook, err := client.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "orders", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsCreated})
+	hook, err := client.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "orders", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsCreated})
 	if err != nil {
 		t.Fatalf("Webhooks.Create: %v", err)
 	}
@@ -160,7 +160,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payment, err := buyerClient.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+	payment, err := buyerClient.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "1.50", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 	if err != nil {
 		t.Fatalf("Payments.Create: %v", err)
@@ -175,7 +175,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	}
 
 	// Analytics see the merchant's payment.
-	summary, err := client.Analytics.Summary(ctx, nil)
+	summary, err := client.Analytics.Summary(ctx, rail0.AnalyticsSummaryParams{})
 	if err != nil || summary.Orders < 1 {
 		t.Errorf("summary = %+v, %v", summary, err)
 	}

@@ -23,7 +23,7 @@ func TestClientHelperTalksToTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := rail0.CreatePaymentParams{ChainID: srv.ChainID, Mode: "authorize", Amount: "25.00", Token: srv.Token,
+	params := rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: "authorize", Amount: "25.00", Token: srv.Token,
 		Payer: srv.Buyer.Address, Payee: srv.Merchant.Address, IdempotencyKey: "sdk-1"}
 	p, err := c.Payments.Create(ctx, params)
 	if err != nil {

@@ -44,14 +44,14 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// A captured escrow payment.
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeAuthorize, Amount: "30.00", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
 	})
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		return err
 	}
 	confirm := func(c *rail0.Client, what string, tx *rail0.Transaction, err error) error {
@@ -68,11 +68,11 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "%s confirmed: payment %s, disputed %v\n", what, cur.Status, cur.Disputed)
 		return nil
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	if err := confirm(merchant, "authorize", tx, err); err != nil {
 		return err
 	}
-	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "30.00"})
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "30.00"})
 	if err := confirm(merchant, "capture", tx, err); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	// The merchant sees it among its open disputes, with the payment.
-	for d, err := range merchant.Disputes.All(ctx, &rail0.ListDisputesParams{Status: rail0.DisputeOpen}) {
+	for d, err := range merchant.Disputes.All(ctx, rail0.DisputeListParams{Status: rail0.DisputeOpen}) {
 		if err != nil {
 			return fmt.Errorf("listing disputes: %w", err)
 		}
@@ -94,7 +94,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err := confirm(buyer, "close dispute", tx, err); err != nil {
 		return err
 	}
-	page, err := merchant.Payments.ListDisputes(ctx, p.ID, nil)
+	page, err := merchant.Payments.ListDisputes(ctx, p.ID, rail0.PaymentListDisputesParams{})
 	if err != nil {
 		return err
 	}
