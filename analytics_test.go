@@ -39,8 +39,10 @@ func TestAnalyticsRequests(t *testing.T) {
 	six := int64(6)
 	runMuxCases(t, []muxCase{
 		{
-			name:   "Summary with every filter",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Summary(ctx, AnalyticsSummaryParams{filter}) },
+			name: "Summary with every filter",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Analytics.Summary(ctx, AnalyticsSummaryParams{filter})
+			},
 			method: "GET", path: "/analytics/summary",
 			query: filterQuery(),
 			reply: muxOK(fixtureSummaryJSON),
@@ -67,8 +69,10 @@ func TestAnalyticsRequests(t *testing.T) {
 			},
 		},
 		{
-			name:   "Summary unfiltered",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Summary(ctx, AnalyticsSummaryParams{}) },
+			name: "Summary unfiltered",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Analytics.Summary(ctx, AnalyticsSummaryParams{})
+			},
 			method: "GET", path: "/analytics/summary",
 			reply: muxOK(`{"orders": 0, "disputed": 0, "refund_rate": 0, "dispute_rate": 0, "by_status": {}, "volume": []}`),
 		},
@@ -94,8 +98,10 @@ func TestAnalyticsRequests(t *testing.T) {
 			},
 		},
 		{
-			name:   "Timeseries with defaults",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{}) },
+			name: "Timeseries with defaults",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{})
+			},
 			method: "GET", path: "/analytics/timeseries",
 			reply: muxOK(`[]`),
 		},

@@ -52,10 +52,10 @@ var flowCases = []flowCase{
 		return errOf(c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}}))
 	}, "POST refund"},
 	{"Dispute", ModeAuthorize, StatusPartiallyCaptured, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Dispute(ctx, artPayment, DisputeParams{Reason: fixtureReason}))
+		return errOf(c.Payments.Dispute(ctx, artPayment, PaymentDisputeParams{Reason: fixtureReason}))
 	}, "POST dispute"},
 	{"CloseDispute", ModeAuthorize, StatusPartiallyCaptured, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.CloseDispute(ctx, artPayment, DisputeParams{}))
+		return errOf(c.Payments.CloseDispute(ctx, artPayment, PaymentCloseDisputeParams{}))
 	}, "POST dispute/close"},
 }
 
@@ -326,7 +326,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if _, err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("capture checked as a void: %v", err)
 	}
-	auth, err := c.Payments.PrepareRefund(ctx, artPayment, PaymentPrepareParams{Amount: "4.00"})
+	auth, err := c.Payments.PrepareRefund(ctx, artPayment, PaymentPrepareRefundParams{Amount: "4.00"})
 	if err != nil {
 		t.Fatal(err)
 	}

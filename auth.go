@@ -138,26 +138,30 @@ func (s *AuthService) CreateNonce(ctx context.Context) (*Nonce, error) {
 
 var verifySiwe = declare(operation{"verifySiwe", "POST", "/auth", opOnce, "consumes the nonce: a repeat is refused with nonce_used"})
 
-// Verify trades a signed SIWE message for a session. message is the exact
-// text that was signed (SIWEMessage.String) and signature its EIP-191
-// signature as 0x hex. Login builds and signs the message for you.
+// AuthVerifyParams is a signed SIWE message.
+type AuthVerifyParams struct {
+	// Message is the exact text that was signed (SIWEMessage.String).
+	Message string `json:"message"`
+	// Signature is its EIP-191 signature as 0x hex.
+	Signature string `json:"signature"`
+}
+
+// Verify trades a signed SIWE message for a session. A client created
+// WithSigner builds, signs and verifies the message by itself (see
+// Client.Session); Verify is for a message signed elsewhere.
 //
 // POST /auth — public (sent without a token). A refused proof is a 422
 // *APIError with code invalid_siwe, invalid_nonce, nonce_used,
 // signer_mismatch or siwe_purpose_mismatch.
-func (s *AuthService) Verify(ctx context.Context, message, signature string) (*Session, error) {
-	if message == "" {
+func (s *AuthService) Verify(ctx context.Context, params AuthVerifyParams) (*Session, error) {
+	if params.Message == "" {
 		return nil, &ValidationError{Field: "message", Reason: "is required"}
 	}
-	if signature == "" {
+	if params.Signature == "" {
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
-	body := struct {
-		Message   string `json:"message"`
-		Signature string `json:"signature"`
-	}{message, signature}
 	var sess Session
-	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: body, anonymous: true, secretAnswer: true}, &sess)
+	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: params, anonymous: true, secretAnswer: true}, &sess)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +278,7 @@ func (s *AuthService) Login(ctx context.Context, signer Signer, params LoginPara
 	if err != nil {
 		return nil, err
 	}
-	return s.Verify(ctx, msg, sig)
+	return s.Verify(ctx, AuthVerifyParams{Message: msg, Signature: sig})
 }
 
 // WalletProof is a signed SIWE proof that the holder of Address controls it,

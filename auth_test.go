@@ -355,7 +355,7 @@ func TestAuthNonceAndVerifyWire(t *testing.T) {
 	if n.Nonce != "a1b2c3d4e5f60718" || !n.ExpiresAt.Equal(time.Date(2026, 9, 14, 10, 5, 0, 0, time.UTC)) {
 		t.Errorf("nonce = %+v", n)
 	}
-	sess, err := c.Auth.Verify(ctx, "the message", "0xsig")
+	sess, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "the message", Signature: "0xsig"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,11 +156,11 @@ func runWith(fc flowCase, id string, e Expectation) func(ctx context.Context, c 
 		}
 	case "Dispute":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Dispute(ctx, id, DisputeParams{Reason: fixtureReason, Expect: e}))
+			return errOf(c.Payments.Dispute(ctx, id, PaymentDisputeParams{Reason: fixtureReason, Expect: e}))
 		}
 	case "CloseDispute":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.CloseDispute(ctx, id, DisputeParams{Expect: e}))
+			return errOf(c.Payments.CloseDispute(ctx, id, PaymentCloseDisputeParams{Expect: e}))
 		}
 	}
 	panic("no flow " + fc.name)
@@ -676,9 +676,9 @@ func TestSubmitReconcilesAKnownTransaction(t *testing.T) {
 			var tx *Transaction
 			var err error
 			if tt.byHash {
-				tx, err = c.Payments.SubmitByHash(context.Background(), "p", OpVoid, fixtureHash)
+				tx, err = c.Payments.SubmitByHash(context.Background(), "p", OpVoid, PaymentSubmitByHashParams{TransactionHash: fixtureHash})
 			} else {
-				tx, err = c.Payments.Submit(context.Background(), "p", OpVoid, fixtureSignedTx)
+				tx, err = c.Payments.Submit(context.Background(), "p", OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
 			}
 			if tt.ok {
 				if err != nil || tx.ID != "tx9" || tx.Response == nil {

@@ -76,12 +76,16 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 			return c.PaymentMethods.List(ctx, PaymentMethodListParams{Address: "a"})
 		},
 		"Auth.CreateNonce": func(ctx context.Context, c *Client) (any, error) { return c.Auth.CreateNonce(ctx) },
-		"Auth.Verify":      func(ctx context.Context, c *Client) (any, error) { return c.Auth.Verify(ctx, "m", "s") },
-		"Auth.Logout":      func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
+		"Auth.Verify": func(ctx context.Context, c *Client) (any, error) {
+			return c.Auth.Verify(ctx, AuthVerifyParams{Message: "m", Signature: "s"})
+		},
+		"Auth.Logout": func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
 		"Auth.WalletProof": func(ctx context.Context, c *Client) (any, error) {
 			return c.Auth.WalletProof(ctx, newSIWESigner(), LoginParams{})
 		},
-		"Wallets.List": func(ctx context.Context, c *Client) (any, error) { return c.Wallets.List(ctx, acct, WalletListParams{}) },
+		"Wallets.List": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.List(ctx, acct, WalletListParams{})
+		},
 		"Wallets.Create": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.Create(ctx, acct, WalletCreateParams{WalletProof: WalletProof{Address: "a", Message: "m", Signature: "s"}})
 		},
@@ -90,7 +94,9 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 			return c.Wallets.Update(ctx, acct, wallet, WalletUpdateParams{Active: &yes})
 		},
 		"Wallets.Deactivate": func(ctx context.Context, c *Client) (any, error) { return c.Wallets.Deactivate(ctx, acct, wallet) },
-		"Wallets.Balances":   func(ctx context.Context, c *Client) (any, error) { return c.Wallets.Balances(ctx, acct, wallet, WalletBalancesParams{}) },
+		"Wallets.Balances": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.Balances(ctx, acct, wallet, WalletBalancesParams{})
+		},
 		"Wallets.AddToken": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.AddToken(ctx, acct, wallet, WalletAcceptTokenParams{ChainID: 1, Token: "USDC"})
 		},
@@ -103,8 +109,12 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 		"Wallets.DisableToken": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.DisableToken(ctx, acct, wallet, tok)
 		},
-		"Analytics.Summary":    func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Summary(ctx, AnalyticsSummaryParams{}) },
-		"Analytics.Timeseries": func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{}) },
+		"Analytics.Summary": func(ctx context.Context, c *Client) (any, error) {
+			return c.Analytics.Summary(ctx, AnalyticsSummaryParams{})
+		},
+		"Analytics.Timeseries": func(ctx context.Context, c *Client) (any, error) {
+			return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{})
+		},
 		"Analytics.Breakdown": func(ctx context.Context, c *Client) (any, error) {
 			return c.Analytics.Breakdown(ctx, AnalyticsBreakdownParams{By: BreakdownByMode})
 		},

@@ -221,6 +221,10 @@ type clientState struct {
 	waiters atomic.Bool
 	// clock is the gateway's clock as its Date headers tell it.
 	clock gatewayClock
+	// pollSleep waits between the polls of WaitForStatus,
+	// WaitForTransaction and PayerSign; nil is the real wait. Tests that
+	// poll a real server record the waits here.
+	pollSleep func(ctx context.Context, d time.Duration) error
 }
 
 // Service types: each groups the operations of one resource. Their methods

@@ -186,7 +186,7 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	// A write that must not run twice is not sent again after a 401: a
 	// proxy might have answered 401 after the gateway ran it. The session is
 	// dropped; the next call signs in.
-	_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+	_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 	require.ErrorIs(t, err, ErrUnauthorized)
 	require.Len(t, CallOf(err).Attempts, 1)
 	g.mu.Lock()

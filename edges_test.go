@@ -34,7 +34,7 @@ func TestCredentialAnswersKeepNoBodyInErrors(t *testing.T) {
 		{"sign-in with a malformed expires_at", http.StatusCreated,
 			`{"token":"` + token + `","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","account_id":null,"name":null,"expires_at":"tomorrow"}`,
 			func(ctx context.Context, c *Client) error {
-				_, err := c.Auth.Verify(ctx, "message", "0xsig")
+				_, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "message", Signature: "0xsig"})
 				return err
 			}, false},
 		{"webhook creation with a malformed created_at", http.StatusCreated,
@@ -146,13 +146,22 @@ func TestDotSegmentIdsRefused(t *testing.T) {
 	c := newTestClient(t, srv.URL, WithToken("tok"))
 	ctx := context.Background()
 	calls := map[string]func(id string) error{
-		"Payments.Get":              func(id string) error { _, err := c.Payments.Get(ctx, id); return err },
-		"Payments.Sign":             func(id string) error { _, err := c.Payments.Sign(ctx, id, "0xsig"); return err },
-		"Payments.ListTransactions": func(id string) error { _, err := c.Payments.ListTransactions(ctx, id, PaymentListTransactionsParams{}); return err },
-		"Payments.PrepareVoid":      func(id string) error { _, err := c.Payments.Prepare(ctx, id, OpVoid, PaymentPrepareParams{}); return err },
-		"Webhooks.Get":              func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
-		"Webhooks.Delete":           func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
-		"Webhooks.RotateSecret":     func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
+		"Payments.Get": func(id string) error { _, err := c.Payments.Get(ctx, id); return err },
+		"Payments.SubmitSignature": func(id string) error {
+			_, err := c.Payments.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: "0xsig"})
+			return err
+		},
+		"Payments.ListTransactions": func(id string) error {
+			_, err := c.Payments.ListTransactions(ctx, id, PaymentListTransactionsParams{})
+			return err
+		},
+		"Payments.PrepareVoid": func(id string) error {
+			_, err := c.Payments.Prepare(ctx, id, OpVoid, PaymentPrepareParams{})
+			return err
+		},
+		"Webhooks.Get":          func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
+		"Webhooks.Delete":       func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
+		"Webhooks.RotateSecret": func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
 		"Webhooks.Redeliver callback_id": func(id string) error {
 			_, err := c.Webhooks.Redeliver(ctx, "wh-1", id)
 			return err
@@ -160,8 +169,14 @@ func TestDotSegmentIdsRefused(t *testing.T) {
 		"Wallets.Get account_id":       func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
 		"Wallets.Deactivate":           func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
 		"Wallets.RemoveToken token_id": func(id string) error { _, err := c.Wallets.RemoveToken(ctx, "acct", "w-1", id); return err },
-		"Wallets.Balances":             func(id string) error { _, err := c.Wallets.Balances(ctx, "acct", id, WalletBalancesParams{}); return err },
-		"Webhooks.ListEventCallbacks":  func(id string) error { _, err := c.Webhooks.ListEventCallbacks(ctx, id, WebhookListEventCallbacksParams{}); return err },
+		"Wallets.Balances": func(id string) error {
+			_, err := c.Wallets.Balances(ctx, "acct", id, WalletBalancesParams{})
+			return err
+		},
+		"Webhooks.ListEventCallbacks": func(id string) error {
+			_, err := c.Webhooks.ListEventCallbacks(ctx, id, WebhookListEventCallbacksParams{})
+			return err
+		},
 	}
 	for name, call := range calls {
 		for _, id := range []string{"", ".", ".."} {

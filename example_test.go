@@ -183,7 +183,7 @@ func ExamplePaymentsService_WaitForTransaction() {
 	// The id comes from the Transaction that a flow such as Capture (or
 	// Submit) returned.
 	tx, err := client.Payments.WaitForTransaction(context.Background(),
-		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c")
+		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", rail0.PaymentWaitForTransactionParams{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if err != nil {
 		return nil, f.fail(StepSign, err)
 	}
-	sent, err := f.s.Submit(ctx, f.id, f.op, raw)
+	sent, err := f.s.Submit(ctx, f.id, f.op, PaymentSubmitParams{SignedTransaction: raw})
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}

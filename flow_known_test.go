@@ -157,7 +157,7 @@ func TestPollsAndCreateAreReads(t *testing.T) {
 	ctx := context.Background()
 	g := newArtGateway(t, ModeAuthorize, StatusAuthorized)
 	c := g.client(g.payee)
-	if _, err := c.Payments.WaitFor(ctx, artPayment, ForStatus(StatusAuthorized)); err != nil {
+	if _, err := c.Payments.WaitForStatus(ctx, artPayment, PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusAuthorized}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"}); err != nil {
@@ -173,7 +173,7 @@ func TestPollsAndCreateAreReads(t *testing.T) {
 		Token: artToken, Payer: artPayer, Payee: artPayee}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := payer.Payments.Dispute(ctx, artPayment, DisputeParams{}); err != nil {
+	if _, err := payer.Payments.Dispute(ctx, artPayment, PaymentDisputeParams{}); err != nil {
 		t.Fatal(err)
 	}
 	if reads, _ := g.counts(); reads != 0 {
@@ -184,7 +184,7 @@ func TestPollsAndCreateAreReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plain.Payments.WaitFor(ctx, artPayment, ForStatus(StatusPartiallyCaptured), WithPollInterval(time.Second, time.Second)); err != nil {
+	if _, err := plain.Payments.WaitForStatus(ctx, artPayment, PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusPartiallyCaptured}, PollInterval: time.Second, MaxPollInterval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, ok := plain.known.lookup(artPayment); ok {

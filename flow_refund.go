@@ -72,7 +72,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 	if _, err := checkSigner(t, OpRefund, in.Signer); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	auth, err := f.s.PrepareRefund(ctx, f.id, PaymentPrepareParams{Amount: amount})
+	auth, err := f.s.PrepareRefund(ctx, f.id, PaymentPrepareRefundParams{Amount: amount})
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}

@@ -42,8 +42,16 @@ type PaymentReleaseParams struct {
 	Expect Expectation
 }
 
-// DisputeParams is the request of Dispute and CloseDispute.
-type DisputeParams struct {
+// PaymentDisputeParams is the request of Dispute.
+type PaymentDisputeParams struct {
+	// Reason is a bytes32 hex value (0x + 64 hex); empty records zero.
+	Reason string
+	// Expect is what the payment must match; zero fields are not checked.
+	Expect Expectation
+}
+
+// PaymentCloseDisputeParams is the request of CloseDispute.
+type PaymentCloseDisputeParams struct {
 	// Reason is a bytes32 hex value (0x + 64 hex); empty records zero.
 	Reason string
 	// Expect is what the payment must match; zero fields are not checked.
@@ -127,7 +135,7 @@ func (s *PaymentsService) Release(ctx context.Context, id string, params Payment
 // POST /payments/{id}/dispute/prepare, then
 // POST /payments/{id}/dispute — the payer. GET /payments/{id}
 // first, when this client has not checked the payment yet.
-func (s *PaymentsService) Dispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
+func (s *PaymentsService) Dispute(ctx context.Context, id string, params PaymentDisputeParams) (*Transaction, error) {
 	return s.step(ctx, id, OpDispute, params.Expect, Intent{Reason: params.Reason}, PaymentPrepareParams{Reason: params.Reason})
 }
 
@@ -137,6 +145,6 @@ func (s *PaymentsService) Dispute(ctx context.Context, id string, params Dispute
 // POST /payments/{id}/dispute/close/prepare, then
 // POST /payments/{id}/dispute/close — the payer. GET /payments/{id}
 // first, when this client has not checked the payment yet.
-func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params DisputeParams) (*Transaction, error) {
+func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params PaymentCloseDisputeParams) (*Transaction, error) {
 	return s.step(ctx, id, OpCloseDispute, params.Expect, Intent{Reason: params.Reason}, PaymentPrepareParams{Reason: params.Reason})
 }

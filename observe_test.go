@@ -227,7 +227,7 @@ func TestLogLevels(t *testing.T) {
 	buf.Reset()
 	srv2 := newScriptServer(t, step{status: 502})
 	c2 := newTestClient(t, srv2.URL, WithToken("tok-SECRET"), WithLogger(slogJSON(&buf)))
-	_, err = c2.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+	_, err = c2.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
 	lines = logLines(t, &buf)
 	require.Len(t, lines, 3)

@@ -75,7 +75,7 @@ func TestProvesNotRun(t *testing.T) {
 // to repeat keep the plain error.
 func TestOutcomeUnknownUnlessProvedNotRun(t *testing.T) {
 	submit := func(c *Client) error {
-		_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+		_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 		return err
 	}
 	tests := []struct {
@@ -112,7 +112,7 @@ func TestOutcomeUnknownUnlessProvedNotRun(t *testing.T) {
 			return err
 		}, false, false},
 		{"sign (safe to repeat): HTML 200", step{status: 200, body: htmlPage}, func(c *Client) error {
-			_, err := c.Payments.Sign(context.Background(), "p1", "0x"+repeatHex("ab", 65))
+			_, err := c.Payments.SubmitSignature(context.Background(), "p1", PaymentSubmitSignatureParams{Signature: "0x" + repeatHex("ab", 65)})
 			return err
 		}, false, true},
 	}

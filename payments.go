@@ -326,20 +326,28 @@ func (s *PaymentsService) All(ctx context.Context, params PaymentListParams) ite
 
 var signPayment = declare(operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"})
 
-// Sign stores the payer's signature of the payment's signing_payload
-// (EIP-712, 65 bytes r‖s‖v as 0x hex), moving it from unsigned to signed.
-// PayerSign reads and checks the payload, signs it and calls Sign.
+// PaymentSubmitSignatureParams carries the payer's signature of a payment.
+type PaymentSubmitSignatureParams struct {
+	// Signature is the payer's EIP-712 signature of the payment's
+	// signing_payload: 65 bytes r‖s‖v as 0x hex.
+	Signature string `json:"signature"`
+}
+
+// SubmitSignature stores the payer's signature of the payment's
+// signing_payload, moving it from unsigned to signed: the low-level step
+// for a payer who signs elsewhere (check the payload with VerifyPayload
+// first). PayerSign reads and checks the payload, signs it and calls
+// SubmitSignature.
 //
 // PUT /payments/{id}/sign — the payer or the payee; the signature must
 // recover to the payer (else 422 signer_mismatch), and only an unsigned
 // payment takes it (422 not_signable).
-func (s *PaymentsService) Sign(ctx context.Context, id, signature string) (*PaymentDetail, error) {
-	if signature == "" {
+func (s *PaymentsService) SubmitSignature(ctx context.Context, id string, params PaymentSubmitSignatureParams) (*PaymentDetail, error) {
+	if params.Signature == "" {
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
 	var p PaymentDetail
-	body := map[string]string{"signature": signature}
-	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: body}, &p)
+	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: params}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -428,9 +436,10 @@ func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params Pay
 
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
 
-// PaymentPrepareParams is the body of a prepare call. Which fields a step needs
-// depends on the operation: Amount for capture and refund, Signature for
-// the second refund phase, From for release, Reason for the dispute steps.
+// PaymentPrepareParams is the body of a prepare call. Which fields a step
+// needs depends on the operation: Amount for capture and refund, Signature
+// for the second refund phase, From for release, Reason for the dispute
+// steps. The first refund phase has its own (PrepareRefund).
 type PaymentPrepareParams struct {
 	// Amount is a human decimal ("10.50"), required for capture and refund.
 	Amount string `json:"amount,omitempty"`
@@ -586,8 +595,14 @@ var (
 	submitCloseDispute     = declare(operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
 )
 
-// Submit sends the signed transaction of a prepared step (0x02… hex, the
-// RLP of the signed EIP-1559 transaction) for broadcast. The gateway checks
+// PaymentSubmitParams carries the signed transaction of a prepared step.
+type PaymentSubmitParams struct {
+	// SignedTransaction is 0x02… hex: the RLP of the signed EIP-1559
+	// transaction.
+	SignedTransaction string `json:"signed_transaction"`
+}
+
+// Submit sends the signed transaction of a prepared step for broadcast. The gateway checks
 // the sender and answers at once with the Transaction as it stands (usually
 // submitting or submitted): nothing is final until it is confirmed, so wait
 // with WaitForTransaction before preparing the next step.
@@ -604,17 +619,17 @@ var (
 // payment (GET /payments/{id}) and returns the transaction of op that
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
-func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, signedTransaction string) (*Transaction, error) {
+func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, submitPaymentOperation, submitDispute, submitCloseDispute)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSignedTransaction(signedTransaction); err != nil {
+	if err := checkSignedTransaction(params.SignedTransaction); err != nil {
 		return nil, err
 	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"signed_transaction": signedTransaction}})
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
 	if err != nil {
-		return s.reconcileSubmit(ctx, id, op, transactionHash(signedTransaction), err)
+		return s.reconcileSubmit(ctx, id, op, transactionHash(params.SignedTransaction), err)
 	}
 	return tx, nil
 }
@@ -624,6 +639,13 @@ var (
 	submitDisputeByHash          = declare(operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
 	submitCloseDisputeByHash     = declare(operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
 )
+
+// PaymentSubmitByHashParams carries the hash of a transaction the caller
+// broadcast itself.
+type PaymentSubmitByHashParams struct {
+	// TransactionHash is 0x + 64 hex.
+	TransactionHash string `json:"transaction_hash"`
+}
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
 // itself (typically a browser wallet that never hands over the raw bytes).
@@ -642,18 +664,18 @@ var (
 // A report refused with a 422 (the row is confirmed and final, for a repeat
 // whose first answer was lost while the transaction confirmed) is
 // reconciled as Submit's is: the payment is read and the transaction of op
-// carrying transactionHash is returned; with none the refusal stands.
-func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, transactionHash string) (*Transaction, error) {
+// carrying params.TransactionHash is returned; with none the refusal stands.
+func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkHex("transaction_hash", transactionHash, 32); err != nil {
+	if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
 		return nil, err
 	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"transaction_hash": transactionHash}})
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
 	if err != nil {
-		hash, _ := verify.ParseWord(transactionHash)
+		hash, _ := verify.ParseWord(params.TransactionHash)
 		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	return tx, nil
@@ -670,33 +692,27 @@ func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, er
 	return &tx, nil
 }
 
-// PrepareRefund runs the first refund phase for params.Amount (a human
-// decimal, 0 < amount <= refundable_amount, before refund_expiry): the
-// gateway answers with an EIP-3009 ReceiveWithAuthorization for the payee
-// to sign, and creates no transaction yet. Check it with VerifyPayload, sign
-// the digest, and pass the signature with the same amount to
-// Prepare(OpRefund) for the second phase; Refund does all of it.
-// params.Amount is required, and the other fields belong to other steps: an
-// empty or malformed amount, or another field set, is a *ValidationError
-// before any request.
+// PaymentPrepareRefundParams is the request of the first refund phase.
+type PaymentPrepareRefundParams struct {
+	// Amount is a human decimal ("4.00"), 0 < amount <= refundable_amount.
+	Amount string `json:"amount"`
+}
+
+// PrepareRefund runs the first refund phase for params.Amount (before
+// refund_expiry): the gateway answers with an EIP-3009
+// ReceiveWithAuthorization for the payee to sign, and creates no
+// transaction yet. Check it with VerifyPayload, sign the digest, and pass
+// the signature with the same amount to Prepare(OpRefund) for the second
+// phase; Refund does all of it. An empty or malformed amount is a
+// *ValidationError before any request.
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
-func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareParams) (*RefundAuthorization, error) {
-	amount := params.Amount
-	if err := checkHumanAmount("amount", amount); err != nil {
+func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareRefundParams) (*RefundAuthorization, error) {
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct{ name, value, why string }{
-		{"signature", params.Signature, "belongs to the second phase, Prepare(OpRefund)"},
-		{"from", params.From, "does not apply to refund"},
-		{"reason", params.Reason, "does not apply to refund"},
-	} {
-		if f.value != "" {
-			return nil, &ValidationError{Field: f.name, Reason: f.why}
-		}
-	}
 	var out RefundAuthorization
-	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PaymentPrepareParams{Amount: amount}}
+	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: params}
 	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err

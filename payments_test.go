@@ -355,7 +355,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Sign",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Sign(ctx, fixturePaymentID, "0xsig")
+				return c.Payments.SubmitSignature(ctx, fixturePaymentID, PaymentSubmitSignatureParams{Signature: "0xsig"})
 			},
 			method: "PUT", path: pid + "/sign", body: `{"signature": "0xsig"}`,
 			reply: muxOK(paymentDetailJSON(StatusSigned, "")),
@@ -454,7 +454,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareRefund phase 1",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRefund(ctx, fixturePaymentID, PaymentPrepareParams{Amount: "5"})
+				return c.Payments.PrepareRefund(ctx, fixturePaymentID, PaymentPrepareRefundParams{Amount: "5"})
 			},
 			method: "POST", path: pid + "/refund/prepare", body: `{"amount": "5"}`,
 			reply: muxOK(`{"signing_payload": ` + fixtureSigningPayloadJSON + `}`),
@@ -506,7 +506,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Submit generic",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Submit(ctx, fixturePaymentID, OpVoid, fixtureSignedTx)
+				return c.Payments.Submit(ctx, fixturePaymentID, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
 			},
 			method: "POST", path: pid + "/void", body: `{"signed_transaction": "` + fixtureSignedTx + `"}`,
 			reply: accepted, check: isTx,
@@ -514,7 +514,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "SubmitByHash generic",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.SubmitByHash(ctx, fixturePaymentID, OpRelease, fixtureHash)
+				return c.Payments.SubmitByHash(ctx, fixturePaymentID, OpRelease, PaymentSubmitByHashParams{TransactionHash: fixtureHash})
 			},
 			method: "POST", path: pid + "/release/submitted", body: `{"transaction_hash": "` + fixtureHash + `"}`,
 			reply: accepted, check: isTx,
@@ -546,9 +546,9 @@ func TestPaymentsRequests(t *testing.T) {
 			name: sc.name,
 			call: func(ctx context.Context, c *Client) (any, error) {
 				if sc.hash {
-					return c.Payments.SubmitByHash(ctx, fixturePaymentID, sc.op, arg)
+					return c.Payments.SubmitByHash(ctx, fixturePaymentID, sc.op, PaymentSubmitByHashParams{TransactionHash: arg})
 				}
-				return c.Payments.Submit(ctx, fixturePaymentID, sc.op, arg)
+				return c.Payments.Submit(ctx, fixturePaymentID, sc.op, PaymentSubmitParams{SignedTransaction: arg})
 			},
 			method: "POST", path: pid + sc.route, body: body, reply: accepted, check: isTx,
 		})
@@ -610,15 +610,7 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"refund phase 1 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", PaymentPrepareParams{Amount: ""})
-			return err
-		}},
-		{"refund phase 1 with the second phase's signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", PaymentPrepareParams{Amount: "1", Signature: "0xsig"})
-			return err
-		}},
-		{"refund phase 1 with a release's from", "from", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", PaymentPrepareParams{Amount: "1", From: "0x00000000000000000000000000000000000000aa"})
+			_, err := p.PrepareRefund(ctx, "p", PaymentPrepareRefundParams{Amount: ""})
 			return err
 		}},
 		{"refund phase 2 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
@@ -658,7 +650,7 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"empty operation", "operation", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Submit(ctx, "p", "", fixtureSignedTx)
+			_, err := p.Submit(ctx, "p", "", PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
 			return err
 		}},
 		{"empty id", "id", func(ctx context.Context, p *PaymentsService) error {
@@ -670,23 +662,23 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"empty signed transaction", "signed_transaction", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Submit(ctx, "p", OpCapture, "")
+			_, err := p.Submit(ctx, "p", OpCapture, PaymentSubmitParams{SignedTransaction: ""})
 			return err
 		}},
 		{"signed transaction not hex", "signed_transaction", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Submit(ctx, "p", OpCapture, "02f8")
+			_, err := p.Submit(ctx, "p", OpCapture, PaymentSubmitParams{SignedTransaction: "02f8"})
 			return err
 		}},
 		{"short hash", "transaction_hash", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitByHash(ctx, "p", OpCapture, "0x1234")
+			_, err := p.SubmitByHash(ctx, "p", OpCapture, PaymentSubmitByHashParams{TransactionHash: "0x1234"})
 			return err
 		}},
 		{"hash on dispute close", "transaction_hash", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitByHash(ctx, "p", OpCloseDispute, strings.Repeat("ab", 33))
+			_, err := p.SubmitByHash(ctx, "p", OpCloseDispute, PaymentSubmitByHashParams{TransactionHash: strings.Repeat("ab", 33)})
 			return err
 		}},
 		{"empty payer signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Sign(ctx, "p", "")
+			_, err := p.SubmitSignature(ctx, "p", PaymentSubmitSignatureParams{Signature: ""})
 			return err
 		}},
 		{"transactions of no payment", "id", func(ctx context.Context, p *PaymentsService) error {
@@ -723,7 +715,7 @@ func TestPrepareRefundWithoutPayloadIsDecodeError(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments/p/refund/prepare", muxOK(`{"signing_payload": null}`))
-	_, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareParams{Amount: "1"})
+	_, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareRefundParams{Amount: "1"})
 	var de *DecodeError
 	if !errors.As(err, &de) || de.StatusCode != http.StatusOK {
 		t.Fatalf("error = %v, want a *DecodeError for the 200 answer", err)

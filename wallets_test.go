@@ -299,7 +299,10 @@ func TestWalletsValidation(t *testing.T) {
 			return err
 		}},
 		{"Deactivate without wallet", "id", func() error { _, err := c.Wallets.Deactivate(ctx, fixtureAccountID, ""); return err }},
-		{"Balances without wallet", "id", func() error { _, err := c.Wallets.Balances(ctx, fixtureAccountID, "", WalletBalancesParams{}); return err }},
+		{"Balances without wallet", "id", func() error {
+			_, err := c.Wallets.Balances(ctx, fixtureAccountID, "", WalletBalancesParams{})
+			return err
+		}},
 		{"AddToken without chain", "chain_id", func() error {
 			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{Token: "USDC"})
 			return err

@@ -261,7 +261,10 @@ func TestWebhooksValidation(t *testing.T) {
 		{"Update with nothing", "params", func() error { _, err := c.Webhooks.Update(ctx, fixtureWebhookID, WebhookUpdateParams{}); return err }},
 		{"Delete without id", "id", func() error { _, err := c.Webhooks.Delete(ctx, ""); return err }},
 		{"RotateSecret without id", "id", func() error { _, err := c.Webhooks.RotateSecret(ctx, ""); return err }},
-		{"ListEventCallbacks without id", "id", func() error { _, err := c.Webhooks.ListEventCallbacks(ctx, "", WebhookListEventCallbacksParams{}); return err }},
+		{"ListEventCallbacks without id", "id", func() error {
+			_, err := c.Webhooks.ListEventCallbacks(ctx, "", WebhookListEventCallbacksParams{})
+			return err
+		}},
 		{"AllEventCallbacks without id", "id", func() error {
 			for _, err := range c.Webhooks.AllEventCallbacks(ctx, "", WebhookListEventCallbacksParams{}) {
 				return err

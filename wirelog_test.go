@@ -119,7 +119,7 @@ func TestWireLogEndToEnd(t *testing.T) {
 		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
 		Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2", IdempotencyKey: "key-1"})
 	require.NoError(t, err)
-	_, err = c.Payments.Sign(context.Background(), p.ID, signature)
+	_, err = c.Payments.SubmitSignature(context.Background(), p.ID, PaymentSubmitSignatureParams{Signature: signature})
 	require.NoError(t, err)
 
 	var wire []map[string]any

@@ -162,7 +162,7 @@ func (w *bindingWorld) confirm(id string) func(*rail0.Transaction, error) {
 			w.t.Fatal(err)
 		}
 		w.clock.Advance(time.Minute)
-		if _, err := w.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if _, err := w.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -354,9 +354,9 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 			hash := crypto.Keccak256Hash(hexutil.MustDecode(raw)).Hex()
 			submit := func() (*rail0.Transaction, error) {
 				if byHash {
-					return w.merchant.Payments.SubmitByHash(ctx, p.ID, rail0.OpCapture, hash)
+					return w.merchant.Payments.SubmitByHash(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitByHashParams{TransactionHash: hash})
 				}
-				return w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, raw)
+				return w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw})
 			}
 			route := "/payments/*/capture"
 			if byHash {
@@ -403,14 +403,14 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, raw); err != nil {
+		if _, err := w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw}); err != nil {
 			t.Fatal(err)
 		}
 		other, err := signRaw(w.gw.Merchant.PrivateKey, strings.Replace(*prep.UnsignedTransaction, `"nonce":`, `"nonce":1`, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, other)
+		_, err = w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: other})
 		var apiErr *rail0.APIError
 		if !errors.As(err, &apiErr) || apiErr.Code != rail0.CodeTransactionNotOverwritable {
 			t.Fatalf("another transaction for a step under way: %v, want transaction_not_overwritable", err)

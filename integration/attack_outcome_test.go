@@ -129,7 +129,7 @@ func TestCaptureAnsweredByAProxyAfterItRanIsOutcomeUnknown(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock.Advance(time.Minute)
-			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 				t.Fatal(err)
 			}
 

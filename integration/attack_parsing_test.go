@@ -253,7 +253,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock.Advance(time.Minute)
-			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -261,7 +261,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PaymentPrepareParams{Amount: "4.00"})
+		auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PaymentPrepareRefundParams{Amount: "4.00"})
 		if err != nil {
 			t.Fatal(err)
 		}

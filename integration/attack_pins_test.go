@@ -203,7 +203,7 @@ func (w *pinsWorld) captured() *rail0.PaymentDetail {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		if _, err := w.direct.merchant.Payments.WaitForTransaction(w.ctx, p.ID, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if _, err := w.direct.merchant.Payments.WaitForTransaction(w.ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 			w.t.Fatal(err)
 		}
 	}

@@ -419,7 +419,7 @@ func contractCalls() []contractCall {
 		// Auth.
 		{"Auth.CreateNonce", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.CreateNonce(ctx)) }},
 		{"Auth.Verify", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Auth.Verify(ctx, "message", "0xsig"))
+			return errOnly(c.Auth.Verify(ctx, rail0.AuthVerifyParams{Message: "message", Signature: "0xsig"}))
 		}},
 		{"Auth.Logout", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.Logout(ctx)) }},
 		{"Auth.Login", func(ctx context.Context, c *rail0.Client) error {
@@ -441,8 +441,12 @@ func contractCalls() []contractCall {
 				Payer: fixturePayer, Payee: fixturePayee, Token: fixtureToken, Rail0ID: fixtureHash, ChainID: 84532,
 				Disputed: &yes, MinAmount: "1", MaxAmount: "25000000"}))
 		}},
-		{"Payments.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Payments.All(ctx, rail0.PaymentListParams{})) }},
-		{"Payments.Sign", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Payments.Sign(ctx, id, "0xsig")) }},
+		{"Payments.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Payments.All(ctx, rail0.PaymentListParams{}))
+		}},
+		{"Payments.SubmitSignature", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.SubmitSignature(ctx, id, rail0.PaymentSubmitSignatureParams{Signature: "0xsig"}))
+		}},
 		{"Payments.ListTransactions", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Payments.ListTransactions(ctx, id, rail0.PaymentListTransactionsParams{Operation: rail0.OpCloseDispute, Status: rail0.TxFailed}))
 		}},
@@ -456,17 +460,19 @@ func contractCalls() []contractCall {
 			return drainOne(c.Payments.AllDisputes(ctx, id, rail0.PaymentListDisputesParams{}))
 		}},
 		{"Payments.PrepareRefund", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.PaymentPrepareParams{Amount: "1"}))
+			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.PaymentPrepareRefundParams{Amount: "1"}))
 		}},
 		{"Payments.WaitFor", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.WaitFor(ctx, id, rail0.ForStatus(all...)))
+			return errOnly(c.Payments.WaitForStatus(ctx, id, rail0.PaymentWaitForStatusParams{Statuses: all}))
 		}},
 		// Wallets.
 		{"Wallets.List", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.List(ctx, acct, rail0.WalletListParams{ListOptions: rail0.ListOptions{PerPage: 10}, Active: &yes,
 				ChainID: 84532, TokenSymbol: "USDC", Default: &yes, TokenActive: &yes}))
 		}},
-		{"Wallets.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Wallets.All(ctx, acct, rail0.WalletListParams{})) }},
+		{"Wallets.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Wallets.All(ctx, acct, rail0.WalletListParams{}))
+		}},
 		{"Wallets.Create", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Create(ctx, acct, rail0.WalletCreateParams{WalletProof: rail0.WalletProof{Address: fixturePayee,
 				Message: "message", Signature: "0xsig"}, Label: "Shop"}))
@@ -514,7 +520,9 @@ func contractCalls() []contractCall {
 			return errOnly(c.Webhooks.List(ctx, rail0.WebhookListParams{Topic: rail0.TopicPaymentsCaptured, Active: &yes,
 				CircuitState: rail0.CircuitOpen}))
 		}},
-		{"Webhooks.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Webhooks.All(ctx, rail0.WebhookListParams{})) }},
+		{"Webhooks.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Webhooks.All(ctx, rail0.WebhookListParams{}))
+		}},
 		{"Webhooks.Get", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Get(ctx, hookID)) }},
 		{"Webhooks.Update", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Webhooks.Update(ctx, hookID, rail0.WebhookUpdateParams{Name: "orders-2"}))
@@ -540,7 +548,9 @@ func contractCalls() []contractCall {
 			return errOnly(c.Disputes.List(ctx, rail0.DisputeListParams{ListOptions: rail0.ListOptions{Page: 1, PerPage: 100,
 				Sort: []rail0.SortKey{rail0.SortOpenedAt.Desc()}}, Status: rail0.DisputeClosed}))
 		}},
-		{"Disputes.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Disputes.All(ctx, rail0.DisputeListParams{})) }},
+		{"Disputes.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Disputes.All(ctx, rail0.DisputeListParams{}))
+		}},
 	}
 	// Every operation through the generic and the named methods.
 	for _, op := range []rail0.Operation{rail0.OpAuthorize, rail0.OpCharge, rail0.OpCapture, rail0.OpVoid, rail0.OpRelease, rail0.OpRefund, rail0.OpDispute, rail0.OpCloseDispute} {
@@ -560,10 +570,10 @@ func contractCalls() []contractCall {
 				return errOnly(c.Payments.Prepare(ctx, id, op, params))
 			}},
 			contractCall{"Payments.Submit/" + string(op), func(ctx context.Context, c *rail0.Client) error {
-				return errOnly(c.Payments.Submit(ctx, id, op, fixtureSignedTx))
+				return errOnly(c.Payments.Submit(ctx, id, op, rail0.PaymentSubmitParams{SignedTransaction: fixtureSignedTx}))
 			}},
 			contractCall{"Payments.SubmitByHash/" + string(op), func(ctx context.Context, c *rail0.Client) error {
-				return errOnly(c.Payments.SubmitByHash(ctx, id, op, fixtureHash))
+				return errOnly(c.Payments.SubmitByHash(ctx, id, op, rail0.PaymentSubmitByHashParams{TransactionHash: fixtureHash}))
 			}},
 		)
 	}

@@ -37,7 +37,7 @@ func ExamplePaymentsService_VerifyPayload() {
 	// ethereum.request({method: "eth_signTypedData_v4", params: [payer, typedData]})
 	signature := browserWallet(srv, verified.TypedData)
 
-	payment, err = buyer.Payments.Sign(ctx, payment.ID, signature)
+	payment, err = buyer.Payments.SubmitSignature(ctx, payment.ID, rail0.PaymentSubmitSignatureParams{Signature: signature})
 	if err != nil {
 		fmt.Println(err)
 		return

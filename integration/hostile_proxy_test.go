@@ -109,7 +109,7 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Minute)
-		if _, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if _, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,15 +141,25 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 		field   string
 	}{
 		{"payer payload on chain 1", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "domain", "chainId", 1), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{})) }, "domain.chainId"},
+			onPayload("GET /payments/", "domain", "chainId", 1), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "domain.chainId"},
 		{"payer payload for 10^12", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "message", "value", "1000000000000"), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{})) }, "message.value"},
+			onPayload("GET /payments/", "message", "value", "1000000000000"), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "message.value"},
 		{"payer payload to another address", func() string { return newPayment(rail0.ModeCharge) },
-			onPayload("GET /payments/", "message", "to", gw.Buyer.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{})) }, "message.to"},
+			onPayload("GET /payments/", "message", "to", gw.Buyer.Address), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "message.to"},
 		{"payer payload for another token", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "domain", "verifyingContract", gw.Merchant.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{})) }, "domain.verifyingContract"},
+			onPayload("GET /payments/", "domain", "verifyingContract", gw.Merchant.Address), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "domain.verifyingContract"},
 		{"authorize carrying 5 ETH", func() string { return signed(rail0.ModeAuthorize) },
-			onTx("authorize", "value", "5000000000000000000"), func(id string) error { return errOnly(merchant.Payments.Authorize(ctx, id, rail0.PaymentAuthorizeParams{})) }, "value"},
+			onTx("authorize", "value", "5000000000000000000"), func(id string) error {
+				return errOnly(merchant.Payments.Authorize(ctx, id, rail0.PaymentAuthorizeParams{}))
+			}, "value"},
 		{"charge on chain 1", func() string { return signed(rail0.ModeCharge) },
 			onTx("charge", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Charge(ctx, id, rail0.PaymentChargeParams{})) }, "chain_id"},
 		{"capture as a token transfer", authorized,
@@ -165,9 +175,11 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 			clock.Advance(2 * time.Hour) // past authorization_expiry
 			return id
 		},
-			onTx("release", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Release(ctx, id, rail0.PaymentReleaseParams{})) }, "chain_id"},
+			onTx("release", "chain_id", 1), func(id string) error {
+				return errOnly(merchant.Payments.Release(ctx, id, rail0.PaymentReleaseParams{}))
+			}, "chain_id"},
 		{"dispute with value", captured,
-			onTx("dispute", "value", "1"), func(id string) error { return errOnly(buyer.Payments.Dispute(ctx, id, rail0.DisputeParams{})) }, "value"},
+			onTx("dispute", "value", "1"), func(id string) error { return errOnly(buyer.Payments.Dispute(ctx, id, rail0.PaymentDisputeParams{})) }, "value"},
 		{"refund authorization for 10^12", captured,
 			onPayload("/refund/prepare", "message", "value", "1000000000000"), func(id string) error {
 				return errOnly(merchant.Payments.Refund(ctx, id, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
@@ -232,7 +244,7 @@ func TestCaptureAfterAPendingLargerCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
-	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 		t.Fatal(err)
 	}
 	pending, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "20.00"})

@@ -138,7 +138,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep(signed.Response)
-	poll := rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)
+	poll := rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}
 	for _, step := range []func() (*rail0.Transaction, error){
 		func() (*rail0.Transaction, error) {
 			return merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})

@@ -38,7 +38,7 @@ func TestRail0testGasFitsTheDefaultBounds(t *testing.T) {
 			t.Fatalf("%s with the default bounds: %v", op, err)
 		}
 		clock.Advance(time.Minute)
-		done, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))
+		done, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
@@ -70,9 +70,9 @@ func TestRail0testGasFitsTheDefaultBounds(t *testing.T) {
 	run(a, rail0.OpCapture, tx, err)
 	tx, err = merchant.Payments.Refund(ctx, a, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}})
 	run(a, rail0.OpRefund, tx, err)
-	tx, err = buyer.Payments.Dispute(ctx, a, rail0.DisputeParams{})
+	tx, err = buyer.Payments.Dispute(ctx, a, rail0.PaymentDisputeParams{})
 	run(a, rail0.OpDispute, tx, err)
-	tx, err = buyer.Payments.CloseDispute(ctx, a, rail0.DisputeParams{})
+	tx, err = buyer.Payments.CloseDispute(ctx, a, rail0.PaymentCloseDisputeParams{})
 	run(a, rail0.OpCloseDispute, tx, err)
 	clock.Advance(2 * time.Hour) // past authorization_expiry
 	tx, err = merchant.Payments.Release(ctx, a, rail0.PaymentReleaseParams{})

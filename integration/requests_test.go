@@ -116,7 +116,7 @@ func TestRequestsPerOrder(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = c.Payments.WaitForTransaction(ctx, id, tx.ID)
+			_, err = c.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.PaymentWaitForTransactionParams{})
 			return err
 		}
 	}
@@ -126,7 +126,7 @@ func TestRequestsPerOrder(t *testing.T) {
 		p := order()
 		// The merchant learns that the buyer signed by polling (or a
 		// webhook and one read): not counted, like every poll.
-		if _, err := merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusSigned)); err != nil {
+		if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{Statuses: []rail0.PaymentStatus{rail0.StatusSigned}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range []struct {
@@ -183,7 +183,7 @@ func TestRequestsPerOrder(t *testing.T) {
 
 	t.Run("a refund after another client captured", func(t *testing.T) {
 		p := order()
-		if _, err := merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusSigned)); err != nil {
+		if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{Statuses: []rail0.PaymentStatus{rail0.StatusSigned}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := confirmed(merchant, p.ID)(merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})); err != nil {

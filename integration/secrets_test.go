@@ -33,8 +33,8 @@ var (
 		"rail0.Payment.Token": true, "rail0.PaymentCreateParams.Token": true, "rail0.PaymentListParams.Token": true,
 		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.WalletAcceptTokenParams.Token": true,
 		"rail0.WalletAcceptTokenResult.Token": true,
-		"webhook.Payment.Token":      true,
-		"rail0.AnalyticsRow.Key":     true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
+		"webhook.Payment.Token":               true,
+		"rail0.AnalyticsRow.Key":              true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
 		"rail0.PaymentCreateParams.IdempotencyKey": true,
 	}
 )

@@ -243,7 +243,7 @@ func TestFaultStorm(t *testing.T) {
 				_, err = m.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			}
 			if err == nil {
-				_, err = m.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusAuthorized), rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))
+				_, err = m.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{Statuses: []rail0.PaymentStatus{rail0.StatusAuthorized}, PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond})
 			}
 			if err != nil {
 				t.Errorf("setup: %v", err)
@@ -347,7 +347,7 @@ func TestFaultStorm(t *testing.T) {
 						continue
 					}
 					submitsAsked[w].Add(1)
-					_, err = merchant.Payments.Submit(ctx, payments[w], rail0.OpCapture, raw)
+					_, err = merchant.Payments.Submit(ctx, payments[w], rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw})
 					count(err)
 				}
 			}

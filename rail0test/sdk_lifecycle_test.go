@@ -52,7 +52,7 @@ func TestSDKLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 			t.Fatalf("waiting for %s: %v", tx.Operation, err)
 		}
 	}
@@ -62,7 +62,7 @@ func TestSDKLifecycle(t *testing.T) {
 	confirm(merchant, tx, err)
 	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: srv.Buyer.Address}})
 	confirm(merchant, tx, err)
-	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{})
+	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.PaymentDisputeParams{})
 	confirm(buyer, tx, err)
 
 	got, err := buyer.Payments.Get(ctx, p.ID)

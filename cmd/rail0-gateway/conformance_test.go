@@ -251,7 +251,7 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	if err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
-	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 		t.Fatal(err)
 	}
 	var apiErr *rail0.APIError
@@ -266,7 +266,7 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	if err != nil {
 		t.Fatalf("release after the expiry: %v", err)
 	}
-	if _, err := buyer.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+	if _, err := buyer.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := buyer.Payments.Get(ctx, p.ID)

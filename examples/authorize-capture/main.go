@@ -66,7 +66,8 @@ func run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		tx, err = merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll())
+		tx, err = merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
+			PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

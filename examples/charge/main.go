@@ -63,7 +63,8 @@ func run(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("charge: %w", err)
 	}
 	fmt.Fprintln(w, "charge submitted:", tx.Status)
-	p, err = merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll())
+	p, err = merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{
+		Statuses: []rail0.PaymentStatus{rail0.StatusCharged}, PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval})
 	if err != nil {
 		return fmt.Errorf("waiting for the charge: %w", err)
 	}

@@ -58,7 +58,8 @@ func run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll()); err != nil {
+		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
+			PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		cur, err := c.Payments.Get(ctx, p.ID)
@@ -78,7 +79,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// The buyer (payer) opens a dispute; the transaction is theirs to sign.
-	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{Reason: reason})
+	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.PaymentDisputeParams{Reason: reason})
 	if err := confirm(buyer, "dispute", tx, err); err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "merchant sees an open dispute on a %s payment of %s\n", d.Payment.Status, env.Amount(d.Payment.Amount))
 	}
 	// Settled off chain: the buyer closes it.
-	tx, err = buyer.Payments.CloseDispute(ctx, p.ID, rail0.DisputeParams{})
+	tx, err = buyer.Payments.CloseDispute(ctx, p.ID, rail0.PaymentCloseDisputeParams{})
 	if err := confirm(buyer, "close dispute", tx, err); err != nil {
 		return err
 	}

@@ -115,7 +115,8 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	// Deliveries follow confirmations; reading the payment lets the
 	// embedded gateway's simulated chain move on.
-	if _, err := merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll()); err != nil {
+	if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{
+		Statuses: []rail0.PaymentStatus{rail0.StatusCharged}, PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
 		return err
 	}
 	first, err := next(ctx, rc.events)
