@@ -81,7 +81,7 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 		},
 		"Auth.Logout": func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
 		"Auth.WalletProof": func(ctx context.Context, c *Client) (any, error) {
-			return c.Auth.WalletProof(ctx, newSIWESigner(), LoginParams{})
+			return c.Auth.WalletProof(ctx, AuthWalletProofParams{Wallet: newSIWESigner()})
 		},
 		"Wallets.List": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.List(ctx, acct, WalletListParams{})
@@ -97,11 +97,11 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 		"Wallets.Balances": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.Balances(ctx, acct, wallet, WalletBalancesParams{})
 		},
-		"Wallets.AddToken": func(ctx context.Context, c *Client) (any, error) {
-			return c.Wallets.AddToken(ctx, acct, wallet, WalletAcceptTokenParams{ChainID: 1, Token: "USDC"})
+		"Wallets.AcceptToken": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.AcceptToken(ctx, acct, wallet, WalletAcceptTokenParams{ChainID: 1, Token: "USDC"})
 		},
-		"Wallets.RemoveToken": func(ctx context.Context, c *Client) (any, error) {
-			return c.Wallets.RemoveToken(ctx, acct, wallet, tok)
+		"Wallets.StopAcceptingToken": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.StopAcceptingToken(ctx, acct, wallet, tok)
 		},
 		"Wallets.EnableToken": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.EnableToken(ctx, acct, wallet, tok)

@@ -199,7 +199,9 @@ type clientState struct {
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.
 	signer Signer
-	login  *TokenSource
+	login  *tokenSource
+	// signIn places the client's SIWE messages (WithSignIn).
+	signIn SignIn
 	// trustBase holds the pins and gas bounds; domains, the token
 	// domains the checks have learned.
 	trustBase verify.Trust
@@ -319,6 +321,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:         cfg.now,
 		rand:        cfg.rand,
 		signer:      cfg.signer,
+		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
 	}
@@ -332,8 +335,12 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		base:          defaultBackoffBase,
 	}), callOverrides{}, nil)
 	c.noteWaiters()
+	// The SIWE messages' place is checked now, not at the first sign-in.
+	if _, err := c.Auth.message(cfg.signIn, StatementLogin, zeroAddress, "00000000"); err != nil {
+		return nil, fmt.Errorf("rail0: WithSignIn: %w", err)
+	}
 	if c.signer != nil && c.tokenSource == nil {
-		ts, err := LoginTokenSource(c.Auth, c.signer, LoginParams{})
+		ts, err := loginTokenSource(c.Auth, c.signer, cfg.signIn)
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +349,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// zeroAddress is a well-formed address, for checking a SIWE message's place
+// before any signer is at hand.
+const zeroAddress = "0x0000000000000000000000000000000000000000"
+
 // ErrNoSession is returned by Client.Session for a client that does not sign
 // in by itself (no WithSigner, or a WithToken/WithTokenSource given).
 var ErrNoSession = errors.New("rail0: the client does not sign in by itself (WithSigner)")
@@ -349,7 +360,16 @@ var ErrNoSession = errors.New("rail0: the client does not sign in by itself (Wit
 // Session returns a copy of the session of a client created WithSigner,
 // signing in first when there is none or it is about to expire: the
 // address, the merchant account (AccountID, which the wallet endpoints take)
-// and the expiry. Its Token is the bearer token; never log it.
+// and the expiry. Its Token is the bearer token, for a program that hands
+// the session to another (a browser, a process in another language); never
+// log it.
+//
+// When another call's sign-in is under way, Session waits for it (or for
+// ctx). If that sign-in was cut short by its caller's context, or its 429
+// was refused because the wait did not fit its caller's allowance or
+// deadline while it fits this caller's (see Client.With), the waiting
+// callers sign in again with their own context and allowance instead of
+// inheriting a failure that was about another caller's budget.
 func (c *Client) Session(ctx context.Context) (*Session, error) {
 	if c.login == nil {
 		return nil, ErrNoSession
@@ -442,11 +462,11 @@ type request struct {
 // a request that could not be sent as given before anything goes out.
 //
 // A call sent with a token and answered 401 tells the client's token source
-// which token the gateway refused (see bearer): a TokenSource drops that
-// session (that one only: a newer session that another call obtained
-// meanwhile is kept, so late 401s for an old token do not discard a fresh
-// one). When the operation is safe to repeat (its declaration's class), do
-// asks the source for a token at once, which makes a TokenSource sign in
+// which token the gateway refused (see bearer): the tokenSource of a client
+// created WithSigner drops that session (that one only: a newer session
+// that another call obtained meanwhile is kept, so late 401s for an old
+// token do not discard a fresh one). When the operation is safe to repeat (its declaration's class), do
+// asks the source for a token at once, which makes its tokenSource sign in
 // again (one sign-in shared by all callers), and sends the call once more
 // if the token is a new one. The gateway answers a 401 before it runs
 // anything, but a proxy or a broken gateway might not: a write that must not
@@ -567,7 +587,7 @@ func (c *Client) resolve(path string, query url.Values) string {
 
 // bearer asks the client's token source for a token. refused, when not
 // empty, is the token a 401 just refused: it reaches the source in the
-// context, as a read-only value (sessionRefusal), and a TokenSource's Token
+// context, as a read-only value (sessionRefusal), and a tokenSource's Token
 // drops that session, then (renew) returns a token of a fresh one, or
 // (!renew) returns at once without signing in; the caller does not use that
 // answer. Nothing else rides in the context: the answer is the token, which

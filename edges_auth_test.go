@@ -120,7 +120,7 @@ func TestRevokedSessionCostsOneSignIn(t *testing.T) {
 	const workers = 40
 	g, srv, clock := newRevocationGateway(t, workers)
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, withSessionClock(clock.Now))
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{}, withSessionClock(clock.Now))
 	require.NoError(t, err)
 	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
 	ctx := context.Background()
@@ -158,7 +158,7 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	g, srv, clock := newRevocationGateway(t, 1)
 	g.refuseAll = true
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, withSessionClock(clock.Now))
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{}, withSessionClock(clock.Now))
 	require.NoError(t, err)
 	var logs bytes.Buffer // written by the calling goroutine only
 	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -293,7 +293,7 @@ func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
 		}()
 		anon, err := NewClient(srv.URL+muxBasePath, WithHTTPClient(&http.Client{Transport: transport}), WithRetryOn429(true))
 		require.NoError(t, err)
-		ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+		ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{})
 		require.NoError(t, err)
 
 		leaderCtx, cancelLeader := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -370,7 +370,7 @@ func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...
 	hc := pipeClient(t, mux)
 	anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
 	require.NoError(t, err)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{})
 	require.NoError(t, err)
 	c, err := NewClient("http://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
 	require.NoError(t, err)

@@ -166,9 +166,9 @@ func TestDotSegmentIdsRefused(t *testing.T) {
 			_, err := c.Webhooks.Redeliver(ctx, "wh-1", id)
 			return err
 		},
-		"Wallets.Get account_id":       func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
-		"Wallets.Deactivate":           func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
-		"Wallets.RemoveToken token_id": func(id string) error { _, err := c.Wallets.RemoveToken(ctx, "acct", "w-1", id); return err },
+		"Wallets.Get account_id":              func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
+		"Wallets.Deactivate":                  func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
+		"Wallets.StopAcceptingToken token_id": func(id string) error { _, err := c.Wallets.StopAcceptingToken(ctx, "acct", "w-1", id); return err },
 		"Wallets.Balances": func(id string) error {
 			_, err := c.Wallets.Balances(ctx, "acct", id, WalletBalancesParams{})
 			return err

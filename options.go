@@ -37,15 +37,16 @@ type config struct {
 	limiter       Limiter
 	cooldown      bool
 	signer        Signer
+	signIn        SignIn
 	contracts     map[int64]verify.Address
 	decimals      map[verify.TokenKey]int64
 	maxGas        uint64
 	maxFee        *big.Int
 }
 
-// WithToken sets a fixed bearer token (a session JWT from POST /auth). Use
-// WithTokenSource instead for a long-lived client that must survive token
-// expiry.
+// WithToken sets a fixed bearer token (a session JWT from POST /auth). A
+// long-lived client that must survive token expiry signs in by itself
+// (WithSigner) or asks for its token (WithTokenSource).
 func WithToken(token string) Option {
 	return func(c *config) error {
 		if strings.TrimSpace(token) == "" {
@@ -59,20 +60,17 @@ func WithToken(token string) Option {
 	}
 }
 
-// WithTokenSource sets a function that returns the bearer token. It is called
-// once per call (not per retry), so one long-lived client follows a token
-// refresh; it must be safe for concurrent use. An empty token sends no
-// Authorization header. See LoginTokenSource for one that signs in again
-// before the session expires.
+// WithTokenSource sets a function that returns the bearer token, for tokens
+// that come from elsewhere (a vault, another service). It is called once per
+// call (not per retry), so one long-lived client follows a token refresh; it
+// must be safe for concurrent use. An empty token sends no Authorization
+// header. A client that holds the key signs in by itself instead
+// (WithSigner).
 //
-// A call answered 401 asks the source once more, with the refused token in
-// the context it passes: a TokenSource's Token (or any function that passes
-// that context on to it) drops the session of that token, and only that
-// one, then signs in again (one sign-in for all the calls refused together).
-// If the operation is safe to repeat and the source returns another token,
-// the call is sent once more with it; a second 401 is returned. A write that
-// must not run twice is not sent again: its session is dropped without
-// signing in, and the next call signs in.
+// A call answered 401 asks the source once more: if the operation is safe to
+// repeat and the source returns another token, the call is sent once more
+// with it; a second 401 is returned. A write that must not run twice is not
+// sent again.
 func WithTokenSource(source func(context.Context) (string, error)) Option {
 	return func(c *config) error {
 		if source == nil {
@@ -350,8 +348,11 @@ func WithLimiter(l Limiter) Option {
 // WithSigner gives the client an identity: flows (PayerSign, Authorize,
 // Capture, Refund, ...) sign with signer, and, unless WithToken or
 // WithTokenSource is also given, the client signs in with it (SIWE, on
-// first use, with LoginParams' defaults) and signs in again before the
-// session expires. One client per identity: a buyer and a merchant are two
+// first use, its messages placed by WithSignIn) and signs in again before
+// the session expires; Client.Session returns the session. Concurrent calls
+// that find no fresh session share one sign-in, and a session the gateway
+// refuses with a 401 is dropped and replaced once for all the calls it
+// refused. One client per identity: a buyer and a merchant are two
 // clients.
 func WithSigner(signer Signer) Option {
 	return func(c *config) error {
@@ -362,6 +363,19 @@ func WithSigner(signer Signer) Option {
 			return fmt.Errorf("rail0: WithSigner: address: %w", err)
 		}
 		c.signer = signer
+		return nil
+	}
+}
+
+// WithSignIn places the SIWE messages the client signs: its own sign-in
+// (WithSigner) and its wallet proofs (Auth.WalletProof). The defaults (the
+// base URL's host and origin, chain DefaultSIWEChainID) suit a client that
+// talks to the gateway directly; set Domain and URI for a gateway that
+// accepts another domain, and ChainID for one whose operator chose another
+// sign-in chain. NewClient checks them.
+func WithSignIn(p SignIn) Option {
+	return func(c *config) error {
+		c.signIn = p
 		return nil
 	}
 }

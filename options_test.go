@@ -35,6 +35,9 @@ func TestNewClientValidates(t *testing.T) {
 		{"negative allowance", "https://api.rail0.xyz", []Option{WithMaxRetryWait(-time.Second)}},
 		{"negative retries", "https://api.rail0.xyz", []Option{WithMaxRetries(-1)}},
 		{"nil option", "https://api.rail0.xyz", []Option{nil}},
+		{"sign-in domain with a port", "https://api.rail0.xyz", []Option{WithSignIn(SignIn{Domain: "api.rail0.xyz:443"})}},
+		{"sign-in URI on another host", "https://api.rail0.xyz", []Option{WithSigner(newSIWESigner()), WithSignIn(SignIn{URI: "https://evil.example"})}},
+		{"negative sign-in chain", "https://api.rail0.xyz", []Option{WithSignIn(SignIn{ChainID: -1})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

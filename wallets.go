@@ -26,7 +26,7 @@ type Wallet struct {
 // wallet.
 type WalletTokenHolding struct {
 	// TokenID is the token's UUID: the {token_id} of the wallet token
-	// routes (RemoveToken, EnableToken, DisableToken).
+	// routes (StopAcceptingToken, EnableToken, DisableToken).
 	TokenID string `json:"token_id"`
 	Token   Token  `json:"token"`
 	Active  bool   `json:"active"`
@@ -175,7 +175,7 @@ var createWallet = declare(operation{"createWallet", "POST", "/accounts/{account
 
 // Create registers a wallet to the account. The proof's address may differ
 // from the session's: one account can own several payee wallets. The wallet
-// accepts no token until AddToken.
+// accepts no token until AcceptToken.
 //
 // POST /accounts/{account_id}/wallets — a session of that account. 409
 // when the address is registered to any account; 422 when the proof is
@@ -286,7 +286,7 @@ func (s *WalletsService) Balances(ctx context.Context, accountID, id string, par
 	return &b, nil
 }
 
-// WalletAcceptTokenParams makes a wallet accept a token.
+// WalletAcceptTokenParams names the token a wallet is to accept.
 type WalletAcceptTokenParams struct {
 	ChainID int64 `json:"chain_id"`
 	// Token identifies the token on that chain: its contract address (or
@@ -299,14 +299,15 @@ type WalletAcceptTokenParams struct {
 
 var enableWalletToken = declare(operation{"enableWalletToken", "POST", "/accounts/{account_id}/wallets/{id}/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"})
 
-// AddToken makes a wallet accept a token (an upsert). Created is true when
+// AcceptToken makes a wallet accept a token: it creates the holding, or
+// reactivates and updates an existing one (an upsert). Created is true when
 // the holding is new (201) and false when an existing one was reactivated
-// or updated (200); both return the holding.
+// or updated (200); both return the holding. StopAcceptingToken undoes it.
 //
 // POST /accounts/{account_id}/wallets/{id}/tokens — a session of that
 // account. 422 unknown_chain or unknown_token for a token not in the
 // catalog.
-func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params WalletAcceptTokenParams) (*WalletAcceptTokenResult, error) {
+func (s *WalletsService) AcceptToken(ctx context.Context, accountID, id string, params WalletAcceptTokenParams) (*WalletAcceptTokenResult, error) {
 	if params.ChainID <= 0 {
 		return nil, &ValidationError{Field: "chain_id", Reason: "is required"}
 	}
@@ -323,7 +324,7 @@ func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, par
 	return &out, nil
 }
 
-// WalletAcceptTokenResult is the answer to AddToken.
+// WalletAcceptTokenResult is the answer to AcceptToken.
 type WalletAcceptTokenResult struct {
 	// Token is the holding.
 	Token WalletToken
@@ -336,22 +337,24 @@ type WalletAcceptTokenResult struct {
 
 var disableWalletToken = declare(operation{"disableWalletToken", "DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", opRepeatable, "soft disable"})
 
-// RemoveToken stops a wallet accepting a token (a soft disable; EnableToken
-// turns it back on). tokenID is the token's UUID
-// (WalletTokenHolding.TokenID), not its address.
+// StopAcceptingToken stops a wallet accepting a token. The holding is not
+// removed: it stays listed, inactive and no longer the default, and
+// AcceptToken or EnableToken turn it back on. DisableToken has the same
+// effect and answers with the holding; this is the contract's DELETE,
+// answered without a body (the *Response is the call's metadata). tokenID
+// is the token's UUID (WalletTokenHolding.TokenID), not its address.
 //
 // DELETE /accounts/{account_id}/wallets/{id}/tokens/{token_id} — a session
 // of that account.
-//
-// The answer has no body; the *Response is the call's metadata.
-func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
+func (s *WalletsService) StopAcceptingToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
 	return s.client.do(ctx, &request{op: disableWalletToken, args: pathArgs{accountID, id, tokenID}}, nil)
 }
 
 var enableExistingWalletToken = declare(operation{"enableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", opRepeatable, "sets a state"})
 
-// EnableToken re-enables an existing holding. tokenID is the token's UUID.
-// A wallet with no holding of that token gives 404; use AddToken.
+// EnableToken re-enables an existing holding and returns it. tokenID is the
+// token's UUID. A wallet with no holding of that token gives 404; use
+// AcceptToken.
 //
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable — a
 // session of that account.
@@ -361,8 +364,9 @@ func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID
 
 var disableExistingWalletToken = declare(operation{"disableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", opRepeatable, "sets a state"})
 
-// DisableToken switches an existing holding off. tokenID is the token's
-// UUID.
+// DisableToken switches an existing holding off and returns it: it stays
+// listed, inactive and no longer the default (see StopAcceptingToken).
+// tokenID is the token's UUID.
 //
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable — a
 // session of that account.

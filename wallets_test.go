@@ -170,9 +170,9 @@ func TestWalletsRequests(t *testing.T) {
 			reply: muxOK(fixtureBalancesJSON),
 		},
 		{
-			name: "AddToken new holding (201)",
+			name: "AcceptToken new holding (201)",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
+				return c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
 			},
 			method: "POST", path: walletsBase() + "/" + fixtureWalletID + "/tokens",
 			body:  `{"chain_id": 84532, "token": "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "default": true}`,
@@ -186,9 +186,9 @@ func TestWalletsRequests(t *testing.T) {
 			},
 		},
 		{
-			name: "AddToken existing holding (200)",
+			name: "AcceptToken existing holding (200)",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 84532, Token: "USDC"})
+				return c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 84532, Token: "USDC"})
 			},
 			method: "POST", path: walletsBase() + "/" + fixtureWalletID + "/tokens",
 			body:  `{"chain_id": 84532, "token": "USDC"}`,
@@ -202,9 +202,9 @@ func TestWalletsRequests(t *testing.T) {
 			},
 		},
 		{
-			name: "RemoveToken",
+			name: "StopAcceptingToken",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, fixtureTokenID)
+				return c.Wallets.StopAcceptingToken(ctx, fixtureAccountID, fixtureWalletID, fixtureTokenID)
 			},
 			method: "DELETE", path: walletsBase() + "/" + fixtureWalletID + "/tokens/" + fixtureTokenID,
 			reply: muxReply{status: http.StatusNoContent},
@@ -303,15 +303,18 @@ func TestWalletsValidation(t *testing.T) {
 			_, err := c.Wallets.Balances(ctx, fixtureAccountID, "", WalletBalancesParams{})
 			return err
 		}},
-		{"AddToken without chain", "chain_id", func() error {
-			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{Token: "USDC"})
+		{"AcceptToken without chain", "chain_id", func() error {
+			_, err := c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{Token: "USDC"})
 			return err
 		}},
-		{"AddToken without token", "token", func() error {
-			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 1})
+		{"AcceptToken without token", "token", func() error {
+			_, err := c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 1})
 			return err
 		}},
-		{"RemoveToken without token id", "token_id", func() error { _, err := c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, ""); return err }},
+		{"StopAcceptingToken without token id", "token_id", func() error {
+			_, err := c.Wallets.StopAcceptingToken(ctx, fixtureAccountID, fixtureWalletID, "")
+			return err
+		}},
 		{"EnableToken without wallet", "id", func() error {
 			_, err := c.Wallets.EnableToken(ctx, fixtureAccountID, "", fixtureTokenID)
 			return err

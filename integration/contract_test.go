@@ -422,11 +422,8 @@ func contractCalls() []contractCall {
 			return errOnly(c.Auth.Verify(ctx, rail0.AuthVerifyParams{Message: "message", Signature: "0xsig"}))
 		}},
 		{"Auth.Logout", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.Logout(ctx)) }},
-		{"Auth.Login", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Auth.Login(ctx, signer, rail0.LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
-		}},
 		{"Auth.WalletProof", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Auth.WalletProof(ctx, signer, rail0.LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+			return errOnly(c.Auth.WalletProof(ctx, rail0.AuthWalletProofParams{Wallet: signer}))
 		}},
 		// Payments.
 		{"Payments.Create", func(ctx context.Context, c *rail0.Client) error {
@@ -489,11 +486,11 @@ func contractCalls() []contractCall {
 		{"Wallets.Balances", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, rail0.WalletBalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
 		}},
-		{"Wallets.AddToken", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.AddToken(ctx, acct, fixturePayee, rail0.WalletAcceptTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes}))
+		{"Wallets.AcceptToken", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.AcceptToken(ctx, acct, fixturePayee, rail0.WalletAcceptTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes}))
 		}},
-		{"Wallets.RemoveToken", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.RemoveToken(ctx, acct, fixturePayee, tokenID))
+		{"Wallets.StopAcceptingToken", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.StopAcceptingToken(ctx, acct, fixturePayee, tokenID))
 		}},
 		{"Wallets.EnableToken", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.EnableToken(ctx, acct, fixturePayee, tokenID))

@@ -23,11 +23,11 @@ func signedIn(ctx context.Context, srv *rail0test.Server, party rail0test.Party,
 	if err != nil {
 		panic(err)
 	}
-	anon, err := srv.Client()
+	signer, err := srv.Client(rail0.WithSigner(acct))
 	if err != nil {
 		panic(err)
 	}
-	session, err := anon.Auth.Login(ctx, acct, rail0.LoginParams{})
+	session, err := signer.Session(ctx)
 	if err != nil {
 		panic(err)
 	}

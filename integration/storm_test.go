@@ -209,11 +209,11 @@ func TestFaultStorm(t *testing.T) {
 	// Sign in and set up one authorized payment per worker straight on the
 	// gateway, before the faults start.
 	login := func(acct *signing.PrivateKeySigner) string {
-		anon, err := gw.Client()
+		c, err := gw.Client(rail0.WithSigner(acct))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := anon.Auth.Login(ctx, acct, rail0.LoginParams{})
+		s, err := c.Session(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

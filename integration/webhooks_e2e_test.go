@@ -41,10 +41,10 @@ func (l *lockedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // End to end against the in-process gateway, with real signatures: the
-// merchant stays signed in through a TokenSource, registers a second wallet
-// with an ownership proof, subscribes a webhook, and receives the delivery
-// for a buyer's payment, verified by webhook.Handler with the secret
-// Webhooks.Create returned.
+// merchant's client signs in by itself (WithSigner), registers a second
+// wallet with an ownership proof, subscribes a webhook, and receives the
+// delivery for a buyer's payment, verified by webhook.Handler with the
+// secret Webhooks.Create returned.
 func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	ctx := context.Background()
 	gw := rail0test.NewServer()
@@ -58,15 +58,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := rail0.LoginTokenSource(anon.Auth, merchant, rail0.LoginParams{})
+	client, err := gw.Client(rail0.WithSigner(merchant))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := gw.Client(rail0.WithTokenSource(tokens.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := tokens.Session(ctx)
+	sess, err := client.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +87,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := key
-	proof, err := client.Auth.WalletProof(ctx, second, rail0.LoginParams{})
+	proof, err := client.Auth.WalletProof(ctx, rail0.AuthWalletProofParams{Wallet: second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +145,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buyerSession, err := anon.Auth.Login(ctx, buyer, rail0.LoginParams{})
+	buyerSigner, err := gw.Client(rail0.WithSigner(buyer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buyerSession, err := buyerSigner.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

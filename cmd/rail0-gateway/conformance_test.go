@@ -307,11 +307,11 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anon, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client))
+	signer, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client), rail0.WithSigner(acc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := anon.Auth.Login(ctx, acc, rail0.LoginParams{})
+	s, err := signer.Session(ctx)
 	if err != nil || s.AccountID == nil || *s.AccountID != g.rec.Merchant.AccountID {
 		t.Fatalf("merchant login after reset: %+v %v", s, err)
 	}
