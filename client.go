@@ -400,9 +400,6 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// BaseURL returns the gateway URL the client sends to.
-func (c *Client) BaseURL() string { return c.base.String() }
-
 // Response is the metadata of a call's final response; the body has been
 // read and closed. Every struct a call returns carries it in its Response
 // field (stripe-go's LastResponse, go-github's *Response): the value the

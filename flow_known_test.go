@@ -180,7 +180,7 @@ func TestPollsAndCreateAreReads(t *testing.T) {
 		t.Errorf("%d reads, want none after Create", reads)
 	}
 
-	plain, err := NewClient(g.clientWithout(g.payee).BaseURL(), WithToken("t"))
+	plain, err := NewClient(g.clientWithout(g.payee).baseStr, WithToken("t"))
 	if err != nil {
 		t.Fatal(err)
 	}

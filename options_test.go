@@ -51,7 +51,7 @@ func TestNewClientValidates(t *testing.T) {
 func TestNewClientDefaults(t *testing.T) {
 	c, err := NewClient("https://api.rail0.xyz")
 	require.NoError(t, err)
-	assert.Equal(t, "https://api.rail0.xyz/", c.BaseURL())
+	assert.Equal(t, "https://api.rail0.xyz/", c.baseStr)
 	assert.Equal(t, policy{retryOn429: false, retryAfterCap: 60 * time.Second, maxRetryWait: 3 * time.Minute, maxRetries: 2, base: 500 * time.Millisecond}, c.policy)
 	assert.Nil(t, c.logger)
 	assert.NotSame(t, http.DefaultClient, c.hc, "no shared global client")

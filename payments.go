@@ -245,9 +245,6 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 	return &p, nil
 }
 
-// PaymentSortKey is a field GET /payments sorts by.
-type PaymentSortKey = SortKey
-
 // Sort keys for payments.
 const (
 	SortCreatedAt SortKey = "created_at"

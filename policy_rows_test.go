@@ -106,7 +106,7 @@ func TestPolicyRowsDecide(t *testing.T) {
 				maxRetries: DefaultMaxRetries, base: defaultBackoffBase})
 			first := row.steps[0]
 			o := outcome{op: classOf(row.op.method, row.op), idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
-			if ra, ok := ParseRetryAfter(first.header["Retry-After"], time.Now()); ok {
+			if ra, ok := parseRetryAfter(first.header["Retry-After"], time.Now()); ok {
 				o.retryAfter, o.hasRetryAfter = ra, true
 			}
 			d := decide(p, o, budget{attempts: 1, deadline: maxDuration, tokens: retryBudgetSize}, 0.5)

@@ -299,7 +299,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 			o.retryAfter, o.hasRetryAfter = ra, true
 		}
 		st.rateLimit = nil
-		if rl, ok := ParseRateLimit(resp.Header, gatewayNow); ok {
+		if rl, ok := parseRateLimit(resp.Header, gatewayNow); ok {
 			st.rateLimit = &rl
 		}
 		c.observe(ctx, st, o)

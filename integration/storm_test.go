@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,6 +65,25 @@ var retryAfterForms = []func(now time.Time) string{
 	func(time.Time) string { return "" },
 }
 
+// retryAfterOf is what a Retry-After of retryAfterForms asks for, read as
+// RFC 9110 says: delta-seconds (a value too large saturates) or an
+// HTTP-date after now; false when it gives no instruction.
+func retryAfterOf(v string, now time.Time) (time.Duration, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && n > 0:
+		return time.Duration(min(n, int64(math.MaxInt64/time.Second))) * time.Second, true
+	case err == nil:
+		return 0, false
+	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-"):
+		return math.MaxInt64, true
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now), true
+	}
+	return 0, false
+}
+
 func callIdentity(r *http.Request) string {
 	if r.Method == http.MethodPost && r.URL.Path == "/payments" {
 		return "POST " + r.Header.Get("Idempotency-Key")
@@ -94,7 +115,7 @@ func (h *hostileProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ra != "" {
 			w.Header().Set("Retry-After", ra)
 		}
-		if d, ok := rail0.ParseRetryAfter(ra, now); ok {
+		if d, ok := retryAfterOf(ra, now); ok {
 			h.mu.Lock()
 			h.window[id] = now.Add(min(d, stormCap))
 			h.mu.Unlock()
