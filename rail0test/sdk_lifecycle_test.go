@@ -73,7 +73,7 @@ func TestSDKLifecycle(t *testing.T) {
 		t.Fatalf("payment = %+v", got.Payment)
 	}
 	d := waitDelivery(t, deliveries)
-	if err := rail0webhook.Verify(d.body, d.header.Get("X-Rail0-Signature"), d.header.Get("X-Rail0-Timestamp"), hook.SharedSecret()); err != nil {
+	if err := rail0webhook.NewVerifier(hook.SharedSecret()).Verify(d.body, d.header.Get("X-Rail0-Signature"), d.header.Get("X-Rail0-Timestamp")); err != nil {
 		t.Fatalf("the SDK rejects the delivery: %v", err)
 	}
 }
