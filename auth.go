@@ -246,31 +246,32 @@ func (s *AuthService) message(p SignIn, statement, address, nonce string) (SIWEM
 }
 
 // signedMessage runs nonce → message → signature and returns the signer's
-// address, the message text and its signature.
-func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn, statement string) (addr, msg, sig string, err error) {
+// address, the message text and its signature, with the nonce call's
+// metadata.
+func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn, statement string) (*WalletProof, error) {
 	if signer == nil {
-		return "", "", "", &ValidationError{Field: "signer", Reason: "must not be nil"}
+		return nil, &ValidationError{Field: "signer", Reason: "must not be nil"}
 	}
-	addr = signer.Address()
+	addr := signer.Address()
 	// Check the parameters with a well-formed dummy nonce before spending
 	// a real one on them.
 	if _, err := s.message(p, statement, addr, "00000000"); err != nil {
-		return "", "", "", err
+		return nil, err
 	}
 	n, err := s.CreateNonce(ctx)
 	if err != nil {
-		return "", "", "", err
+		return nil, err
 	}
 	m, err := s.message(p, statement, addr, n.Nonce)
 	if err != nil {
-		return "", "", "", err
+		return nil, err
 	}
-	msg = m.String()
-	sig, err = signMessage(ctx, signer, msg)
+	msg := m.String()
+	sig, err := signMessage(ctx, signer, msg)
 	if err != nil {
-		return "", "", "", fmt.Errorf("rail0: signing the SIWE message: %w", err)
+		return nil, fmt.Errorf("rail0: signing the SIWE message: %w", err)
 	}
-	return addr, msg, sig, nil
+	return &WalletProof{Address: addr, Message: msg, Signature: sig, Response: n.Response}, nil
 }
 
 // login signs in with Ethereum: it asks for a nonce, builds the login
@@ -279,11 +280,11 @@ func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn
 //
 // POST /auth/nonces, then POST /auth — public.
 func (s *AuthService) login(ctx context.Context, signer Signer, params SignIn) (*Session, error) {
-	_, msg, sig, err := s.signedMessage(ctx, signer, params, StatementLogin)
+	signed, err := s.signedMessage(ctx, signer, params, StatementLogin)
 	if err != nil {
 		return nil, err
 	}
-	return s.Verify(ctx, AuthVerifyParams{Message: msg, Signature: sig})
+	return s.Verify(ctx, AuthVerifyParams{Message: signed.Message, Signature: signed.Signature})
 }
 
 // WalletProof is a signed SIWE proof that the holder of Address controls it,
@@ -293,6 +294,9 @@ type WalletProof struct {
 	Address   string `json:"address"`
 	Message   string `json:"message"`
 	Signature string `json:"signature"`
+	// Response is the metadata of the nonce call WalletProof made; it is
+	// never sent.
+	Response *Response `json:"-"`
 }
 
 // AuthWalletProofParams names the wallet whose ownership WalletProof
@@ -314,11 +318,7 @@ func (s *AuthService) WalletProof(ctx context.Context, params AuthWalletProofPar
 	if params.Wallet == nil {
 		return nil, &ValidationError{Field: "wallet", Reason: "is required: the signer of the wallet to register"}
 	}
-	addr, msg, sig, err := s.signedMessage(ctx, params.Wallet, s.client.signIn, StatementAddWallet)
-	if err != nil {
-		return nil, err
-	}
-	return &WalletProof{Address: addr, Message: msg, Signature: sig}, nil
+	return s.signedMessage(ctx, params.Wallet, s.client.signIn, StatementAddWallet)
 }
 
 // defaultRefreshMargin is how long before a session's expires_at a

@@ -502,6 +502,9 @@ func TestWalletProof(t *testing.T) {
 	if _, err := c.Auth.WalletProof(context.Background(), AuthWalletProofParams{}); !errors.As(err, &ve) || ve.Field != "wallet" {
 		t.Fatalf("WalletProof without a wallet = %v, want a *ValidationError", err)
 	}
+	if proof.Response == nil || proof.Response.Call.Operation != "createNonce" {
+		t.Errorf("proof.Response = %+v, want the nonce call's", proof.Response)
+	}
 	if proof.Address != wallet.addr || !siweRecovers(wallet.addr, proof.Message, proof.Signature) {
 		t.Errorf("proof = %+v", proof)
 	}
