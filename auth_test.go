@@ -733,7 +733,7 @@ func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
 	}
 }
 
-func TestLoginTokenSourceValidates(t *testing.T) {
+func TestTokenSourceValidates(t *testing.T) {
 	t.Parallel()
 	c, err := NewClient("https://api.rail0.xyz")
 	if err != nil {
@@ -756,11 +756,11 @@ func TestLoginTokenSourceValidates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if ts, err := loginTokenSource(tt.auth, tt.signer, tt.params, tt.opts...); err == nil || ts != nil {
-				t.Fatalf("LoginTokenSource = %v, %v; want an error", ts, err)
+				t.Fatalf("loginTokenSource = %v, %v; want an error", ts, err)
 			}
 		})
 	}
 	if ts, err := loginTokenSource(c.Auth, newSIWESigner(), SignIn{}); err != nil || ts == nil {
-		t.Fatalf("valid LoginTokenSource = %v, %v", ts, err)
+		t.Fatalf("valid loginTokenSource = %v, %v", ts, err)
 	}
 }

@@ -21,7 +21,7 @@
 // gateway hands over is signed before it is checked against the payment and
 // the request (an *ArtifactError otherwise; see VerifyTransaction). A
 // payment's terms never change, so a client reads them once: a step on a
-// payment it has checked (read, polled with WaitFor, or created) is a
+// payment it has checked (read, polled with WaitForStatus, or created) is a
 // prepare and a submit.
 //
 // The low-level path is for programs that sign elsewhere (a browser wallet,
@@ -29,6 +29,24 @@
 // VerifyPayload (the flows' checks, which return the digest to sign and the
 // transaction or typed data, encoded by the SDK, that a wallet must sign),
 // then Submit or SubmitByHash. Every other method is one gateway operation.
+//
+// # Call shapes
+//
+// Every method that calls the gateway takes ctx, then the path's arguments
+// (the ids of what it acts on as strings, and the step of Prepare, Submit
+// and SubmitByHash), then, when the operation takes anything else, one
+// params value named <Resource><Method>Params (PaymentCaptureParams,
+// WalletListParams; an All… iterator takes its List…'s params). It returns
+// a pointer to a result that carries the call's metadata in its Response
+// field, a *Page[T] or a *List[T], its bare *Response when the answer has no
+// body, or, for an All… iterator, an iter.Seq2[T, error]. Params are values,
+// not pointers as go-github's options are, because the zero value already
+// means "no filter, the gateway's defaults": no call checks for nil, and the
+// SDK can never change the caller's struct (an iterator pages on its own
+// copy). They are named resource first, as go-github's and stripe-go's are,
+// so that each resource's params sit beside its types in this
+// documentation. The client's settings have one type, Option: NewClient
+// takes them, and Client.With takes the three that apply per call.
 //
 // # Errors
 //

@@ -93,7 +93,7 @@ type waitCondition struct {
 // ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
 var ErrTransactionFailed = errors.New("rail0: transaction failed")
 
-// ErrUnknownTransaction is returned by WaitFor when the payment has no
+// ErrUnknownTransaction is returned by WaitForTransaction when the payment has no
 // transaction with the awaited id.
 var ErrUnknownTransaction = errors.New("rail0: payment has no such transaction")
 

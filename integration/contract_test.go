@@ -459,7 +459,7 @@ func contractCalls() []contractCall {
 		{"Payments.PrepareRefund", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.PaymentPrepareRefundParams{Amount: "1"}))
 		}},
-		{"Payments.WaitFor", func(ctx context.Context, c *rail0.Client) error {
+		{"Payments.WaitForStatus", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Payments.WaitForStatus(ctx, id, rail0.PaymentWaitForStatusParams{Statuses: all}))
 		}},
 		// Wallets.
