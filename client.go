@@ -28,7 +28,8 @@
 // a signing service): Prepare and PrepareRefund, VerifyTransaction and
 // VerifyPayload (the flows' checks, which return the digest to sign and the
 // transaction or typed data, encoded by the SDK, that a wallet must sign),
-// then Submit or SubmitByHash. Every other method is one gateway operation.
+// then Submit or SubmitByHash, or SubmitSignature for the payer's signature
+// of a payment. Every other method is one gateway operation.
 //
 // # Call shapes
 //
