@@ -60,19 +60,19 @@ func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 		refusedAtOnce(t, c, srv, 5*time.Minute)
 
 		// A request/response handler decides itself: it still goes.
-		_, err = c.With(RetryOn429(false)).Payments.Get(context.Background(), "p3")
+		_, err = c.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p3")
 		require.NoError(t, err)
 		// A job that may wait longer than the rest goes as the capped
 		// cooldown allows: at once, its 60 s being over.
 		before := time.Now()
-		_, err = c.With(MaxRetryWait(15*time.Minute)).Payments.Get(context.Background(), "p4")
+		_, err = c.With(WithMaxRetryWait(15*time.Minute)).Payments.Get(context.Background(), "p4")
 		require.NoError(t, err)
 		assert.Zero(t, time.Since(before))
 		assert.Len(t, srv.requests(), 3)
 
 		// A call that may not wait at all is refused until the last
 		// moment of the instruction, and no longer.
-		never := c.With(MaxRetryWait(0))
+		never := c.With(WithMaxRetryWait(0))
 		time.Sleep(time.Until(start.Add(600*time.Second - time.Millisecond)))
 		refusedAtOnce(t, never, srv, time.Millisecond)
 		time.Sleep(time.Millisecond)

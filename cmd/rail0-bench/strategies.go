@@ -256,7 +256,7 @@ func sdkDoer(opts ...rail0.Option) doer {
 			return nil, err
 		}
 		return func(ctx context.Context) error {
-			_, err := c.Chains.List(ctx, nil)
+			_, err := c.Chains.List(ctx, rail0.ChainListParams{})
 			return err
 		}, nil
 	}
