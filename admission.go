@@ -79,6 +79,9 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		now := c.now()
 		room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
 		r.Margin, r.MaxWait = c.margin(inForce(b, st.turn.budget)), room
+		// Read before the limiter decides: news that arrives after it
+		// did makes the slot confirmed again.
+		gen := c.limitGen.Load()
 		lctx, cancel := bounded(ctx, room)
 		adm, err := c.limiter.Reserve(lctx, r)
 		cancel()
@@ -98,7 +101,6 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		planned = now.Add(adm.Wait)
 		st.waited += adm.Wait
 		c.noteAdmission(ctx, st, adm) // the transcript, the debug log, the observer
-		gen := c.limitGen.Load()
 		if !sleepCtx(ctx, adm.Wait) {
 			c.release(ctx, st, adm.Ticket)
 			return adm, ctx.Err()
@@ -197,11 +199,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	if !tell {
 		return
 	}
-	c.limitGen.Add(1) // sleepers confirm their slots
 	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, c.now())), 0)
 	lctx, cancel := bounded(ctx, room)
 	fb, err := c.limiter.Observe(lctx, st.partitionKey(), ob)
 	cancel()
+	// Sleepers confirm their slots, once the limiter knows: one that
+	// confirmed meanwhile read the count before this.
+	c.limitGen.Add(1)
 	if err != nil {
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; answer not recorded",
