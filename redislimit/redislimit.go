@@ -105,6 +105,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rail0/rail0-go/internal/limitrules"
 	"github.com/rail0/rail0-go/ratelimit"
 )
 
@@ -118,16 +119,16 @@ const DefaultTimeout = 500 * time.Millisecond
 const (
 	// cooldownJitter is the share of a cooldown's length over which retries
 	// spread their admission, as documented on ratelimit.Reservation.Jitter.
-	cooldownJitter = 0.10
+	cooldownJitter = limitrules.RetryJitter
 	// ttlSlack is added to every key's time to live.
 	ttlSlack = time.Second
 	// yieldShare is ratelimit.Memory's: a probing partition refused in a
 	// window gives up this share of what went through in it.
-	yieldShare = 16
+	yieldShare = limitrules.YieldShare
 	// The log's bounds and the idle time, as in ratelimit.Memory.
-	logHorizon = 2 * time.Minute
-	maxLog     = 4096
-	idleAfter  = 10 * time.Minute
+	logHorizon = limitrules.LogHorizon
+	maxLog     = limitrules.MaxLog
+	idleAfter  = limitrules.IdleAfter
 	// firstBackoff and maxBackoff bound how long the Limiter uses its local
 	// fallback after Redis failed.
 	firstBackoff = time.Second
@@ -482,9 +483,13 @@ end
 -- start (rf), the period before a short Retry-After doubled it (ud), the
 -- cooldown the partition last reopened from and the budget then (rs, ru,
 -- rl, rp), when the gateway's latest instruction ends (tu: a clamped retry
--- goes no earlier) and when its uncapped instruction ends (xu: calls that
--- cannot wait the rest of it are refused at once).
-local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp', 'tu', 'xu'}
+-- goes no earlier), when its uncapped instruction ends (xu: calls that
+-- cannot wait the rest of it are refused at once), and, for a partition
+-- that looks alone behind its budget, the slot of the late retry the
+-- probes do not wait for (bh), what went through in the window of the
+-- latest refused probe (pb) and whether two refused probes found different
+-- counts (vr) (see behindIn and lone in package ratelimit).
+local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp', 'tu', 'xu', 'bh', 'pb', 'vr'}
 -- state reads a partition's state hash, 0 for what is not set.
 local function state(key)
   local v = redis.call('HMGET', key, unpack(fields))
@@ -543,7 +548,7 @@ local function allowance(period) return math.min(math.ceil(period / 500), 100000
 local function windowsOf(limit, period, margin)
   local a = allowance(period)
   return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4)),
-    step = 0, from = 0, clean = 0, ceiling = math.huge}
+    step = 0, from = 0, clean = 0, behind = 0, ceiling = math.huge}
 end
 -- probeWindows is w with the probing geometry when the partition probes
 -- (see probeWindows in package ratelimit).
@@ -561,6 +566,12 @@ local function count(xs, w, k, til)
   return countLog(xs, k * w.period - w.late, math.min((k + 1) * w.period + w.early, til))
 end
 local function opening(w, k) return k * w.period + w.early end
+-- lateIn: a slot at t comes after the opening of a window probed after the
+-- first (see lateIn in package ratelimit).
+local function lateIn(w, t)
+  local k = floorDiv(t, w.period)
+  return w.step > 0 and k * w.period >= w.from + w.period and t > opening(w, k)
+end
 -- probeAt is when window k, holding n admissions of xs before til (n at
 -- least the budget), may take one more; nil when it may not (see probeAt in
 -- package ratelimit).
@@ -569,11 +580,13 @@ local function probeAt(xs, w, k, n, til)
   local open = opening(w, k)
   local lastAt = open
   local j = rank(xs, math.min((k + 1) * w.period + w.early, til), false)
+  -- The late retry does not hold the probes back (see behindIn).
+  if j > 0 and xs[j] == w.behind then j = j - 1 end
   if j > 0 and xs[j] >= k * w.period - w.late then lastAt = math.max(lastAt, xs[j]) end
   local t = lastAt + w.step
   if k * w.period < w.from then
     t = math.max(t, w.clean + w.step)
-  elseif n == w.limit then
+  elseif n == w.limit or (n == w.limit + 1 and w.behind ~= 0 and floorDiv(w.behind, w.period) == k) then
     t = lastAt
   end
   if t >= (k + 1) * w.period - w.late then return nil end
@@ -705,6 +718,13 @@ if aligned then
   -- tail starts at index off.
   w.size = len
   local off = len - #xs
+  -- behindIn: the late retry's slot, while held, in a window probed after
+  -- the first.
+  if st.bh > 0 and lateIn(w, st.bh) then
+    local j = rank(xs, st.bh, true)
+    if j > 0 and xs[j] == st.bh then w.behind = st.bh end
+  end
+  if st.bh > 0 and w.behind == 0 then redis.call('HSET', KEYS[1], 'bh', '0') end
   local function put(t)
     local j = rank(xs, t, true)
     if j == #xs then
@@ -723,10 +743,19 @@ if aligned then
         table.remove(xs, i - off + 1)
         table.remove(rs, i - off + 1)
       end
+      local behind = ticket == st.bh and w.behind ~= 0
+      if ticket == st.bh and st.bh > 0 then redis.call('HSET', KEYS[1], 'bh', '0') end
       if reopen <= ticket then
-        local t = confirmAligned(xs, fu, w, math.max(ticket, now))
+        local t
+        if behind then
+          -- confirmBehind: its place, however many probes went before it.
+          t = math.max(ticket, now)
+        else
+          t = confirmAligned(xs, fu, w, math.max(ticket, now))
+        end
         if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
         put(t)
+        if behind and t == ticket and t - now > 0 then redis.call('HSET', KEYS[1], 'bh', str(t)) end
         return {1, t - now, 0, t, limit, bper, now}
       end
     end
@@ -746,9 +775,15 @@ if aligned then
   -- A retry's slot is not taken before its Retry-After has passed.
   from = math.max(from, now + math.max(tonumber(ARGV[14]), 0))
   local t = alignedAt(xs, fu, w, from)
+  -- A retry its Retry-After sets after its window's opening, on a
+  -- partition that looks alone: the probes do not wait for it, and it goes
+  -- a step later (see behindIn in package ratelimit).
+  local late = retry == 1 and not clamped and tonumber(ARGV[14]) > 0 and st.sh == 0 and st.vr == 0 and lateIn(w, t)
+  if late then t = alignedAt(xs, fu, w, t + w.step) end
   local wait = t - now
   if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
   put(t)
+  if late and lateIn(w, t) then redis.call('HSET', KEYS[1], 'bh', str(t)) end
   return {1, math.max(wait, 0), cooled, t, limit, bper, now}
 end
 
@@ -928,13 +963,20 @@ if tonumber(ARGV[2]) == 1 then
       end
       others = fixed and n == 0
       local lim, taught = n, true
+      local probedN = 0
       if curL == 0 and n == 0 and fixed then lim = 1
       elseif curL == 0 and n == 0 then taught = false
       elseif curL == 0 then
-      elseif sent >= st.cu and probing then lim = n - math.max(1, math.floor(n / ` + strconv.Itoa(yieldShare) + `))
+      elseif sent >= st.cu and probing then
+        lim, probedN = n - math.max(1, math.floor(n / ` + strconv.Itoa(yieldShare) + `)), n
       elseif sent >= st.cu then lim = math.min(curL - 1, n)
       else lim = math.min(curL, n) end
       if taught then budL, budP = math.max(lim, 1), period end
+      if probedN > 0 then
+        -- Alone, every refused probe finds the same count (see lone).
+        if st.pb > 0 and probedN ~= st.pb then st.vr = 1 end
+        st.pb = probedN
+      end
     end
   end
   if budL > 0 and budP > 0 and not advertised then st.ll, st.lp, st.ad = budL, budP, 0 end

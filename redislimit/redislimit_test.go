@@ -1539,7 +1539,10 @@ func TestProbingIsShared(t *testing.T) {
 		10 * s, 10 * s, 10 * s, 10 * s, // session:ab: unpaced
 		11*s + 10*ms, 11*s + 10*ms, 11*s + 10*ms, // its reopening, refused whole
 		13*s + 500*ms, 13*s + 500*ms, 13*s + 500*ms, 13*s + 501*ms, // the clean window after the proof
-		16 * s, 16 * s, 17 * s, 17 * s, 17*s + ms, // refused with one of ours sent; three retries held later
+		// Refused with one of ours sent; three retries held later, a step
+		// after their Retry-After: the partition looks alone (see
+		// behindIn in package ratelimit).
+		16 * s, 16 * s, 17*s + ms, 17*s + ms, 17*s + 2*ms,
 		20 * s,           // session:cd: refused with nothing through
 		22*s + 4*ms + ms, // ... its next goes with the probes of the window after
 	}
@@ -1759,5 +1762,133 @@ func TestInstructionsAreShared(t *testing.T) {
 		if want[i].ok {
 			t.Errorf("step %d: a retry that is not clamped went before the lengthened cooldown: %+v", i, want[i])
 		}
+	}
+}
+
+// lateRetryScenario drives a partition alone behind its budget through the
+// rule for its late retries (see behindIn in package ratelimit) and returns
+// when each reservation and confirmation was admitted.
+func lateRetryScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []time.Duration {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	var at []time.Duration
+	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
+	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
+		t.Helper()
+		adm, err := l.Reserve(ctx, r)
+		if err != nil || !adm.OK {
+			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
+		}
+		at = append(at, clk.now().Add(adm.Wait).Sub(epoch))
+		return adm
+	}
+	refuse := func(adm ratelimit.Admission) {
+		t.Helper()
+		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 2 * s,
+			MaxCooldown: time.Minute, Margin: ms, FixedWindows: true, Admitted: adm.Budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	retry := r
+	retry.Retry, retry.After = true, 2*s
+	confirm := func(adm ratelimit.Admission) ratelimit.Admission {
+		t.Helper()
+		c := retry
+		c.After, c.Ticket = 0, adm.Ticket
+		return reserve(c)
+	}
+	// The first window: five go unpaced, two are refused; the clean window
+	// takes their retries and one fresh call, and refuses its probe, with
+	// three through: the budget is two.
+	clk.set(epoch)
+	var adms []ratelimit.Admission
+	for range 5 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms[3:] {
+		refuse(adm)
+		reserve(retry)
+	}
+	clk.set(epoch.Add(2*s + 4*ms))
+	reserve(r)
+	probe := reserve(r)
+	clk.set(epoch.Add(2*s + 20*ms))
+	refuse(probe)
+	reserve(retry) // the first probed window: its late retry holds the probes back
+	// The first probed window: the share at the opening, two probes after
+	// the retry; the second is refused with three through again.
+	clk.set(epoch.Add(4*s + 4*ms))
+	for range 3 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(4*s + 30*ms))
+	refuse(probe)
+	late := reserve(retry) // a step after its Retry-After: the probes do not wait for it
+	// The next window: the share less the late retry's place, two probes at
+	// the opening and one a step later, refused before the retry is due:
+	// the retry moves to the next window's opening.
+	clk.set(epoch.Add(6*s + 4*ms))
+	for range 4 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(6*s + 10*ms))
+	refuse(probe)
+	clk.set(epoch.Add(6*s + 30*ms))
+	confirm(late)
+	late = reserve(retry)
+	// A window with room: the probes ramp past the late retry, which,
+	// confirmed before it is due and again when it is, keeps its place.
+	clk.set(epoch.Add(8*s + 4*ms))
+	for range 40 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(8*s + 30*ms))
+	late = confirm(late)
+	clk.set(epoch.Add(8*s + 31*ms))
+	confirm(late)
+	// The refused probe finds another count: others share the budget, and
+	// the retry waits its Retry-After exactly.
+	clk.set(epoch.Add(8*s + 50*ms))
+	refuse(probe)
+	reserve(retry)
+	return at
+}
+
+// Issue 21's one-process regression, in Redis: a partition alone behind its
+// budget does not let its late retry hold the probes back, in Lua exactly as
+// in ratelimit.Memory.
+func TestLateRetryIsShared(t *testing.T) {
+	rdb := newRedis(t)
+	clk := &fakeClock{}
+	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	red.now = clk.now
+	got := lateRetryScenario(t, clk, red)
+	want := lateRetryScenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) {
+		t.Errorf("admissions through Redis at %v, in memory at %v", got, want)
+	}
+	const s, ms = time.Second, time.Millisecond
+	wantAt := []time.Duration{
+		0, 0, 0, 0, 0, // the first window, unpaced
+		2*s + 10*ms, 2*s + 10*ms, 2*s + 4*ms, 2*s + 11*ms, // the clean window
+		4*s + 20*ms,                          // the first probed window's late retry, at its Retry-After
+		4*s + 4*ms, 4*s + 20*ms, 4*s + 21*ms, // the share, the probes after the retry
+		6*s + 31*ms,                                    // the next late retry, a step after its Retry-After
+		6*s + 4*ms, 6*s + 4*ms, 6*s + 4*ms, 6*s + 5*ms, // one fresh, two probes at the opening, one a step later
+		8*s + 4*ms,             // the late retry, moved by the 429 before it was due
+		8*s + 31*ms,            // the next one
+		8*s + 4*ms, 8*s + 4*ms, // the window with room: the two retries are the share; two probes at the opening
+	}
+	for i := range 38 {
+		wantAt = append(wantAt, 8*s+5*ms+time.Duration(i)*ms) // the ramp, past the late retry
+	}
+	wantAt = append(wantAt, 8*s+31*ms, 8*s+31*ms, // the late retry keeps its place, confirmed early and when due
+		10*s+50*ms) // others share the budget: the retry at its Retry-After exactly
+	if !slices.Equal(want, wantAt) {
+		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
 }
