@@ -50,6 +50,7 @@ func TestRootPackageImports(t *testing.T) {
 		secret    = root + "/internal/secret"
 		ratelimit = root + "/ratelimit"
 		limclock  = root + "/internal/limitclock"
+		limrules  = root + "/internal/limitrules"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
 		sha3      = "golang.org/x/crypto/sha3"
@@ -71,8 +72,9 @@ func TestRootPackageImports(t *testing.T) {
 		"signing":             allow(root, evm, secp256k1, ecdsa),
 		"internal/evm":        allow(secp256k1, ecdsa, sha3),
 		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
-		"ratelimit":           allow(limclock),
+		"ratelimit":           allow(limclock, limrules),
 		"internal/limitclock": allow(),
+		"internal/limitrules": allow(),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
