@@ -1387,28 +1387,10 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 	t.Helper()
 	const s, ms = time.Second, time.Millisecond
 	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	ctx := context.Background()
-	var at []time.Duration
-	var fbs []ratelimit.Feedback
+	sc := &script{t: t, clk: clk, l: l, epoch: epoch}
 	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
-	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
-		t.Helper()
-		adm, err := l.Reserve(ctx, r)
-		if err != nil || !adm.OK {
-			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
-		}
-		at = append(at, clk.now().Add(adm.Wait).Sub(epoch))
-		return adm
-	}
-	refuse := func(adm ratelimit.Admission, ra time.Duration) {
-		t.Helper()
-		fb, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: ra,
-			MaxCooldown: time.Minute, Margin: ms, FixedWindows: true, Admitted: adm.Budget})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fbs = append(fbs, fb)
-	}
+	reserve := sc.reserve
+	refuse := func(adm ratelimit.Admission, ra time.Duration) { sc.refuse(r.Partition, adm, ra) }
 	// The first window: five go unpaced, the last two are refused.
 	clk.set(epoch)
 	var adms []ratelimit.Admission
@@ -1505,7 +1487,41 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 	}
 	clk.set(epoch.Add(34*s + 10*ms))
 	refuse(probe, 2*s)
-	return at, fbs
+	return sc.at, sc.fbs
+}
+
+// script drives a limiter through a scenario on a fake clock, recording
+// when each reservation was admitted (from epoch) and what each 429 fed
+// back.
+type script struct {
+	t     *testing.T
+	clk   *fakeClock
+	l     ratelimit.Limiter
+	epoch time.Time
+	at    []time.Duration
+	fbs   []ratelimit.Feedback
+}
+
+// reserve reserves r, which must be admitted.
+func (sc *script) reserve(r ratelimit.Reservation) ratelimit.Admission {
+	sc.t.Helper()
+	adm, err := sc.l.Reserve(context.Background(), r)
+	if err != nil || !adm.OK {
+		sc.t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
+	}
+	sc.at = append(sc.at, sc.clk.now().Add(adm.Wait).Sub(sc.epoch))
+	return adm
+}
+
+// refuse reports a 429 with Retry-After ra for the request admitted as adm.
+func (sc *script) refuse(partition string, adm ratelimit.Admission, ra time.Duration) {
+	sc.t.Helper()
+	fb, err := sc.l.Observe(context.Background(), partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true,
+		RetryAfter: ra, MaxCooldown: time.Minute, Margin: time.Millisecond, FixedWindows: true, Admitted: adm.Budget})
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	sc.fbs = append(sc.fbs, fb)
 }
 
 // Issue 21, item 1, in Redis: the probing rules run in Lua exactly as in
@@ -1772,26 +1788,10 @@ func lateRetryScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []time
 	t.Helper()
 	const s, ms = time.Second, time.Millisecond
 	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	ctx := context.Background()
-	var at []time.Duration
+	sc := &script{t: t, clk: clk, l: l, epoch: epoch}
 	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
-	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
-		t.Helper()
-		adm, err := l.Reserve(ctx, r)
-		if err != nil || !adm.OK {
-			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
-		}
-		at = append(at, clk.now().Add(adm.Wait).Sub(epoch))
-		return adm
-	}
-	refuse := func(adm ratelimit.Admission) {
-		t.Helper()
-		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 2 * s,
-			MaxCooldown: time.Minute, Margin: ms, FixedWindows: true, Admitted: adm.Budget})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	reserve := sc.reserve
+	refuse := func(adm ratelimit.Admission) { sc.refuse(r.Partition, adm, 2*s) }
 	retry := r
 	retry.Retry, retry.After = true, 2*s
 	confirm := func(adm ratelimit.Admission) ratelimit.Admission {
@@ -1855,7 +1855,7 @@ func lateRetryScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []time
 	clk.set(epoch.Add(8*s + 50*ms))
 	refuse(probe)
 	reserve(retry)
-	return at
+	return sc.at
 }
 
 // Issue 21's one-process regression, in Redis: a partition alone behind its
