@@ -238,8 +238,10 @@ type clientState struct {
 
 	// waiters is set once any view of the client makes calls that wait for
 	// the limiter (WithRetryOn429 with the cooldown, or WithPacing): from
-	// then on every call tells the limiter what its answers say, so that a
-	// 429 a handler's call gets closes the partition for the job's calls.
+	// then on every call tells the limiter all that its answers say (the
+	// budgets they advertise). An answer that closes the partition (a 429,
+	// advertised exhaustion) is told always, so that the 429 a handler's
+	// call gets closes it for the calls of a job's view made later.
 	waiters atomic.Bool
 	// clock is the gateway's clock as its Date headers tell it.
 	clock gatewayClock

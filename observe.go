@@ -105,9 +105,10 @@ type Attempt struct {
 	Refused bool
 	// PartitionState is what the client's limiter holds about the call's
 	// rate-limit partition after this answer, when the answer told it
-	// something (a 429, an exhausted quota, a learned budget; only on a
-	// client that waits for its limiter, WithRetryOn429 or WithPacing, or
-	// one of whose views does, see Client.With); nil otherwise.
+	// something; nil otherwise. A 429 or an exhausted quota is told on
+	// every client (a view made later may wait for the limiter, see
+	// Client.With); a learned budget only on a client that waits for its
+	// limiter (WithRetryOn429 or WithPacing) or one of whose views does.
 	PartitionState *PartitionState
 }
 

@@ -164,7 +164,8 @@ func (st *callState) send(ctx context.Context, r *request, out any, token string
 	if st.gated {
 		st.jitter = c.rand()
 		if err := c.admit(ctx, st); err != nil {
-			if isContextErr(err) {
+			var held *APIError
+			if isContextErr(err) && !errors.As(err, &held) {
 				return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 			}
 			return nil, err
@@ -216,11 +217,16 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
 		var local *APIError
 		if errors.As(err, &local) && local.NotSent {
-			// The limiter would not admit the retry in time. The server's
-			// own last answer, not one built here, is what the caller gets.
+			// The limiter would not admit the retry in time, or the call
+			// ended while it waited. The server's own last answer, not one
+			// built here, is what the caller gets, with the context's
+			// error when that ended the wait.
 			failure = local
 			if last := c.lastAnswer(st); last != nil {
 				failure = last
+				if local.cause != nil {
+					failure = last.withCause(local.cause)
+				}
 			}
 		} else if isContextErr(err) && st.last429 != nil {
 			// Cut short while waiting out a 429, or on the retry that
@@ -403,13 +409,22 @@ func (st *callState) prepareRetry(req *http.Request) error {
 // admit waits for the call's turn on its rate-limit partition (see
 // takeTurn). The wait counts against the call's allowance; when it does not
 // fit the allowance or the deadline, the call gets a 429 at once without
-// sending. A failing limiter (say, an unreachable shared store) does not
-// stop payments: the call goes ahead, and the failure is logged.
+// sending, and when ctx ends during it, the same 429 matching ctx's error
+// too, with the wait that was left. A failing limiter (say, an unreachable
+// shared store) does not stop payments: the call goes ahead, and the
+// failure is logged.
 func (c *Client) admit(ctx context.Context, st *callState) error {
 	noted := len(st.call.Limiter) // takeTurn notes each wait it sleeps
 	adm, err := c.takeTurn(ctx, st)
 	if err != nil {
 		if ctx.Err() != nil {
+			if n := len(st.call.Limiter); n > noted {
+				// Cut short while waiting for its turn: the rate limit held
+				// the call back, as a refusal does.
+				w := st.call.Limiter[n-1]
+				left := max(w.At.Add(w.Wait).Sub(c.now()), 0)
+				return c.notSent(st, left, "not sent: the context ended while the call waited for its turn on the rate limit").withCause(ctx.Err())
+			}
 			return ctx.Err()
 		}
 		if c.logger != nil {
@@ -422,13 +437,18 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		c.noteAdmission(ctx, st, adm) // a refusal, or an admission at once
 	}
 	if !adm.OK {
-		return &APIError{
-			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
-			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
-			RetryAfter: adm.Wait, Method: st.method, Path: st.path, NotSent: true,
-		}
+		return c.notSent(st, adm.Wait, "not sent: the rate-limit wait does not fit the call's allowance or deadline")
 	}
 	return nil
+}
+
+// notSent is the 429 of a call that its rate limit held back, for why:
+// wait is what it would still have had to wait.
+func (c *Client) notSent(st *callState, wait time.Duration, why string) *APIError {
+	return &APIError{
+		StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
+		Detail: why, RetryAfter: wait, Method: st.method, Path: st.path, NotSent: true,
+	}
 }
 
 // answerError is the call's last answer as an *APIError: the 429 that
