@@ -393,6 +393,9 @@ var ErrNoSession = errors.New("rail0: the client does not sign in by itself (Wit
 // callers sign in again with their own context and allowance instead of
 // inheriting a failure that was about another caller's budget.
 func (c *Client) Session(ctx context.Context) (*Session, error) {
+	if c.viewErr != nil {
+		return nil, c.viewErr // a view With refused signs in no more than it sends
+	}
 	if c.login == nil {
 		return nil, ErrNoSession
 	}
