@@ -478,6 +478,10 @@ type request struct {
 	// rather than the contract table's.
 	raw   bool
 	class opClass
+	// onRateWait, when not nil, hears of every wait for a rate limit the
+	// call starts (a 429's backoff, a cooldown): the sign-in a token source
+	// leads tells the callers waiting for it (see tokenSource.await).
+	onRateWait func(rateWait)
 }
 
 // do sends r and decodes a 2xx JSON answer into out (see send). It refuses
@@ -620,9 +624,16 @@ func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string
 	}
 	if refused != "" {
 		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
+	} else if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
+		// ctx is that of a call made inside another client's token source
+		// after a 401 of its own: that refusal is not about this client.
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{})
 	}
 	tok, err := c.tokenSource(c.withCaller(ctx))
 	if err != nil {
+		if c.login != nil {
+			return "", err // the client's own sign-in, which names itself
+		}
 		return "", fmt.Errorf("rail0: token source: %w", err)
 	}
 	if err := checkHeaderValue("token", tok); err != nil {

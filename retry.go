@@ -66,6 +66,7 @@ type callState struct {
 	// attempt waits for that decision (untold).
 	resendOn401 bool
 	untold      bool
+	onRateWait  func(rateWait) // the request's; nil for most calls
 
 	spent     // what the call used and did, across its sends
 	sendState // what the current send has seen
@@ -118,7 +119,8 @@ type spent struct {
 
 // newCall starts the state of the call r, whose transcript is call.
 func (c *Client) newCall(r *request, call *Call) *callState {
-	st := &callState{c: c, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey, op: call.class}
+	st := &callState{c: c, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey, op: call.class,
+		onRateWait: r.onRateWait}
 	// The call's own client, built as a literal (its defaults would drop
 	// the final response on exhaustion and use Retry-After uncapped).
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
@@ -375,6 +377,9 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		st.otherRetries++
 	}
 	st.next = d.wait
+	if o.status == http.StatusTooManyRequests && st.onRateWait != nil {
+		st.onRateWait(rateWait{method: st.method, path: st.path, until: now.Add(d.wait)})
+	}
 	if st.gated && o.status == http.StatusTooManyRequests {
 		c.holdRetrySlot(ctx, st, d.wait)
 	}
