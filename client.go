@@ -94,12 +94,21 @@
 //     and reports by hash). Submitting a signed transaction, rotating a
 //     webhook secret and the other writes that must not run twice are never
 //     repeated after they may have run.
-//  6. A call waits in two places only: between an answer and its retry (the
-//     waits above, timed by go-retryablehttp), and, with the cooldown or
+//  6. A call waits in three places only: between an answer and its retry
+//     (the waits above, timed by go-retryablehttp); with the cooldown or
 //     WithPacing, for its turn on its rate-limit partition just before each
 //     request leaves, since another call's answer can move that turn while
-//     this one waits. Both end when the context does; the server-given waits
-//     and the turns count against WithMaxRetryWait.
+//     this one waits; and, on a client WithSigner, for the sign-in its
+//     token needs when another call already leads one, since two sign-ins
+//     at once would spend two nonces for one session. That sign-in's own
+//     requests wait in the first two places; while it waits out a rate
+//     limit, a caller whose settings would not wait so long (its view does
+//     not retry 429s, or the wait does not fit its allowance or deadline)
+//     gets the 429 at once, not sent. Every wait ends when the context
+//     does; the server-given waits and the turns count against
+//     WithMaxRetryWait. The flows that poll (WaitForStatus,
+//     WaitForTransaction, PayerSign) also wait between their calls, as
+//     their documentation says.
 //
 // Client.With gives a kind of caller its own WithRetryOn429,
 // WithMaxRetryWait and WithMaxRetries on the same client (a handler and a

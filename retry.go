@@ -39,7 +39,7 @@ const (
 // run on the calling goroutine (go-retryablehttp calls them from Do), the
 // only one that touches the state.
 //
-// A call may wait in two places, each for its own reason:
+// A call may wait in three places, each for its own reason:
 //
 //   - go-retryablehttp's timer, between an answer and its retry: the wait
 //     the policy decided in checkRetry (the server's Retry-After, or a
@@ -50,6 +50,9 @@ const (
 //     before each retry in prepareRetry): the call's turn on its rate-limit
 //     partition, which other calls' answers (a 429, a lower budget) can move
 //     while this one waits, so it is taken just before the request leaves.
+//   - the token source (bearer, before the first attempt in send): a
+//     client's own sign-in, which another call may be leading
+//     (tokenSource.await), or the caller's WithTokenSource function.
 //
 // checkRetry itself never waits.
 type callState struct {
