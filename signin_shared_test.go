@@ -18,21 +18,28 @@ import (
 // that needs a session meanwhile, whatever view it calls through. These
 // tests pin what each of them gets while and after it runs.
 
+// newSIWEGatewayThrottlingFirstNonce is a siweGateway that answers the
+// first POST /auth/nonces 429 with retryAfter, and counts them.
+func newSIWEGatewayThrottlingFirstNonce(t *testing.T, retryAfter string) (*siweGateway, *atomic.Int32) {
+	var nonces atomic.Int32
+	gw := newSIWEGateway(t, 0)
+	gw.beforeNonce = func(w http.ResponseWriter) bool {
+		if nonces.Add(1) == 1 {
+			writeThrottled(w, retryAfter)
+			return true
+		}
+		return false
+	}
+	return gw, &nonces
+}
+
 // A handler's call (its view does not retry 429s: every 429 comes back at
 // once) that needs a session while a job's sign-in waits out a 429 does
 // not sleep through that wait: it gets the 429 at once, not sent, with the
 // wait that is left. The job's sign-in goes on.
 func TestHandlerDoesNotSleepOnAJobsSignIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var nonces atomic.Int32
-		gw := newSIWEGateway(t, 0)
-		gw.beforeNonce = func(w http.ResponseWriter) bool {
-			if nonces.Add(1) == 1 {
-				writeThrottled(w, "30")
-				return true
-			}
-			return false
-		}
+		gw, nonces := newSIWEGatewayThrottlingFirstNonce(t, "30")
 		c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()), withRand(half))
 		ctx := context.Background()
 		jobDone := make(chan error, 1)
@@ -60,15 +67,7 @@ func TestHandlerDoesNotSleepOnAJobsSignIn(t *testing.T) {
 // 429 gets that 429, matching its context's error too.
 func TestCallerCancelledWhileTheSignInWaitsOutA429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var nonces atomic.Int32
-		gw := newSIWEGateway(t, 0)
-		gw.beforeNonce = func(w http.ResponseWriter) bool {
-			if nonces.Add(1) == 1 {
-				writeThrottled(w, "30")
-				return true
-			}
-			return false
-		}
+		gw, _ := newSIWEGatewayThrottlingFirstNonce(t, "30")
 		c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()), withRand(half))
 		job := c.With(WithRetryOn429(true))
 		jobDone := make(chan error, 1)
