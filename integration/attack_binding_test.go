@@ -136,19 +136,11 @@ func newBindingWorld(t *testing.T, opts ...rail0test.Option) *bindingWorld {
 func (w *bindingWorld) payment(payer *rail0.Client, payerAddress, capture string) *rail0.PaymentDetail {
 	w.t.Helper()
 	ctx := context.Background()
-	p, err := payer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
-		Token: w.gw.Token, Payer: payerAddress, Payee: w.gw.Merchant.Address})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if _, err := payer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
-		w.t.Fatal(err)
-	}
-	w.confirm(p.ID)(w.merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{}))
+	p := escrow{w.gw, w.clock, payer, payerAddress, w.merchant}.authorized(w.t, "25.00")
 	if capture != "" {
 		w.confirm(p.ID)(w.merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: capture}))
 	}
-	p, err = w.merchant.Payments.Get(ctx, p.ID)
+	p, err := w.merchant.Payments.Get(ctx, p.ID)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -161,10 +153,7 @@ func (w *bindingWorld) confirm(id string) func(*rail0.Transaction, error) {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		w.clock.Advance(time.Minute)
-		if _, err := w.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
-			w.t.Fatal(err)
-		}
+		escrow{gw: w.gw, clock: w.clock, merchant: w.merchant}.confirmed(w.t, id, tx)
 	}
 }
 

@@ -106,35 +106,11 @@ func TestCaptureAnsweredByAProxyAfterItRanIsOutcomeUnknown(t *testing.T) {
 			defer gw.Close()
 			proxy := newAfterwardsProxy(t, gw)
 			ctx := context.Background()
-			buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
-			merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-			buyer, err := rail0.NewClient(proxy.URL, gw.Pins(), rail0.WithSigner(buyerKey))
-			if err != nil {
-				t.Fatal(err)
-			}
-			merchant, err := rail0.NewClient(proxy.URL, gw.Pins(), rail0.WithSigner(merchantKey))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
-				Amount: "25.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
-				t.Fatal(err)
-			}
-			tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			clock.Advance(time.Minute)
-			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
-				t.Fatal(err)
-			}
+			buyer, merchant := signingClients(t, gw, proxy.URL)
+			p := escrow{gw, clock, buyer, gw.Buyer.Address, merchant}.authorized(t, "25.00")
 
 			proxy.set("POST /payments/"+p.ID+"/capture", a.proxyAnswer)
-			_, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
+			_, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 			if proxy.answered() != 1 {
 				t.Fatalf("the proxy answered %d submits", proxy.answered())
 			}

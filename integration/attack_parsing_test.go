@@ -21,7 +21,6 @@ import (
 
 	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/rail0test"
-	"github.com/rail0/rail0-go/signing"
 )
 
 // Attack 3 of issue 19: one payload, two readings. encoding/json matches
@@ -142,16 +141,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 	defer gw.Close()
 	rp := newRawProxy(t, gw)
 	ctx := context.Background()
-	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
-	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	buyer, err := rail0.NewClient(rp.URL, gw.Pins(), rail0.WithSigner(buyerKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	merchant, err := rail0.NewClient(rp.URL, gw.Pins(), rail0.WithSigner(merchantKey))
-	if err != nil {
-		t.Fatal(err)
-	}
+	buyer, merchant := signingClients(t, gw, rp.URL)
 	const thief = "0x00000000000000000000000000000000000Bad00"
 	const million = "1000000000000" // 1,000,000 USDC in base units
 

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/math"
@@ -183,30 +182,13 @@ func (w *pinsWorld) viaLiar(key *signing.PrivateKeySigner, opts []rail0.Option) 
 // 50.00 through honest clients: 50.00 is refundable.
 func (w *pinsWorld) captured() *rail0.PaymentDetail {
 	w.t.Helper()
-	p, err := w.direct.buyer.Payments.Create(w.ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize,
-		Amount: "100.00", Token: w.gw.Token, Payer: w.gw.Buyer.Address, Payee: w.gw.Merchant.Address})
+	e := escrow{gw: w.gw, payer: w.direct.buyer, payerAddress: w.gw.Buyer.Address, merchant: w.direct.merchant}
+	p := e.authorized(w.t, "100.00")
+	tx, err := w.direct.merchant.Payments.Capture(w.ctx, p.ID, rail0.PaymentCaptureParams{Amount: "50.00"})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := w.direct.buyer.Payments.PayerSign(w.ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
-		w.t.Fatal(err)
-	}
-	for _, step := range []func() (*rail0.Transaction, error){
-		func() (*rail0.Transaction, error) {
-			return w.direct.merchant.Payments.Authorize(w.ctx, p.ID, rail0.PaymentAuthorizeParams{})
-		},
-		func() (*rail0.Transaction, error) {
-			return w.direct.merchant.Payments.Capture(w.ctx, p.ID, rail0.PaymentCaptureParams{Amount: "50.00"})
-		},
-	} {
-		tx, err := step()
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		if _, err := w.direct.merchant.Payments.WaitForTransaction(w.ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
-			w.t.Fatal(err)
-		}
-	}
+	e.confirmed(w.t, p.ID, tx)
 	got, err := w.direct.merchant.Payments.Get(w.ctx, p.ID)
 	if err != nil {
 		w.t.Fatal(err)
