@@ -5,12 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,44 +35,36 @@ type swapProxy struct {
 }
 
 func newSwapProxy(t *testing.T, gw *rail0test.Server) *swapProxy {
-	target, _ := url.Parse(gw.URL)
 	sp := &swapProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	direct := rp.Director
-	rp.Director = func(r *http.Request) {
-		direct(r)
-		sp.mu.Lock()
-		defer sp.mu.Unlock()
-		sp.requests++
-		if sp.a == nil {
-			return
-		}
-		r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.ID, "/payments/"+sp.b.ID, 1)
-		if sp.mapRail0 {
-			r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.Rail0ID, "/payments/"+sp.b.Rail0ID, 1)
-		}
-		r.URL.RawPath = ""
-	}
-	rp.ModifyResponse = func(resp *http.Response) error {
-		sp.mu.Lock()
-		a, b := sp.a, sp.b
-		sp.mu.Unlock()
-		if a == nil {
+	sp.Server = newProxy(t, gw, proxyHooks{
+		in: func(r *http.Request) {
+			sp.mu.Lock()
+			defer sp.mu.Unlock()
+			sp.requests++
+			if sp.a == nil {
+				return
+			}
+			r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.ID, "/payments/"+sp.b.ID, 1)
+			if sp.mapRail0 {
+				r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.Rail0ID, "/payments/"+sp.b.Rail0ID, 1)
+			}
+			r.URL.RawPath = ""
+		},
+		out: func(resp *http.Response) error {
+			sp.mu.Lock()
+			a, b := sp.a, sp.b
+			sp.mu.Unlock()
+			if a == nil {
+				return nil
+			}
+			raw, err := drain(resp.Body)
+			if err != nil {
+				return err
+			}
+			resp.Body, resp.ContentLength = withBody(resp.Header, bytes.ReplaceAll(raw, []byte(b.ID), []byte(a.ID)))
 			return nil
-		}
-		raw, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		raw = bytes.ReplaceAll(raw, []byte(b.ID), []byte(a.ID))
-		resp.Body = io.NopCloser(bytes.NewReader(raw))
-		resp.ContentLength = int64(len(raw))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
-		return nil
-	}
-	sp.Server = httptest.NewServer(rp)
-	t.Cleanup(sp.Close)
+		},
+	})
 	return sp
 }
 

@@ -1,14 +1,10 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"sync"
 	"testing"
@@ -38,17 +34,16 @@ type proxyAnswer struct {
 }
 
 func newAfterwardsProxy(t *testing.T, gw *rail0test.Server) *afterwardsProxy {
-	target, _ := url.Parse(gw.URL)
 	p := &afterwardsProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.ModifyResponse = func(resp *http.Response) error {
+	p.Server = newProxy(t, gw, proxyHooks{out: func(resp *http.Response) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.route == "" || resp.Request.Method+" "+resp.Request.URL.Path != p.route {
 			return nil
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		_ = resp.Body.Close()
+		if _, err := drain(resp.Body); err != nil {
+			return err
+		}
 		p.answers++
 		resp.StatusCode = p.answer.status
 		resp.Status = strconv.Itoa(p.answer.status) + " " + http.StatusText(p.answer.status)
@@ -56,13 +51,9 @@ func newAfterwardsProxy(t *testing.T, gw *rail0test.Server) *afterwardsProxy {
 		if p.answer.contentType != "" {
 			resp.Header.Set("Content-Type", p.answer.contentType)
 		}
-		resp.Body = io.NopCloser(bytes.NewReader([]byte(p.answer.body)))
-		resp.ContentLength = int64(len(p.answer.body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(p.answer.body)))
+		resp.Body, resp.ContentLength = withBody(resp.Header, []byte(p.answer.body))
 		return nil
-	}
-	p.Server = httptest.NewServer(rp)
-	t.Cleanup(p.Close)
+	}})
 	return p
 }
 

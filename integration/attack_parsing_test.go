@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,18 +40,15 @@ type rawProxy struct {
 }
 
 func newRawProxy(t *testing.T, gw *rail0test.Server) *rawProxy {
-	target, _ := url.Parse(gw.URL)
 	rp := &rawProxy{}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
+	rp.Server = newProxy(t, gw, proxyHooks{out: func(resp *http.Response) error {
 		rp.mu.Lock()
 		rewrite := rp.rewrite
 		rp.mu.Unlock()
 		if rewrite == nil || resp.StatusCode >= 300 {
 			return nil
 		}
-		body, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
+		body, err := drain(resp.Body)
 		if err != nil {
 			return err
 		}
@@ -65,13 +59,9 @@ func newRawProxy(t *testing.T, gw *rail0test.Server) *rawProxy {
 			rp.sent = append(rp.sent, changed)
 			rp.mu.Unlock()
 		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		resp.Body, resp.ContentLength = withBody(resp.Header, body)
 		return nil
-	}
-	rp.Server = httptest.NewServer(proxy)
-	t.Cleanup(rp.Close)
+	}})
 	return rp
 }
 
