@@ -24,7 +24,10 @@ import (
 //
 // Every request a method of the view sends honours its settings: each
 // request of a flow, each page of an iterator, and the sign-in a call
-// triggers. A view of a view applies both, the later one winning.
+// triggers. A call that needs the session while a call of another view
+// leads the sign-in waits for it only as long as its own settings would
+// wait (the package doc's retry contract, item 6). A view of a view
+// applies both, the later one winning.
 //
 // Why a view: aws-sdk-go-v2 takes per-operation option functions
 // (optFns ...func(*Options)) on every method, which here would put a
