@@ -35,8 +35,9 @@ func isHeavy(path string) bool {
 // the root package imports the standard library, go-retryablehttp,
 // internal/evm, internal/verify (the checks, on internal/evm and registry),
 // internal/secret, registry and the rate-limit engine (package ratelimit,
-// with internal/limitclock, which lends its clock to redislimit's tests),
-// those last four on the standard library only; internal/evm and signing do
+// with internal/limitclock, which lends its clock to redislimit's tests,
+// and internal/jitter, the draw rule it shares with the root and
+// redislimit), those last four on the standard library only; internal/evm and signing do
 // their Ethereum cryptography with decred's secp256k1 and x/crypto's Keccak.
 // None of these packages, nor any of their tests, imports go-ethereum or
 // another integration's dependency (OpenTelemetry is package rail0otel's,
@@ -50,6 +51,7 @@ func TestRootPackageImports(t *testing.T) {
 		secret    = root + "/internal/secret"
 		ratelimit = root + "/ratelimit"
 		limclock  = root + "/internal/limitclock"
+		jitter    = root + "/internal/jitter"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
 		sha3      = "golang.org/x/crypto/sha3"
@@ -62,7 +64,7 @@ func TestRootPackageImports(t *testing.T) {
 		return m
 	}
 	for dir, allowed := range map[string]map[string]bool{
-		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit),
+		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit, jitter),
 		"internal/verify":     allow(evm, root+"/registry"),
 		"internal/verifytest": allow(verify),
 		"webhook":             allow(root, secret), // its types are the root package's
@@ -71,8 +73,9 @@ func TestRootPackageImports(t *testing.T) {
 		"signing":             allow(root, evm, secp256k1, ecdsa),
 		"internal/evm":        allow(secp256k1, ecdsa, sha3),
 		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
-		"ratelimit":           allow(limclock),
+		"ratelimit":           allow(limclock, jitter),
 		"internal/limitclock": allow(),
+		"internal/jitter":     allow(),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

@@ -617,18 +617,13 @@ type PaymentSubmitParams struct {
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, submitPaymentOperation, submitDispute, submitCloseDispute)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSignedTransaction(params.SignedTransaction); err != nil {
-		return nil, err
-	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
-	if err != nil {
-		return s.reconcileSubmit(ctx, id, op, transactionHash(params.SignedTransaction), err)
-	}
-	return tx, nil
+	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
+	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+		if err := checkSignedTransaction(params.SignedTransaction); err != nil {
+			return verify.Word{}, err
+		}
+		return transactionHash(params.SignedTransaction), nil
+	})
 }
 
 var (
@@ -663,27 +658,34 @@ type PaymentSubmitByHashParams struct {
 // reconciled as Submit's is: the payment is read and the transaction of op
 // carrying params.TransactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
-		return nil, err
-	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
-	if err != nil {
-		hash, _ := verify.ParseWord(params.TransactionHash)
-		return s.reconcileSubmit(ctx, id, op, hash, err)
-	}
-	return tx, nil
+	routes := [3]*operation{submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash}
+	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+		if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
+			return verify.Word{}, err
+		}
+		return verify.ParseWord(params.TransactionHash)
+	})
 }
 
-// doTransaction sends r, a submit, and decodes the Transaction it answers.
-func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, error) {
-	var tx Transaction
-	resp, err := c.do(ctx, r, &tx)
+// submit is what Submit and SubmitByHash share: op's route among routes
+// (the generic step's, the dispute's, the dispute close's, as stepRoute
+// takes them), then body checked by checked, which returns the hash the
+// chain and the gateway know the transaction by, then the send; a send
+// that fails is reconciled by that hash (reconcileSubmit), for a repeat
+// whose first answer was lost.
+func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, checked func() (verify.Word, error)) (*Transaction, error) {
+	route, args, err := stepRoute(op, id, routes[0], routes[1], routes[2])
 	if err != nil {
 		return nil, err
+	}
+	hash, err := checked()
+	if err != nil {
+		return nil, err
+	}
+	var tx Transaction
+	resp, err := s.client.do(ctx, &request{op: route, args: args, body: body}, &tx)
+	if err != nil {
+		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	tx.Response = resp
 	return &tx, nil
