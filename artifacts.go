@@ -63,7 +63,7 @@ func (e *ArtifactError) Error() string {
 	if e.Operation != "" {
 		what = string(e.Operation)
 	}
-	return fmt.Sprintf("rail0: %s of payment %s: %s", what, e.PaymentID, e.detail())
+	return fmt.Sprintf("rail0: %s of payment %s: %s", what, oneLine(e.PaymentID), e.detail())
 }
 
 // detail is the error without the payment and operation, which a

@@ -81,7 +81,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 		}
 		if payment.Status != StatusUnsigned {
 			if !isSigned(payment) {
-				return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
+				return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, oneLine(string(payment.Status))))
 			}
 			if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
 				return nil, f.fail(StepVerify, err)
