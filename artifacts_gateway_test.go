@@ -287,7 +287,11 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		reply(200, &p)
 		return
 	}
-	reply(202, map[string]any{"id": "tx-" + rest, "payment_id": artPayment, "operation": rest, "status": "submitted"})
+	op := Operation(rest)
+	if rest == "dispute/close" {
+		op = OpCloseDispute
+	}
+	reply(202, map[string]any{"id": "tx-" + rest, "payment_id": artPayment, "operation": op, "status": "submitted"})
 }
 
 // rewrite changes the payment the gateway serves from now on, keeping it

@@ -318,17 +318,24 @@ func transactionHash(signed string) verify.Word {
 	return evm.Keccak256(raw)
 }
 
-// reconcileSubmit reports a submit of op on payment id, refused with cause,
+// reconcileSubmit reports a submit of op on payment id, failed with cause,
 // as what happened when the gateway refused it because the transaction is
 // known already (a repeat after a lost answer: already_known, nonce_too_low,
 // transaction_not_overwritable, or a report by hash of a confirmed row, all
-// 422). The payment is read, and the transaction of op that carries hash,
-// the one this client signed or reported, is returned as the submit's
-// result, with the read's Response. A refusal for any other reason leaves
-// no such transaction, and cause stands; so does a failed read.
+// 422), or when a 2xx answered it that is not the transaction (a proxy's
+// page or JSON written after the gateway ran the submit, or not: see
+// notTheTransaction). The payment is read, and the transaction of op that
+// carries hash, the one this client signed or reported, is returned as the
+// submit's result, with the read's Response. A refusal for any other reason
+// leaves no such transaction, and cause stands; so does a failed read, and
+// so does a 2xx whose transaction the read does not show (still an
+// *OutcomeUnknownError for a submit of a signed transaction).
 func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
 	var apiErr *APIError
-	if !errors.As(cause, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
+	var decodeErr *DecodeError
+	refused := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity
+	unread := errors.As(cause, &decodeErr) && decodeErr.StatusCode >= 200 && decodeErr.StatusCode <= 299
+	if !refused && !unread {
 		return nil, cause
 	}
 	p, err := s.Get(ctx, id)

@@ -466,6 +466,11 @@ type request struct {
 	// session token, a webhook secret): error values built from that answer
 	// keep none of its body.
 	secretAnswer bool
+	// identify, when set, reports why the decoded 2xx answer is not the
+	// resource the operation promises, "" when it is (notTheTransaction,
+	// notThePayment): a write that must not run twice is not a success on
+	// a body that merely decodes.
+	identify func() string
 	// keep401 returns a 401 as it is, without signing in again: logging out
 	// a session the gateway already refuses needs no new session.
 	keep401 bool
@@ -534,6 +539,11 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		}
 	}
 	c.tellUntold(ctx, st)
+	if err == nil && r.identify != nil && resp != nil {
+		if why := r.identify(); why != "" {
+			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
+		}
+	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError
 		if errors.As(err, &decodeErr) {

@@ -217,7 +217,8 @@ func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams
 		key = newIdempotencyKey()
 	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key}, &p)
+	identify := func() string { return notThePayment(&p) }
+	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key, identify: identify}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -624,9 +625,10 @@ func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, p
 	if err := checkSignedTransaction(params.SignedTransaction); err != nil {
 		return nil, err
 	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
+	hash := transactionHash(params.SignedTransaction)
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params}, op, hash)
 	if err != nil {
-		return s.reconcileSubmit(ctx, id, op, transactionHash(params.SignedTransaction), err)
+		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	return tx, nil
 }
@@ -670,17 +672,20 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 	if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
 		return nil, err
 	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
+	hash, _ := verify.ParseWord(params.TransactionHash)
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params}, op, hash)
 	if err != nil {
-		hash, _ := verify.ParseWord(params.TransactionHash)
 		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	return tx, nil
 }
 
-// doTransaction sends r, a submit, and decodes the Transaction it answers.
-func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, error) {
+// doTransaction sends r, a submit of op whose transaction hash is hash (or
+// its report by hash), and decodes the Transaction it answers, which must
+// be that transaction (notTheTransaction).
+func doTransaction(ctx context.Context, c *Client, r *request, op Operation, hash verify.Word) (*Transaction, error) {
 	var tx Transaction
+	r.identify = func() string { return notTheTransaction(&tx, op, hash) }
 	resp, err := c.do(ctx, r, &tx)
 	if err != nil {
 		return nil, err
