@@ -101,6 +101,15 @@ type Intent struct {
 	// Signature is the payee's signature of the refund authorization that
 	// the refund transaction must carry (0x + 130 hex).
 	Signature string
+	// Expect is what the caller knows of the payment, its order, checked
+	// against the payment exactly as a flow's params' Expect is (see
+	// Expectation): the payment comes from the gateway, and only this, or
+	// this client's record of the Create, tells it is the payment meant.
+	// The payer's signature needs the order's terms (ChainID, Mode, Token,
+	// Payee and Amount) unless this client created the payment; a refund
+	// needs Payer (recommended) or the Rail0ID of the merchant's own order
+	// record.
+	Expect Expectation
 }
 
 // VerifiedPayload is what VerifyPayload checked: the digest to sign and
@@ -184,8 +193,10 @@ func (e *UntrustedError) Is(target error) bool {
 // checkRequest checks what a VerifyPayload (onChain false) or
 // VerifyTransaction (onChain true) call can be refused for without the
 // gateway: a payment given and well formed, an operation the method
-// serves, a signer who may sign it, and an amount, reason and signature
-// that parse. Nothing is fetched for a call refused here.
+// serves, a signer who may sign it, an amount, reason and signature that
+// parse and apply to the operation (one that does not apply is refused: a
+// caller who set Amount for the payer's signature believed it checked), and
+// a well-formed expectation. Nothing is fetched for a call refused here.
 func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 	if payment == nil {
 		return &ValidationError{Field: "payment", Reason: "is required"}
@@ -205,6 +216,9 @@ func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 			return err
 		}
 	}
+	if err := inapplicable(in, onChain); err != nil {
+		return err
+	}
 	switch in.Operation {
 	case OpCapture, OpRefund:
 		if err := checkHumanAmount("amount", in.Amount); err != nil {
@@ -221,6 +235,33 @@ func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 		if _, err := verify.DecodeSignatureHex(in.Signature); err != nil {
 			return &ValidationError{Field: "signature", Reason: err.Error()}
 		}
+	}
+	return in.Expect.check()
+}
+
+// inapplicable refuses an Intent field that the operation does not use:
+// ignoring it would let a caller believe it was checked (an Amount stated
+// for the payer's signature, which signs the payment's whole amount, bound
+// nothing).
+func inapplicable(in Intent, onChain bool) error {
+	what := "the payer's signature"
+	if in.Operation != "" {
+		what = string(in.Operation)
+	}
+	refuse := func(field, hint string) error {
+		return &ValidationError{Field: field, Reason: "does not apply to " + what + hint}
+	}
+	switch {
+	case in.Amount != "" && in.Operation != OpCapture && in.Operation != OpRefund:
+		hint := ""
+		if in.Operation == "" {
+			hint = ", which signs the payment's whole amount: state the order's amount in Expect.Amount"
+		}
+		return refuse("amount", hint)
+	case in.Reason != "" && in.Operation != OpDispute && in.Operation != OpCloseDispute:
+		return refuse("reason", "")
+	case in.Signature != "" && !(onChain && in.Operation == OpRefund):
+		return refuse("signature", "")
 	}
 	return nil
 }
@@ -278,17 +319,24 @@ func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 // and OpRefund for the refund authorization of PrepareRefund, with
 // intent.Amount the human refund amount. The payment's own fields are
 // checked first (config_hash, the chain's trusted contract, the token's
-// pinned decimals). The payload is read strictly: a repeated key, keys that
+// pinned decimals), then bound to what the caller meant as a flow's payment
+// is: intent.Expect and this client's record of the Create must match it,
+// and the payer's signature and a refund need one of them (ErrUnbound
+// otherwise; see Intent.Expect). The payload is read strictly: a repeated key, keys that
 // differ only by case or Unicode folding ("Domain" beside "domain"), or a
 // key EIP-712 does not define, at any level, is refused, since
 // encoding/json and a wallet would read such a payload differently. A
 // mismatch is an *ArtifactError naming the field; a chain or token neither
 // the registry nor the client's pins trust is an *UntrustedError; a nil
-// payment or an intent that cannot be served is a *ValidationError.
+// payment or an intent that cannot be served (a field the operation does
+// not use included) is a *ValidationError.
 //
 // It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
 	if err := checkRequest(payment, intent, false); err != nil {
+		return nil, err
+	}
+	if err := s.requireBinding(payment, intent); err != nil {
 		return nil, err
 	}
 	t, in, _, err := s.checkIntent(payment, intent)
@@ -311,7 +359,8 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 // signature). It returns the digest to sign and the transaction it was
 // computed from, encoded by the SDK: build what a wallet signs or sends
 // from that Transaction, never from the gateway's string. The transaction
-// is read as strictly as VerifyPayload reads a payload. A mismatch is an
+// is read as strictly as VerifyPayload reads a payload, and the payment is
+// bound to what the caller meant as VerifyPayload binds it. A mismatch is an
 // *ArtifactError naming the field; a chain or token neither the registry
 // nor the client's pins trust is an *UntrustedError; a nil payment or an
 // intent that cannot be served is a *ValidationError.
@@ -319,6 +368,9 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 // It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) (*VerifiedTransaction, error) {
 	if err := checkRequest(payment, intent, true); err != nil {
+		return nil, err
+	}
+	if err := s.requireBinding(payment, intent); err != nil {
 		return nil, err
 	}
 	t, in, tr, err := s.checkIntent(payment, intent)
@@ -333,12 +385,32 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 	return &VerifiedTransaction{Digest: tx.SigningHash(), Transaction: tx.Canonical(from)}, nil
 }
 
-// checkIntent checks the payment, turns intent's human amount into base
-// units and returns the trust it checked with.
+// requireBinding refuses, as a flow does (flow.requireBinding), a payer's
+// signature or a refund that nothing binds to the payment the caller meant:
+// neither this client's record of the Create nor intent.Expect.
+func (s *PaymentsService) requireBinding(payment *PaymentDetail, intent Intent) error {
+	_, _, asked := s.client.created.lookup(payment.ID)
+	if !unbound(intent.Operation, asked, false, intent.Expect) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; nothing was signed", ErrUnbound, bindHow(intent.Operation, oneLine(payment.ID), "Intent.Expect", false))
+}
+
+// checkIntent checks the payment, binds it to what the caller meant
+// (intent.Expect, and this client's record of the Create, as a flow's
+// bind does), turns intent's human amount into base units and returns the
+// trust it checked with.
 func (s *PaymentsService) checkIntent(payment *PaymentDetail, intent Intent) (*verify.Terms, Intent, *verify.Trust, error) {
 	tr := s.client.trust()
 	t, err := checkPayment(payment, tr)
 	if err != nil {
+		return nil, intent, nil, err
+	}
+	expected := []Expectation{intent.Expect}
+	if asked, _, ok := s.client.created.lookup(payment.ID); ok {
+		expected = append(expected, asked)
+	}
+	if err := checkBound(payment, payment.ID, intent.Operation, t, expected...); err != nil {
 		return nil, intent, nil, err
 	}
 	if intent.Amount != "" {

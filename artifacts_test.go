@@ -330,11 +330,14 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verified, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "4.00"}, auth.SigningPayload)
+	// A refund is bound to the order's payer (or its rail0_id), from the
+	// merchant's own records.
+	buyer := Expectation{Payer: g.payer.Address()}
+	verified, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "4.00", Expect: buyer}, auth.SigningPayload)
 	if err != nil || verified.Digest == ([32]byte{}) {
 		t.Fatalf("honest refund payload: %+v, %v", verified, err)
 	}
-	if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "3.00"}, auth.SigningPayload); !errors.Is(err, ErrArtifactMismatch) {
+	if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "3.00", Expect: buyer}, auth.SigningPayload); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("refund payload for 4.00 checked against 3.00: %v", err)
 	}
 	// Nonsense in, a typed error out.
@@ -344,7 +347,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 		if !errors.As(err, &ae) {
 			t.Errorf("VerifyTransaction(%.20q) = %v, want an *ArtifactError", junk, err)
 		}
-		if _, err := c.Payments.VerifyPayload(ctx, p, Intent{}, []byte(junk)); err == nil {
+		if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Expect: artOrder(p.Mode)}, []byte(junk)); !errors.Is(err, ErrArtifactMismatch) {
 			t.Errorf("VerifyPayload(%.20q) accepted", junk)
 		}
 	}

@@ -223,33 +223,56 @@ func askedOf(params PaymentCreateParams, answer *PaymentDetail) Expectation {
 	return e
 }
 
-// unbound is the refusal of a flow that needs a binding and has none.
-func (f *flow) unbound() error {
-	how := "name the payment by its rail0_id, or set PaymentRefundParams.Expect.Payer (or Expect.Rail0ID) to the payer of the order"
-	if f.op == "" {
-		how = fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
-			"or more than %d payments created since): set PaymentPayerSignParams.Expect to the order's ChainID, Mode, Token, Payee and Amount, "+
-			"or call Create again on this client with the order's IdempotencyKey", f.id, maxCreated)
+// unbound reports whether op would sign on the gateway's word alone what
+// sends the caller's money away: the payer's signature needs the terms of
+// the order (asked, this client's record of Create, or an expectation
+// stating them); a refund needs its payer (a rail0_id the caller named it
+// by, byRail0ID, which the chain binds to the payment's terms, or the
+// expectation's Rail0ID or Payer). The flows and the low-level path
+// (VerifyPayload, VerifyTransaction) share this one rule.
+func unbound(op Operation, asked, byRail0ID bool, e Expectation) bool {
+	switch op {
+	case "":
+		return !asked && !e.ordersTerms()
+	case OpRefund:
+		return !asked && !byRail0ID && e.Rail0ID == "" && e.Payer == ""
 	}
-	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, how))
+	return false
 }
 
-// requireBinding refuses, before any request, a flow that would sign on the
-// gateway's word alone what sends the caller's money away: the payer's
-// signature needs the terms of the order (this client's record of Create,
-// or an expectation stating them); a refund needs its payer (a rail0_id,
-// which the chain binds to the payment's terms, or the expected payer).
+// bindHow says how to bind op on payment id, whose expectation the caller
+// sets in expect ("PaymentRefundParams.Expect", "Intent.Expect"); byName
+// when the caller may also name the payment by its rail0_id.
+func bindHow(op Operation, id, expect string, byName bool) string {
+	if op == "" {
+		return fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
+			"or more than %d payments created since): set %s to the order's ChainID, Mode, Token, Payee and Amount, "+
+			"or call Create again on this client with the order's IdempotencyKey", id, maxCreated, expect)
+	}
+	how := fmt.Sprintf("set %s.Payer to the payer of the order (recommended), or %s.Rail0ID", expect, expect)
+	if byName {
+		how += " (or name the payment by it)"
+	}
+	// A rail0_id read from the gateway names whatever payment the gateway
+	// chose: only one the caller kept before the gateway could lie binds.
+	return how + " to the rail0_id stored in your own order record at checkout, never one read from the gateway at refund time"
+}
+
+// unbound is the refusal of a flow that needs a binding and has none.
+func (f *flow) unbound() error {
+	expect := "PaymentRefundParams.Expect"
+	if f.op == "" {
+		expect = "PaymentPayerSignParams.Expect"
+	}
+	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, bindHow(f.op, f.id, expect, true)))
+}
+
+// requireBinding refuses, before any request, a flow that nothing binds to
+// the payment the caller meant (see unbound).
 func (f *flow) requireBinding() error {
-	switch f.op {
-	case "":
-		if f.asked == nil && !f.expect.ordersTerms() {
-			return f.unbound()
-		}
-	case OpRefund:
-		_, byRail0ID := rail0IDOf(f.id)
-		if f.asked == nil && !byRail0ID && f.expect.Rail0ID == "" && f.expect.Payer == "" {
-			return f.unbound()
-		}
+	_, byRail0ID := rail0IDOf(f.id)
+	if unbound(f.op, f.asked != nil, byRail0ID, f.expect) {
+		return f.unbound()
 	}
 	return nil
 }
@@ -266,20 +289,33 @@ func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
 		}
 		return &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "payment", Field: field, Expected: f.id, Got: got}
 	}
+	expected := []Expectation{f.expect}
+	if f.asked != nil {
+		expected = append(expected, *f.asked)
+	}
+	if err := checkBound(p, f.id, f.op, t, expected...); err != nil {
+		return err
+	}
+	f.paymentID = p.ID
+	return nil
+}
+
+// checkBound compares payment p, named id by the caller, whose terms t
+// were checked, with each expectation of what the caller meant, for op.
+func checkBound(p *PaymentDetail, id string, op Operation, t *verify.Terms, expected ...Expectation) error {
 	toBase := func(amount string) (string, error) { return baseUnits(t, "amount", amount) }
-	for _, e := range []*Expectation{&f.expect, f.asked} {
-		if e == nil || *e == (Expectation{}) {
+	for _, e := range expected {
+		if e == (Expectation{}) {
 			continue
 		}
-		if err := checkExpected(p, f.id, *e, toBase); err != nil {
+		if err := checkExpected(p, id, e, toBase); err != nil {
 			var ae *ArtifactError
 			if errors.As(err, &ae) {
-				ae.Operation = f.op
+				ae.Operation = op
 			}
 			return err
 		}
 	}
-	f.paymentID = p.ID
 	return nil
 }
 

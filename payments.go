@@ -190,9 +190,10 @@ var createPayment = declare(operation{"createPayment", "POST", "/payments", opKe
 // A missing field, a chain id below 1 or an amount that is not a positive
 // decimal such as "25.00" is a *ValidationError before any request.
 //
-// A client with a signer (WithSigner) remembers what was asked for (the
-// last 1024 payments, in memory), and PayerSign of the payment on it signs
-// those terms and no others, whatever the gateway answers; a replay of an
+// The client remembers what was asked for (the last 1024 payments, in
+// memory), and PayerSign of the payment on it (or VerifyPayload of its
+// payer's signature, for a wallet elsewhere) accepts those terms and no
+// others, whatever the gateway answers; a replay of an
 // Idempotency-Key first used with other params is refused there. Calling
 // Create again with the order's IdempotencyKey, after a restart for
 // instance, restores that record. Create returns what the gateway answered,
@@ -224,10 +225,10 @@ func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams
 	}
 	p.Replayed = resp.StatusCode == http.StatusOK
 	p.Response = resp
-	if s.client.signer != nil { // only PayerSign, a flow, reads it
-		s.client.created.remember(p.ID, askedOf(params, &p))
-		s.client.learnPayment(p.ID, &p)
-	}
+	// PayerSign and the low-level path (VerifyPayload, VerifyTransaction)
+	// bind the payment to this record.
+	s.client.created.remember(p.ID, askedOf(params, &p))
+	s.client.learnPayment(p.ID, &p)
 	return &p, nil
 }
 

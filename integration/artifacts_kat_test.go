@@ -128,19 +128,24 @@ func TestPayloadDigestsMatchGoEthereum(t *testing.T) {
 	ctx := context.Background()
 	payer, payee := common.HexToAddress("0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"), common.HexToAddress("0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2")
 	c := katClient(t)
+	// The order, as its payer and its payee know it (VerifyPayload binds
+	// the payment to it).
+	order := func(mode rail0.PaymentMode) rail0.Expectation {
+		return rail0.Expectation{ChainID: 84532, Mode: mode, Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Payee: payee.Hex(), Amount: "25.00"}
+	}
 	for _, tc := range []struct {
 		name   string
 		mode   rail0.PaymentMode
 		intent rail0.Intent
 		td     func(k *katPayment) apitypes.TypedData
 	}{
-		{"payer, authorize", rail0.ModeAuthorize, rail0.Intent{}, func(k *katPayment) apitypes.TypedData {
+		{"payer, authorize", rail0.ModeAuthorize, rail0.Intent{Expect: order(rail0.ModeAuthorize)}, func(k *katPayment) apitypes.TypedData {
 			return k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), 1789985700, k.nonce("RAIL0.AUTHORIZE", nil))
 		}},
-		{"payer, charge", rail0.ModeCharge, rail0.Intent{}, func(k *katPayment) apitypes.TypedData {
+		{"payer, charge", rail0.ModeCharge, rail0.Intent{Expect: order(rail0.ModeCharge)}, func(k *katPayment) apitypes.TypedData {
 			return k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), 1789985700, k.nonce("RAIL0.CHARGE", nil))
 		}},
-		{"refund", rail0.ModeAuthorize, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00"}, func(k *katPayment) apitypes.TypedData {
+		{"refund", rail0.ModeAuthorize, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00", Expect: rail0.Expectation{Payer: payer.Hex()}}, func(k *katPayment) apitypes.TypedData {
 			return k.authorization("ReceiveWithAuthorization", payee, big.NewInt(4_000_000), 1791972900, k.nonce("RAIL0.REFUND", big.NewInt(10_000_000)))
 		}},
 	} {
