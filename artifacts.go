@@ -322,7 +322,8 @@ func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 // pinned decimals), then bound to what the caller meant as a flow's payment
 // is: intent.Expect and this client's record of the Create must match it,
 // and the payer's signature and a refund need one of them (ErrUnbound
-// otherwise; see Intent.Expect). The payload is read strictly: a repeated key, keys that
+// otherwise; see Intent.Expect); for the payer's signature, its expiries
+// are bounded as PayerSign bounds them (WithExpiryBounds). The payload is read strictly: a repeated key, keys that
 // differ only by case or Unicode folding ("Domain" beside "domain"), or a
 // key EIP-712 does not define, at any level, is refused, since
 // encoding/json and a wallet would read such a payload differently. A
@@ -342,6 +343,11 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 	t, in, _, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return nil, err
+	}
+	if in.Operation == "" {
+		if err := s.client.checkExpiries(t); err != nil {
+			return nil, err
+		}
 	}
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/verify"
@@ -66,6 +67,12 @@ type Expectation struct {
 	// Amount is the payment's whole amount as a human decimal ("25.00"),
 	// compared in base units with the pinned decimals.
 	Amount string
+	// LatestAuthorizationExpiry is the latest authorization_expiry the
+	// order allows: after it the payer can release an escrow's funds.
+	LatestAuthorizationExpiry time.Time
+	// EarliestRefundExpiry is the earliest refund_expiry the order
+	// allows: refunds and disputes are possible until it.
+	EarliestRefundExpiry time.Time
 }
 
 // check validates the expectation's own fields, so that a typo fails before
@@ -128,6 +135,12 @@ func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(strin
 		if f.expected != "" && !sameAddress(f.expected, f.got) {
 			return fail(f.field, f.expected, f.got)
 		}
+	}
+	if latest := e.LatestAuthorizationExpiry; !latest.IsZero() && int64(p.AuthorizationExpiry) > latest.Unix() {
+		return fail("authorization_expiry", "at most "+strconv.FormatInt(latest.Unix(), 10), strconv.FormatInt(int64(p.AuthorizationExpiry), 10))
+	}
+	if earliest := e.EarliestRefundExpiry; !earliest.IsZero() && int64(p.RefundExpiry) < earliest.Unix() {
+		return fail("refund_expiry", "at least "+strconv.FormatInt(earliest.Unix(), 10), strconv.FormatInt(int64(p.RefundExpiry), 10))
 	}
 	if e.Amount == "" {
 		return nil

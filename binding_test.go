@@ -97,7 +97,7 @@ func (b *bindGateway) client(key Signer, opts ...Option) *Client {
 }
 
 func (b *bindGateway) clientAt(url string, key Signer, opts ...Option) *Client {
-	c, err := NewClient(url, append([]Option{artPins(), WithToken("t"), WithSigner(key)}, opts...)...)
+	c, err := NewClient(url, append([]Option{artPins(), WithToken("t"), WithSigner(key), atArtCreation()}, opts...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}

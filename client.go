@@ -226,6 +226,9 @@ type clientState struct {
 	// domains the checks have learned.
 	trustBase verify.Trust
 	domains   domainCache
+	// expiries bounds the expiries the payer's signature commits to
+	// (WithExpiryBounds), measured from now, the local clock.
+	expiries verify.ExpiryBounds
 	// created remembers what Create was asked for, for PayerSign; known,
 	// the payments' terms the flows checked (flow_known.go).
 	created createdLog
@@ -291,6 +294,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:           time.Now,
 		rand:          rand.Float64,
 		cooldown:      true,
+		expiries:      verify.DefaultExpiryBounds,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -343,6 +347,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		signer:      cfg.signer,
 		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
+		expiries:    cfg.expiries,
 		quota:       newRetryQuota(),
 	}
 	if state.limiter == nil {
