@@ -266,9 +266,13 @@ func inapplicable(in Intent, onChain bool) error {
 	return nil
 }
 
-// domainCache remembers the EIP-712 name and version of tokens whose
-// payloads passed the checks, so that the payer's signature inside a later
-// authorize or charge call can be recovered.
+// domainCache remembers the EIP-712 name and version of tokens, so that
+// the payer's signature inside a later authorize or charge call can be
+// recovered. The checks of a payload cannot prove a domain's name and
+// version (only its chain and contract), so one is learned only from a
+// payload whose signature the gateway then accepted (PayerSign's PUT
+// .../sign), and forgotten when a payer's signature does not recover under
+// it: one lie about a domain never refuses every later honest flow.
 type domainCache struct {
 	mu sync.Mutex
 	m  map[verify.TokenKey][2]string // replaced, never modified, once stored
@@ -296,7 +300,7 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 }
 
 // learnTokenDomain keeps the EIP-712 domain of a token whose payload passed
-// the checks.
+// the checks and whose signature the gateway accepted.
 func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 	c.domains.mu.Lock()
 	defer c.domains.mu.Unlock()
@@ -385,6 +389,7 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 	}
 	tx, err := checkTransaction(t, in, unsignedTransaction, tr)
 	if err != nil {
+		s.client.forgetTokenDomain(t, in, tr, err)
 		return nil, err
 	}
 	from, _ := verify.ParseAddress(in.Signer) // checkIntent has checked it
@@ -493,6 +498,32 @@ func checkPayment(p *PaymentDetail, tr *verify.Trust) (*verify.Terms, error) {
 func checkPayload(t *verify.Terms, in Intent, payload json.RawMessage) (*verify.Payload, error) {
 	pc, err := verify.CheckPayload(t, intentOf(in), payload)
 	return pc, fromVerify(err)
+}
+
+// forgetTokenDomain drops the domain of t's token that tr held when err,
+// the refusal of a transaction of in against tr, is a payer's signature
+// that does not recover under it: either the signature or the domain
+// learned is a lie, and keeping the domain would refuse every later honest
+// authorize and charge of the token. The refusal stands; the next check
+// recovers nothing until a signature is accepted again.
+func (c *Client) forgetTokenDomain(t *verify.Terms, in Intent, tr *verify.Trust, err error) {
+	var ae *ArtifactError
+	if (in.Operation != OpAuthorize && in.Operation != OpCharge) || !errors.As(err, &ae) || ae.Field != "data.r" {
+		return
+	}
+	k := verify.TokenKey{ChainID: t.ChainID.Int64(), Token: t.Token}
+	used, ok := tr.TokenDomains[k]
+	if !ok {
+		return
+	}
+	c.domains.mu.Lock()
+	defer c.domains.mu.Unlock()
+	if known, ok := c.domains.m[k]; !ok || known != used {
+		return // learned again since: keep the newer one
+	}
+	domains := maps.Clone(c.domains.m)
+	delete(domains, k)
+	c.domains.m = domains
 }
 
 // checkTransaction checks an unsigned_transaction for in against t and tr:

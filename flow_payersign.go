@@ -108,7 +108,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 	if err := s.client.checkExpiries(t); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	sig, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
+	sig, pc, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +119,10 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 			return nil, f.fail(StepSubmit, err)
 		}
 		signed = done
+	} else {
+		// The gateway accepted the signature over this domain: the payer's
+		// signature in a later authorize or charge can be recovered.
+		s.client.learnTokenDomain(t, pc)
 	}
 	f.forgetAsked()
 	return signed, nil

@@ -76,7 +76,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}
-	in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload)
+	in.Signature, _, err = f.signPayload(ctx, t, in, auth.SigningPayload)
 	var ae *ArtifactError
 	if known && errors.As(err, &ae) && ae.Artifact == "signing_payload" && ae.Field == "message.nonce" {
 		// The tracked balance may be stale: nothing was signed; read the
@@ -84,7 +84,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 		if _, t, tr, err = f.read(ctx); err != nil {
 			return nil, err
 		}
-		in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload)
+		in.Signature, _, err = f.signPayload(ctx, t, in, auth.SigningPayload)
 	}
 	if err != nil {
 		return nil, err
