@@ -34,9 +34,12 @@ import (
 // nothing binds to the payment the caller meant, where acting on the
 // gateway's word alone could send the caller's money to someone else:
 // PayerSign without a record of the Create it signs for and without an
-// expectation of the order's terms, and Refund without a rail0_id or an
-// expected payer. Nothing was read or signed; the message says how to bind
-// the flow.
+// expectation of the order's terms, and Refund without an expected payer
+// or rail0_id (and VerifyPayload and VerifyTransaction likewise). Nothing
+// was read or signed; the message says how to bind the flow. A rail0_id
+// binds only when it comes from the caller's own order record, stored at
+// checkout: one read from the gateway at refund time names whatever
+// payment the gateway chose.
 var ErrUnbound = errors.New("rail0: nothing binds the flow to the payment you meant")
 
 // Expectation is what the caller knows of the payment a flow acts on: its
@@ -51,7 +54,10 @@ type Expectation struct {
 	// Rail0ID is the contract's id of the payment, 0x + 64 hex. The chain
 	// keeps the payment's terms under it, so a step bound to it acts on
 	// that payment or reverts: naming it binds a flow as fully as naming
-	// the payment by it.
+	// the payment by it. It must come from the merchant's own order record,
+	// stored at checkout (Create's answer): one read from the gateway when
+	// the flow runs is whatever payment the gateway chose, and binds
+	// nothing. Payer is the binding to prefer for a refund.
 	Rail0ID string
 	// ChainID is the payment's chain.
 	ChainID int64
