@@ -235,6 +235,9 @@ type clientState struct {
 	// domains the checks have learned.
 	trustBase verify.Trust
 	domains   domainCache
+	// expiries bounds the expiries the payer's signature commits to
+	// (WithExpiryBounds), measured from now, the local clock.
+	expiries verify.ExpiryBounds
 	// created remembers what Create was asked for, for PayerSign; known,
 	// the payments' terms the flows checked (flow_known.go).
 	created createdLog
@@ -302,6 +305,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:           time.Now,
 		rand:          rand.Float64,
 		cooldown:      true,
+		expiries:      verify.DefaultExpiryBounds,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -354,6 +358,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		signer:      cfg.signer,
 		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
+		expiries:    cfg.expiries,
 		quota:       newRetryQuota(),
 	}
 	if state.limiter == nil {
@@ -480,6 +485,11 @@ type request struct {
 	// session token, a webhook secret): error values built from that answer
 	// keep none of its body.
 	secretAnswer bool
+	// identify, when set, reports why the decoded 2xx answer is not the
+	// resource the operation promises, "" when it is (notTheTransaction,
+	// notThePayment): a write that must not run twice is not a success on
+	// a body that merely decodes.
+	identify func() string
 	// keep401 returns a 401 as it is, without signing in again: logging out
 	// a session the gateway already refuses needs no new session.
 	keep401 bool
@@ -552,6 +562,11 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		}
 	}
 	c.tellUntold(ctx, st)
+	if err == nil && r.identify != nil && resp != nil {
+		if why := r.identify(); why != "" {
+			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
+		}
+	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError
 		if errors.As(err, &decodeErr) {

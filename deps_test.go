@@ -33,7 +33,8 @@ func isHeavy(path string) bool {
 
 // TestRootPackageImports pins the dependencies of the SDK's own packages:
 // the root package imports the standard library, go-retryablehttp,
-// internal/evm, internal/verify (the checks, on internal/evm and registry),
+// internal/evm, internal/verify (the checks, on internal/evm, registry and
+// internal/strictjson, the key check webhook deliveries share),
 // internal/secret, registry and the rate-limit engine (package ratelimit,
 // with internal/limitclock, which lends its clock to redislimit's tests,
 // and internal/jitter, the draw rule it shares with the root and
@@ -48,6 +49,7 @@ func TestRootPackageImports(t *testing.T) {
 		root      = "github.com/rail0/rail0-go"
 		evm       = root + "/internal/evm"
 		verify    = root + "/internal/verify"
+		strict    = root + "/internal/strictjson"
 		secret    = root + "/internal/secret"
 		ratelimit = root + "/ratelimit"
 		limclock  = root + "/internal/limitclock"
@@ -65,9 +67,10 @@ func TestRootPackageImports(t *testing.T) {
 	}
 	for dir, allowed := range map[string]map[string]bool{
 		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit, jitter),
-		"internal/verify":     allow(evm, root+"/registry"),
+		"internal/verify":     allow(evm, strict, root+"/registry"),
+		"internal/strictjson": allow(),
 		"internal/verifytest": allow(verify),
-		"webhook":             allow(root, secret), // its types are the root package's
+		"webhook":             allow(root, secret, strict), // its types are the root package's
 		"internal/secret":     allow(),
 		"registry":            allow(),
 		"signing":             allow(root, evm, secp256k1, ecdsa),

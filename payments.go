@@ -190,9 +190,10 @@ var createPayment = declare(operation{"createPayment", "POST", "/payments", opKe
 // A missing field, a chain id below 1 or an amount that is not a positive
 // decimal such as "25.00" is a *ValidationError before any request.
 //
-// A client with a signer (WithSigner) remembers what was asked for (the
-// last 1024 payments, in memory), and PayerSign of the payment on it signs
-// those terms and no others, whatever the gateway answers; a replay of an
+// The client remembers what was asked for (the last 1024 payments, in
+// memory), and PayerSign of the payment on it (or VerifyPayload of its
+// payer's signature, for a wallet elsewhere) accepts those terms and no
+// others, whatever the gateway answers; a replay of an
 // Idempotency-Key first used with other params is refused there. Calling
 // Create again with the order's IdempotencyKey, after a restart for
 // instance, restores that record. Create returns what the gateway answered,
@@ -217,16 +218,17 @@ func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams
 		key = newIdempotencyKey()
 	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key}, &p)
+	identify := func() string { return notThePayment(&p) }
+	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key, identify: identify}, &p)
 	if err != nil {
 		return nil, err
 	}
 	p.Replayed = resp.StatusCode == http.StatusOK
 	p.Response = resp
-	if s.client.signer != nil { // only PayerSign, a flow, reads it
-		s.client.created.remember(p.ID, askedOf(params, &p))
-		s.client.learnPayment(p.ID, &p)
-	}
+	// PayerSign and the low-level path (VerifyPayload, VerifyTransaction)
+	// bind the payment to this record.
+	s.client.created.remember(p.ID, askedOf(params, &p))
+	s.client.learnPayment(p.ID, &p)
 	return &p, nil
 }
 
@@ -670,9 +672,10 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 // submit is what Submit and SubmitByHash share: op's route among routes
 // (the generic step's, the dispute's, the dispute close's, as stepRoute
 // takes them), then body checked by checked, which returns the hash the
-// chain and the gateway know the transaction by, then the send; a send
-// that fails is reconciled by that hash (reconcileSubmit), for a repeat
-// whose first answer was lost.
+// chain and the gateway know the transaction by, then the send, whose
+// answer must be that transaction (notTheTransaction); a send that fails
+// is reconciled by that hash (reconcileSubmit), for a repeat whose first
+// answer was lost.
 func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, checked func() (verify.Word, error)) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, routes[0], routes[1], routes[2])
 	if err != nil {
@@ -683,7 +686,9 @@ func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, r
 		return nil, err
 	}
 	var tx Transaction
-	resp, err := s.client.do(ctx, &request{op: route, args: args, body: body}, &tx)
+	r := &request{op: route, args: args, body: body}
+	r.identify = func() string { return notTheTransaction(&tx, op, hash) }
+	resp, err := s.client.do(ctx, r, &tx)
 	if err != nil {
 		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}

@@ -75,11 +75,16 @@ type RawRequest struct {
 // and a failure is one of the SDK's errors (*APIError, *OutcomeUnknownError,
 // *TransportError, *DecodeError). A malformed req (a body encoding/json
 // cannot encode among them) and an out that is neither nil nor a non-nil
-// pointer are a *ValidationError before anything is sent. Prefer a method
-// of a service when there is one: it knows the operation's class, checks
-// what it sends and decodes what comes back into types; Raw does neither.
+// pointer are a *ValidationError before anything is sent. A *DecodeError
+// of Raw keeps no Body: the SDK cannot tell whether the answer carries a
+// credential, as a sign-in or a webhook's secret does. Prefer a method of
+// a service when there is one: it knows the operation's class, checks what
+// it sends and decodes what comes back into types; Raw does neither.
 func (c *Client) Raw(ctx context.Context, req RawRequest, out any) (*Response, error) {
-	r := &request{method: req.Method, query: req.Query, body: req.Body, anonymous: req.Public, raw: true}
+	// secretAnswer: the SDK cannot tell which answers carry a credential
+	// (a sign-in, a webhook secret, an endpoint it does not know yet), so
+	// a 2xx that cannot be decoded keeps no body in its error.
+	r := &request{method: req.Method, query: req.Query, body: req.Body, anonymous: req.Public, raw: true, secretAnswer: true}
 	switch req.Method {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:

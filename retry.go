@@ -255,21 +255,28 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	}
 	if out != nil && st.status != http.StatusNoContent {
 		if err := json.Unmarshal(st.body, out); err != nil {
-			var failure error = &DecodeError{
-				Method: st.method, Path: st.path, StatusCode: st.status,
-				RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
-				Body: truncate(st.body, 1024), Err: err,
-			}
-			if st.maybeExecuted {
-				// A 2xx that is not the gateway's promised JSON may be a
-				// proxy's page: the write may or may not have run, and a
-				// keyed one can be repeated with its key.
-				failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
-			}
-			return meta, failure
+			return meta, st.undecodable(meta, err)
 		}
 	}
 	return meta, nil
+}
+
+// undecodable is the failure of a 2xx whose body is not what the operation
+// promises, for the reason cause: not its JSON, or (request.identify) JSON
+// that is not its resource. It is a *DecodeError, inside an
+// *OutcomeUnknownError on a write that may have run: such an answer may be
+// a proxy's, written after the write ran or not, and a keyed write can be
+// repeated with its key.
+func (st *callState) undecodable(meta *Response, cause error) error {
+	var failure error = &DecodeError{
+		Method: st.method, Path: st.path, StatusCode: st.status,
+		RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
+		Body: truncate(st.body, 1024), Err: cause,
+	}
+	if st.maybeExecuted {
+		failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
+	}
+	return failure
 }
 
 // checkRetry is the CheckRetry hook: it reads the answer, asks the policy

@@ -245,7 +245,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		honest := arm(t, merchant, read, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00"}, auth.SigningPayload, "/refund/prepare")
+		honest := arm(t, merchant, read, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00", Expect: rail0.Expectation{Payer: read.Payer}}, auth.SigningPayload, "/refund/prepare")
 		_, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: read.Payer}})
 		premise(t, honest)
 		refusedOnDomain(t, err)
