@@ -157,13 +157,19 @@ func (c *Client) release(ctx context.Context, st *callState, ticket int64) {
 // it until the advertised reset (Retry-After wins on a 429); an advertised
 // quota that differs from the budget in force replaces the learned one.
 // Answers that say nothing new cost the limiter nothing.
+//
+// An answer that closes the partition (a 429, advertised exhaustion) is
+// always told, even while no view of the client waits for the limiter: a
+// view that does may be made later (one per call, say), and its first call
+// must not go into a window the gateway said is closed.
 func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	st.turn.fb = ratelimit.Feedback{}
 	if !st.turn.sentAt.IsZero() {
 		c.delays.add(c.now().Sub(st.turn.sentAt))
 	}
-	if !st.gated && !c.waiters.Load() {
-		return // the limiter never holds this client's calls back, through any view
+	closes := o.status == http.StatusTooManyRequests || (st.rateLimit != nil && st.rateLimit.Exhausted())
+	if !closes && !st.gated && !c.waiters.Load() {
+		return // no view of this client waits for the limiter: only closings matter
 	}
 	ob := ratelimit.Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
 		FixedWindows: true, Admitted: st.turn.budget}

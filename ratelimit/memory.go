@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/jitter"
 	"github.com/rail0/rail0-go/internal/limitclock"
 	"github.com/rail0/rail0-go/internal/limitrules"
 )
@@ -707,7 +708,7 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 	}
 	if coolUntil > now {
 		cooled = true
-		at = max(at, coolUntil+int64(window*clampUnit(r.Jitter)))
+		at = max(at, coolUntil+int64(window*jitter.Clamp(r.Jitter)))
 	}
 	if b.enabled() && len(log) >= b.Limit {
 		at = max(at, log[len(log)-b.Limit]+int64(period))
@@ -854,15 +855,4 @@ func (s *partitionState) close(now int64, d time.Duration) {
 	if until := now + int64(d); until > s.coolUntil {
 		s.coolStart, s.coolUntil = now, until
 	}
-}
-
-// clampUnit maps a jitter draw into [0, 1).
-func clampUnit(u float64) float64 {
-	switch {
-	case u < 0 || math.IsNaN(u):
-		return 0
-	case u >= 1:
-		return math.Nextafter(1, 0)
-	}
-	return u
 }

@@ -98,13 +98,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rail0/rail0-go/internal/jitter"
 	"github.com/rail0/rail0-go/internal/limitrules"
 	"github.com/rail0/rail0-go/ratelimit"
 )
@@ -335,7 +335,7 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		microsCeil(r.Budget.Period),
 		microsCeil(max(r.Margin, 0)),
 		btoi(r.Retry),
-		strconv.FormatFloat(clampUnit(r.Jitter), 'g', -1, 64),
+		strconv.FormatFloat(jitter.Clamp(r.Jitter), 'g', -1, 64),
 		microsFloor(r.MaxWait),
 		r.Ticket,
 		l.nowArg(),
@@ -441,17 +441,6 @@ func microsFloor(d time.Duration) int64 {
 		us--
 	}
 	return us
-}
-
-// clampUnit maps a jitter draw into [0, 1), as the in-memory limiter does.
-func clampUnit(u float64) float64 {
-	switch {
-	case u < 0 || math.IsNaN(u):
-		return 0
-	case u >= 1:
-		return math.Nextafter(1, 0)
-	}
-	return u
 }
 
 // luaCommon holds the helpers every script shares. Times are microseconds
