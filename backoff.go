@@ -157,6 +157,7 @@ type budget struct {
 	guesses429   int           // 429 retries without instruction so far
 	deadline     time.Duration // time left before the context deadline; maxDuration when none
 	tokens       int           // what is left of the client-wide retry budget
+	rtt          time.Duration // the expected round trip: a retry clamped to the deadline leaves one for its answer
 }
 
 // RetryReason says why a retry was made or not.

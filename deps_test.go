@@ -53,6 +53,7 @@ func TestRootPackageImports(t *testing.T) {
 		secret    = root + "/internal/secret"
 		ratelimit = root + "/ratelimit"
 		limclock  = root + "/internal/limitclock"
+		limrules  = root + "/internal/limitrules"
 		jitter    = root + "/internal/jitter"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
@@ -76,8 +77,9 @@ func TestRootPackageImports(t *testing.T) {
 		"signing":             allow(root, evm, secp256k1, ecdsa),
 		"internal/evm":        allow(secp256k1, ecdsa, sha3),
 		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
-		"ratelimit":           allow(limclock, jitter),
+		"ratelimit":           allow(limclock, limrules, jitter),
 		"internal/limitclock": allow(),
+		"internal/limitrules": allow(),
 		"internal/jitter":     allow(),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))

@@ -83,6 +83,7 @@ type sendState struct {
 	token     string  // the bearer token; never logged or stored elsewhere
 	gated     bool    // waits for the limiter before each attempt
 	jitter    float64 // the draw of the last 429 decision, reused for its admission
+	clamped   bool    // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
 	turn      turn    // the limiter's admission of the attempt in flight
 	held      int64   // the slot held for the retry of a 429 since the answer came; zero when none
 
@@ -347,11 +348,15 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		guesses429:   st.guesses429,
 		deadline:     timeLeft(ctx, now),
 	}
+	if st.turn.fb.Distrusted {
+		b.rtt = c.delays.margin(0)
+	}
 	d := c.quota.spend(func(tokens int) decision {
 		b.tokens = tokens
 		return decide(c.policy, o, b, u)
 	})
 	d = distrust(d, st.turn.fb, c.policy, b, u)
+	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
 	switch {
 	case o.status == http.StatusTooManyRequests:
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
