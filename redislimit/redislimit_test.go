@@ -618,18 +618,28 @@ func (w *twin) fields(t *testing.T, part string, names ...string) []int64 {
 	return out
 }
 
+// sends reads the admission times (µs) Redis holds for a partition.
+func (w *twin) sends(t *testing.T, part string) []int64 {
+	t.Helper()
+	_, key := w.red.keys(part)
+	xs, err := w.red.rdb.LRange(context.Background(), key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i], _ = strconv.ParseInt(x, 10, 64)
+	}
+	return out
+}
+
 // inWindow counts the slots Redis holds in the window of period p (µs)
 // that holds the slot at ticket (µs).
 func (w *twin) inWindow(t *testing.T, part string, ticket, p int64) int {
 	t.Helper()
-	_, sends := w.red.keys(part)
-	xs, err := w.red.rdb.LRange(context.Background(), sends, 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, n := ticket/p, 0
-	for _, x := range xs {
-		if v, _ := strconv.ParseInt(x, 10, 64); v/p == k {
+	n := 0
+	for _, v := range w.sends(t, part) {
+		if v/p == ticket/p {
 			n++
 		}
 	}
@@ -640,13 +650,8 @@ func (w *twin) inWindow(t *testing.T, part string, ticket, p int64) int {
 // ticket's window of period p (µs).
 func (w *twin) heldLater(t *testing.T, part string, ticket, p int64) bool {
 	t.Helper()
-	_, sends := w.red.keys(part)
-	xs, err := w.red.rdb.LRange(context.Background(), sends, 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range xs {
-		if v, _ := strconv.ParseInt(x, 10, 64); v/p == ticket/p && v > ticket {
+	for _, v := range w.sends(t, part) {
+		if v/p == ticket/p && v > ticket {
 			return true
 		}
 	}
