@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -66,9 +67,10 @@ const (
 // throttle would cost a client alone at its limit a fifth of each window.
 // Memory keeps the idea (decrease on a 429, probe without end) in the
 // gateway's own units: one request beyond the learned budget per window,
-// one more per round trip while the window has room, and a decrease of a
-// sixteenth (at least one request) on a 429, which evens out unequal shares
-// while costing a client alone one refused request per window.
+// then rounds a round trip apart that double the probes while the window
+// has room (see startsRound), and a decrease of a sixteenth (at least one
+// request) on a 429, which evens out unequal shares while costing a client
+// alone one refused request per window.
 type Memory struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -456,15 +458,19 @@ func (s *partitionState) probes(configured Budget) bool {
 
 // probeWindows is w with the probing geometry when the partition probes:
 // one admission beyond the budget at each window's opening, racing the
-// other clients' bursts, and while no 429 shows the window full, one more
-// every margin (at least a millisecond) after it, so that each probe's
-// answer is back before the next goes, up to the configured budget.
+// other clients' bursts, and while no 429 shows the window full, rounds of
+// probes a margin (at least a millisecond) apart, each as large as all the
+// probes before it (see startsRound), so that each round's answers are back
+// before the next goes, up to the configured budget. A partition that does
+// not look alone sends them ahead of the slots held later in the window
+// (see heldUntil).
 func (s *partitionState) probeWindows(w windows, configured Budget, margin time.Duration) windows {
 	if !s.probes(configured) {
 		return w
 	}
 	w.step = int64(max(margin, time.Millisecond))
 	w.from, w.clean = s.probeFrom, s.rampFrom
+	w.ahead = !s.lone()
 	w.ceiling = math.MaxInt
 	if configured.enabled() {
 		w.ceiling = configured.Limit
@@ -519,6 +525,31 @@ type windows struct {
 	clean      int64 // when the last retry of the streak before from goes
 	behind     int64 // a late retry the probes do not wait for (see behindIn); zero when none
 	ceiling    int
+	// ahead: the probes do not wait for the slots held later in the
+	// window (see heldUntil).
+	ahead bool
+}
+
+// heldUntil is the bound on the admissions that set when a probe at t may
+// go (see probeAt): all of them, or, when the probes go ahead of the slots
+// held later in the window, those at or before t.
+//
+// A partition sharing its budget has its refused probes retried a whole
+// Retry-After later (Rack::Attack sends the period, not the time left),
+// late in the next window, several of them when a round of probes was
+// refused. If that window's probes waited for them, as the probes of a
+// partition alone wait for every slot but its one late retry (see
+// behindIn), the window would take only the learned share until then, and
+// the last window's calls would go that much later. Probes that go ahead
+// cost the retries nothing: a retry's place is counted in the budget, and
+// when a 429 shows the window full before a retry is due, the partition is
+// closed until the next window and the retry moves there unsent (see
+// confirmAligned).
+func (w windows) heldUntil(t int64) int64 {
+	if w.ahead {
+		return t + 1
+	}
+	return math.MaxInt64
 }
 
 // windowsOf is the geometry of b's windows for a request with this margin.
@@ -550,11 +581,15 @@ func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 // false when the window is not probed, or the time would come too late (in
 // the band at its end, where a request is counted in the next window too).
 // The first admission beyond the budget goes at the window's opening when
-// nothing the window holds is later, racing the other clients' bursts;
-// each further one goes a step after the window's latest admission, so that
+// nothing the window holds (before until) is later, racing the other
+// clients' bursts; the further ones go in rounds (see startsRound): a probe
+// that opens a round goes a step after the window's latest admission, so
+// that the previous round's answers are back before it goes, and never
+// before the round's time counted from the opening, and the others of its
+// round go with it. A partition alone gives the whole log as until, so that
 // a probe never goes before a retry whose place the window holds (but for
-// the late retry of a partition alone, see behindIn), and each probe's
-// answer is back before the next one goes. The window before from
+// its one late retry, see behindIn); a partition sharing its budget only
+// what is at or before the probe (see heldUntil). The window before from
 // is the clean one, right after a 429 taught the windows: every client goes
 // at the share it learned, and its first probe goes only a step after
 // every retry of the streak (clean) has gone, so that nobody's retry finds
@@ -572,22 +607,45 @@ func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool)
 	if j > 0 && log[j-1] >= k*w.period-w.late {
 		last = max(last, log[j-1])
 	}
-	t := last + w.step
+	probes := n - w.limit // the probes the window holds
+	if w.behind != 0 && floorDiv(w.behind, w.period) == k {
+		// A late retry the probes do not wait for (see behindIn) lends
+		// its place to one more probe at the opening.
+		probes--
+	}
+	t := last
 	switch {
 	case k*w.period < w.from:
-		t = max(t, w.clean+w.step)
-	case n == w.limit, n == w.limit+1 && w.behind != 0 && floorDiv(w.behind, w.period) == k:
-		// The first probe goes with the window's latest slot: at the
-		// opening, or with the retry of a request refused late in the
-		// window before. A late retry the probes do not wait for (see
-		// behindIn) lends its place to one more there.
-		t = last
+		t = max(last+w.step, w.clean+w.step)
+	case probes > 0:
+		t = max(t, open+int64(bits.Len(uint(probes)))*w.step)
+		if startsRound(probes) {
+			t = max(t, last+w.step)
+		}
 	}
 	if t >= (k+1)*w.period-w.late {
 		return 0, false
 	}
 	return t, true
 }
+
+// startsRound reports whether a window's probe that follows probes earlier
+// ones (at least one) opens a round of probes, a step after the previous
+// round: the rounds hold 1, 1, 2, 4, ... probes, each as many as went
+// before it, so the probes beyond the budget double every round trip while
+// no 429 shows the window full, as TCP's slow start grows its window.
+//
+// Why not one probe per step: the windows after the first open with the
+// shares every client learned less a yieldShare-th, and the rest of each
+// window is found by probes; one per round trip spreads a window's budget
+// over L round trips (a tenth of the period under load), and the last
+// window's calls go that much later. Doubling fills a window others left in
+// about log₂ L round trips. Why not more than doubling: a round is refused
+// whole when the window turns out full, so a round as large as all the
+// probes before it costs at most as many 429s as probes went through; and a
+// client alone behind the budget, whose single probe at the opening fills
+// the window, still has only the next round's single probe refused.
+func startsRound(probes int) bool { return probes&(probes-1) == 0 }
 
 // floorDiv is ⌊a/b⌋ for b > 0.
 func floorDiv(a, b int64) int64 {
@@ -622,7 +680,7 @@ func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
 			if n < w.limit {
 				continue
 			}
-			if p, ok := w.probeAt(log, k, n, math.MaxInt64); ok {
+			if p, ok := w.probeAt(log, k, n, w.heldUntil(t)); ok {
 				if t >= p {
 					continue
 				}

@@ -426,3 +426,87 @@ func TestMemoryProbesBeyondTheLearnedBudget(t *testing.T) {
 	}
 	assert.Equal(t, ms, waits[fb.Budget.Limit+1], "further probes go a step apart")
 }
+
+// Issue 21's multi-process target: the probes beyond the budget come in
+// rounds of 1, 1, 2, 4, ... a step apart, as a pure function.
+func TestStartsRound(t *testing.T) {
+	for probes, want := range map[int]bool{1: true, 2: true, 3: false, 4: true, 5: false, 6: false, 7: false, 8: true, 9: false, 16: true} {
+		assert.Equal(t, want, startsRound(probes), "after %d probes", probes)
+	}
+}
+
+// Issue 21's multi-process target, in probeAt: while no 429 shows the
+// window full, each round of probes is as large as all the probes before
+// it, and goes a step after the previous round. Budget 2 per 10 s, a step
+// of 5 ms, probes from the window that opens at 20 s (allowance 20 ms), no
+// ceiling.
+func TestProbeRounds(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
+	w.step, w.from, w.ceiling = int64(5*ms), ns(20*s), math.MaxInt
+	open := 20*s + 20*ms
+	tests := []struct {
+		name string
+		log  []time.Duration // after epoch
+		want time.Duration
+	}{
+		{"the first probe: at the opening", []time.Duration{open, open}, open},
+		{"the second round (one probe): a step later", []time.Duration{open, open, open}, open + 5*ms},
+		{"the third round (two probes): a step after the second", []time.Duration{open, open, open, open + 5*ms}, open + 10*ms},
+		{"the third round's second probe: with the first", []time.Duration{open, open, open, open + 5*ms, open + 10*ms}, open + 10*ms},
+		{"the fourth round (four probes): a step after the third",
+			[]time.Duration{open, open, open, open + 5*ms, open + 10*ms, open + 10*ms}, open + 15*ms},
+		{"the fourth round's last probe: with the others",
+			[]time.Duration{open, open, open, open + 5*ms, open + 10*ms, open + 10*ms, open + 15*ms, open + 15*ms, open + 15*ms}, open + 15*ms},
+		{"a round never before its time from the opening",
+			[]time.Duration{open, open, open, open + 5*ms, open + 5*ms}, open + 10*ms},
+		{"a round that went late: the next one a step after it",
+			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 205*ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log := times(tt.log)
+			k := floorDiv(ns(0), w.period) + 2
+			got, ok := w.probeAt(log, k, len(log), math.MaxInt64)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+		})
+	}
+}
+
+// Issue 21's multi-process target, in alignedAt: a partition sharing its
+// budget sends its probes ahead of a retry held late in the window (the
+// retry of a refused probe, a whole Retry-After after it); a partition
+// alone waits for it, as for every slot but its one late retry (behindIn).
+// Budget 2 per 10 s, a step of 5 ms, probes from 20 s; the window at 30 s
+// holds one call at its opening and a retry at 30.5 s.
+func TestProbesGoAheadOfHeldRetries(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
+	w.step, w.from, w.ceiling = int64(5*ms), ns(20*s), math.MaxInt
+	open := 30*s + 20*ms
+	for _, tt := range []struct {
+		name  string
+		ahead bool
+		log   []time.Duration
+		want  time.Duration
+	}{
+		{"alone: the first probe goes with the retry", false, []time.Duration{open, 30*s + 500*ms}, 30*s + 500*ms},
+		{"alone: the next round a step after it", false, []time.Duration{open, 30*s + 500*ms, 30*s + 500*ms}, 30*s + 505*ms},
+		{"sharing: the first probe at the opening", true, []time.Duration{open, 30*s + 500*ms}, open},
+		{"sharing: the next round a step after it", true, []time.Duration{open, open, 30*s + 500*ms}, open + 5*ms},
+		{"sharing: the third round, still ahead", true, []time.Duration{open, open, open + 5*ms, 30*s + 500*ms}, open + 10*ms},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := w
+			w.ahead = tt.ahead
+			assert.Equal(t, tt.want, time.Duration(alignedAt(times(tt.log), 0, w, ns(open))-ns(0)))
+		})
+	}
+}
+
+// heldUntil, as a pure function: all the log, or what is at or before t.
+func TestHeldUntil(t *testing.T) {
+	assert.Equal(t, int64(math.MaxInt64), windows{}.heldUntil(42))
+	assert.Equal(t, int64(43), windows{ahead: true}.heldUntil(42))
+}

@@ -33,10 +33,11 @@
 // gateway's Rack::Attack counts, keeping the clock allowance and the margin
 // around each boundary, and a 429 marks its window full. A learned budget
 // is probed as ratelimit.Memory probes it (one request beyond it at each
-// window's opening, one more every round trip while no 429 shows the window
-// full, a sixteenth given back on a 429), so that the processes sharing the
-// store and any others behind the same budget that do not share it find
-// their parts; the probes are the shared partition's, not each process's.
+// window's opening, then rounds a round trip apart that double the probes
+// while no 429 shows the window full, a sixteenth given back on a 429), so
+// that the processes sharing the store and any others behind the same
+// budget that do not share it find their parts; the probes are the shared
+// partition's, not each process's.
 // A partition paced at an advertised budget, after two 429s that its own
 // count cannot explain, keeps to the sliding rule (first in, first out)
 // until it is forgotten. The window a 429 showed full, the probes' start,
@@ -537,13 +538,14 @@ local function allowance(period) return math.min(math.ceil(period / 500), 100000
 local function windowsOf(limit, period, margin)
   local a = allowance(period)
   return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4)),
-    step = 0, from = 0, clean = 0, behind = 0, ceiling = math.huge}
+    step = 0, from = 0, clean = 0, behind = 0, ceiling = math.huge, ahead = false}
 end
 -- probeWindows is w with the probing geometry when the partition probes
 -- (see probeWindows in package ratelimit).
 local function probeWindows(w, st, cl, cp, margin)
   if not probes(st, cl, cp) then return w end
   w.step, w.from, w.clean = math.max(margin, 1000), st.pf, st.rf
+  w.ahead = st.sh ~= 0 or st.vr ~= 0
   if cl > 0 and cp > 0 then w.ceiling = cl end
   return w
 end
@@ -572,11 +574,18 @@ local function probeAt(xs, w, k, n, til)
   -- The late retry does not hold the probes back (see behindIn).
   if j > 0 and xs[j] == w.behind then j = j - 1 end
   if j > 0 and xs[j] >= k * w.period - w.late then lastAt = math.max(lastAt, xs[j]) end
-  local t = lastAt + w.step
+  -- The probes the window holds; the late retry lends its place to one.
+  local probed = n - w.limit
+  if w.behind ~= 0 and floorDiv(w.behind, w.period) == k then probed = probed - 1 end
+  local t = lastAt
   if k * w.period < w.from then
-    t = math.max(t, w.clean + w.step)
-  elseif n == w.limit or (n == w.limit + 1 and w.behind ~= 0 and floorDiv(w.behind, w.period) == k) then
-    t = lastAt
+    t = math.max(lastAt + w.step, w.clean + w.step)
+  elseif probed > 0 then
+    -- Rounds of 1, 1, 2, 4, ... probes, a step apart (see startsRound).
+    local round, x = 0, probed
+    while x > 0 do round, x = round + 1, math.floor(x / 2) end
+    t = math.max(t, open + round * w.step)
+    if 2 ^ (round - 1) == probed then t = math.max(t, lastAt + w.step) end
   end
   if t >= (k + 1) * w.period - w.late then return nil end
   return t
@@ -592,7 +601,9 @@ local function alignedAt(xs, fu, w, from)
     for k = first(w, t), last(w, t) do
       local n = count(xs, w, k, math.huge)
       if n >= w.limit then
-        local p = probeAt(xs, w, k, n, math.huge)
+        -- Sharing the budget, the probes go ahead of the slots held
+        -- later in the window (see heldUntil).
+        local p = probeAt(xs, w, k, n, w.ahead and t + 1 or math.huge)
         if not p then
           t, moved = opening(w, k + 1), true
           break

@@ -593,6 +593,9 @@ type twin struct {
 	// 429s that showed others' requests, short Retry-Afters proved in fixed
 	// windows and doubled periods restored, retry waits given.
 	probed, shared, doubled, undoubled, retryWaits int
+	// Probes of a partition sharing its budget that went ahead of a slot
+	// held later in their window (see heldUntil in package ratelimit).
+	ahead int
 	// What the gateway's own instructions did: reservations refused at
 	// once by an uncapped Retry-After, and clamped retries admitted before
 	// the cooldown ends.
@@ -615,22 +618,44 @@ func (w *twin) fields(t *testing.T, part string, names ...string) []int64 {
 	return out
 }
 
+// sends reads the admission times (µs) Redis holds for a partition.
+func (w *twin) sends(t *testing.T, part string) []int64 {
+	t.Helper()
+	_, key := w.red.keys(part)
+	xs, err := w.red.rdb.LRange(context.Background(), key, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(xs))
+	for i, x := range xs {
+		out[i], _ = strconv.ParseInt(x, 10, 64)
+	}
+	return out
+}
+
 // inWindow counts the slots Redis holds in the window of period p (µs)
 // that holds the slot at ticket (µs).
 func (w *twin) inWindow(t *testing.T, part string, ticket, p int64) int {
 	t.Helper()
-	_, sends := w.red.keys(part)
-	xs, err := w.red.rdb.LRange(context.Background(), sends, 0, -1).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, n := ticket/p, 0
-	for _, x := range xs {
-		if v, _ := strconv.ParseInt(x, 10, 64); v/p == k {
+	n := 0
+	for _, v := range w.sends(t, part) {
+		if v/p == ticket/p {
 			n++
 		}
 	}
 	return n
+}
+
+// heldLater reports whether Redis holds a slot later than ticket (µs) in
+// ticket's window of period p (µs).
+func (w *twin) heldLater(t *testing.T, part string, ticket, p int64) bool {
+	t.Helper()
+	for _, v := range w.sends(t, part) {
+		if v/p == ticket/p && v > ticket {
+			return true
+		}
+	}
+	return false
 }
 
 // windows reads a partition's fixed-window state from Redis.
@@ -771,6 +796,9 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 			}
 			if p := want.Budget.Period.Microseconds(); mr.FixedWindows && p > 0 && w.inWindow(t, o.part, got.Ticket, p) > want.Budget.Limit {
 				w.probed++
+				if sh := w.fields(t, o.part, "sh", "vr"); (sh[0] != 0 || sh[1] != 0) && w.heldLater(t, o.part, got.Ticket, p) {
+					w.ahead++
+				}
 			}
 		}
 		return want, true
@@ -832,6 +860,7 @@ func TestDifferentialFakeClock(t *testing.T) {
 		all.doubled += w.doubled
 		all.undoubled += w.undoubled
 		all.retryWaits += w.retryWaits
+		all.ahead += w.ahead
 		all.closedRefusals += w.closedRefusals
 		all.clampedEarly += w.clampedEarly
 	}
@@ -848,9 +877,9 @@ func TestDifferentialFakeClock(t *testing.T) {
 	}
 	// Short Retry-Afters proved in fixed windows need a scripted sequence
 	// (TestProbingIsShared).
-	if w.probed == 0 || w.shared == 0 || w.retryWaits == 0 {
-		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits",
-			w.probed, w.shared, w.retryWaits)
+	if w.probed == 0 || w.shared == 0 || w.retryWaits == 0 || w.ahead == 0 {
+		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits, %d probes ahead of held slots",
+			w.probed, w.shared, w.retryWaits, w.ahead)
 	}
 	if w.closedRefusals == 0 || w.clampedEarly == 0 {
 		t.Errorf("instructions too tame: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
@@ -858,8 +887,8 @@ func TestDifferentialFakeClock(t *testing.T) {
 	}
 	t.Logf("instructions: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
 		w.closedRefusals, w.clampedEarly)
-	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d retry waits",
-		w.probed, w.shared, w.doubled, w.undoubled, w.retryWaits)
+	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d retry waits, %d probes ahead of held slots",
+		w.probed, w.shared, w.doubled, w.undoubled, w.retryWaits, w.ahead)
 	t.Logf("%d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported; "+
 		"fixed windows: %d filled, %d contradicted, %d fell back, %d at an opening",
 		refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported, w.filled, w.contradicted, w.fellBack, w.openings)
@@ -1883,8 +1912,12 @@ func TestLateRetryIsShared(t *testing.T) {
 		8*s + 31*ms,            // the next one
 		8*s + 4*ms, 8*s + 4*ms, // the window with room: the two retries are the share; two probes at the opening
 	}
-	for i := range 38 {
-		wantAt = append(wantAt, 8*s+5*ms+time.Duration(i)*ms) // the ramp, past the late retry
+	// The ramp, past the late retry: rounds of 1, 2, 4, 8 and 16 probes a
+	// step apart, then the rest of the 38.
+	for round, size := range []int{1, 2, 4, 8, 16, 7} {
+		for range size {
+			wantAt = append(wantAt, 8*s+5*ms+time.Duration(round)*ms)
+		}
 	}
 	wantAt = append(wantAt, 8*s+31*ms, 8*s+31*ms, // the late retry keeps its place, confirmed early and when due
 		10*s+50*ms) // others share the budget: the retry at its Retry-After exactly
