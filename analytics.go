@@ -12,7 +12,9 @@ import (
 
 // AnalyticsFilter narrows the payments an analytics call covers. Only
 // payments where the merchant's account is the payee count. Zero values are
-// not sent.
+// not sent. The params of the three analytics calls embed it, as list
+// params embed ListOptions, so one filter serves a dashboard's summary,
+// series and breakdown alike.
 type AnalyticsFilter struct {
 	Mode   PaymentMode
 	Status PaymentStatus
@@ -25,10 +27,7 @@ type AnalyticsFilter struct {
 	To   time.Time
 }
 
-func (f *AnalyticsFilter) encode(q url.Values) {
-	if f == nil {
-		return
-	}
+func (f AnalyticsFilter) encode(q url.Values) {
 	if f.Mode != "" {
 		q.Set("mode", string(f.Mode))
 	}
@@ -86,16 +85,22 @@ type AnalyticsVolume struct {
 	Refunded string `json:"refunded"`
 }
 
+// AnalyticsSummaryParams selects the payments of a summary; the zero value
+// sums up all of them.
+type AnalyticsSummaryParams struct {
+	AnalyticsFilter
+}
+
 var analyticsSummary = declare(operation{"analyticsSummary", "GET", "/analytics/summary", opRead, ""})
 
 // Summary sums up the merchant's payments: counts, rates, counts per status
-// and volume per token. filter may be nil.
+// and volume per token.
 //
 // GET /analytics/summary — a session with an account (403
 // account_required otherwise).
-func (s *AnalyticsService) Summary(ctx context.Context, filter *AnalyticsFilter) (*AnalyticsSummary, error) {
+func (s *AnalyticsService) Summary(ctx context.Context, params AnalyticsSummaryParams) (*AnalyticsSummary, error) {
 	q := url.Values{}
-	filter.encode(q)
+	params.encode(q)
 	var out AnalyticsSummary
 	resp, err := s.client.do(ctx, &request{op: analyticsSummary, query: q}, &out)
 	if err != nil {
@@ -116,8 +121,8 @@ const (
 	IntervalMonth AnalyticsInterval = "month"
 )
 
-// TimeseriesParams selects the payments and bucket width of a time series.
-type TimeseriesParams struct {
+// AnalyticsTimeseriesParams selects the payments and bucket width of a time series.
+type AnalyticsTimeseriesParams struct {
 	AnalyticsFilter
 	// Interval defaults to IntervalDay on the gateway.
 	Interval AnalyticsInterval
@@ -161,17 +166,14 @@ func (b *AnalyticsBucket) UnmarshalJSON(data []byte) error {
 var analyticsTimeseries = declare(operation{"analyticsTimeseries", "GET", "/analytics/timeseries", opRead, ""})
 
 // Timeseries counts the merchant's payments per bucket, oldest first.
-// params may be nil.
 //
 // GET /analytics/timeseries — a session with an account (403
 // account_required otherwise).
-func (s *AnalyticsService) Timeseries(ctx context.Context, params *TimeseriesParams) (*List[AnalyticsBucket], error) {
+func (s *AnalyticsService) Timeseries(ctx context.Context, params AnalyticsTimeseriesParams) (*List[AnalyticsBucket], error) {
 	q := url.Values{}
-	if params != nil {
-		params.AnalyticsFilter.encode(q)
-		if params.Interval != "" {
-			q.Set("interval", string(params.Interval))
-		}
+	params.encode(q)
+	if params.Interval != "" {
+		q.Set("interval", string(params.Interval))
 	}
 	var out List[AnalyticsBucket]
 	resp, err := s.client.do(ctx, &request{op: analyticsTimeseries, query: q}, &out.Items)
@@ -194,8 +196,8 @@ const (
 	BreakdownByStatus BreakdownBy = "status"
 )
 
-// BreakdownParams selects the payments and the dimension of a breakdown.
-type BreakdownParams struct {
+// AnalyticsBreakdownParams selects the payments and the dimension of a breakdown.
+type AnalyticsBreakdownParams struct {
 	AnalyticsFilter
 	// By is required.
 	By BreakdownBy
@@ -204,7 +206,7 @@ type BreakdownParams struct {
 // AnalyticsRow is one group of a breakdown.
 type AnalyticsRow struct {
 	// Key is the group's value: a token address, a chain id (in decimal),
-	// a mode or a status, depending on BreakdownParams.By.
+	// a mode or a status, depending on AnalyticsBreakdownParams.By.
 	Key    string `json:"key"`
 	Orders int64  `json:"orders"`
 	// Token, ChainID, Decimals and Volume are set on token and chain rows
@@ -244,17 +246,17 @@ func (r *AnalyticsRow) UnmarshalJSON(data []byte) error {
 var analyticsBreakdown = declare(operation{"analyticsBreakdown", "GET", "/analytics/breakdown", opRead, ""})
 
 // Breakdown counts the merchant's payments per token, chain, mode or status.
-// params.By is required: without it (or with a nil params) Breakdown
+// params.By is required: without it Breakdown
 // returns a *ValidationError and sends nothing.
 //
 // GET /analytics/breakdown — a session with an account (403
 // account_required otherwise).
-func (s *AnalyticsService) Breakdown(ctx context.Context, params *BreakdownParams) (*List[AnalyticsRow], error) {
-	if params == nil || params.By == "" {
+func (s *AnalyticsService) Breakdown(ctx context.Context, params AnalyticsBreakdownParams) (*List[AnalyticsRow], error) {
+	if params.By == "" {
 		return nil, &ValidationError{Field: "by", Reason: "is required (token, chain, mode or status)"}
 	}
 	q := url.Values{}
-	params.AnalyticsFilter.encode(q)
+	params.encode(q)
 	q.Set("by", string(params.By))
 	var out List[AnalyticsRow]
 	resp, err := s.client.do(ctx, &request{op: analyticsBreakdown, query: q}, &out.Items)

@@ -39,8 +39,10 @@ func TestAnalyticsRequests(t *testing.T) {
 	six := int64(6)
 	runMuxCases(t, []muxCase{
 		{
-			name:   "Summary with every filter",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Summary(ctx, &filter) },
+			name: "Summary with every filter",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Analytics.Summary(ctx, AnalyticsSummaryParams{filter})
+			},
 			method: "GET", path: "/analytics/summary",
 			query: filterQuery(),
 			reply: muxOK(fixtureSummaryJSON),
@@ -67,15 +69,17 @@ func TestAnalyticsRequests(t *testing.T) {
 			},
 		},
 		{
-			name:   "Summary unfiltered",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Summary(ctx, nil) },
+			name: "Summary unfiltered",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Analytics.Summary(ctx, AnalyticsSummaryParams{})
+			},
 			method: "GET", path: "/analytics/summary",
 			reply: muxOK(`{"orders": 0, "disputed": 0, "refund_rate": 0, "dispute_rate": 0, "by_status": {}, "volume": []}`),
 		},
 		{
 			name: "Timeseries weekly",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Analytics.Timeseries(ctx, &TimeseriesParams{AnalyticsFilter: filter, Interval: IntervalWeek})
+				return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{AnalyticsFilter: filter, Interval: IntervalWeek})
 			},
 			method: "GET", path: "/analytics/timeseries",
 			query: filterQuery("interval", "week"),
@@ -94,15 +98,17 @@ func TestAnalyticsRequests(t *testing.T) {
 			},
 		},
 		{
-			name:   "Timeseries with defaults",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Timeseries(ctx, nil) },
+			name: "Timeseries with defaults",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{})
+			},
 			method: "GET", path: "/analytics/timeseries",
 			reply: muxOK(`[]`),
 		},
 		{
 			name: "Breakdown by chain",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Analytics.Breakdown(ctx, &BreakdownParams{AnalyticsFilter: AnalyticsFilter{Mode: ModeCharge}, By: BreakdownByChain})
+				return c.Analytics.Breakdown(ctx, AnalyticsBreakdownParams{AnalyticsFilter: AnalyticsFilter{Mode: ModeCharge}, By: BreakdownByChain})
 			},
 			method: "GET", path: "/analytics/breakdown",
 			query: url.Values{"mode": {"charge"}, "by": {"chain"}},
@@ -131,7 +137,7 @@ func TestAnalyticsRequests(t *testing.T) {
 func TestAnalyticsBreakdownNeedsBy(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
-	rows, err := c.Analytics.Breakdown(context.Background(), &BreakdownParams{AnalyticsFilter: AnalyticsFilter{ChainID: 1}})
+	rows, err := c.Analytics.Breakdown(context.Background(), AnalyticsBreakdownParams{AnalyticsFilter: AnalyticsFilter{ChainID: 1}})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || ve.Field != "by" || rows != nil {
 		t.Fatalf("Breakdown without By = %v, %v; want a *ValidationError", rows, err)

@@ -147,7 +147,7 @@ func (g *artGateway) payloadJSON(in Intent) json.RawMessage {
 }
 
 // txFields builds the unsigned transaction of op.
-func (g *artGateway) txFields(op Operation, params PrepareParams) map[string]any {
+func (g *artGateway) txFields(op Operation, params PaymentPrepareParams) map[string]any {
 	amount := func() verify.Word {
 		base, _ := ToBaseUnits(params.Amount, g.tokenDecimals())
 		n, _ := new(big.Int).SetString(base, 10)
@@ -229,7 +229,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		reply(200, m)
 		return
 	}
-	var body PrepareParams
+	var body PaymentPrepareParams
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	rest, ok := strings.CutPrefix(path, "payments/"+artPayment+"/")
 	if !ok || r.Method != http.MethodPost && r.Method != http.MethodPut {

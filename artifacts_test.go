@@ -28,34 +28,34 @@ func errOf[T any](_ T, err error) error { return err }
 
 var flowCases = []flowCase{
 	{"PayerSign", ModeAuthorize, StatusUnsigned, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)}))
+		return errOf(c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)}))
 	}, "PUT sign"},
 	{"PayerSign charge", ModeCharge, StatusUnsigned, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeCharge)}))
+		return errOf(c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeCharge)}))
 	}, "PUT sign"},
 	{"Authorize", ModeAuthorize, StatusSigned, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Authorize(ctx, artPayment, AuthorizeParams{}))
+		return errOf(c.Payments.Authorize(ctx, artPayment, PaymentAuthorizeParams{}))
 	}, "POST authorize"},
 	{"Charge", ModeCharge, StatusSigned, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Charge(ctx, artPayment, ChargeParams{}))
+		return errOf(c.Payments.Charge(ctx, artPayment, PaymentChargeParams{}))
 	}, "POST charge"},
 	{"Capture", ModeAuthorize, StatusPartiallyCaptured, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}))
+		return errOf(c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"}))
 	}, "POST capture"},
 	{"Void", ModeAuthorize, StatusAuthorized, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Void(ctx, artPayment, VoidParams{}))
+		return errOf(c.Payments.Void(ctx, artPayment, PaymentVoidParams{}))
 	}, "POST void"},
 	{"Release", ModeAuthorize, StatusAuthorized, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Release(ctx, artPayment, ReleaseParams{}))
+		return errOf(c.Payments.Release(ctx, artPayment, PaymentReleaseParams{}))
 	}, "POST release"},
 	{"Refund", ModeAuthorize, StatusPartiallyCaptured, false, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}}))
+		return errOf(c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}}))
 	}, "POST refund"},
 	{"Dispute", ModeAuthorize, StatusPartiallyCaptured, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.Dispute(ctx, artPayment, DisputeParams{Reason: fixtureReason}))
+		return errOf(c.Payments.Dispute(ctx, artPayment, PaymentDisputeParams{Reason: fixtureReason}))
 	}, "POST dispute"},
 	{"CloseDispute", ModeAuthorize, StatusPartiallyCaptured, true, func(ctx context.Context, c *Client) error {
-		return errOf(c.Payments.CloseDispute(ctx, artPayment, DisputeParams{}))
+		return errOf(c.Payments.CloseDispute(ctx, artPayment, PaymentCloseDisputeParams{}))
 	}, "POST dispute/close"},
 }
 
@@ -240,7 +240,7 @@ func TestCaptureNeverReusesAPendingCaptureForAnotherAmount(t *testing.T) {
 	t.Parallel()
 	for _, withRowAmount := range []bool{true, false} {
 		g, key, err := runFlow(t, flowByName(t, "Capture"), func(g *artGateway) {
-			g.pending = g.txFields(OpCapture, PrepareParams{Amount: "20.00"})
+			g.pending = g.txFields(OpCapture, PaymentPrepareParams{Amount: "20.00"})
 			if withRowAmount {
 				g.pending["amount"] = "20000000"
 			}
@@ -259,7 +259,7 @@ func TestCaptureNeverReusesAPendingCaptureForAnotherAmount(t *testing.T) {
 	}
 	// The same pending capture for the amount asked for is signed.
 	g, _, err := runFlow(t, flowByName(t, "Capture"), func(g *artGateway) {
-		g.pending = g.txFields(OpCapture, PrepareParams{Amount: "1.00"})
+		g.pending = g.txFields(OpCapture, PaymentPrepareParams{Amount: "1.00"})
 	})
 	if err != nil || len(g.submitted()) != 1 {
 		t.Fatalf("reusing a matching pending capture: %v, submitted %v", err, g.submitted())
@@ -287,17 +287,17 @@ func TestFlowsNeedASignerOfTheRightRole(t *testing.T) {
 	t.Parallel()
 	// The payer's client cannot capture; nothing is prepared.
 	g := newArtGateway(t, ModeAuthorize, StatusAuthorized)
-	_, err := g.client(g.payer).Payments.Capture(context.Background(), artPayment, CaptureParams{Amount: "1.00"})
+	_, err := g.client(g.payer).Payments.Capture(context.Background(), artPayment, PaymentCaptureParams{Amount: "1.00"})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || ve.Field != "signer" {
 		t.Fatalf("payer capturing: %v, want a signer ValidationError", err)
 	}
 	// A client without a signer.
 	c, _ := NewClient("http://127.0.0.1:1", WithToken("t"))
-	if _, err := c.Payments.Void(context.Background(), artPayment, VoidParams{}); !errors.Is(err, ErrNoSigner) {
+	if _, err := c.Payments.Void(context.Background(), artPayment, PaymentVoidParams{}); !errors.Is(err, ErrNoSigner) {
 		t.Fatalf("no signer: %v", err)
 	}
-	if _, err := c.Payments.Capture(context.Background(), "..", CaptureParams{Amount: "1"}); err == nil {
+	if _, err := c.Payments.Capture(context.Background(), "..", PaymentCaptureParams{Amount: "1"}); err == nil {
 		t.Fatal("no error")
 	}
 }
@@ -313,7 +313,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prep, err := c.Payments.Prepare(ctx, artPayment, OpCapture, PrepareParams{Amount: "1.00"})
+	prep, err := c.Payments.Prepare(ctx, artPayment, OpCapture, PaymentPrepareParams{Amount: "1.00"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if _, err := c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, *prep.UnsignedTransaction); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("capture checked as a void: %v", err)
 	}
-	auth, err := c.Payments.PrepareRefund(ctx, artPayment, PrepareParams{Amount: "4.00"})
+	auth, err := c.Payments.PrepareRefund(ctx, artPayment, PaymentPrepareRefundParams{Amount: "4.00"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown(t *testing.T) {
 	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	c := g.client(g.payee)
 	ctx := context.Background()
-	if _, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "1.00", Expect: Expectation{Payer: artPayer}}); err != nil {
+	if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "1.00", Expect: Expectation{Payer: artPayer}}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := evmtest.NewKey("mallory").SignDigest(ctx, g.authDigest(ModeAuthorize))
@@ -377,7 +377,7 @@ func TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown(t *testing.T) {
 		setWord(tx, 9, verify.Word(other[32:64]))
 	}
 	g.mu.Unlock()
-	_, err = c.Payments.Authorize(ctx, artPayment, AuthorizeParams{})
+	_, err = c.Payments.Authorize(ctx, artPayment, PaymentAuthorizeParams{})
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Field != "data.r" {
 		t.Fatalf("authorize with another key's signature: %v", err)

@@ -66,7 +66,7 @@ type Session struct {
 	// Name is the account's name, nil for an account-less session.
 	Name *string `json:"name"`
 	// ExpiresAt is when the token stops working. There is no refresh call:
-	// sign in again before then (LoginTokenSource does).
+	// sign in again before then (a client created WithSigner does).
 	ExpiresAt time.Time `json:"expires_at"`
 	// Response is the metadata of the call that returned this value; nil
 	// on a value nested in another call's result.
@@ -138,26 +138,30 @@ func (s *AuthService) CreateNonce(ctx context.Context) (*Nonce, error) {
 
 var verifySiwe = declare(operation{"verifySiwe", "POST", "/auth", opOnce, "consumes the nonce: a repeat is refused with nonce_used"})
 
-// Verify trades a signed SIWE message for a session. message is the exact
-// text that was signed (SIWEMessage.String) and signature its EIP-191
-// signature as 0x hex. Login builds and signs the message for you.
+// AuthVerifyParams is a signed SIWE message.
+type AuthVerifyParams struct {
+	// Message is the exact text that was signed (SIWEMessage.String).
+	Message string `json:"message"`
+	// Signature is its EIP-191 signature as 0x hex.
+	Signature string `json:"signature"`
+}
+
+// Verify trades a signed SIWE message for a session. A client created
+// WithSigner builds, signs and verifies the message by itself (see
+// Client.Session); Verify is for a message signed elsewhere.
 //
 // POST /auth — public (sent without a token). A refused proof is a 422
 // *APIError with code invalid_siwe, invalid_nonce, nonce_used,
 // signer_mismatch or siwe_purpose_mismatch.
-func (s *AuthService) Verify(ctx context.Context, message, signature string) (*Session, error) {
-	if message == "" {
+func (s *AuthService) Verify(ctx context.Context, params AuthVerifyParams) (*Session, error) {
+	if params.Message == "" {
 		return nil, &ValidationError{Field: "message", Reason: "is required"}
 	}
-	if signature == "" {
+	if params.Signature == "" {
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
-	body := struct {
-		Message   string `json:"message"`
-		Signature string `json:"signature"`
-	}{message, signature}
 	var sess Session
-	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: body, anonymous: true, secretAnswer: true}, &sess)
+	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: params, anonymous: true, secretAnswer: true}, &sess)
 	if err != nil {
 		return nil, err
 	}
@@ -172,33 +176,39 @@ var logout = declare(operation{"logout", "POST", "/auth/logout", opOnce, "a repe
 //
 // Revoked false means the gateway could not store the revocation and the
 // token keeps working until it expires: discard it and treat it as exposed.
-// A client fed by a TokenSource should call its Invalidate afterwards (else
-// its next call gets a 401 and signs in again itself). A 401 to Logout itself
+// A client created WithSigner drops its session once Logout is answered,
+// revoked or not, and its next call signs in again. A 401 to Logout itself
 // is returned as it is: the session is already refused.
 //
 // POST /auth/logout — any session.
-func (s *AuthService) Logout(ctx context.Context) (*LogoutResult, error) {
-	var out LogoutResult
+func (s *AuthService) Logout(ctx context.Context) (*AuthLogoutResult, error) {
+	var out AuthLogoutResult
 	resp, err := s.client.do(ctx, &request{op: logout, keep401: true}, &out)
 	if err != nil {
 		return nil, err
+	}
+	if s.client.login != nil {
+		s.client.login.Invalidate()
 	}
 	out.Response = resp
 	return &out, nil
 }
 
-// LogoutResult is the answer to Logout.
-type LogoutResult struct {
+// AuthLogoutResult is the answer to Logout.
+type AuthLogoutResult struct {
 	// Revoked is false when the gateway could not store the revocation.
 	Revoked bool `json:"revoked"`
 	// Response is the metadata of the call.
 	Response *Response `json:"-"`
 }
 
-// LoginParams describes where a SIWE message is used. Zero fields take
-// defaults from the client's base URL, which suit a client talking to the
-// gateway directly.
-type LoginParams struct {
+// SignIn says where the SIWE messages a client signs are used: its own
+// sign-in (WithSigner) and the wallet proofs it builds (Auth.WalletProof).
+// Zero fields take defaults from the client's base URL and the gateway's
+// usual chain policy, which suit a client talking to the gateway directly;
+// set them with WithSignIn for a gateway that accepts another domain or
+// follows another sign-in chain.
+type SignIn struct {
 	// Domain is the bare host the gateway accepts; default: the base
 	// URL's host name without port.
 	Domain string
@@ -212,7 +222,7 @@ type LoginParams struct {
 
 // message builds and validates the SIWE message for statement, signed by
 // address with nonce at now.
-func (s *AuthService) message(p LoginParams, statement, address, nonce string) (SIWEMessage, error) {
+func (s *AuthService) message(p SignIn, statement, address, nonce string) (SIWEMessage, error) {
 	base := s.client.base
 	if p.Domain == "" {
 		p.Domain = base.Hostname()
@@ -236,45 +246,45 @@ func (s *AuthService) message(p LoginParams, statement, address, nonce string) (
 }
 
 // signedMessage runs nonce → message → signature and returns the signer's
-// address, the message text and its signature.
-func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p LoginParams, statement string) (addr, msg, sig string, err error) {
+// address, the message text and its signature, with the nonce call's
+// metadata.
+func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn, statement string) (*WalletProof, error) {
 	if signer == nil {
-		return "", "", "", &ValidationError{Field: "signer", Reason: "must not be nil"}
+		return nil, &ValidationError{Field: "signer", Reason: "must not be nil"}
 	}
-	addr = signer.Address()
+	addr := signer.Address()
 	// Check the parameters with a well-formed dummy nonce before spending
 	// a real one on them.
 	if _, err := s.message(p, statement, addr, "00000000"); err != nil {
-		return "", "", "", err
+		return nil, err
 	}
 	n, err := s.CreateNonce(ctx)
 	if err != nil {
-		return "", "", "", err
+		return nil, err
 	}
 	m, err := s.message(p, statement, addr, n.Nonce)
 	if err != nil {
-		return "", "", "", err
+		return nil, err
 	}
-	msg = m.String()
-	sig, err = signMessage(ctx, signer, msg)
+	msg := m.String()
+	sig, err := signMessage(ctx, signer, msg)
 	if err != nil {
-		return "", "", "", fmt.Errorf("rail0: signing the SIWE message: %w", err)
+		return nil, fmt.Errorf("rail0: signing the SIWE message: %w", err)
 	}
-	return addr, msg, sig, nil
+	return &WalletProof{Address: addr, Message: msg, Signature: sig, Response: n.Response}, nil
 }
 
-// Login signs in with Ethereum: it asks for a nonce, builds the login
+// login signs in with Ethereum: it asks for a nonce, builds the login
 // message (StatementLogin) for signer's address, has signer sign it, and
-// verifies it, returning the session. Use LoginTokenSource to keep a
-// long-lived client signed in.
+// verifies it, returning the session.
 //
 // POST /auth/nonces, then POST /auth — public.
-func (s *AuthService) Login(ctx context.Context, signer Signer, params LoginParams) (*Session, error) {
-	_, msg, sig, err := s.signedMessage(ctx, signer, params, StatementLogin)
+func (s *AuthService) login(ctx context.Context, signer Signer, params SignIn) (*Session, error) {
+	signed, err := s.signedMessage(ctx, signer, params, StatementLogin)
 	if err != nil {
 		return nil, err
 	}
-	return s.Verify(ctx, msg, sig)
+	return s.Verify(ctx, AuthVerifyParams{Message: signed.Message, Signature: signed.Signature})
 }
 
 // WalletProof is a signed SIWE proof that the holder of Address controls it,
@@ -284,38 +294,49 @@ type WalletProof struct {
 	Address   string `json:"address"`
 	Message   string `json:"message"`
 	Signature string `json:"signature"`
+	// Response is the metadata of the nonce call WalletProof made; it is
+	// never sent.
+	Response *Response `json:"-"`
 }
 
-// WalletProof builds the ownership proof of signer's wallet for
-// Wallets.Create: a fresh nonce, a message with StatementAddWallet, and the
-// wallet's signature. The wallet may differ from the session's address; a
-// merchant account can own several.
+// AuthWalletProofParams names the wallet whose ownership WalletProof
+// proves.
+type AuthWalletProofParams struct {
+	// Wallet signs the proof: the wallet being registered, which may
+	// differ from the client's signer.
+	Wallet Signer
+}
+
+// WalletProof builds the ownership proof of params.Wallet for
+// Wallets.Create: a fresh nonce, a message with StatementAddWallet, where
+// the client's sign-in messages are used (WithSignIn), and the wallet's
+// signature. The wallet may differ from the session's address; a merchant
+// account can own several.
 //
 // POST /auth/nonces — public.
-func (s *AuthService) WalletProof(ctx context.Context, signer Signer, params LoginParams) (*WalletProof, error) {
-	addr, msg, sig, err := s.signedMessage(ctx, signer, params, StatementAddWallet)
-	if err != nil {
-		return nil, err
+func (s *AuthService) WalletProof(ctx context.Context, params AuthWalletProofParams) (*WalletProof, error) {
+	if params.Wallet == nil {
+		return nil, &ValidationError{Field: "wallet", Reason: "is required: the signer of the wallet to register"}
 	}
-	return &WalletProof{Address: addr, Message: msg, Signature: sig}, nil
+	return s.signedMessage(ctx, params.Wallet, s.client.signIn, StatementAddWallet)
 }
 
-// DefaultRefreshMargin is how long before a session's expires_at a
-// TokenSource signs in again, when WithRefreshMargin is not given. It
-// covers the time a request takes to reach the gateway plus clock skew.
-const DefaultRefreshMargin = 2 * time.Minute
+// defaultRefreshMargin is how long before a session's expires_at a
+// tokenSource signs in again. It covers the time a request takes to reach
+// the gateway plus clock skew.
+const defaultRefreshMargin = 2 * time.Minute
 
-// TokenSourceOption configures LoginTokenSource.
-type TokenSourceOption func(*TokenSource) error
+// tokenSourceOption configures loginTokenSource; the tests' seams.
+type tokenSourceOption func(*tokenSource) error
 
-// WithRefreshMargin sets how long before expires_at the session is
-// replaced (default DefaultRefreshMargin). When a session lives less than
+// withRefreshMargin sets how long before expires_at the session is
+// replaced (default defaultRefreshMargin). When a session lives less than
 // twice the margin, half its lifetime is used instead, so a short-lived
 // session is not replaced on every call.
-func WithRefreshMargin(d time.Duration) TokenSourceOption {
-	return func(ts *TokenSource) error {
+func withRefreshMargin(d time.Duration) tokenSourceOption {
+	return func(ts *tokenSource) error {
 		if d < 0 {
-			return fmt.Errorf("rail0: WithRefreshMargin: must not be negative, got %v", d)
+			return fmt.Errorf("rail0: withRefreshMargin: must not be negative, got %v", d)
 		}
 		ts.margin = d
 		return nil
@@ -325,8 +346,8 @@ func WithRefreshMargin(d time.Duration) TokenSourceOption {
 // withSessionClock sets the clock used to judge expiry (default: the
 // gateway's clock as the AuthService's client learned it; see
 // Client.ClockOffset); the tests' seam.
-func withSessionClock(now func() time.Time) TokenSourceOption {
-	return func(ts *TokenSource) error {
+func withSessionClock(now func() time.Time) tokenSourceOption {
+	return func(ts *tokenSource) error {
 		if now == nil {
 			return errors.New("rail0: withSessionClock: nil clock")
 		}
@@ -335,29 +356,21 @@ func withSessionClock(now func() time.Time) TokenSourceOption {
 	}
 }
 
-// TokenSource keeps one session alive: it signs in on first use, hands out
-// the cached token, and signs in again once the session is within the
-// refresh margin of expires_at, so a long-running job never sends an
-// expired token. It is safe for concurrent use; concurrent callers that
-// find no fresh session share one sign-in.
+// tokenSource keeps the session of a client created WithSigner alive: it
+// signs in on first use, hands out the cached token, and signs in again
+// once the session is within the refresh margin of expires_at, so a
+// long-running job never sends an expired token. It is safe for concurrent
+// use; concurrent callers that find no fresh session share one sign-in.
 //
-// Plug it into a long-lived client with WithTokenSource(ts.Token). The
-// TokenSource signs in through an AuthService; sign-in requests are
-// anonymous, so a plain client of the same gateway serves, created first:
-//
-//	anon, _ := rail0.NewClient(base)
-//	ts, _ := rail0.LoginTokenSource(anon.Auth, signer, rail0.LoginParams{})
-//	client, _ := rail0.NewClient(base, rail0.WithTokenSource(ts.Token))
-//
-// A call that a client sends with a session of the TokenSource and that the
+// A call that the client sends with one of its sessions and that the
 // gateway answers 401 (the session was revoked) makes the client drop that
-// session, sign in again and send the call once more: see WithTokenSource.
+// session, sign in again and send the call once more: see do.
 //
 // The token is never logged or put in an error.
-type TokenSource struct {
+type tokenSource struct {
 	auth   *AuthService
 	signer Signer
-	params LoginParams
+	params SignIn
 	margin time.Duration
 	now    func() time.Time
 
@@ -379,7 +392,7 @@ type loginCall struct {
 // new session now (renew) or only the refused one dropped (the call that
 // got the 401 is not sent again; the next call signs in). It reaches the
 // source in the context given to the source, as a value: read-only, and
-// passed on by any source that hands the context to TokenSource.Token. A
+// passed on by any source that hands the context to tokenSource.Token. A
 // token names its session, so the source needs no more to drop that one
 // only.
 type sessionRefusal struct {
@@ -389,9 +402,9 @@ type sessionRefusal struct {
 
 type sessionRefusalKey struct{}
 
-// LoginTokenSource returns a TokenSource that signs in with signer through
-// auth (see Auth.Login for params). It does no I/O until its first use.
-func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts ...TokenSourceOption) (*TokenSource, error) {
+// loginTokenSource returns a tokenSource that signs in with signer through
+// auth, its messages placed by params. It does no I/O until its first use.
+func loginTokenSource(auth *AuthService, signer Signer, params SignIn, opts ...tokenSourceOption) (*tokenSource, error) {
 	if auth == nil || auth.client == nil {
 		return nil, &ValidationError{Field: "auth", Reason: "must not be nil"}
 	}
@@ -401,16 +414,16 @@ func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts
 	if _, err := auth.message(params, StatementLogin, signer.Address(), "00000000"); err != nil {
 		return nil, err
 	}
-	ts := &TokenSource{
+	ts := &tokenSource{
 		auth:   auth,
 		signer: signer,
 		params: params,
-		margin: DefaultRefreshMargin,
+		margin: defaultRefreshMargin,
 		now:    auth.client.gatewayNow, // expires_at is on the gateway's clock
 	}
 	for _, opt := range opts {
 		if opt == nil {
-			return nil, errors.New("rail0: LoginTokenSource: nil option")
+			return nil, errors.New("rail0: loginTokenSource: nil option")
 		}
 		if err := opt(ts); err != nil {
 			return nil, err
@@ -420,12 +433,12 @@ func LoginTokenSource(auth *AuthService, signer Signer, params LoginParams, opts
 }
 
 // Token returns a bearer token valid for at least the refresh margin,
-// signing in first when needed. Its signature matches WithTokenSource.
+// signing in first when needed.
 //
 // Called by a client after the gateway answered 401 to a call sent with one
 // of its tokens, it first drops that token's session (and only that one: a
-// newer session another call obtained is kept); see WithTokenSource.
-func (ts *TokenSource) Token(ctx context.Context) (string, error) {
+// newer session another call obtained is kept).
+func (ts *tokenSource) Token(ctx context.Context) (string, error) {
 	if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok {
 		ts.refused(n.token)
 		if !n.renew {
@@ -450,7 +463,7 @@ func (ts *TokenSource) Token(ctx context.Context) (string, error) {
 // deadline (Call.NotRetried says so) while it fits this caller's, the waiting
 // callers sign in again with their own context and allowance instead of
 // inheriting a failure that was about another caller's budget.
-func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
+func (ts *tokenSource) Session(ctx context.Context) (*Session, error) {
 	s, err := ts.current(ctx)
 	if err != nil {
 		return nil, err
@@ -460,7 +473,7 @@ func (ts *TokenSource) Session(ctx context.Context) (*Session, error) {
 
 // current returns the cached session (not to be modified), signing in
 // first when needed; see Session.
-func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
+func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -489,7 +502,7 @@ func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
 		ts.inflight = call
 		ts.mu.Unlock()
 
-		call.session, call.err = ts.auth.Login(ctx, ts.signer, ts.params)
+		call.session, call.err = ts.auth.login(ctx, ts.signer, ts.params)
 		if call.err != nil {
 			call.err = fmt.Errorf("rail0: token source sign-in: %w", call.err)
 		}
@@ -514,7 +527,7 @@ func (ts *TokenSource) current(ctx context.Context) (*Session, error) {
 // wait did not fit that caller's allowance or deadline, or that caller's
 // view does not retry 429s) whose wait fits the allowance of a fresh call
 // with this caller's settings (see Client.With) and this caller's deadline.
-func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
+func (ts *tokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
 		return false
@@ -530,7 +543,7 @@ func (ts *TokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 // refused drops the session whose token the gateway answered 401: it was
 // revoked. A newer session (another call already signed in again) is
 // kept.
-func (ts *TokenSource) refused(token string) {
+func (ts *tokenSource) refused(token string) {
 	ts.mu.Lock()
 	if ts.session != nil && ts.session.Token() == token {
 		ts.session = nil
@@ -558,33 +571,31 @@ func copySession(s *Session) *Session {
 	return &c
 }
 
-// Invalidate drops the cached session, so the next call signs in again.
-// Clients fed by the TokenSource already do this for the session a 401
-// refused (see WithTokenSource); call it when you know better, for example
-// after Logout.
-func (ts *TokenSource) Invalidate() {
+// Invalidate drops the cached session, so the next call signs in again
+// (after Logout; a 401 drops only the session it refused).
+func (ts *tokenSource) Invalidate() {
 	ts.mu.Lock()
 	ts.session = nil
 	ts.mu.Unlock()
 }
 
 // String describes the token source without any token.
-func (ts *TokenSource) String() string {
-	return fmt.Sprintf("rail0.TokenSource{address: %s, margin: %s}", ts.signer.Address(), ts.margin)
+func (ts *tokenSource) String() string {
+	return fmt.Sprintf("rail0.tokenSource{address: %s, margin: %s}", ts.signer.Address(), ts.margin)
 }
 
 // Format implements fmt.Formatter so that every verb prints String: %d or
 // %x would otherwise walk the struct's fields.
-func (ts *TokenSource) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, ts.String()) }
+func (ts *tokenSource) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, ts.String()) }
 
 // LogValue implements slog.LogValuer without any token.
-func (ts *TokenSource) LogValue() slog.Value {
+func (ts *tokenSource) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("address", ts.signer.Address()), slog.Duration("margin", ts.margin))
 }
 
 // fresh reports whether s can still be handed out: now is before its
 // expiry minus the refresh margin (at most half the session's lifetime).
-func (ts *TokenSource) fresh(s *Session) bool {
+func (ts *tokenSource) fresh(s *Session) bool {
 	margin := ts.margin
 	if half := max(s.ExpiresAt.Sub(ts.obtained)/2, 0); half < margin {
 		margin = half

@@ -117,6 +117,7 @@ func newAuthGateway(t *testing.T, clock *authClock) (*authGateway, *httptest.Ser
 	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
 	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
 	mux.HandleFunc("GET "+muxBasePath+"/webhooks/{id}", g.webhook)
+	mux.HandleFunc("POST "+muxBasePath+"/auth/logout", g.logout)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
 		http.NotFound(w, r)
@@ -206,6 +207,14 @@ func (g *authGateway) verify(w http.ResponseWriter, r *http.Request) {
 		tok, address, exp.Format(time.RFC3339)))
 }
 
+// logout revokes the token presented.
+func (g *authGateway) logout(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	delete(g.tokens, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	g.mu.Unlock()
+	authWriteJSON(w, http.StatusOK, `{"revoked":true}`)
+}
+
 func (g *authGateway) webhook(w http.ResponseWriter, r *http.Request) {
 	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 	g.mu.Lock()
@@ -237,14 +246,16 @@ func newAuthClient(t *testing.T, srv *httptest.Server, clock *authClock, opts ..
 	return c
 }
 
-func TestLogin(t *testing.T) {
+// A client created WithSigner signs in by itself, its messages placed by
+// WithSignIn, and Session returns the session.
+func TestSignIn(t *testing.T) {
 	t.Parallel()
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
-	c := newAuthClient(t, srv, clock)
 	signer := newSIWESigner()
+	c := newAuthClient(t, srv, clock, WithSigner(signer), WithSignIn(SignIn{Domain: "127.0.0.1", URI: srv.URL, ChainID: 84532}))
 
-	sess, err := c.Auth.Login(context.Background(), signer, LoginParams{Domain: "127.0.0.1", URI: srv.URL, ChainID: 84532})
+	sess, err := c.Session(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,13 +270,13 @@ func TestLogin(t *testing.T) {
 	}
 }
 
-// With zero LoginParams the domain, URI and chain come from the base URL.
+// With zero SignIn the domain, URI and chain come from the base URL.
 func TestLoginDefaultsFromBaseURL(t *testing.T) {
 	t.Parallel()
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
 	c := newAuthClient(t, srv, clock)
-	if _, err := c.Auth.Login(context.Background(), newSIWESigner(), LoginParams{}); err != nil {
+	if _, err := c.Auth.login(context.Background(), newSIWESigner(), SignIn{}); err != nil {
 		t.Fatal(err)
 	}
 	m := siweLayout.FindStringSubmatch(g.messages[0])
@@ -294,7 +305,7 @@ func TestAuthAnonymousRequestsSkipTheTokenSource(t *testing.T) {
 	if _, err := c.Auth.CreateNonce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Auth.Login(ctx, newSIWESigner(), LoginParams{}); err != nil {
+	if _, err := c.Auth.login(ctx, newSIWESigner(), SignIn{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := sourceCalls.Load(); n != 0 {
@@ -321,7 +332,7 @@ func TestAuthRequests(t *testing.T) {
 			method: "POST", path: "/auth/logout",
 			reply: muxOK(`{"revoked": true}`),
 			check: func(t *testing.T, got any) {
-				if r := got.(*LogoutResult); !r.Revoked || r.Response.StatusCode != http.StatusOK {
+				if r := got.(*AuthLogoutResult); !r.Revoked || r.Response.StatusCode != http.StatusOK {
 					t.Errorf("revoked = %v, want true", got)
 				}
 			},
@@ -332,7 +343,7 @@ func TestAuthRequests(t *testing.T) {
 			method: "POST", path: "/auth/logout",
 			reply: muxOK(`{"revoked": false}`),
 			check: func(t *testing.T, got any) {
-				if got.(*LogoutResult).Revoked {
+				if got.(*AuthLogoutResult).Revoked {
 					t.Errorf("revoked = %v, want false", got)
 				}
 			},
@@ -355,7 +366,7 @@ func TestAuthNonceAndVerifyWire(t *testing.T) {
 	if n.Nonce != "a1b2c3d4e5f60718" || !n.ExpiresAt.Equal(time.Date(2026, 9, 14, 10, 5, 0, 0, time.UTC)) {
 		t.Errorf("nonce = %+v", n)
 	}
-	sess, err := c.Auth.Verify(ctx, "the message", "0xsig")
+	sess, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "the message", Signature: "0xsig"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +392,7 @@ func TestLoginFailures(t *testing.T) {
 	tests := []struct {
 		name         string
 		signer       Signer
-		params       LoginParams
+		params       SignIn
 		wantField    string // *ValidationError field
 		wantErr      error
 		wantCode     ErrorCode
@@ -389,8 +400,8 @@ func TestLoginFailures(t *testing.T) {
 		wantVerifies int
 	}{
 		{name: "nil signer", signer: nil, wantField: "signer"},
-		{name: "domain with port", signer: newSIWESigner(), params: LoginParams{Domain: "127.0.0.1:80"}, wantField: "siwe.domain"},
-		{name: "URI on another host", signer: newSIWESigner(), params: LoginParams{URI: "https://evil.example"}, wantField: "siwe.uri"},
+		{name: "domain with port", signer: newSIWESigner(), params: SignIn{Domain: "127.0.0.1:80"}, wantField: "siwe.domain"},
+		{name: "URI on another host", signer: newSIWESigner(), params: SignIn{URI: "https://evil.example"}, wantField: "siwe.uri"},
 		{name: "bad signer address", signer: &siweSigner{key: evmtest.NewKey("x"), addr: "0x1234"}, wantField: "siwe.address"},
 		{name: "signer fails", signer: &siweSigner{key: evmtest.NewKey("x"), addr: newSIWESigner().addr, err: signErr}, wantErr: signErr, wantNonces: 1},
 		// A signature by another key than the signer's address is caught
@@ -403,7 +414,7 @@ func TestLoginFailures(t *testing.T) {
 			clock := newAuthClock()
 			g, srv := newAuthGateway(t, clock)
 			c := newAuthClient(t, srv, clock)
-			sess, err := c.Auth.Login(context.Background(), tt.signer, tt.params)
+			sess, err := c.Auth.login(context.Background(), tt.signer, tt.params)
 			if err == nil || sess != nil {
 				t.Fatalf("Login = %+v, %v; want an error", sess, err)
 			}
@@ -437,19 +448,62 @@ func (w *wrongSigner) SignDigest(ctx context.Context, digest [32]byte) ([]byte, 
 	return evmtest.NewKey("someone else").SignDigest(ctx, digest)
 }
 
+// A client created WithSigner drops its session once Logout is answered:
+// its next call signs in again, instead of sending the revoked token and
+// learning from a 401.
+func TestLogoutDropsTheClientsSession(t *testing.T) {
+	t.Parallel()
+	clock := newAuthClock()
+	g, srv := newAuthGateway(t, clock) // a 401 on GET /webhooks/{id} fails the test
+	c := newAuthClient(t, srv, clock, WithSigner(newSIWESigner()))
+	ctx := context.Background()
+	if _, err := c.Webhooks.Get(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Auth.Logout(ctx)
+	if err != nil || !out.Revoked {
+		t.Fatalf("Logout = %+v, %v", out, err)
+	}
+	if _, err := c.Webhooks.Get(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, logins := g.counts(); logins != 2 {
+		t.Errorf("%d sign-ins, want 2: the call after Logout signs in again", logins)
+	}
+	if s, err := c.Session(ctx); err != nil || s.Token() != "jwt-2" {
+		t.Errorf("Session after Logout = %v, %v; want the new session", s, err)
+	}
+}
+
 func TestWalletProof(t *testing.T) {
 	t.Parallel()
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
 	c := newAuthClient(t, srv, clock)
 	wallet := newSIWESignerSeed("wallet")
-	proof, err := c.Auth.WalletProof(context.Background(), wallet, LoginParams{Domain: "127.0.0.1"})
+	proof, err := c.Auth.WalletProof(context.Background(), AuthWalletProofParams{Wallet: wallet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := siweLayout.FindStringSubmatch(proof.Message)
-	if m == nil || m[2] != wallet.addr || m[3] != StatementAddWallet || m[6] != "nonce0001" {
+	if m == nil || m[2] != wallet.addr || m[3] != StatementAddWallet || m[5] != "1" || m[6] != "nonce0001" {
 		t.Fatalf("proof message = %q", proof.Message)
+	}
+	// The proof is placed where the client's sign-in messages are.
+	placed := newAuthClient(t, srv, clock, WithSignIn(SignIn{ChainID: 84532}))
+	proof, err = placed.Auth.WalletProof(context.Background(), AuthWalletProofParams{Wallet: wallet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := siweLayout.FindStringSubmatch(proof.Message); m == nil || m[5] != "84532" {
+		t.Fatalf("proof message under WithSignIn = %q, want chain 84532", proof.Message)
+	}
+	var ve *ValidationError
+	if _, err := c.Auth.WalletProof(context.Background(), AuthWalletProofParams{}); !errors.As(err, &ve) || ve.Field != "wallet" {
+		t.Fatalf("WalletProof without a wallet = %v, want a *ValidationError", err)
+	}
+	if proof.Response == nil || proof.Response.Call.Operation != "createNonce" {
+		t.Errorf("proof.Response = %+v, want the nonce call's", proof.Response)
 	}
 	if proof.Address != wallet.addr || !siweRecovers(wallet.addr, proof.Message, proof.Signature) {
 		t.Errorf("proof = %+v", proof)
@@ -484,12 +538,12 @@ func TestSessionNeverPrintsToken(t *testing.T) {
 
 // newTokenSourceSetup returns a fake gateway, an anonymous client for
 // sign-in, and a token source on the shared fake clock.
-func newTokenSourceSetup(t *testing.T, opts ...TokenSourceOption) (*authGateway, *httptest.Server, *authClock, *TokenSource) {
+func newTokenSourceSetup(t *testing.T, opts ...tokenSourceOption) (*authGateway, *httptest.Server, *authClock, *tokenSource) {
 	t.Helper()
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, append([]TokenSourceOption{withSessionClock(clock.Now)}, opts...)...)
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{}, append([]tokenSourceOption{withSessionClock(clock.Now)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,9 +590,9 @@ func TestTokenSourceRefreshMargin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var opts []TokenSourceOption
+			var opts []tokenSourceOption
 			if tt.margin >= 0 {
-				opts = append(opts, WithRefreshMargin(tt.margin))
+				opts = append(opts, withRefreshMargin(tt.margin))
 			}
 			g, _, clock, ts := newTokenSourceSetup(t, opts...)
 			g.lifetime = tt.lifetime
@@ -670,7 +724,7 @@ func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
 	anonSrvClock := newAuthClock()
 	_, srv := newAuthGateway(t, anonSrvClock)
 	anon := newAuthClient(t, srv, anonSrvClock)
-	bad, err := LoginTokenSource(anon.Auth, &wrongSigner{newSIWESigner()}, LoginParams{}, withSessionClock(anonSrvClock.Now))
+	bad, err := loginTokenSource(anon.Auth, &wrongSigner{newSIWESigner()}, SignIn{}, withSessionClock(anonSrvClock.Now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +733,7 @@ func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
 	}
 }
 
-func TestLoginTokenSourceValidates(t *testing.T) {
+func TestTokenSourceValidates(t *testing.T) {
 	t.Parallel()
 	c, err := NewClient("https://api.rail0.xyz")
 	if err != nil {
@@ -689,24 +743,24 @@ func TestLoginTokenSourceValidates(t *testing.T) {
 		name   string
 		auth   *AuthService
 		signer Signer
-		params LoginParams
-		opts   []TokenSourceOption
+		params SignIn
+		opts   []tokenSourceOption
 	}{
-		{"nil auth", nil, newSIWESigner(), LoginParams{}, nil},
-		{"nil signer", c.Auth, nil, LoginParams{}, nil},
-		{"bad params", c.Auth, newSIWESigner(), LoginParams{Domain: "https://api.rail0.xyz"}, nil},
-		{"negative margin", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{WithRefreshMargin(-time.Second)}},
-		{"nil clock", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{withSessionClock(nil)}},
-		{"nil option", c.Auth, newSIWESigner(), LoginParams{}, []TokenSourceOption{nil}},
+		{"nil auth", nil, newSIWESigner(), SignIn{}, nil},
+		{"nil signer", c.Auth, nil, SignIn{}, nil},
+		{"bad params", c.Auth, newSIWESigner(), SignIn{Domain: "https://api.rail0.xyz"}, nil},
+		{"negative margin", c.Auth, newSIWESigner(), SignIn{}, []tokenSourceOption{withRefreshMargin(-time.Second)}},
+		{"nil clock", c.Auth, newSIWESigner(), SignIn{}, []tokenSourceOption{withSessionClock(nil)}},
+		{"nil option", c.Auth, newSIWESigner(), SignIn{}, []tokenSourceOption{nil}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if ts, err := LoginTokenSource(tt.auth, tt.signer, tt.params, tt.opts...); err == nil || ts != nil {
-				t.Fatalf("LoginTokenSource = %v, %v; want an error", ts, err)
+			if ts, err := loginTokenSource(tt.auth, tt.signer, tt.params, tt.opts...); err == nil || ts != nil {
+				t.Fatalf("loginTokenSource = %v, %v; want an error", ts, err)
 			}
 		})
 	}
-	if ts, err := LoginTokenSource(c.Auth, newSIWESigner(), LoginParams{}); err != nil || ts == nil {
-		t.Fatalf("valid LoginTokenSource = %v, %v", ts, err)
+	if ts, err := loginTokenSource(c.Auth, newSIWESigner(), SignIn{}); err != nil || ts == nil {
+		t.Fatalf("valid loginTokenSource = %v, %v", ts, err)
 	}
 }

@@ -32,13 +32,13 @@ const (
 
 const maxDuration = time.Duration(math.MaxInt64)
 
-// ParseRetryAfter parses a Retry-After value: delta-seconds, or an HTTP-date
+// parseRetryAfter parses a Retry-After value: delta-seconds, or an HTTP-date
 // in any of the three forms http.ParseTime accepts, relative to now. It
 // reports false ("no instruction") for an empty, zero, negative or malformed
 // value and for a date that is not in the future. A value too large to
 // represent saturates at the largest time.Duration: it is still an
 // instruction, and RetryAfterCap bounds the wait.
-func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(value)
 	if v == "" {
 		return 0, false
@@ -72,13 +72,13 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
 	v := h.Get("Retry-After")
 	if v == "" || isDigits(strings.TrimSpace(v)) {
-		return ParseRetryAfter(v, local) // no date to read against: skip parsing Date
+		return parseRetryAfter(v, local) // no date to read against: skip parsing Date
 	}
 	now := local
 	if t, err := http.ParseTime(h.Get("Date")); err == nil {
 		now = t
 	}
-	return ParseRetryAfter(v, now)
+	return parseRetryAfter(v, now)
 }
 
 // serverWait is the wait before retrying a server-given instruction:
@@ -186,11 +186,11 @@ const (
 	// ReasonTransport: the connection failed after the request was written,
 	// on an operation that is safe to repeat.
 	ReasonTransport RetryReason = "transport_error"
-	// ReasonAllowance: the server's wait does not fit in what is left of MaxRetryWait.
+	// ReasonAllowance: the server's wait does not fit in what is left of WithMaxRetryWait.
 	ReasonAllowance RetryReason = "allowance_exhausted"
 	// ReasonDeadline: the wait would end after the context's deadline.
 	ReasonDeadline RetryReason = "deadline"
-	// ReasonMaxRetries: MaxRetries (or, for 429s, the safety net of 100
+	// ReasonMaxRetries: WithMaxRetries (or, for 429s, the safety net of 100
 	// attempts) is used up.
 	ReasonMaxRetries RetryReason = "max_retries"
 	// ReasonRetryBudget: the client-wide retry budget is empty (an outage is

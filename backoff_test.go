@@ -45,7 +45,7 @@ func TestParseRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ParseRetryAfter(tt.value, now)
+			got, ok := parseRetryAfter(tt.value, now)
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -58,12 +58,12 @@ func FuzzParseRetryAfter(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		d, ok := ParseRetryAfter(v, now)
+		d, ok := parseRetryAfter(v, now)
 		if ok && d <= 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %v, true: an instruction must be positive", v, d)
+			t.Fatalf("parseRetryAfter(%q) = %v, true: an instruction must be positive", v, d)
 		}
 		if !ok && d != 0 {
-			t.Fatalf("ParseRetryAfter(%q) = %v, false: no instruction must be zero", v, d)
+			t.Fatalf("parseRetryAfter(%q) = %v, false: no instruction must be zero", v, d)
 		}
 	})
 }

@@ -108,7 +108,7 @@ func BenchmarkPaymentsList(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		params := &ListPaymentsParams{ListOptions: ListOptions{PerPage: 25}}
+		params := PaymentListParams{ListOptions: ListOptions{PerPage: 25}}
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := c.Payments.List(ctx, params); err != nil {

@@ -178,7 +178,7 @@ func namedBy(p *PaymentDetail, id string) bool {
 // maxCreated bounds how many payments a client remembers having created
 // for PayerSign; a payment signed is forgotten at once. A payment pushed out
 // by newer ones is not signed unchecked: PayerSign then refuses it
-// (ErrUnbound) until the caller states the order (PayerSignParams.Expect) or
+// (ErrUnbound) until the caller states the order (PaymentPayerSignParams.Expect) or
 // calls Create again with the order's IdempotencyKey, which the gateway
 // answers with the same payment.
 const maxCreated = 1024
@@ -188,7 +188,7 @@ const maxCreated = 1024
 // if the gateway's later read of the payment differs from its answer to
 // Create. The oldest entries go first when it is full. It lives in memory,
 // on purpose: the binding that survives a restart is the caller's own
-// (PayerSignParams.Expect, or Create again with the order's IdempotencyKey),
+// (PaymentPayerSignParams.Expect, or Create again with the order's IdempotencyKey),
 // so the SDK keeps no state on disk and a lost record fails closed.
 type createdLog struct {
 	recent[Expectation] // Rail0ID is Create's answer's, for lookups by rail0_id
@@ -214,7 +214,7 @@ func (l *createdLog) lookup(id string) (Expectation, string, bool) {
 
 // askedOf is the record Create keeps: the terms asked for, and the rail0_id
 // of the gateway's answer, under which PayerSign may name the payment too.
-func askedOf(params CreatePaymentParams, answer *PaymentDetail) Expectation {
+func askedOf(params PaymentCreateParams, answer *PaymentDetail) Expectation {
 	e := Expectation{ChainID: params.ChainID, Mode: params.Mode, Amount: params.Amount,
 		Token: params.Token, Payer: params.Payer, Payee: params.Payee}
 	if _, err := verify.ParseWord(answer.Rail0ID); err == nil {
@@ -225,10 +225,10 @@ func askedOf(params CreatePaymentParams, answer *PaymentDetail) Expectation {
 
 // unbound is the refusal of a flow that needs a binding and has none.
 func (f *flow) unbound() error {
-	how := "name the payment by its rail0_id, or set RefundParams.Expect.Payer (or Expect.Rail0ID) to the payer of the order"
+	how := "name the payment by its rail0_id, or set PaymentRefundParams.Expect.Payer (or Expect.Rail0ID) to the payer of the order"
 	if f.op == "" {
 		how = fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
-			"or more than %d payments created since): set PayerSignParams.Expect to the order's ChainID, Mode, Token, Payee and Amount, "+
+			"or more than %d payments created since): set PaymentPayerSignParams.Expect to the order's ChainID, Mode, Token, Payee and Amount, "+
 			"or call Create again on this client with the order's IdempotencyKey", f.id, maxCreated)
 	}
 	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, how))

@@ -128,39 +128,39 @@ func runWith(fc flowCase, id string, e Expectation) func(ctx context.Context, c 
 	switch fc.name {
 	case "PayerSign", "PayerSign charge":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.PayerSign(ctx, id, PayerSignParams{Expect: e}))
+			return errOf(c.Payments.PayerSign(ctx, id, PaymentPayerSignParams{Expect: e}))
 		}
 	case "Authorize":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Authorize(ctx, id, AuthorizeParams{Expect: e}))
+			return errOf(c.Payments.Authorize(ctx, id, PaymentAuthorizeParams{Expect: e}))
 		}
 	case "Charge":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Charge(ctx, id, ChargeParams{Expect: e}))
+			return errOf(c.Payments.Charge(ctx, id, PaymentChargeParams{Expect: e}))
 		}
 	case "Capture":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Capture(ctx, id, CaptureParams{Amount: "1.00", Expect: e}))
+			return errOf(c.Payments.Capture(ctx, id, PaymentCaptureParams{Amount: "1.00", Expect: e}))
 		}
 	case "Void":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Void(ctx, id, VoidParams{Expect: e}))
+			return errOf(c.Payments.Void(ctx, id, PaymentVoidParams{Expect: e}))
 		}
 	case "Release":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Release(ctx, id, ReleaseParams{Expect: e}))
+			return errOf(c.Payments.Release(ctx, id, PaymentReleaseParams{Expect: e}))
 		}
 	case "Refund":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Refund(ctx, id, RefundParams{Amount: "4.00", Expect: e}))
+			return errOf(c.Payments.Refund(ctx, id, PaymentRefundParams{Amount: "4.00", Expect: e}))
 		}
 	case "Dispute":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.Dispute(ctx, id, DisputeParams{Reason: fixtureReason, Expect: e}))
+			return errOf(c.Payments.Dispute(ctx, id, PaymentDisputeParams{Reason: fixtureReason, Expect: e}))
 		}
 	case "CloseDispute":
 		return func(ctx context.Context, c *Client) error {
-			return errOf(c.Payments.CloseDispute(ctx, id, DisputeParams{Expect: e}))
+			return errOf(c.Payments.CloseDispute(ctx, id, PaymentCloseDisputeParams{Expect: e}))
 		}
 	}
 	panic("no flow " + fc.name)
@@ -307,7 +307,7 @@ func TestPreparedTransactionOfAnotherPaymentIsRefused(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(m)
 	}))
 	t.Cleanup(srv.Close)
-	_, err := b.clientAt(srv.URL, b.payee).Payments.Capture(context.Background(), artRail0ID, CaptureParams{Amount: "1.00"})
+	_, err := b.clientAt(srv.URL, b.payee).Payments.Capture(context.Background(), artRail0ID, PaymentCaptureParams{Amount: "1.00"})
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Field != "payment_id" || ae.Expected != artPayment || b.payee.Signed.Load() != 0 {
 		t.Fatalf("a prepared transaction of payment p2: %v", err)
@@ -325,7 +325,7 @@ func TestRefundNeedsABinding(t *testing.T) {
 	if !errors.Is(err, ErrUnbound) || !errors.As(err, &fe) || fe.Step != StepVerify || fe.Operation != OpRefund {
 		t.Fatalf("an unbound refund: %v, want ErrUnbound in a *FlowError at StepVerify", err)
 	}
-	for _, how := range []string{"rail0_id", "RefundParams.Expect.Payer", "nothing was read or signed"} {
+	for _, how := range []string{"rail0_id", "PaymentRefundParams.Expect.Payer", "nothing was read or signed"} {
 		if !strings.Contains(err.Error(), how) {
 			t.Errorf("the error does not say %q: %v", how, err)
 		}
@@ -354,11 +354,11 @@ func TestRefundNeedsABinding(t *testing.T) {
 	b = newBindGateway(t, fc.mode, fc.status)
 	c := b.client(b.payee)
 	ctx := context.Background()
-	if _, err := c.Payments.Create(ctx, CreatePaymentParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
+	if _, err := c.Payments.Create(ctx, PaymentCreateParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
 		Token: artToken, Payer: artPayer, Payee: artPayee}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "4.00"}); err != nil {
+	if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "4.00"}); err != nil {
 		t.Errorf("a refund of a payment this client created: %v", err)
 	}
 }
@@ -385,7 +385,7 @@ func TestPayerSignSignsOnlyWhatCreateAskedFor(t *testing.T) {
 			g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
 			c := g.client(g.payer)
 			ctx := context.Background()
-			_, err := c.Payments.Create(ctx, CreatePaymentParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
+			_, err := c.Payments.Create(ctx, PaymentCreateParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
 				Token: artToken, Payer: g.payer.Address(), Payee: g.payee.Address()})
 			if err != nil {
 				t.Fatal(err)
@@ -393,7 +393,7 @@ func TestPayerSignSignsOnlyWhatCreateAskedFor(t *testing.T) {
 			if tt.change != nil {
 				g.rewrite(tt.change)
 			}
-			_, err = c.Payments.PayerSign(ctx, artPayment, PayerSignParams{})
+			_, err = c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{})
 			if tt.field == "" {
 				if err != nil || len(g.submitted()) != 1 {
 					t.Fatalf("honest gateway: %v, submitted %v", err, g.submitted())
@@ -418,7 +418,7 @@ func TestPayerSignSignsOnlyWhatCreateAskedFor(t *testing.T) {
 // with other terms gets no signature.
 func TestPayerSignBindingIsNeverLost(t *testing.T) {
 	t.Parallel()
-	order := CreatePaymentParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
+	order := PaymentCreateParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
 		Token: artToken, Payer: artPayer, Payee: artPayee, IdempotencyKey: "order-1042"}
 	tenfold := func(p *PaymentDetail) { p.Amount = fmt.Sprint(10 * artAmount) }
 	ctx := context.Background()
@@ -445,30 +445,30 @@ func TestPayerSignBindingIsNeverLost(t *testing.T) {
 		b.rewrite(tenfold)
 		restarted := b.client(b.payer)
 		before := len(b.sent())
-		_, err := restarted.Payments.PayerSign(ctx, artPayment, PayerSignParams{})
+		_, err := restarted.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{})
 		refusedUnsigned(t, b, err, ErrUnbound, "")
 		if len(b.sent()) != before {
 			t.Errorf("an unbound PayerSign sent %v", b.sent()[before:])
 		}
-		for _, how := range []string{"PayerSignParams.Expect", "IdempotencyKey"} {
+		for _, how := range []string{"PaymentPayerSignParams.Expect", "IdempotencyKey"} {
 			if !strings.Contains(fmt.Sprint(err), how) {
 				t.Errorf("the refusal does not say %q: %v", how, err)
 			}
 		}
 		// The caller's expectation takes the record's place.
-		_, err = restarted.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)})
+		_, err = restarted.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
 		refusedUnsigned(t, b, err, nil, "amount")
 		// A partial expectation is no binding: the terms the signature commits to are all needed.
 		partial := artOrder(ModeAuthorize)
 		partial.Mode = ""
-		_, err = restarted.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: partial})
+		_, err = restarted.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: partial})
 		refusedUnsigned(t, b, err, ErrUnbound, "")
 		// Create again with the order's key: the gateway answers with the
 		// same payment, and the record of what was asked is back.
 		if _, err := restarted.Payments.Create(ctx, order); err != nil {
 			t.Fatal(err)
 		}
-		_, err = restarted.Payments.PayerSign(ctx, artPayment, PayerSignParams{})
+		_, err = restarted.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{})
 		refusedUnsigned(t, b, err, nil, "amount")
 	})
 
@@ -500,16 +500,16 @@ func TestPayerSignBindingIsNeverLost(t *testing.T) {
 		}
 		wg.Wait()
 		b.rewrite(tenfold)
-		_, err := c.Payments.PayerSign(ctx, artPayment, PayerSignParams{})
+		_, err := c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{})
 		refusedUnsigned(t, b, err, ErrUnbound, "")
-		_, err = c.Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)})
+		_, err = c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
 		refusedUnsigned(t, b, err, nil, "amount")
 	})
 
 	t.Run("an honest gateway, with the expectation alone", func(t *testing.T) {
 		t.Parallel()
 		b := newBindGateway(t, ModeAuthorize, StatusUnsigned)
-		if _, err := b.client(b.payer).Payments.PayerSign(ctx, artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)}); err != nil {
+		if _, err := b.client(b.payer).Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -554,7 +554,7 @@ func TestPayerSignReconcilesASignatureOnFile(t *testing.T) {
 			t.Parallel()
 			b := newBindGateway(t, ModeAuthorize, StatusUnsigned)
 			b.sign = tt.sign
-			p, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)})
+			p, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
 			if tt.ok {
 				if err != nil || p.Status != StatusSigned || p.SignedAt == nil {
 					t.Fatalf("PayerSign = %+v, %v; want the signed payment", p, err)
@@ -576,12 +576,12 @@ func TestPayerSignReconcilesASignatureOnFile(t *testing.T) {
 	b := newBindGateway(t, ModeAuthorize, StatusSigned)
 	now := time.Now()
 	b.payment.SignedAt = &now
-	p, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)})
+	p, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
 	if err != nil || p.Status != StatusSigned || b.payer.Signed.Load() != 0 || len(b.preparedOrSubmitted()) != 0 {
 		t.Fatalf("PayerSign of a signed payment = %v (signed %d, sent %v)", err, b.payer.Signed.Load(), b.preparedOrSubmitted())
 	}
 	b.payment.SignedAt = nil
-	if _, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PayerSignParams{Expect: artOrder(ModeAuthorize)}); !errors.Is(err, ErrNotSignable) {
+	if _, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)}); !errors.Is(err, ErrNotSignable) {
 		t.Fatalf("PayerSign of a payment past unsigned without signed_at: %v", err)
 	}
 }
@@ -593,15 +593,15 @@ func TestPayerSignPollSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		params PayerSignParams
+		params PaymentPayerSignParams
 		nulls  int
 		waited time.Duration
 		err    error
 	}{
-		{"defaults", PayerSignParams{}, 2, time.Second + 1500*time.Millisecond, nil},
-		{"own pace", PayerSignParams{PollInterval: 300 * time.Millisecond, MaxPollInterval: 400 * time.Millisecond}, 3, 300*time.Millisecond + 400*time.Millisecond + 400*time.Millisecond, nil},
-		{"below the floor", PayerSignParams{PollInterval: time.Millisecond}, 1, MinPollInterval, nil},
-		{"five reads at most", PayerSignParams{PollInterval: time.Second, MaxPollInterval: time.Second}, 5, 4 * time.Second, ErrSigningPayloadUnavailable},
+		{"defaults", PaymentPayerSignParams{}, 2, time.Second + 1500*time.Millisecond, nil},
+		{"own pace", PaymentPayerSignParams{PollInterval: 300 * time.Millisecond, MaxPollInterval: 400 * time.Millisecond}, 3, 300*time.Millisecond + 400*time.Millisecond + 400*time.Millisecond, nil},
+		{"below the floor", PaymentPayerSignParams{PollInterval: time.Millisecond}, 1, MinPollInterval, nil},
+		{"five reads at most", PaymentPayerSignParams{PollInterval: time.Second, MaxPollInterval: time.Second}, 5, 4 * time.Second, ErrSigningPayloadUnavailable},
 	}
 	for _, tt := range tests {
 		synctest.Test(t, func(t *testing.T) {
@@ -622,7 +622,7 @@ func TestPayerSignPollSettings(t *testing.T) {
 	}
 	b := newBindGateway(t, ModeAuthorize, StatusUnsigned)
 	_, err := b.client(b.payer).Payments.PayerSign(context.Background(), artPayment,
-		PayerSignParams{Expect: artOrder(ModeAuthorize), PollInterval: 5 * time.Second, MaxPollInterval: time.Second})
+		PaymentPayerSignParams{Expect: artOrder(ModeAuthorize), PollInterval: 5 * time.Second, MaxPollInterval: time.Second})
 	var ve *ValidationError
 	if !errors.As(err, &ve) || len(b.sent()) != 0 {
 		t.Fatalf("a last interval below the first: %v, sent %v", err, b.sent())
@@ -676,9 +676,9 @@ func TestSubmitReconcilesAKnownTransaction(t *testing.T) {
 			var tx *Transaction
 			var err error
 			if tt.byHash {
-				tx, err = c.Payments.SubmitByHash(context.Background(), "p", OpVoid, fixtureHash)
+				tx, err = c.Payments.SubmitByHash(context.Background(), "p", OpVoid, PaymentSubmitByHashParams{TransactionHash: fixtureHash})
 			} else {
-				tx, err = c.Payments.Submit(context.Background(), "p", OpVoid, fixtureSignedTx)
+				tx, err = c.Payments.Submit(context.Background(), "p", OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
 			}
 			if tt.ok {
 				if err != nil || tx.ID != "tx9" || tx.Response == nil {

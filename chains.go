@@ -24,19 +24,16 @@ type Blockchain struct {
 	ExplorerURL  string      `json:"explorer_url"`
 }
 
-// ListChainsParams filters GET /blockchains. Zero values are not sent.
-type ListChainsParams struct {
+// ChainListParams filters GET /blockchains. Zero values are not sent.
+type ChainListParams struct {
 	// NetworkType keeps test or production networks only.
 	NetworkType NetworkType
 	// Symbol keeps the chains matching a symbol, such as "USDC".
 	Symbol string
 }
 
-func (p *ListChainsParams) values() url.Values {
+func (p ChainListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	if p.NetworkType != "" {
 		q.Set("network_type", string(p.NetworkType))
 	}
@@ -49,10 +46,10 @@ func (p *ListChainsParams) values() url.Values {
 var listBlockchains = declare(operation{"listBlockchains", "GET", "/blockchains", opRead, ""})
 
 // List returns the active chains that have at least one active token. The
-// list is not paginated. params may be nil.
+// list is not paginated.
 //
 // GET /blockchains — public.
-func (s *ChainsService) List(ctx context.Context, params *ListChainsParams) (*List[Blockchain], error) {
+func (s *ChainsService) List(ctx context.Context, params ChainListParams) (*List[Blockchain], error) {
 	var out List[Blockchain]
 	resp, err := s.client.do(ctx, &request{op: listBlockchains, query: params.values(), anonymous: true}, &out.Items)
 	if err != nil {

@@ -22,7 +22,7 @@ func TestChainsRequests(t *testing.T) {
 		{
 			name: "List with filters",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Chains.List(ctx, &ListChainsParams{NetworkType: NetworkTestnet, Symbol: "USDC"})
+				return c.Chains.List(ctx, ChainListParams{NetworkType: NetworkTestnet, Symbol: "USDC"})
 			},
 			method: "GET", path: "/blockchains", public: true,
 			query: url.Values{"network_type": {"testnet"}, "symbol": {"USDC"}},
@@ -37,7 +37,7 @@ func TestChainsRequests(t *testing.T) {
 		},
 		{
 			name:   "List with nil params and an unknown network type",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, nil) },
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, ChainListParams{}) },
 			method: "GET", path: "/blockchains", public: true,
 			reply: muxOK("[" + fixtureBaseSepoliaJSON + ", " + fixtureNewNetworkJSON + "]"),
 			check: func(t *testing.T, got any) {
@@ -49,7 +49,7 @@ func TestChainsRequests(t *testing.T) {
 		},
 		{
 			name:   "List empty",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, &ListChainsParams{}) },
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, ChainListParams{}) },
 			method: "GET", path: "/blockchains", public: true,
 			reply: muxOK("[]"),
 			check: func(t *testing.T, got any) {
@@ -70,32 +70,38 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 	const acct, wallet, tok, hook = "acct", "w1", "t1", "h1"
 	yes := true
 	calls := map[string]func(ctx context.Context, c *Client) (any, error){
-		"Chains.List": func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, nil) },
-		"Tokens.List": func(ctx context.Context, c *Client) (any, error) { return c.Tokens.List(ctx, nil) },
+		"Chains.List": func(ctx context.Context, c *Client) (any, error) { return c.Chains.List(ctx, ChainListParams{}) },
+		"Tokens.List": func(ctx context.Context, c *Client) (any, error) { return c.Tokens.List(ctx, TokenListParams{}) },
 		"PaymentMethods.List": func(ctx context.Context, c *Client) (any, error) {
-			return c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{Address: "a"})
+			return c.PaymentMethods.List(ctx, PaymentMethodListParams{Address: "a"})
 		},
 		"Auth.CreateNonce": func(ctx context.Context, c *Client) (any, error) { return c.Auth.CreateNonce(ctx) },
-		"Auth.Verify":      func(ctx context.Context, c *Client) (any, error) { return c.Auth.Verify(ctx, "m", "s") },
-		"Auth.Logout":      func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
-		"Auth.WalletProof": func(ctx context.Context, c *Client) (any, error) {
-			return c.Auth.WalletProof(ctx, newSIWESigner(), LoginParams{})
+		"Auth.Verify": func(ctx context.Context, c *Client) (any, error) {
+			return c.Auth.Verify(ctx, AuthVerifyParams{Message: "m", Signature: "s"})
 		},
-		"Wallets.List": func(ctx context.Context, c *Client) (any, error) { return c.Wallets.List(ctx, acct, nil) },
+		"Auth.Logout": func(ctx context.Context, c *Client) (any, error) { return c.Auth.Logout(ctx) },
+		"Auth.WalletProof": func(ctx context.Context, c *Client) (any, error) {
+			return c.Auth.WalletProof(ctx, AuthWalletProofParams{Wallet: newSIWESigner()})
+		},
+		"Wallets.List": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.List(ctx, acct, WalletListParams{})
+		},
 		"Wallets.Create": func(ctx context.Context, c *Client) (any, error) {
-			return c.Wallets.Create(ctx, acct, CreateWalletParams{WalletProof: WalletProof{Address: "a", Message: "m", Signature: "s"}})
+			return c.Wallets.Create(ctx, acct, WalletCreateParams{WalletProof: WalletProof{Address: "a", Message: "m", Signature: "s"}})
 		},
 		"Wallets.Get": func(ctx context.Context, c *Client) (any, error) { return c.Wallets.Get(ctx, acct, wallet) },
 		"Wallets.Update": func(ctx context.Context, c *Client) (any, error) {
-			return c.Wallets.Update(ctx, acct, wallet, UpdateWalletParams{Active: &yes})
+			return c.Wallets.Update(ctx, acct, wallet, WalletUpdateParams{Active: &yes})
 		},
 		"Wallets.Deactivate": func(ctx context.Context, c *Client) (any, error) { return c.Wallets.Deactivate(ctx, acct, wallet) },
-		"Wallets.Balances":   func(ctx context.Context, c *Client) (any, error) { return c.Wallets.Balances(ctx, acct, wallet, nil) },
-		"Wallets.AddToken": func(ctx context.Context, c *Client) (any, error) {
-			return c.Wallets.AddToken(ctx, acct, wallet, AddTokenParams{ChainID: 1, Token: "USDC"})
+		"Wallets.Balances": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.Balances(ctx, acct, wallet, WalletBalancesParams{})
 		},
-		"Wallets.RemoveToken": func(ctx context.Context, c *Client) (any, error) {
-			return c.Wallets.RemoveToken(ctx, acct, wallet, tok)
+		"Wallets.AcceptToken": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.AcceptToken(ctx, acct, wallet, WalletAcceptTokenParams{ChainID: 1, Token: "USDC"})
+		},
+		"Wallets.StopAcceptingToken": func(ctx context.Context, c *Client) (any, error) {
+			return c.Wallets.StopAcceptingToken(ctx, acct, wallet, tok)
 		},
 		"Wallets.EnableToken": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.EnableToken(ctx, acct, wallet, tok)
@@ -103,18 +109,22 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 		"Wallets.DisableToken": func(ctx context.Context, c *Client) (any, error) {
 			return c.Wallets.DisableToken(ctx, acct, wallet, tok)
 		},
-		"Analytics.Summary":    func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Summary(ctx, nil) },
-		"Analytics.Timeseries": func(ctx context.Context, c *Client) (any, error) { return c.Analytics.Timeseries(ctx, nil) },
+		"Analytics.Summary": func(ctx context.Context, c *Client) (any, error) {
+			return c.Analytics.Summary(ctx, AnalyticsSummaryParams{})
+		},
+		"Analytics.Timeseries": func(ctx context.Context, c *Client) (any, error) {
+			return c.Analytics.Timeseries(ctx, AnalyticsTimeseriesParams{})
+		},
 		"Analytics.Breakdown": func(ctx context.Context, c *Client) (any, error) {
-			return c.Analytics.Breakdown(ctx, &BreakdownParams{By: BreakdownByMode})
+			return c.Analytics.Breakdown(ctx, AnalyticsBreakdownParams{By: BreakdownByMode})
 		},
 		"Webhooks.Create": func(ctx context.Context, c *Client) (any, error) {
-			return c.Webhooks.Create(ctx, CreateWebhookParams{Name: "n", CallbackURL: "https://x.example", Topic: TopicPaymentsFailed})
+			return c.Webhooks.Create(ctx, WebhookCreateParams{Name: "n", CallbackURL: "https://x.example", Topic: TopicPaymentsFailed})
 		},
-		"Webhooks.List": func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.List(ctx, nil) },
+		"Webhooks.List": func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.List(ctx, WebhookListParams{}) },
 		"Webhooks.Get":  func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.Get(ctx, hook) },
 		"Webhooks.Update": func(ctx context.Context, c *Client) (any, error) {
-			return c.Webhooks.Update(ctx, hook, UpdateWebhookParams{Name: "n"})
+			return c.Webhooks.Update(ctx, hook, WebhookUpdateParams{Name: "n"})
 		},
 		"Webhooks.Delete":       func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.Delete(ctx, hook) },
 		"Webhooks.Enable":       func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.Enable(ctx, hook) },
@@ -122,7 +132,7 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 		"Webhooks.RotateSecret": func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.RotateSecret(ctx, hook) },
 		"Webhooks.ResetCircuit": func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.ResetCircuit(ctx, hook) },
 		"Webhooks.ListEventCallbacks": func(ctx context.Context, c *Client) (any, error) {
-			return c.Webhooks.ListEventCallbacks(ctx, hook, nil)
+			return c.Webhooks.ListEventCallbacks(ctx, hook, WebhookListEventCallbacksParams{})
 		},
 		"Webhooks.Redeliver": func(ctx context.Context, c *Client) (any, error) { return c.Webhooks.Redeliver(ctx, hook, "cb") },
 	}

@@ -21,14 +21,33 @@
 // gateway hands over is signed before it is checked against the payment and
 // the request (an *ArtifactError otherwise; see VerifyTransaction). A
 // payment's terms never change, so a client reads them once: a step on a
-// payment it has checked (read, polled with WaitFor, or created) is a
+// payment it has checked (read, polled with WaitForStatus, or created) is a
 // prepare and a submit.
 //
 // The low-level path is for programs that sign elsewhere (a browser wallet,
 // a signing service): Prepare and PrepareRefund, VerifyTransaction and
 // VerifyPayload (the flows' checks, which return the digest to sign and the
 // transaction or typed data, encoded by the SDK, that a wallet must sign),
-// then Submit or SubmitByHash. Every other method is one gateway operation.
+// then Submit or SubmitByHash, or SubmitSignature for the payer's signature
+// of a payment. Every other method is one gateway operation.
+//
+// # Call shapes
+//
+// Every method that calls the gateway takes ctx, then the path's arguments
+// (the ids of what it acts on as strings, and the step of Prepare, Submit
+// and SubmitByHash), then, when the operation takes anything else, one
+// params value named <Resource><Method>Params (PaymentCaptureParams,
+// WalletListParams; an All… iterator takes its List…'s params). It returns
+// a pointer to a result that carries the call's metadata in its Response
+// field, a *Page[T] or a *List[T], its bare *Response when the answer has no
+// body, or, for an All… iterator, an iter.Seq2[T, error]. Params are values,
+// not pointers as go-github's options are, because the zero value already
+// means "no filter, the gateway's defaults": no call checks for nil, and the
+// SDK can never change the caller's struct (an iterator pages on its own
+// copy). They are named resource first, as go-github's and stripe-go's are,
+// so that each resource's params sit beside its types in this
+// documentation. The client's settings have one type, Option: NewClient
+// takes them, and Client.With takes the three that apply per call.
 //
 // # Errors
 //
@@ -82,10 +101,10 @@
 //     this one waits. Both end when the context does; the server-given waits
 //     and the turns count against WithMaxRetryWait.
 //
-// Client.With gives a kind of caller its own RetryOn429, MaxRetryWait and
-// MaxRetries on the same client (a handler and a job share one cooldown
-// and one learned budget), and Client.Raw sends a request to an endpoint
-// the SDK does not know yet under all of the above.
+// Client.With gives a kind of caller its own WithRetryOn429,
+// WithMaxRetryWait and WithMaxRetries on the same client (a handler and a
+// job share one cooldown and one learned budget), and Client.Raw sends a
+// request to an endpoint the SDK does not know yet under all of the above.
 //
 // # What a call tells
 //
@@ -167,7 +186,7 @@ type Client struct {
 	// options with the view's overrides applied.
 	policy policy
 	// over is what With changed, carried to the calls a call makes on its
-	// behalf (a sign-in; see bearer); viewErr is an invalid CallOption,
+	// behalf (a sign-in; see bearer); viewErr is an option With refused,
 	// which every call of the view returns before sending.
 	over    callOverrides
 	viewErr error
@@ -200,7 +219,9 @@ type clientState struct {
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.
 	signer Signer
-	login  *TokenSource
+	login  *tokenSource
+	// signIn places the client's SIWE messages (WithSignIn).
+	signIn SignIn
 	// trustBase holds the pins and gas bounds; domains, the token
 	// domains the checks have learned.
 	trustBase verify.Trust
@@ -222,6 +243,10 @@ type clientState struct {
 	waiters atomic.Bool
 	// clock is the gateway's clock as its Date headers tell it.
 	clock gatewayClock
+	// pollSleep waits between the polls of WaitForStatus,
+	// WaitForTransaction and PayerSign; nil is the real wait. Tests that
+	// poll a real server record the waits here.
+	pollSleep func(ctx context.Context, d time.Duration) error
 }
 
 // Service types: each groups the operations of one resource. Their methods
@@ -262,8 +287,6 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}
 	cfg := config{
 		retryAfterCap: DefaultRetryAfterCap,
-		maxRetryWait:  DefaultMaxRetryWait,
-		maxRetries:    DefaultMaxRetries,
 		userAgent:     sdkUserAgent,
 		now:           time.Now,
 		rand:          rand.Float64,
@@ -318,22 +341,26 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:         cfg.now,
 		rand:        cfg.rand,
 		signer:      cfg.signer,
+		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		quota:       newRetryQuota(),
 	}
 	if state.limiter == nil {
 		state.limiter = ratelimit.NewMemory()
 	}
-	c := newView(state, policy{
-		retryOn429:    cfg.retryOn429,
+	c := newView(state, cfg.call.apply(policy{
 		retryAfterCap: cfg.retryAfterCap,
-		maxRetryWait:  cfg.maxRetryWait,
-		maxRetries:    cfg.maxRetries,
+		maxRetryWait:  DefaultMaxRetryWait,
+		maxRetries:    DefaultMaxRetries,
 		base:          defaultBackoffBase,
-	}, callOverrides{}, nil)
+	}), callOverrides{}, nil)
 	c.noteWaiters()
+	// The SIWE messages' place is checked now, not at the first sign-in.
+	if _, err := c.Auth.message(cfg.signIn, StatementLogin, zeroAddress, "00000000"); err != nil {
+		return nil, fmt.Errorf("rail0: WithSignIn: %w", err)
+	}
 	if c.signer != nil && c.tokenSource == nil {
-		ts, err := LoginTokenSource(c.Auth, c.signer, LoginParams{})
+		ts, err := loginTokenSource(c.Auth, c.signer, cfg.signIn)
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +369,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// zeroAddress is a well-formed address, for checking a SIWE message's place
+// before any signer is at hand.
+const zeroAddress = "0x0000000000000000000000000000000000000000"
+
 // ErrNoSession is returned by Client.Session for a client that does not sign
 // in by itself (no WithSigner, or a WithToken/WithTokenSource given).
 var ErrNoSession = errors.New("rail0: the client does not sign in by itself (WithSigner)")
@@ -349,7 +380,16 @@ var ErrNoSession = errors.New("rail0: the client does not sign in by itself (Wit
 // Session returns a copy of the session of a client created WithSigner,
 // signing in first when there is none or it is about to expire: the
 // address, the merchant account (AccountID, which the wallet endpoints take)
-// and the expiry. Its Token is the bearer token; never log it.
+// and the expiry. Its Token is the bearer token, for a program that hands
+// the session to another (a browser, a process in another language); never
+// log it.
+//
+// When another call's sign-in is under way, Session waits for it (or for
+// ctx). If that sign-in was cut short by its caller's context, or its 429
+// was refused because the wait did not fit its caller's allowance or
+// deadline while it fits this caller's (see Client.With), the waiting
+// callers sign in again with their own context and allowance instead of
+// inheriting a failure that was about another caller's budget.
 func (c *Client) Session(ctx context.Context) (*Session, error) {
 	if c.login == nil {
 		return nil, ErrNoSession
@@ -379,9 +419,6 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	}
 	return u, nil
 }
-
-// BaseURL returns the gateway URL the client sends to.
-func (c *Client) BaseURL() string { return c.base.String() }
 
 // Response is the metadata of a call's final response; the body has been
 // read and closed. Every struct a call returns carries it in its Response
@@ -442,11 +479,11 @@ type request struct {
 // a request that could not be sent as given before anything goes out.
 //
 // A call sent with a token and answered 401 tells the client's token source
-// which token the gateway refused (see bearer): a TokenSource drops that
-// session (that one only: a newer session that another call obtained
-// meanwhile is kept, so late 401s for an old token do not discard a fresh
-// one). When the operation is safe to repeat (its declaration's class), do
-// asks the source for a token at once, which makes a TokenSource sign in
+// which token the gateway refused (see bearer): the tokenSource of a client
+// created WithSigner drops that session (that one only: a newer session
+// that another call obtained meanwhile is kept, so late 401s for an old
+// token do not discard a fresh one). When the operation is safe to repeat (its declaration's class), do
+// asks the source for a token at once, which makes its tokenSource sign in
 // again (one sign-in shared by all callers), and sends the call once more
 // if the token is a new one. The gateway answers a 401 before it runs
 // anything, but a proxy or a broken gateway might not: a write that must not
@@ -567,7 +604,7 @@ func (c *Client) resolve(path string, query url.Values) string {
 
 // bearer asks the client's token source for a token. refused, when not
 // empty, is the token a 401 just refused: it reaches the source in the
-// context, as a read-only value (sessionRefusal), and a TokenSource's Token
+// context, as a read-only value (sessionRefusal), and a tokenSource's Token
 // drops that session, then (renew) returns a token of a fresh one, or
 // (!renew) returns at once without signing in; the caller does not use that
 // answer. Nothing else rides in the context: the answer is the token, which

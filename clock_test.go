@@ -76,7 +76,7 @@ func TestInvalidSIWEHintNamesTheClock(t *testing.T) {
 					URI: g.url, ChainID: 1, Nonce: n.Nonce, IssuedAt: time.Now().Add(-6 * time.Minute)}
 				sig, err := signMessage(context.Background(), signer, m.String())
 				require.NoError(t, err)
-				_, err = c.Auth.Verify(context.Background(), m.String(), sig)
+				_, err = c.Auth.Verify(context.Background(), AuthVerifyParams{Message: m.String(), Signature: sig})
 				var apiErr *APIError
 				require.ErrorAs(t, err, &apiErr)
 				assert.Equal(t, CodeInvalidSIWE, apiErr.Code)

@@ -212,7 +212,7 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 		// A connection that breaks under a submit (outcome unknown) is
 		// gone; the next call needs one new connection, no more.
 		answer(0, true)
-		_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+		_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 		require.ErrorIs(t, err, ErrOutcomeUnknown)
 		answer(http.StatusOK, false)
 		require.NoError(t, get(c, false))

@@ -69,20 +69,17 @@ const (
 	SortClosedAt SortKey = "closed_at"
 )
 
-// ListDisputesParams filters and pages a dispute list: Disputes.List and
-// Payments.ListDisputes. The zero value lists every dispute with the server's
-// default paging.
-type ListDisputesParams struct {
+// DisputeListParams filters and pages the disputes on the caller's
+// payments. The zero value lists every dispute with the server's default
+// paging.
+type DisputeListParams struct {
 	ListOptions
 	// Status keeps only open or only closed disputes; empty for both.
 	Status DisputeStatus
 }
 
-func (p *ListDisputesParams) values() url.Values {
+func (p DisputeListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	if p.Status != "" {
 		q.Set("status", string(p.Status))
@@ -98,7 +95,7 @@ var listAccountDisputes = declare(operation{"listAccountDisputes", "GET", "/disp
 // stay listed here.
 //
 // GET /disputes — any session.
-func (s *DisputesService) List(ctx context.Context, params *ListDisputesParams) (*Page[DisputeDetail], error) {
+func (s *DisputesService) List(ctx context.Context, params DisputeListParams) (*Page[DisputeDetail], error) {
 	return listPage[DisputeDetail](ctx, s.client, listAccountDisputes, pathArgs{}, params.values())
 }
 
@@ -107,6 +104,6 @@ func (s *DisputesService) List(ctx context.Context, params *ListDisputesParams) 
 // first error, which it yields, and never modifies params.
 //
 // GET /disputes — any session.
-func (s *DisputesService) All(ctx context.Context, params *ListDisputesParams) iter.Seq2[DisputeDetail, error] {
+func (s *DisputesService) All(ctx context.Context, params DisputeListParams) iter.Seq2[DisputeDetail, error] {
 	return listAll[DisputeDetail](ctx, s.client, listAccountDisputes, pathArgs{}, params.values())
 }

@@ -18,7 +18,7 @@ func TestDisputesRequests(t *testing.T) {
 		{
 			name: "List with status and paging",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Disputes.List(ctx, &ListDisputesParams{
+				return c.Disputes.List(ctx, DisputeListParams{
 					ListOptions: ListOptions{Page: 3, PerPage: 5, Sort: []SortKey{SortOpenedAt.Desc()}},
 					Status:      DisputeOpen,
 				})
@@ -44,7 +44,7 @@ func TestDisputesRequests(t *testing.T) {
 		{
 			name: "List with nil params",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Disputes.List(ctx, nil)
+				return c.Disputes.List(ctx, DisputeListParams{})
 			},
 			method: "GET", path: "/disputes",
 			reply: muxOK("[" + disputeDetailJSON(fixtureDisputeJSON) + "]"),
@@ -71,7 +71,7 @@ func TestDisputesAllWalksPagesWithoutMutatingParams(t *testing.T) {
 			body: "[" + disputeDetailJSON(fixtureDisputeJSON) + "]"}
 	}
 	srv.on("GET /disputes", page("1"), page("2"))
-	params := &ListDisputesParams{ListOptions: ListOptions{PerPage: 1}, Status: DisputeClosed}
+	params := DisputeListParams{ListOptions: ListOptions{PerPage: 1}, Status: DisputeClosed}
 	n := 0
 	for d, err := range c.Disputes.All(context.Background(), params) {
 		if err != nil {
@@ -100,7 +100,7 @@ func TestDisputesAllStopsWhenTheCallerBreaks(t *testing.T) {
 	srv, c := newMuxServer(t)
 	srv.on("GET /disputes", muxReply{status: 200, header: map[string]string{"X-Total-Count": "9", "X-Page": "1", "X-Per-Page": "2"},
 		body: "[" + disputeDetailJSON(fixtureDisputeJSON) + "," + disputeDetailJSON(fixtureOpenDisputeJSON) + "]"})
-	for range c.Disputes.All(context.Background(), nil) {
+	for range c.Disputes.All(context.Background(), DisputeListParams{}) {
 		break
 	}
 	if n := len(srv.requests()); n != 1 {

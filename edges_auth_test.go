@@ -120,7 +120,7 @@ func TestRevokedSessionCostsOneSignIn(t *testing.T) {
 	const workers = 40
 	g, srv, clock := newRevocationGateway(t, workers)
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, withSessionClock(clock.Now))
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{}, withSessionClock(clock.Now))
 	require.NoError(t, err)
 	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
 	ctx := context.Background()
@@ -158,7 +158,7 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	g, srv, clock := newRevocationGateway(t, 1)
 	g.refuseAll = true
 	anon := newAuthClient(t, srv, clock)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{}, withSessionClock(clock.Now))
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{}, withSessionClock(clock.Now))
 	require.NoError(t, err)
 	var logs bytes.Buffer // written by the calling goroutine only
 	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -186,7 +186,7 @@ func TestUnauthorizedSentOnceMoreOnly(t *testing.T) {
 	// A write that must not run twice is not sent again after a 401: a
 	// proxy might have answered 401 after the gateway ran it. The session is
 	// dropped; the next call signs in.
-	_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+	_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 	require.ErrorIs(t, err, ErrUnauthorized)
 	require.Len(t, CallOf(err).Attempts, 1)
 	g.mu.Lock()
@@ -293,7 +293,7 @@ func TestSignInFollowerDoesNotInheritLeaderRefusal(t *testing.T) {
 		}()
 		anon, err := NewClient(srv.URL+muxBasePath, WithHTTPClient(&http.Client{Transport: transport}), WithRetryOn429(true))
 		require.NoError(t, err)
-		ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+		ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{})
 		require.NoError(t, err)
 
 		leaderCtx, cancelLeader := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -370,7 +370,7 @@ func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...
 	hc := pipeClient(t, mux)
 	anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
 	require.NoError(t, err)
-	ts, err := LoginTokenSource(anon.Auth, newSIWESigner(), LoginParams{})
+	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{})
 	require.NoError(t, err)
 	c, err := NewClient("http://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
 	require.NoError(t, err)
@@ -439,7 +439,7 @@ func TestSessionRefusedResendKeepsOutcomeUnknown(t *testing.T) {
 		c, sent := scriptedSessionGateway(t, "POST /payments",
 			[]int{http.StatusServiceUnavailable, http.StatusUnauthorized, http.StatusConflict})
 
-		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize,
+		_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize,
 			Amount: "1.00", Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
 			Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2",
 			IdempotencyKey: "k1"})

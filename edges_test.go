@@ -34,13 +34,13 @@ func TestCredentialAnswersKeepNoBodyInErrors(t *testing.T) {
 		{"sign-in with a malformed expires_at", http.StatusCreated,
 			`{"token":"` + token + `","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","account_id":null,"name":null,"expires_at":"tomorrow"}`,
 			func(ctx context.Context, c *Client) error {
-				_, err := c.Auth.Verify(ctx, "message", "0xsig")
+				_, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "message", Signature: "0xsig"})
 				return err
 			}, false},
 		{"webhook creation with a malformed created_at", http.StatusCreated,
 			`{"id":"wh-1","name":"n","shared_secret":"` + secret + `","created_at":"yesterday"}`,
 			func(ctx context.Context, c *Client) error {
-				_, err := c.Webhooks.Create(ctx, CreateWebhookParams{Name: "n", CallbackURL: "https://example.com/h", Topic: TopicPaymentsCaptured})
+				_, err := c.Webhooks.Create(ctx, WebhookCreateParams{Name: "n", CallbackURL: "https://example.com/h", Topic: TopicPaymentsCaptured})
 				return err
 			}, false},
 		{"secret rotation with a truncated body", http.StatusOK,
@@ -106,10 +106,10 @@ func TestPublicOperationsAreSentAnonymously(t *testing.T) {
 		WithTokenSource(func(context.Context) (string, error) { sourced.Add(1); return "tok-SESSION", nil }))
 	ctx := context.Background()
 	public := map[string]func() error{
-		"Chains.List": func() error { _, err := c.Chains.List(ctx, nil); return err },
-		"Tokens.List": func() error { _, err := c.Tokens.List(ctx, nil); return err },
+		"Chains.List": func() error { _, err := c.Chains.List(ctx, ChainListParams{}); return err },
+		"Tokens.List": func() error { _, err := c.Tokens.List(ctx, TokenListParams{}); return err },
 		"PaymentMethods.List": func() error {
-			_, err := c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{AccountID: "acct"})
+			_, err := c.PaymentMethods.List(ctx, PaymentMethodListParams{AccountID: "acct"})
 			return err
 		},
 	}
@@ -121,7 +121,7 @@ func TestPublicOperationsAreSentAnonymously(t *testing.T) {
 	}
 	assert.Zero(t, sourced.Load(), "a public operation called the token source")
 
-	_, err := c.Disputes.List(ctx, nil)
+	_, err := c.Disputes.List(ctx, DisputeListParams{})
 	require.NoError(t, err)
 	reqs := srv.requests()
 	assert.Equal(t, "Bearer tok-SESSION", reqs[len(reqs)-1].header.Get("Authorization"))
@@ -146,22 +146,37 @@ func TestDotSegmentIdsRefused(t *testing.T) {
 	c := newTestClient(t, srv.URL, WithToken("tok"))
 	ctx := context.Background()
 	calls := map[string]func(id string) error{
-		"Payments.Get":              func(id string) error { _, err := c.Payments.Get(ctx, id); return err },
-		"Payments.Sign":             func(id string) error { _, err := c.Payments.Sign(ctx, id, "0xsig"); return err },
-		"Payments.ListTransactions": func(id string) error { _, err := c.Payments.ListTransactions(ctx, id, nil); return err },
-		"Payments.PrepareVoid":      func(id string) error { _, err := c.Payments.Prepare(ctx, id, OpVoid, PrepareParams{}); return err },
-		"Webhooks.Get":              func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
-		"Webhooks.Delete":           func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
-		"Webhooks.RotateSecret":     func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
+		"Payments.Get": func(id string) error { _, err := c.Payments.Get(ctx, id); return err },
+		"Payments.SubmitSignature": func(id string) error {
+			_, err := c.Payments.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: "0xsig"})
+			return err
+		},
+		"Payments.ListTransactions": func(id string) error {
+			_, err := c.Payments.ListTransactions(ctx, id, PaymentListTransactionsParams{})
+			return err
+		},
+		"Payments.PrepareVoid": func(id string) error {
+			_, err := c.Payments.Prepare(ctx, id, OpVoid, PaymentPrepareParams{})
+			return err
+		},
+		"Webhooks.Get":          func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
+		"Webhooks.Delete":       func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
+		"Webhooks.RotateSecret": func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
 		"Webhooks.Redeliver callback_id": func(id string) error {
 			_, err := c.Webhooks.Redeliver(ctx, "wh-1", id)
 			return err
 		},
-		"Wallets.Get account_id":       func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
-		"Wallets.Deactivate":           func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
-		"Wallets.RemoveToken token_id": func(id string) error { _, err := c.Wallets.RemoveToken(ctx, "acct", "w-1", id); return err },
-		"Wallets.Balances":             func(id string) error { _, err := c.Wallets.Balances(ctx, "acct", id, nil); return err },
-		"Webhooks.ListEventCallbacks":  func(id string) error { _, err := c.Webhooks.ListEventCallbacks(ctx, id, nil); return err },
+		"Wallets.Get account_id":              func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
+		"Wallets.Deactivate":                  func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
+		"Wallets.StopAcceptingToken token_id": func(id string) error { _, err := c.Wallets.StopAcceptingToken(ctx, "acct", "w-1", id); return err },
+		"Wallets.Balances": func(id string) error {
+			_, err := c.Wallets.Balances(ctx, "acct", id, WalletBalancesParams{})
+			return err
+		},
+		"Webhooks.ListEventCallbacks": func(id string) error {
+			_, err := c.Webhooks.ListEventCallbacks(ctx, id, WebhookListEventCallbacksParams{})
+			return err
+		},
 	}
 	for name, call := range calls {
 		for _, id := range []string{"", ".", ".."} {
@@ -186,7 +201,7 @@ func TestDotSegmentIdsRefused(t *testing.T) {
 func TestInvalidHeaderValuesRefusedBeforeSending(t *testing.T) {
 	srv := newScriptServer(t, step{status: http.StatusCreated, body: paymentBody})
 	ctx := context.Background()
-	params := CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "1.00",
+	params := PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "1.00",
 		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
 		Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}
 	for _, key := range []string{"key\r\nX-Injected: 1", "key\n", "key\x00", "key\x7f"} {
@@ -284,7 +299,7 @@ func TestAllStopsOnPagesThatDoNotAdvance(t *testing.T) {
 			c := newTestClient(t, srv.URL, WithToken("tok"))
 			var items int
 			var err error
-			for _, e := range c.Payments.All(context.Background(), nil) {
+			for _, e := range c.Payments.All(context.Background(), PaymentListParams{}) {
 				if e != nil {
 					err = e
 					break

@@ -164,7 +164,7 @@ func TestPOSTRetriedOn429WithSameIdempotencyKey(t *testing.T) {
 	srv := newScriptServer(t, throttled("60"), throttled("60"), step{status: 201, body: paymentBody})
 	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithRetryAfterCap(20*time.Millisecond))
 
-	p, err := c.Payments.Create(context.Background(), CreatePaymentParams{
+	p, err := c.Payments.Create(context.Background(), PaymentCreateParams{
 		ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
 		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
 		Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2",
@@ -185,7 +185,7 @@ func TestPOSTRetriedOn429WithSameIdempotencyKey(t *testing.T) {
 	assert.JSONEq(t, `{"chain_id":84532,"mode":"authorize","amount":"25.00","token":"0x036CbD53842c5426634e7929541eC2318f3dCF7e","payer":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","payee":"0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}`, reqs[0].body)
 
 	// A second call gets a fresh key; a caller-supplied key is sent as given.
-	_, err = c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "order-1042"})
+	_, err = c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "order-1042"})
 	require.NoError(t, err)
 	reqs = srv.requests()
 	assert.Equal(t, "order-1042", reqs[len(reqs)-1].header.Get("Idempotency-Key"))
@@ -195,7 +195,7 @@ func TestPOSTRetriedOn429WithSameIdempotencyKey(t *testing.T) {
 func TestCreateReplayed(t *testing.T) {
 	srv := newScriptServer(t, step{status: 200, body: paymentBody})
 	c := newTestClient(t, srv.URL)
-	p, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+	p, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
 	require.NoError(t, err)
 	assert.True(t, p.Replayed)
 }
@@ -239,7 +239,7 @@ func TestSafeRequestsRetriedOn502(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv, viaPipe := newPipeScript(t, step{status: 503}, step{status: 201, body: paymentBody})
 			c := newTestClient(t, srv.URL, viaPipe)
-			_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+			_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
 			require.NoError(t, err)
 			reqs := srv.requests()
 			require.Len(t, reqs, 2)
@@ -263,7 +263,7 @@ func TestSafeRequestsRetriedOn502(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv, viaPipe := newPipeScript(t, step{status: 500})
 			c := newTestClient(t, srv.URL, viaPipe, WithMaxRetries(1))
-			_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "k1"})
+			_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "k1"})
 			var unknown *OutcomeUnknownError
 			require.ErrorAs(t, err, &unknown)
 			assert.Equal(t, "k1", unknown.IdempotencyKey)

@@ -123,7 +123,7 @@ func TestFailedTransactionTextIsInert(t *testing.T) {
 		tx = strings.Replace(tx, from, to, 1)
 	}
 	srv.on("GET /payments/p", muxOK(paymentDetailJSON(StatusAuthorized, "", tx)))
-	_, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1\x1b[2J", (&sleepRecorder{}).option())
+	_, err := (&sleepRecorder{}).on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1\x1b[2J", PaymentWaitForTransactionParams{})
 	var tfe *TransactionFailedError
 	if !errors.As(err, &tfe) {
 		t.Fatalf("err = %v, want a *TransactionFailedError", err)

@@ -97,7 +97,7 @@ func ExamplePaymentsService_Create() {
 	}
 	ctx := context.Background()
 
-	payment, err := client.Payments.Create(ctx, rail0.CreatePaymentParams{
+	payment, err := client.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: 84532, // Base Sepolia
 		Mode:    rail0.ModeAuthorize,
 		Amount:  "25.00", // human decimal; the gateway scales it by the token's decimals
@@ -135,7 +135,7 @@ func ExamplePaymentsService_All() {
 		log.Fatal(err)
 	}
 
-	params := &rail0.ListPaymentsParams{
+	params := rail0.PaymentListParams{
 		ListOptions: rail0.ListOptions{PerPage: 2, Sort: []rail0.SortKey{rail0.SortCreatedAt.Desc()}},
 		Status:      rail0.StatusCaptured,
 	}
@@ -162,7 +162,7 @@ func ExamplePaymentsService_List() {
 		log.Fatal(err)
 	}
 
-	page, err := client.Payments.List(context.Background(), &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{Page: 2, PerPage: 2}})
+	page, err := client.Payments.List(context.Background(), rail0.PaymentListParams{ListOptions: rail0.ListOptions{Page: 2, PerPage: 2}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func ExamplePaymentsService_WaitForTransaction() {
 	// The id comes from the Transaction that a flow such as Capture (or
 	// Submit) returned.
 	tx, err := client.Payments.WaitForTransaction(context.Background(),
-		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c")
+		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", rail0.PaymentWaitForTransactionParams{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -198,8 +198,8 @@ func ExampleToBaseUnits() {
 	base, err := rail0.ToBaseUnits("1.50", 6) // USDC has 6 decimals
 	fmt.Println(base, err)
 
-	// Filters such as ListPaymentsParams.MinAmount take base units.
-	params := rail0.ListPaymentsParams{}
+	// Filters such as PaymentListParams.MinAmount take base units.
+	params := rail0.PaymentListParams{}
 	params.MinAmount, _ = rail0.ToBaseUnits("10", 6)
 	fmt.Println(params.MinAmount)
 

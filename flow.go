@@ -184,7 +184,7 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *verify.Terms, *verify
 // run takes the payment's checked terms (the client's, or a read), prepares
 // the step with params, checks the prepared transaction against in (and
 // params.Amount, a human decimal, in base units), signs it and submits it.
-func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Transaction, error) {
+func (f *flow) run(ctx context.Context, in Intent, params PaymentPrepareParams) (*Transaction, error) {
 	t, tr, known, err := f.terms(ctx)
 	if err != nil {
 		return nil, err
@@ -198,7 +198,7 @@ func (f *flow) run(ctx context.Context, in Intent, params PrepareParams) (*Trans
 	return sent, f.forgetOnRefusal(known, err)
 }
 
-func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verify.Trust, in Intent, params PrepareParams) (*Transaction, error) {
+func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verify.Trust, in Intent, params PaymentPrepareParams) (*Transaction, error) {
 	in.Operation, in.Signer = f.op, f.signer.Address()
 	if _, err := checkSigner(t, f.op, in.Signer); err != nil {
 		return nil, f.fail(StepVerify, err)
@@ -233,7 +233,7 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if err != nil {
 		return nil, f.fail(StepSign, err)
 	}
-	sent, err := f.s.Submit(ctx, f.id, f.op, raw)
+	sent, err := f.s.Submit(ctx, f.id, f.op, PaymentSubmitParams{SignedTransaction: raw})
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}

@@ -13,9 +13,10 @@ import (
 // flow step costs the requests the contract needs (prepare and submit) and
 // no read of the payment. A payment's terms never change once it is created:
 // the chain keeps them under its rail0_id, and config_hash binds them. Terms
-// this client has checked once (a flow's read, a WaitFor poll, the answer to
-// its own Create) need no second read, and every flow binds them again to
-// what its caller names and expects, as it binds a read (binding.go).
+// this client has checked once (a flow's read, a poll of WaitForStatus or
+// WaitForTransaction, the answer to its own Create) need no second read,
+// and every flow binds them again to what its caller names and expects, as
+// it binds a read (binding.go).
 //
 // Only the balances change, and one check depends on one of them: a refund's
 // EIP-3009 nonce commits to the refundable balance before it. The client

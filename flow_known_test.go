@@ -25,7 +25,7 @@ func capturedOnce(t *testing.T) (*artGateway, *Client) {
 	t.Helper()
 	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	c := g.client(g.payee)
-	if _, err := c.Payments.Capture(context.Background(), artPayment, CaptureParams{Amount: "1.00"}); err != nil {
+	if _, err := c.Payments.Capture(context.Background(), artPayment, PaymentCaptureParams{Amount: "1.00"}); err != nil {
 		t.Fatal(err)
 	}
 	return g, c
@@ -47,25 +47,25 @@ func TestFlowsReadAPaymentOnce(t *testing.T) {
 			t.Fatalf("after %s: %d reads and %d prepares, want %d and %d", step, r, p, reads, prepares)
 		}
 	}
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); err != nil {
+	if _, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"}); err != nil {
 		t.Fatal(err)
 	}
 	want("the first capture", 1, 1)
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "2.00"}); err != nil {
+	if _, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "2.00"}); err != nil {
 		t.Fatal(err)
 	}
 	want("a second capture", 1, 2)
 	g.setRefundable("13000000") // both captures confirmed
 
 	signed := g.payee.Signed.Load()
-	if _, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "4.00", Expect: expect}); err != nil {
+	if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "4.00", Expect: expect}); err != nil {
 		t.Fatal(err)
 	}
 	want("a refund with the balance tracked", 1, 4)
 	g.setRefundable("9000000") // the refund confirmed
 
 	g.setRefundable("14000000") // another client captured 5.00 meanwhile
-	if _, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "1.00", Expect: expect}); err != nil {
+	if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "1.00", Expect: expect}); err != nil {
 		t.Fatalf("a refund with a stale balance: %v", err)
 	}
 	want("a refund with a stale balance", 2, 6)
@@ -88,7 +88,7 @@ func TestStaleBalanceReadsOnceAndFailsClosed(t *testing.T) {
 	g.tamperPayload = func(d map[string]any) { msg(d)["nonce"] = fixtureReason }
 	g.mu.Unlock()
 	signed := g.payee.Signed.Load()
-	_, err := c.Payments.Refund(ctx, artPayment, RefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}})
+	_, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}})
 	var ae *ArtifactError
 	var fe *FlowError
 	if !errors.As(err, &ae) || ae.Field != "message.nonce" || !errors.As(err, &fe) || fe.Step != StepVerify {
@@ -110,7 +110,7 @@ func TestKnownTermsAreBoundToEachFlow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	g, c := capturedOnce(t)
-	_, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00", Expect: Expectation{Payer: artOther}})
+	_, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00", Expect: Expectation{Payer: artOther}})
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Artifact != "payment" || ae.Field != "payer" {
 		t.Fatalf("an expectation the known payment does not meet: %v", err)
@@ -120,7 +120,7 @@ func TestKnownTermsAreBoundToEachFlow(t *testing.T) {
 	}
 	// The fake gateway serves the payment by its UUID only: a flow naming
 	// it by its rail0_id reads it, and fails there.
-	_, err = c.Payments.Void(ctx, artRail0ID, VoidParams{})
+	_, err = c.Payments.Void(ctx, artRail0ID, PaymentVoidParams{})
 	var fe *FlowError
 	if !errors.As(err, &fe) || fe.Step != StepRead {
 		t.Fatalf("a void by the rail0_id: %v, want a failed read", err)
@@ -136,13 +136,13 @@ func TestRefusalForgetsKnownTerms(t *testing.T) {
 	g.mu.Lock()
 	g.tamperTx = func(_ Operation, tx map[string]any) { setWord(tx, 0, verify.Word{1}) }
 	g.mu.Unlock()
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); !errors.Is(err, ErrArtifactMismatch) {
+	if _, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"}); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("another payment's capture: %v", err)
 	}
 	g.mu.Lock()
 	g.tamperTx = nil
 	g.mu.Unlock()
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); err != nil {
+	if _, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"}); err != nil {
 		t.Fatal(err)
 	}
 	if reads, _ := g.counts(); reads != 2 {
@@ -157,10 +157,10 @@ func TestPollsAndCreateAreReads(t *testing.T) {
 	ctx := context.Background()
 	g := newArtGateway(t, ModeAuthorize, StatusAuthorized)
 	c := g.client(g.payee)
-	if _, err := c.Payments.WaitFor(ctx, artPayment, ForStatus(StatusAuthorized)); err != nil {
+	if _, err := c.Payments.WaitForStatus(ctx, artPayment, PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusAuthorized}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Payments.Capture(ctx, artPayment, CaptureParams{Amount: "1.00"}); err != nil {
+	if _, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"}); err != nil {
 		t.Fatal(err)
 	}
 	if reads, _ := g.counts(); reads != 1 {
@@ -169,22 +169,22 @@ func TestPollsAndCreateAreReads(t *testing.T) {
 
 	g = newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	payer := g.client(g.payer)
-	if _, err := payer.Payments.Create(ctx, CreatePaymentParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
+	if _, err := payer.Payments.Create(ctx, PaymentCreateParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
 		Token: artToken, Payer: artPayer, Payee: artPayee}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := payer.Payments.Dispute(ctx, artPayment, DisputeParams{}); err != nil {
+	if _, err := payer.Payments.Dispute(ctx, artPayment, PaymentDisputeParams{}); err != nil {
 		t.Fatal(err)
 	}
 	if reads, _ := g.counts(); reads != 0 {
 		t.Errorf("%d reads, want none after Create", reads)
 	}
 
-	plain, err := NewClient(g.clientWithout(g.payee).BaseURL(), WithToken("t"))
+	plain, err := NewClient(g.clientWithout(g.payee).baseStr, WithToken("t"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := plain.Payments.WaitFor(ctx, artPayment, ForStatus(StatusPartiallyCaptured), WithPollInterval(time.Second, time.Second)); err != nil {
+	if _, err := plain.Payments.WaitForStatus(ctx, artPayment, PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusPartiallyCaptured}, PollInterval: time.Second, MaxPollInterval: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, ok := plain.known.lookup(artPayment); ok {

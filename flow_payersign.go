@@ -14,15 +14,15 @@ import (
 // transaction, but the EIP-3009 authorization the payment's escrow or
 // charge will spend.
 
-// PayerSignParams is the request of PayerSign.
-type PayerSignParams struct {
+// PaymentPayerSignParams is the request of PayerSign.
+type PaymentPayerSignParams struct {
 	// Expect is the order the payment must match. PayerSign needs it, with
 	// ChainID, Mode, Token, Payee and Amount set, unless this client
 	// created the payment and still remembers what Create asked for.
 	Expect Expectation
 	// PollInterval and MaxPollInterval pace the re-reads of a payment whose
-	// signing_payload is null, as WithPollInterval paces WaitFor; zero
-	// means DefaultPollInterval and DefaultMaxPollInterval.
+	// signing_payload is null, as they pace WaitForStatus's polls (see
+	// PaymentWaitForStatusParams).
 	PollInterval, MaxPollInterval time.Duration
 }
 
@@ -59,16 +59,16 @@ const payerSignReads = 5
 //
 // If the gateway answers with a null signing_payload (a transient node
 // failure on its side), the payment is read again, waiting between reads as
-// WaitFor does (params.PollInterval and MaxPollInterval apply), at most five
-// reads in all.
+// WaitForStatus does (params.PollInterval and MaxPollInterval apply), at
+// most five reads in all.
 //
 // GET /payments/{id}, then PUT /payments/{id}/sign — the payer.
-func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PayerSignParams) (*PaymentDetail, error) {
+func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PaymentPayerSignParams) (*PaymentDetail, error) {
 	f, err := s.newFlow(id, "", params.Expect)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := params.waitConfig()
+	cfg, err := s.client.newWaitConfig(params.PollInterval, params.MaxPollInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payer
 	if err != nil {
 		return nil, err
 	}
-	signed, err := s.Sign(ctx, id, sig)
+	signed, err := s.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig})
 	if err != nil {
 		done, ok := f.signedAlready(ctx, t, err)
 		if !ok {
@@ -116,22 +116,6 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payer
 	}
 	f.forgetAsked()
 	return signed, nil
-}
-
-// waitConfig is the pacing of PayerSign's re-reads.
-func (p PayerSignParams) waitConfig() (*waitConfig, error) {
-	first := p.PollInterval
-	if first == 0 {
-		first = DefaultPollInterval
-	}
-	last := p.MaxPollInterval
-	if last == 0 {
-		last = max(first, DefaultMaxPollInterval)
-	}
-	if first < 0 || last < 0 {
-		return nil, &ValidationError{Field: "poll interval", Reason: "is negative"}
-	}
-	return newWaitConfig([]WaitOption{WithPollInterval(first, last)})
 }
 
 // forgetAsked drops this client's record of the payment once it is signed.

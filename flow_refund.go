@@ -11,8 +11,8 @@ import (
 // EIP-3009 authorization of the refund, then the transaction that carries
 // it.
 
-// RefundParams is the request of Refund.
-type RefundParams struct {
+// PaymentRefundParams is the request of Refund.
+type PaymentRefundParams struct {
 	// Amount is a human decimal ("4.00"), 0 < amount <= refundable.
 	Amount string
 	// Expect is what the payment must match. Refund needs Expect.Payer or
@@ -45,7 +45,7 @@ type RefundParams struct {
 // POST /payments/{id}/refund/prepare (twice), then POST /payments/{id}/refund
 // — the payee; GET /payments/{id} first when this client has not checked the
 // payment yet, or between the prepares when its balance was stale.
-func (s *PaymentsService) Refund(ctx context.Context, id string, params RefundParams) (*Transaction, error) {
+func (s *PaymentsService) Refund(ctx context.Context, id string, params PaymentRefundParams) (*Transaction, error) {
 	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 	if _, err := checkSigner(t, OpRefund, in.Signer); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	auth, err := f.s.PrepareRefund(ctx, f.id, PrepareParams{Amount: amount})
+	auth, err := f.s.PrepareRefund(ctx, f.id, PaymentPrepareRefundParams{Amount: amount})
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}
@@ -89,5 +89,5 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 	if err != nil {
 		return nil, err
 	}
-	return f.prepareSignSubmit(ctx, t, tr, in, PrepareParams{Amount: amount, Signature: in.Signature})
+	return f.prepareSignSubmit(ctx, t, tr, in, PaymentPrepareParams{Amount: amount, Signature: in.Signature})
 }

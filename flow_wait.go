@@ -13,13 +13,14 @@ import (
 // confirmation of its transaction, by polling within the session's rate
 // limit.
 
-// Polling limits of WaitFor. The gateway allows a session 300 requests per
-// 60 s, one every 200 ms on average, shared by everything the session does;
-// the default starts at one poll per second and slows down to one per ten
-// seconds, since confirmations take from seconds to minutes.
+// Polling limits of WaitForStatus, WaitForTransaction and PayerSign. The
+// gateway allows a session 300 requests per 60 s, one every 200 ms on
+// average, shared by everything the session does; the default starts at one
+// poll per second and slows down to one per ten seconds, since
+// confirmations take from seconds to minutes.
 const (
-	// MinPollInterval is the shortest wait between two polls that WaitFor
-	// accepts: the session rate limit's average spacing (60 s / 300).
+	// MinPollInterval is the shortest wait between two polls: the session
+	// rate limit's average spacing (60 s / 300).
 	MinPollInterval = 200 * time.Millisecond
 	// DefaultPollInterval is the first wait between polls.
 	DefaultPollInterval = time.Second
@@ -28,41 +29,39 @@ const (
 	DefaultMaxPollInterval = 10 * time.Second
 )
 
-// WaitOption configures WaitFor and WaitForTransaction.
-type WaitOption func(*waitConfig) error
-
+// waitConfig paces one poll.
 type waitConfig struct {
 	interval, max time.Duration
-	// sleep waits d or until ctx ends; tests replace it.
+	// sleep waits d or until ctx ends: pollSleep, or a test's (see
+	// clientState.pollSleep).
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// WithPollInterval sets the first wait between polls and the longest one;
-// the wait grows by half after each poll from first to last. Values below
-// MinPollInterval are raised to it, so a poller never outpaces the session
-// rate limit on its own. last below first is an error.
-func WithPollInterval(first, last time.Duration) WaitOption {
-	return func(c *waitConfig) error {
-		first, last = max(first, MinPollInterval), max(last, MinPollInterval)
-		if last < first {
-			return &ValidationError{Field: "poll interval", Reason: "last is below first"}
-		}
-		c.interval, c.max = first, last
-		return nil
+// newWaitConfig returns the pacing of a poll from the first wait between
+// polls and the longest one, as the params of WaitForStatus,
+// WaitForTransaction and PayerSign give them: zero means DefaultPollInterval
+// and DefaultMaxPollInterval (at least first); values below MinPollInterval
+// are raised to it, so a poller never outpaces the session rate limit on
+// its own; a negative value, or last below first, is a *ValidationError.
+func (c *Client) newWaitConfig(first, last time.Duration) (*waitConfig, error) {
+	if first < 0 || last < 0 {
+		return nil, &ValidationError{Field: "poll_interval", Reason: "is negative"}
 	}
-}
-
-func newWaitConfig(opts []WaitOption) (*waitConfig, error) {
-	c := &waitConfig{interval: DefaultPollInterval, max: DefaultMaxPollInterval, sleep: pollSleep}
-	for _, opt := range opts {
-		if opt == nil {
-			return nil, errors.New("rail0: nil WaitOption")
-		}
-		if err := opt(c); err != nil {
-			return nil, err
-		}
+	if first == 0 {
+		first = DefaultPollInterval
 	}
-	return c, nil
+	if last == 0 {
+		last = max(first, DefaultMaxPollInterval)
+	}
+	first, last = max(first, MinPollInterval), max(last, MinPollInterval)
+	if last < first {
+		return nil, &ValidationError{Field: "poll_interval", Reason: "MaxPollInterval is below PollInterval"}
+	}
+	sleep := c.pollSleep
+	if sleep == nil {
+		sleep = pollSleep
+	}
+	return &waitConfig{interval: first, max: last, sleep: sleep}, nil
 }
 
 // next returns the wait before the next poll and grows the following one.
@@ -84,30 +83,17 @@ func pollSleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// WaitCondition tells WaitFor what to wait for. Build one with ForStatus;
-// WaitForTransaction waits for a transaction.
-type WaitCondition struct {
+// waitCondition is what a poll waits for: one of statuses, or the
+// confirmation of a transaction.
+type waitCondition struct {
 	transactionID string
 	statuses      []PaymentStatus
-}
-
-// forTransaction waits until the payment's transaction txID is confirmed.
-// If it fails instead, WaitFor returns a *TransactionFailedError at once.
-func forTransaction(txID string) WaitCondition {
-	return WaitCondition{transactionID: txID}
-}
-
-// ForStatus waits until the payment's status is one of statuses. A failed
-// transaction never changes a payment's status, so after submitting a step
-// prefer WaitForTransaction, which stops as soon as the transaction fails.
-func ForStatus(statuses ...PaymentStatus) WaitCondition {
-	return WaitCondition{statuses: slices.Clone(statuses)}
 }
 
 // ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
 var ErrTransactionFailed = errors.New("rail0: transaction failed")
 
-// ErrUnknownTransaction is returned by WaitFor when the payment has no
+// ErrUnknownTransaction is returned by WaitForTransaction when the payment has no
 // transaction with the awaited id.
 var ErrUnknownTransaction = errors.New("rail0: payment has no such transaction")
 
@@ -147,26 +133,47 @@ func (e *TransactionFailedError) Error() string {
 // Is matches ErrTransactionFailed.
 func (e *TransactionFailedError) Is(target error) bool { return target == ErrTransactionFailed }
 
-// WaitFor polls the payment until cond holds and returns the payment as last
-// read. Each poll is a GET /payments/{id} through the client's retry rules
-// (and its pacing, when the client has WithPacing). A 429 is not fatal: the
-// next poll waits at least its Retry-After (capped by RetryAfterCap). Other
-// errors end the wait.
-// Between polls WaitFor waits DefaultPollInterval, growing to
-// DefaultMaxPollInterval (see WithPollInterval), never less than
+// PaymentWaitForStatusParams says what WaitForStatus waits for, and how
+// often it polls.
+type PaymentWaitForStatusParams struct {
+	// Statuses are the statuses to wait for; at least one is required.
+	Statuses []PaymentStatus
+	// PollInterval is the first wait between polls, growing by half after
+	// each poll up to MaxPollInterval; zero means DefaultPollInterval and
+	// DefaultMaxPollInterval, and values below MinPollInterval are raised
+	// to it.
+	PollInterval, MaxPollInterval time.Duration
+}
+
+// WaitForStatus polls the payment until its status is one of
+// params.Statuses and returns the payment as last read. A failed
+// transaction never changes a payment's status, so after submitting a step
+// prefer WaitForTransaction, which stops as soon as the transaction fails.
+//
+// Each poll is a GET /payments/{id} through the client's retry rules (and
+// its pacing, when the client has WithPacing). A 429 is not fatal: the next
+// poll waits at least its Retry-After (capped by WithRetryAfterCap). Other
+// errors end the wait. Between polls WaitForStatus waits
+// params.PollInterval, growing to params.MaxPollInterval, never less than
 // MinPollInterval: with the defaults, one waiter uses at most a fifth of the
-// session's budget, and soon much less. It returns ctx's error as soon as ctx
-// ends; give it a generous deadline, since confirmations can take minutes.
+// session's budget, and soon much less. It returns ctx's error as soon as
+// ctx ends; give it a generous deadline, since confirmations can take
+// minutes.
 //
 // GET /payments/{id} — a participant.
-func (s *PaymentsService) WaitFor(ctx context.Context, id string, cond WaitCondition, opts ...WaitOption) (*PaymentDetail, error) {
-	if cond.transactionID == "" && len(cond.statuses) == 0 {
-		return nil, &ValidationError{Field: "condition", Reason: "use ForStatus"}
+func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params PaymentWaitForStatusParams) (*PaymentDetail, error) {
+	if len(params.Statuses) == 0 {
+		return nil, &ValidationError{Field: "statuses", Reason: "name at least one status to wait for"}
 	}
-	cfg, err := newWaitConfig(opts)
+	cfg, err := s.client.newWaitConfig(params.PollInterval, params.MaxPollInterval)
 	if err != nil {
 		return nil, err
 	}
+	return s.wait(ctx, id, waitCondition{statuses: slices.Clone(params.Statuses)}, cfg)
+}
+
+// wait polls the payment until cond holds, paced by cfg.
+func (s *PaymentsService) wait(ctx context.Context, id string, cond waitCondition, cfg *waitConfig) (*PaymentDetail, error) {
 	for {
 		payment, err := s.Get(ctx, id)
 		wait := cfg.next()
@@ -194,7 +201,7 @@ func (s *PaymentsService) WaitFor(ctx context.Context, id string, cond WaitCondi
 
 // check reports whether the condition holds for p, or the error that ends
 // the wait.
-func (c WaitCondition) check(p *PaymentDetail) (bool, error) {
+func (c waitCondition) check(p *PaymentDetail) (bool, error) {
 	if c.transactionID == "" {
 		return slices.Contains(c.statuses, p.Status), nil
 	}
@@ -220,16 +227,28 @@ func (c WaitCondition) check(p *PaymentDetail) (bool, error) {
 	return true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID))
 }
 
+// PaymentWaitForTransactionParams says how often WaitForTransaction polls.
+type PaymentWaitForTransactionParams struct {
+	// PollInterval and MaxPollInterval pace the polls as they pace
+	// WaitForStatus's (see PaymentWaitForStatusParams).
+	PollInterval, MaxPollInterval time.Duration
+}
+
 // WaitForTransaction waits until the payment's transaction txID is
 // confirmed and returns it; a failed transaction is a
-// *TransactionFailedError, returned as soon as the gateway reports it.
+// *TransactionFailedError, returned as soon as the gateway reports it. It
+// polls as WaitForStatus does.
 //
 // GET /payments/{id} — a participant.
-func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID string, opts ...WaitOption) (*Transaction, error) {
+func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID string, params PaymentWaitForTransactionParams) (*Transaction, error) {
 	if txID == "" {
 		return nil, &ValidationError{Field: "transaction id", Reason: "is required"}
 	}
-	p, err := s.WaitFor(ctx, id, forTransaction(txID), opts...)
+	cfg, err := s.client.newWaitConfig(params.PollInterval, params.MaxPollInterval)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.wait(ctx, id, waitCondition{transactionID: txID}, cfg)
 	if err != nil {
 		return nil, err
 	}

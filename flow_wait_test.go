@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// sleepRecorder replaces WaitFor's sleep: it records each wait and returns at
-// once (or the context's error), so tests never sleep.
+// sleepRecorder replaces the sleep between polls: it records each wait and
+// returns at once (or the context's error), so tests never sleep.
 type sleepRecorder struct {
 	mu    sync.Mutex
 	waits []time.Duration
@@ -20,20 +20,19 @@ type sleepRecorder struct {
 	onSleep func(n int)
 }
 
-func (r *sleepRecorder) option() WaitOption {
-	return func(c *waitConfig) error {
-		c.sleep = func(ctx context.Context, d time.Duration) error {
-			r.mu.Lock()
-			r.waits = append(r.waits, d)
-			n := len(r.waits)
-			r.mu.Unlock()
-			if r.onSleep != nil {
-				r.onSleep(n)
-			}
-			return ctx.Err()
+// on installs r as c's sleep between polls and returns c.
+func (r *sleepRecorder) on(c *Client) *Client {
+	c.pollSleep = func(ctx context.Context, d time.Duration) error {
+		r.mu.Lock()
+		r.waits = append(r.waits, d)
+		n := len(r.waits)
+		r.mu.Unlock()
+		if r.onSleep != nil {
+			r.onSleep(n)
 		}
-		return nil
+		return ctx.Err()
 	}
+	return c
 }
 
 func (r *sleepRecorder) all() []time.Duration {
@@ -54,7 +53,8 @@ func TestWaitForTransaction(t *testing.T) {
 			muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxSubmitted, ""))),
 			muxOK(paymentDetailJSON(StatusCaptured, "", txJSON("tx0", OpAuthorize, TxConfirmed, ""), txJSON("tx1", OpCapture, TxConfirmed, ""))))
 		rec := &sleepRecorder{}
-		tx, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", rec.option(), WithPollInterval(time.Second, 2*time.Second))
+		tx, err := rec.on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1",
+			PaymentWaitForTransactionParams{PollInterval: time.Second, MaxPollInterval: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestWaitForTransaction(t *testing.T) {
 		t.Parallel()
 		srv, c := newMuxServer(t)
 		srv.on("GET /payments/p", muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxFailed, "nonce_too_low"))))
-		_, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", (&sleepRecorder{}).option())
+		_, err := (&sleepRecorder{}).on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{})
 		var tfe *TransactionFailedError
 		if !errors.As(err, &tfe) || !errors.Is(err, ErrTransactionFailed) {
 			t.Fatalf("error = %v, want a *TransactionFailedError", err)
@@ -89,7 +89,7 @@ func TestWaitForTransaction(t *testing.T) {
 		t.Parallel()
 		srv, c := newMuxServer(t)
 		srv.on("GET /payments/p", muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxPending, ""))))
-		_, err := c.Payments.WaitForTransaction(context.Background(), "p", "nope", (&sleepRecorder{}).option())
+		_, err := (&sleepRecorder{}).on(c).Payments.WaitForTransaction(context.Background(), "p", "nope", PaymentWaitForTransactionParams{})
 		if !errors.Is(err, ErrUnknownTransaction) {
 			t.Fatalf("error = %v, want ErrUnknownTransaction", err)
 		}
@@ -102,7 +102,7 @@ func TestWaitForTransaction(t *testing.T) {
 				body: `{"code": "rate_limited", "title": "Too many requests", "detail": "Request limit reached for this period; retry after the Retry-After delay.", "status": "rate_limited"}`},
 			muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxConfirmed, ""))))
 		rec := &sleepRecorder{}
-		if _, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", rec.option()); err != nil {
+		if _, err := rec.on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.all(); len(got) != 1 || got[0] != 60*time.Second {
@@ -117,7 +117,7 @@ func TestWaitForTransaction(t *testing.T) {
 			muxReply{status: 429, header: map[string]string{"Retry-After": "999999999"}},
 			muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxConfirmed, ""))))
 		rec := &sleepRecorder{}
-		if _, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", rec.option()); err != nil {
+		if _, err := rec.on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{}); err != nil {
 			t.Fatal(err)
 		}
 		if got := rec.all(); len(got) != 1 || got[0] != 5*time.Second {
@@ -129,7 +129,7 @@ func TestWaitForTransaction(t *testing.T) {
 		srv, c := newMuxServer(t)
 		srv.on("GET /payments/p", muxReply{status: 403,
 			body: `{"code": "not_a_participant", "title": "Forbidden", "detail": "Not your payment.", "status": "forbidden"}`})
-		_, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", (&sleepRecorder{}).option())
+		_, err := (&sleepRecorder{}).on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{})
 		if !errors.Is(err, ErrForbidden) {
 			t.Fatalf("error = %v, want ErrForbidden", err)
 		}
@@ -144,7 +144,7 @@ func TestWaitForTransaction(t *testing.T) {
 				cancel()
 			}
 		}}
-		_, err := c.Payments.WaitForTransaction(ctx, "p", "tx1", rec.option())
+		_, err := rec.on(c).Payments.WaitForTransaction(ctx, "p", "tx1", PaymentWaitForTransactionParams{})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("error = %v, want context.Canceled", err)
 		}
@@ -159,7 +159,7 @@ func TestWaitForStatus(t *testing.T) {
 	srv, c := newMuxServer(t)
 	srv.on("GET /payments/p", muxOK(paymentDetailJSON(StatusSigned, "")), muxOK(paymentDetailJSON(StatusCharged, "")))
 	rec := &sleepRecorder{}
-	p, err := c.Payments.WaitFor(context.Background(), "p", ForStatus(StatusAuthorized, StatusCharged), rec.option())
+	p, err := rec.on(c).Payments.WaitForStatus(context.Background(), "p", PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusAuthorized, StatusCharged}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,48 +167,67 @@ func TestWaitForStatus(t *testing.T) {
 		t.Errorf("status %s after %d waits", p.Status, len(rec.all()))
 	}
 	var ve *ValidationError
-	if _, err := c.Payments.WaitFor(context.Background(), "p", WaitCondition{}); !errors.As(err, &ve) {
-		t.Errorf("empty condition: %v, want a ValidationError", err)
+	if _, err := c.Payments.WaitForStatus(context.Background(), "p", PaymentWaitForStatusParams{}); !errors.As(err, &ve) || ve.Field != "statuses" {
+		t.Errorf("no status: %v, want a ValidationError", err)
 	}
 }
 
-func TestWaitOptions(t *testing.T) {
+// The polling settings of WaitForStatus, WaitForTransaction and PayerSign
+// are in their params: zero is the default pace, growing by half from
+// DefaultPollInterval to DefaultMaxPollInterval; values below
+// MinPollInterval are raised to it; a negative value or a last interval
+// below the first is a *ValidationError before any request.
+func TestPollSettings(t *testing.T) {
 	t.Parallel()
-	cfg, err := newWaitConfig(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []time.Duration
-	for range 8 {
-		got = append(got, cfg.next())
+	c := newTestClient(t, "https://api.rail0.xyz")
+	intervals := func(first, last time.Duration, n int) []time.Duration {
+		t.Helper()
+		cfg, err := c.newWaitConfig(first, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []time.Duration
+		for range n {
+			got = append(got, cfg.next())
+		}
+		return got
 	}
 	want := []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond, 3375 * time.Millisecond,
 		5062500 * time.Microsecond, 7593750 * time.Microsecond, 10 * time.Second, 10 * time.Second}
-	if !slices.Equal(got, want) {
+	if got := intervals(0, 0, 8); !slices.Equal(got, want) {
 		t.Errorf("default intervals = %v, want %v", got, want)
 	}
-	cfg, err = newWaitConfig([]WaitOption{WithPollInterval(time.Millisecond, time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
+	if got := intervals(time.Millisecond, time.Millisecond, 2); !slices.Equal(got, []time.Duration{MinPollInterval, MinPollInterval}) {
+		t.Errorf("intervals below the floor = %v, want MinPollInterval", got)
 	}
-	if d := cfg.next(); d != MinPollInterval {
-		t.Errorf("interval below the floor = %v, want MinPollInterval", d)
+	if got := intervals(20*time.Second, 0, 2); !slices.Equal(got, []time.Duration{20 * time.Second, 20 * time.Second}) {
+		t.Errorf("a first interval above the default's last = %v", got)
 	}
 	huge := time.Duration(math.MaxInt64 - 1)
-	cfg, err = newWaitConfig([]WaitOption{WithPollInterval(huge/2, huge)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 4 {
-		if d := cfg.next(); d < huge/2 {
+	for _, d := range intervals(huge/2, huge, 4) {
+		if d < huge/2 {
 			t.Fatalf("interval overflowed to %v", d)
 		}
 	}
-	if _, err := newWaitConfig([]WaitOption{WithPollInterval(5*time.Second, time.Second)}); err == nil {
-		t.Error("max below first accepted")
+
+	srv, c := newMuxServer(t)
+	var ve *ValidationError
+	for _, p := range []PaymentWaitForTransactionParams{
+		{PollInterval: 5 * time.Second, MaxPollInterval: time.Second},
+		{PollInterval: -time.Second},
+		{MaxPollInterval: -time.Second},
+	} {
+		if _, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", p); !errors.As(err, &ve) || ve.Field != "poll_interval" {
+			t.Errorf("WaitForTransaction(%+v) = %v, want a *ValidationError", p, err)
+		}
+		_, err := c.Payments.WaitForStatus(context.Background(), "p", PaymentWaitForStatusParams{
+			Statuses: []PaymentStatus{StatusSigned}, PollInterval: p.PollInterval, MaxPollInterval: p.MaxPollInterval})
+		if !errors.As(err, &ve) || ve.Field != "poll_interval" {
+			t.Errorf("WaitForStatus(%+v) = %v, want a *ValidationError", p, err)
+		}
 	}
-	if _, err := newWaitConfig([]WaitOption{nil}); err == nil {
-		t.Error("nil option accepted")
+	if n := len(srv.requests()); n != 0 {
+		t.Errorf("%d requests sent with invalid poll settings", n)
 	}
 }
 

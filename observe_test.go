@@ -186,7 +186,7 @@ func TestObserverSeesEveryAttempt(t *testing.T) {
 	srv := newScriptServer(t, step{status: 503}, step{status: 201, body: paymentBody})
 	var rec recorder
 	c := newTestClient(t, srv.URL, WithToken("tok"), WithObserver(&rec), withRand(func() float64 { return 0 }))
-	_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t",
+	_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t",
 		Payer: "a", Payee: "b", IdempotencyKey: "key-1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{
@@ -234,7 +234,7 @@ func TestLogLevels(t *testing.T) {
 	buf.Reset()
 	srv2 := newScriptServer(t, step{status: 502})
 	c2 := newTestClient(t, srv2.URL, WithToken("tok-SECRET"), WithLogger(slogJSON(&buf)))
-	_, err = c2.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+	_, err = c2.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 	require.ErrorIs(t, err, ErrOutcomeUnknown)
 	lines = logLines(t, &buf)
 	require.Len(t, lines, 3)

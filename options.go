@@ -20,16 +20,16 @@ type Option func(*config) error
 
 // config collects the options before NewClient builds the Client.
 type config struct {
-	token         string
-	tokenSource   func(context.Context) (string, error)
-	httpClient    *http.Client
-	userAgent     string
-	logger        *slog.Logger
-	wireLog       bool
-	retryOn429    bool
+	token       string
+	tokenSource func(context.Context) (string, error)
+	httpClient  *http.Client
+	userAgent   string
+	logger      *slog.Logger
+	wireLog     bool
+	// call holds the settings that also apply per call (Client.With),
+	// with a record of which options set them.
+	call          callOverrides
 	retryAfterCap time.Duration
-	maxRetryWait  time.Duration
-	maxRetries    int
 	observers     []Observer
 	now           func() time.Time
 	rand          func() float64
@@ -38,15 +38,16 @@ type config struct {
 	limiter       ratelimit.Limiter
 	cooldown      bool
 	signer        Signer
+	signIn        SignIn
 	contracts     map[int64]verify.Address
 	decimals      map[verify.TokenKey]int64
 	maxGas        uint64
 	maxFee        *big.Int
 }
 
-// WithToken sets a fixed bearer token (a session JWT from POST /auth). Use
-// WithTokenSource instead for a long-lived client that must survive token
-// expiry.
+// WithToken sets a fixed bearer token (a session JWT from POST /auth). A
+// long-lived client that must survive token expiry signs in by itself
+// (WithSigner) or asks for its token (WithTokenSource).
 func WithToken(token string) Option {
 	return func(c *config) error {
 		if strings.TrimSpace(token) == "" {
@@ -60,20 +61,17 @@ func WithToken(token string) Option {
 	}
 }
 
-// WithTokenSource sets a function that returns the bearer token. It is called
-// once per call (not per retry), so one long-lived client follows a token
-// refresh; it must be safe for concurrent use. An empty token sends no
-// Authorization header. See LoginTokenSource for one that signs in again
-// before the session expires.
+// WithTokenSource sets a function that returns the bearer token, for tokens
+// that come from elsewhere (a vault, another service). It is called once per
+// call (not per retry), so one long-lived client follows a token refresh; it
+// must be safe for concurrent use. An empty token sends no Authorization
+// header. A client that holds the key signs in by itself instead
+// (WithSigner).
 //
-// A call answered 401 asks the source once more, with the refused token in
-// the context it passes: a TokenSource's Token (or any function that passes
-// that context on to it) drops the session of that token, and only that
-// one, then signs in again (one sign-in for all the calls refused together).
-// If the operation is safe to repeat and the source returns another token,
-// the call is sent once more with it; a second 401 is returned. A write that
-// must not run twice is not sent again: its session is dropped without
-// signing in, and the next call signs in.
+// A call answered 401 asks the source once more: if the operation is safe to
+// repeat and the source returns another token, the call is sent once more
+// with it; a second 401 is returned. A write that must not run twice is not
+// sent again.
 func WithTokenSource(source func(context.Context) (string, error)) Option {
 	return func(c *config) error {
 		if source == nil {
@@ -232,10 +230,12 @@ func WithLogger(l *slog.Logger) Option {
 // executed, so it is retried on every method, POST included. The retry sleeps
 // the calling goroutine: turn it on in background jobs, and keep it off in
 // request/response handlers, which should pass APIError.RetryAfter on instead.
-// One client serves both: see Client.With.
+// One client serves both: given to Client.With, it applies to the calls of
+// the view.
 func WithRetryOn429(on bool) Option {
 	return func(c *config) error {
-		c.retryOn429 = on
+		c.call.set |= setRetryOn429
+		c.call.retryOn429 = on
 		return nil
 	}
 }
@@ -258,13 +258,14 @@ func WithRetryAfterCap(d time.Duration) Option {
 // attempts (default 3 min). When the server asks for longer than what is
 // left, uncapped, the call returns its answer at once rather than holding
 // the caller for a window the server said stays closed. Zero means never
-// wait.
+// wait. Given to Client.With, it applies to the calls of the view.
 func WithMaxRetryWait(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
-			return fmt.Errorf("rail0: WithMaxRetryWait: must not be negative, got %v", d)
+			return &ValidationError{Field: "max_retry_wait", Reason: fmt.Sprintf("must not be negative, got %v", d)}
 		}
-		c.maxRetryWait = d
+		c.call.set |= setMaxRetryWait
+		c.call.maxRetryWait = d
 		return nil
 	}
 }
@@ -274,14 +275,16 @@ func WithMaxRetryWait(d time.Duration) Option {
 // retry budget (20 retries' worth, refilled one fifth of a retry per
 // success), so that an outage does not multiply the load; when it is empty
 // such failures come back at once (reason retry_budget_empty in the
-// transcript: Call.NotRetried). It
-// does not limit 429 retries, which MaxRetryWait bounds.
+// transcript: Call.NotRetried). It does not limit 429 retries, which
+// WithMaxRetryWait bounds. Given to Client.With, it applies to the calls of
+// the view.
 func WithMaxRetries(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
-			return fmt.Errorf("rail0: WithMaxRetries: must not be negative, got %d", n)
+			return &ValidationError{Field: "max_retries", Reason: fmt.Sprintf("must not be negative, got %d", n)}
 		}
-		c.maxRetries = n
+		c.call.set |= setMaxRetries
+		c.call.maxRetries = n
 		return nil
 	}
 }
@@ -346,8 +349,11 @@ func WithLimiter(l ratelimit.Limiter) Option {
 // WithSigner gives the client an identity: flows (PayerSign, Authorize,
 // Capture, Refund, ...) sign with signer, and, unless WithToken or
 // WithTokenSource is also given, the client signs in with it (SIWE, on
-// first use, with LoginParams' defaults) and signs in again before the
-// session expires. One client per identity: a buyer and a merchant are two
+// first use, its messages placed by WithSignIn) and signs in again before
+// the session expires; Client.Session returns the session. Concurrent calls
+// that find no fresh session share one sign-in, and a session the gateway
+// refuses with a 401 is dropped and replaced once for all the calls it
+// refused. One client per identity: a buyer and a merchant are two
 // clients.
 func WithSigner(signer Signer) Option {
 	return func(c *config) error {
@@ -358,6 +364,19 @@ func WithSigner(signer Signer) Option {
 			return fmt.Errorf("rail0: WithSigner: address: %w", err)
 		}
 		c.signer = signer
+		return nil
+	}
+}
+
+// WithSignIn places the SIWE messages the client signs: its own sign-in
+// (WithSigner) and its wallet proofs (Auth.WalletProof). The defaults (the
+// base URL's host and origin, chain DefaultSIWEChainID) suit a client that
+// talks to the gateway directly; set Domain and URI for a gateway that
+// accepts another domain, and ChainID for one whose operator chose another
+// sign-in chain. NewClient checks them.
+func WithSignIn(p SignIn) Option {
+	return func(c *config) error {
+		c.signIn = p
 		return nil
 	}
 }

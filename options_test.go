@@ -35,6 +35,9 @@ func TestNewClientValidates(t *testing.T) {
 		{"negative allowance", "https://api.rail0.xyz", []Option{WithMaxRetryWait(-time.Second)}},
 		{"negative retries", "https://api.rail0.xyz", []Option{WithMaxRetries(-1)}},
 		{"nil option", "https://api.rail0.xyz", []Option{nil}},
+		{"sign-in domain with a port", "https://api.rail0.xyz", []Option{WithSignIn(SignIn{Domain: "api.rail0.xyz:443"})}},
+		{"sign-in URI on another host", "https://api.rail0.xyz", []Option{WithSigner(newSIWESigner()), WithSignIn(SignIn{URI: "https://evil.example"})}},
+		{"negative sign-in chain", "https://api.rail0.xyz", []Option{WithSignIn(SignIn{ChainID: -1})}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +51,7 @@ func TestNewClientValidates(t *testing.T) {
 func TestNewClientDefaults(t *testing.T) {
 	c, err := NewClient("https://api.rail0.xyz")
 	require.NoError(t, err)
-	assert.Equal(t, "https://api.rail0.xyz/", c.BaseURL())
+	assert.Equal(t, "https://api.rail0.xyz/", c.baseStr)
 	assert.Equal(t, policy{retryOn429: false, retryAfterCap: 60 * time.Second, maxRetryWait: 3 * time.Minute, maxRetries: 2, base: 500 * time.Millisecond}, c.policy)
 	assert.Nil(t, c.logger)
 	assert.NotSame(t, http.DefaultClient, c.hc, "no shared global client")
@@ -164,7 +167,7 @@ func TestCanceledContextSendsNothing(t *testing.T) {
 	c := newTestClient(t, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := c.Payments.Create(ctx, CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+	_, err := c.Payments.Create(ctx, PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
 	assert.ErrorIs(t, err, context.Canceled)
 	var te *TransportError
 	require.ErrorAs(t, err, &te)
@@ -179,7 +182,7 @@ func TestValidationBeforeAnyRequest(t *testing.T) {
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, "id", ve.Field)
-	_, err = c.Payments.Create(context.Background(), CreatePaymentParams{Mode: ModeCharge})
+	_, err = c.Payments.Create(context.Background(), PaymentCreateParams{Mode: ModeCharge})
 	require.ErrorAs(t, err, &ve)
 	assert.Empty(t, srv.requests())
 }

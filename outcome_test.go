@@ -75,7 +75,7 @@ func TestProvesNotRun(t *testing.T) {
 // to repeat keep the plain error.
 func TestOutcomeUnknownUnlessProvedNotRun(t *testing.T) {
 	submit := func(c *Client) error {
-		_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8")
+		_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
 		return err
 	}
 	tests := []struct {
@@ -112,7 +112,7 @@ func TestOutcomeUnknownUnlessProvedNotRun(t *testing.T) {
 			return err
 		}, false, false},
 		{"sign (safe to repeat): HTML 200", step{status: 200, body: htmlPage}, func(c *Client) error {
-			_, err := c.Payments.Sign(context.Background(), "p1", "0x"+repeatHex("ab", 65))
+			_, err := c.Payments.SubmitSignature(context.Background(), "p1", PaymentSubmitSignatureParams{Signature: "0x" + repeatHex("ab", 65)})
 			return err
 		}, false, true},
 	}
@@ -161,7 +161,7 @@ func TestCreateUndecodableAnswerKeepsTheKey(t *testing.T) {
 	srv := newScriptServer(t, step{status: 201, body: htmlPage, header: map[string]string{"Content-Type": "text/html"}},
 		step{status: 200, body: paymentBody})
 	c := newTestClient(t, srv.URL, WithToken("tok"))
-	params := CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "1.00",
+	params := PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "1.00",
 		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
 		Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"}
 

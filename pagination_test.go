@@ -51,7 +51,7 @@ func pagedServer(t *testing.T, total, perPage int, headers bool, failPage int) (
 func TestListPageMetadata(t *testing.T) {
 	srv, _ := pagedServer(t, 57, 25, true, 0)
 	c := newTestClient(t, srv.URL+"/api/v1")
-	p, err := c.Payments.List(context.Background(), &ListPaymentsParams{ListOptions: ListOptions{Page: 2, PerPage: 25}})
+	p, err := c.Payments.List(context.Background(), PaymentListParams{ListOptions: ListOptions{Page: 2, PerPage: 25}})
 	require.NoError(t, err)
 	assert.Len(t, p.Items, 25)
 	assert.Equal(t, int64(57), p.TotalCount)
@@ -64,7 +64,7 @@ func TestListPageMetadata(t *testing.T) {
 func TestListPageWithoutHeadersFallsBack(t *testing.T) {
 	srv, _ := pagedServer(t, 7, 10, false, 0)
 	c := newTestClient(t, srv.URL+"/api/v1")
-	p, err := c.Payments.List(context.Background(), nil)
+	p, err := c.Payments.List(context.Background(), PaymentListParams{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(7), p.TotalCount, "falls back to the array length")
 	assert.Equal(t, int64(1), p.Page)
@@ -75,7 +75,7 @@ func TestListQueryEncoding(t *testing.T) {
 	srv := newScriptServer(t, step{status: 200, body: `[]`})
 	c := newTestClient(t, srv.URL)
 	disputed := false
-	_, err := c.Payments.List(context.Background(), &ListPaymentsParams{
+	_, err := c.Payments.List(context.Background(), PaymentListParams{
 		ListOptions: ListOptions{Page: 2, PerPage: 25, Sort: []SortKey{SortCreatedAt.Desc(), SortStatus}},
 		Status:      StatusAuthorized, Mode: ModeAuthorize, ChainID: 84532, Disputed: &disputed, MinAmount: "100",
 	})
@@ -86,8 +86,8 @@ func TestListQueryEncoding(t *testing.T) {
 func TestAllWalksEveryPage(t *testing.T) {
 	srv, calls := pagedServer(t, 57, 25, true, 0)
 	c := newTestClient(t, srv.URL+"/api/v1")
-	params := &ListPaymentsParams{ListOptions: ListOptions{PerPage: 25}, Status: StatusAuthorized}
-	before := *params
+	params := PaymentListParams{ListOptions: ListOptions{PerPage: 25}, Status: StatusAuthorized}
+	before := params
 	var ids []string
 	for p, err := range c.Payments.All(context.Background(), params) {
 		require.NoError(t, err)
@@ -96,14 +96,14 @@ func TestAllWalksEveryPage(t *testing.T) {
 	assert.Len(t, ids, 57)
 	assert.Equal(t, "p56", ids[56])
 	assert.Equal(t, int32(3), calls.Load())
-	assert.Equal(t, before, *params, "the caller's params are not mutated")
+	assert.Equal(t, before, params, "the caller's params are not mutated")
 }
 
 func TestAllStopsWhenTheLoopBreaks(t *testing.T) {
 	srv, calls := pagedServer(t, 57, 25, true, 0)
 	c := newTestClient(t, srv.URL+"/api/v1")
 	n := 0
-	for _, err := range c.Payments.All(context.Background(), nil) {
+	for _, err := range c.Payments.All(context.Background(), PaymentListParams{}) {
 		require.NoError(t, err)
 		n++
 		if n == 3 {
@@ -118,7 +118,7 @@ func TestAllStopsOnFirstError(t *testing.T) {
 	c := newTestClient(t, srv.URL+"/api/v1", WithMaxRetries(0))
 	var n int
 	var gotErr error
-	for _, err := range c.Payments.All(context.Background(), nil) {
+	for _, err := range c.Payments.All(context.Background(), PaymentListParams{}) {
 		if err != nil {
 			gotErr = err
 			continue
@@ -139,7 +139,7 @@ func TestAllHonoursContext(t *testing.T) {
 	defer cancel()
 	var n int
 	var gotErr error
-	for _, err := range c.Payments.All(ctx, nil) {
+	for _, err := range c.Payments.All(ctx, PaymentListParams{}) {
 		if err != nil {
 			gotErr = err
 			break

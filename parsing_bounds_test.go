@@ -42,7 +42,7 @@ func TestNothingSentBeforeAValidationError(t *testing.T) {
 	p := g.payment
 	malformed := *p
 	malformed.Rail0ID = "0x12"
-	payload, tx := string(g.payloadJSON(Intent{})), mustJSON(t, g.txFields(OpCapture, PrepareParams{Amount: "1.00"}))
+	payload, tx := string(g.payloadJSON(Intent{})), mustJSON(t, g.txFields(OpCapture, PaymentPrepareParams{Amount: "1.00"}))
 	verifyTx := func(p *PaymentDetail, in Intent) error {
 		_, err := c.Payments.VerifyTransaction(ctx, p, in, tx)
 		return err

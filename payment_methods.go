@@ -5,9 +5,9 @@ import (
 	"net/url"
 )
 
-// ListPaymentMethodsParams selects whose payment methods to list: set
+// PaymentMethodListParams selects whose payment methods to list: set
 // exactly one of AccountID and Address.
-type ListPaymentMethodsParams struct {
+type PaymentMethodListParams struct {
 	// AccountID lists every active wallet of a merchant account.
 	AccountID string
 	// Address lists one merchant wallet.
@@ -26,11 +26,9 @@ var listPaymentMethods = declare(operation{"listPaymentMethods", "GET", "/paymen
 // sending anything.
 //
 // GET /payment_methods — public.
-func (s *PaymentMethodsService) List(ctx context.Context, params *ListPaymentMethodsParams) (*List[WalletWithTokens], error) {
+func (s *PaymentMethodsService) List(ctx context.Context, params PaymentMethodListParams) (*List[WalletWithTokens], error) {
 	q := url.Values{}
 	switch {
-	case params == nil:
-		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	case params.AccountID != "" && params.Address != "":
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one, not both"}
 	case params.AccountID != "":

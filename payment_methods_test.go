@@ -29,7 +29,7 @@ func TestPaymentMethodsRequests(t *testing.T) {
 		{
 			name: "List by account",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{AccountID: "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"})
+				return c.PaymentMethods.List(ctx, PaymentMethodListParams{AccountID: "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"})
 			},
 			method: "GET", path: "/payment_methods", public: true,
 			query: url.Values{"account_id": {"0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9"}},
@@ -45,7 +45,7 @@ func TestPaymentMethodsRequests(t *testing.T) {
 		{
 			name: "List by address, unknown gives empty",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.PaymentMethods.List(ctx, &ListPaymentMethodsParams{Address: fixturePayee})
+				return c.PaymentMethods.List(ctx, PaymentMethodListParams{Address: fixturePayee})
 			},
 			method: "GET", path: "/payment_methods", public: true,
 			query: url.Values{"address": {fixturePayee}},
@@ -63,8 +63,8 @@ func TestPaymentMethodsRequests(t *testing.T) {
 func TestPaymentMethodsNeedsExactlyOneSelector(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
-	for _, p := range []ListPaymentMethodsParams{{}, {AccountID: "a", Address: fixturePayee}} {
-		got, err := c.PaymentMethods.List(context.Background(), &p)
+	for _, p := range []PaymentMethodListParams{{}, {AccountID: "a", Address: fixturePayee}} {
+		got, err := c.PaymentMethods.List(context.Background(), p)
 		var ve *ValidationError
 		if !errors.As(err, &ve) || ve.Field != "account_id|address" || got != nil {
 			t.Errorf("List(%+v) = %v, %v; want a *ValidationError", p, got, err)

@@ -158,8 +158,8 @@ type Transaction struct {
 	Response *Response `json:"-"`
 }
 
-// CreatePaymentParams opens a payment.
-type CreatePaymentParams struct {
+// PaymentCreateParams opens a payment.
+type PaymentCreateParams struct {
 	ChainID int64       `json:"chain_id"`
 	Mode    PaymentMode `json:"mode"`
 	// Amount is a human decimal string, e.g. "10.50" (see ToBaseUnits).
@@ -197,7 +197,7 @@ var createPayment = declare(operation{"createPayment", "POST", "/payments", opKe
 // Create again with the order's IdempotencyKey, after a restart for
 // instance, restores that record. Create returns what the gateway answered,
 // unchecked.
-func (s *PaymentsService) Create(ctx context.Context, params CreatePaymentParams) (*PaymentDetail, error) {
+func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams) (*PaymentDetail, error) {
 	for _, f := range []struct{ name, value string }{
 		{"amount", params.Amount}, {"token", params.Token}, {"payer", params.Payer},
 		{"payee", params.Payee}, {"mode", string(params.Mode)},
@@ -245,9 +245,6 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 	return &p, nil
 }
 
-// PaymentSortKey is a field GET /payments sorts by.
-type PaymentSortKey = SortKey
-
 // Sort keys for payments.
 const (
 	SortCreatedAt SortKey = "created_at"
@@ -256,8 +253,8 @@ const (
 	SortStatus    SortKey = "status"
 )
 
-// ListPaymentsParams filters GET /payments. Zero values are not sent.
-type ListPaymentsParams struct {
+// PaymentListParams filters GET /payments. Zero values are not sent.
+type PaymentListParams struct {
 	ListOptions
 	Status  PaymentStatus
 	Mode    PaymentMode
@@ -276,11 +273,8 @@ type ListPaymentsParams struct {
 	CreatedTo   time.Time
 }
 
-func (p *ListPaymentsParams) values() url.Values {
+func (p PaymentListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	set := func(k, v string) {
 		if v != "" {
@@ -315,7 +309,7 @@ var listPayments = declare(operation{"listPayments", "GET", "/payments", opRead,
 // List returns one page of the caller's payments (as payer or payee).
 //
 // GET /payments — any session.
-func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) (*Page[Payment], error) {
+func (s *PaymentsService) List(ctx context.Context, params PaymentListParams) (*Page[Payment], error) {
 	return listPage[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
@@ -323,26 +317,34 @@ func (s *PaymentsService) List(ctx context.Context, params *ListPaymentsParams) 
 // on. It stops at the first error, which it yields; params is not modified.
 //
 // GET /payments — any session.
-func (s *PaymentsService) All(ctx context.Context, params *ListPaymentsParams) iter.Seq2[Payment, error] {
+func (s *PaymentsService) All(ctx context.Context, params PaymentListParams) iter.Seq2[Payment, error] {
 	return listAll[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
 
 var signPayment = declare(operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"})
 
-// Sign stores the payer's signature of the payment's signing_payload
-// (EIP-712, 65 bytes r‖s‖v as 0x hex), moving it from unsigned to signed.
-// PayerSign reads and checks the payload, signs it and calls Sign.
+// PaymentSubmitSignatureParams carries the payer's signature of a payment.
+type PaymentSubmitSignatureParams struct {
+	// Signature is the payer's EIP-712 signature of the payment's
+	// signing_payload: 65 bytes r‖s‖v as 0x hex.
+	Signature string `json:"signature"`
+}
+
+// SubmitSignature stores the payer's signature of the payment's
+// signing_payload, moving it from unsigned to signed: the low-level step
+// for a payer who signs elsewhere (check the payload with VerifyPayload
+// first). PayerSign reads and checks the payload, signs it and calls
+// SubmitSignature.
 //
 // PUT /payments/{id}/sign — the payer or the payee; the signature must
 // recover to the payer (else 422 signer_mismatch), and only an unsigned
 // payment takes it (422 not_signable).
-func (s *PaymentsService) Sign(ctx context.Context, id, signature string) (*PaymentDetail, error) {
-	if signature == "" {
+func (s *PaymentsService) SubmitSignature(ctx context.Context, id string, params PaymentSubmitSignatureParams) (*PaymentDetail, error) {
+	if params.Signature == "" {
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
 	var p PaymentDetail
-	body := map[string]string{"signature": signature}
-	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: body}, &p)
+	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: params}, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -357,9 +359,9 @@ const (
 	SortBlockNumber SortKey = "block_number"
 )
 
-// ListTransactionsParams filters and pages GET /payments/{id}/transactions.
+// PaymentListTransactionsParams filters and pages GET /payments/{id}/transactions.
 // Zero values are not sent.
-type ListTransactionsParams struct {
+type PaymentListTransactionsParams struct {
 	ListOptions
 	// Operation keeps one step's transactions.
 	Operation Operation
@@ -367,11 +369,8 @@ type ListTransactionsParams struct {
 	Status TransactionStatus
 }
 
-func (p *ListTransactionsParams) values() url.Values {
+func (p PaymentListTransactionsParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	if p.Operation != "" {
 		q.Set("operation", string(p.Operation))
@@ -388,7 +387,7 @@ var listPaymentTransactions = declare(operation{"listPaymentTransactions", "GET"
 // attempt of every step, failed ones included.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
-func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params *ListTransactionsParams) (*Page[Transaction], error) {
+func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params PaymentListTransactionsParams) (*Page[Transaction], error) {
 	return listPage[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
 }
 
@@ -397,8 +396,20 @@ func (s *PaymentsService) ListTransactions(ctx context.Context, id string, param
 // is not modified.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
-func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params *ListTransactionsParams) iter.Seq2[Transaction, error] {
+func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params PaymentListTransactionsParams) iter.Seq2[Transaction, error] {
 	return listAll[Transaction](ctx, s.client, listPaymentTransactions, pathArgs{id}, params.values())
+}
+
+// PaymentListDisputesParams filters and pages a payment's dispute history.
+// The zero value lists every dispute with the server's default paging.
+type PaymentListDisputesParams struct {
+	ListOptions
+	// Status keeps only open or only closed disputes; empty for both.
+	Status DisputeStatus
+}
+
+func (p PaymentListDisputesParams) values() url.Values {
+	return DisputeListParams(p).values()
 }
 
 var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""})
@@ -407,7 +418,7 @@ var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disp
 // closed.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
-func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *ListDisputesParams) (*Page[Dispute], error) {
+func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params PaymentListDisputesParams) (*Page[Dispute], error) {
 	return listPage[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
@@ -416,16 +427,17 @@ func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params *L
 // not modified.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
-func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params *ListDisputesParams) iter.Seq2[Dispute, error] {
+func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params PaymentListDisputesParams) iter.Seq2[Dispute, error] {
 	return listAll[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
 // ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
 
-// PrepareParams is the body of a prepare call. Which fields a step needs
-// depends on the operation: Amount for capture and refund, Signature for
-// the second refund phase, From for release, Reason for the dispute steps.
-type PrepareParams struct {
+// PaymentPrepareParams is the body of a prepare call. Which fields a step
+// needs depends on the operation: Amount for capture and refund, Signature
+// for the second refund phase, From for release, Reason for the dispute
+// steps. The first refund phase has its own (PrepareRefund).
+type PaymentPrepareParams struct {
 	// Amount is a human decimal ("10.50"), required for capture and refund.
 	Amount string `json:"amount,omitempty"`
 	// Signature is the payee's signature of the refund phase-1
@@ -508,7 +520,7 @@ var (
 // participant for release; a participant for dispute and close_dispute
 // (signed by the payer). A missing required field (capture and refund
 // amount, refund signature) is a *ValidationError before any request.
-func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PrepareParams) (*PreparedTransaction, error) {
+func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PaymentPrepareParams) (*PreparedTransaction, error) {
 	route, args, err := stepRoute(op, id, preparePaymentOperation, prepareDispute, prepareCloseDispute)
 	if err != nil {
 		return nil, err
@@ -517,7 +529,7 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 		return nil, err
 	}
 	var body any
-	if params != (PrepareParams{}) {
+	if params != (PaymentPrepareParams{}) {
 		body = params
 	}
 	var out PreparedTransaction
@@ -534,7 +546,7 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 // check validates params for op before any request: required fields must be
 // present and well formed, and fields that op does not take must be empty
 // (the gateway would ignore them silently).
-func (p PrepareParams) check(op Operation) error {
+func (p PaymentPrepareParams) check(op Operation) error {
 	for _, f := range []struct {
 		name, value string
 		applies     bool
@@ -580,8 +592,14 @@ var (
 	submitCloseDispute     = declare(operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
 )
 
-// Submit sends the signed transaction of a prepared step (0x02… hex, the
-// RLP of the signed EIP-1559 transaction) for broadcast. The gateway checks
+// PaymentSubmitParams carries the signed transaction of a prepared step.
+type PaymentSubmitParams struct {
+	// SignedTransaction is 0x02… hex: the RLP of the signed EIP-1559
+	// transaction.
+	SignedTransaction string `json:"signed_transaction"`
+}
+
+// Submit sends the signed transaction of a prepared step for broadcast. The gateway checks
 // the sender and answers at once with the Transaction as it stands (usually
 // submitting or submitted): nothing is final until it is confirmed, so wait
 // with WaitForTransaction before preparing the next step.
@@ -598,17 +616,17 @@ var (
 // payment (GET /payments/{id}) and returns the transaction of op that
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
-func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, signedTransaction string) (*Transaction, error) {
+func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, submitPaymentOperation, submitDispute, submitCloseDispute)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSignedTransaction(signedTransaction); err != nil {
+	if err := checkSignedTransaction(params.SignedTransaction); err != nil {
 		return nil, err
 	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"signed_transaction": signedTransaction}})
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
 	if err != nil {
-		return s.reconcileSubmit(ctx, id, op, transactionHash(signedTransaction), err)
+		return s.reconcileSubmit(ctx, id, op, transactionHash(params.SignedTransaction), err)
 	}
 	return tx, nil
 }
@@ -618,6 +636,13 @@ var (
 	submitDisputeByHash          = declare(operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
 	submitCloseDisputeByHash     = declare(operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
 )
+
+// PaymentSubmitByHashParams carries the hash of a transaction the caller
+// broadcast itself.
+type PaymentSubmitByHashParams struct {
+	// TransactionHash is 0x + 64 hex.
+	TransactionHash string `json:"transaction_hash"`
+}
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
 // itself (typically a browser wallet that never hands over the raw bytes).
@@ -636,18 +661,18 @@ var (
 // A report refused with a 422 (the row is confirmed and final, for a repeat
 // whose first answer was lost while the transaction confirmed) is
 // reconciled as Submit's is: the payment is read and the transaction of op
-// carrying transactionHash is returned; with none the refusal stands.
-func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, transactionHash string) (*Transaction, error) {
+// carrying params.TransactionHash is returned; with none the refusal stands.
+func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkHex("transaction_hash", transactionHash, 32); err != nil {
+	if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
 		return nil, err
 	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: map[string]string{"transaction_hash": transactionHash}})
+	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
 	if err != nil {
-		hash, _ := verify.ParseWord(transactionHash)
+		hash, _ := verify.ParseWord(params.TransactionHash)
 		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	return tx, nil
@@ -664,33 +689,27 @@ func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, er
 	return &tx, nil
 }
 
-// PrepareRefund runs the first refund phase for params.Amount (a human
-// decimal, 0 < amount <= refundable_amount, before refund_expiry): the
-// gateway answers with an EIP-3009 ReceiveWithAuthorization for the payee
-// to sign, and creates no transaction yet. Check it with VerifyPayload, sign
-// the digest, and pass the signature with the same amount to
-// Prepare(OpRefund) for the second phase; Refund does all of it.
-// params.Amount is required, and the other fields belong to other steps: an
-// empty or malformed amount, or another field set, is a *ValidationError
-// before any request.
+// PaymentPrepareRefundParams is the request of the first refund phase.
+type PaymentPrepareRefundParams struct {
+	// Amount is a human decimal ("4.00"), 0 < amount <= refundable_amount.
+	Amount string `json:"amount"`
+}
+
+// PrepareRefund runs the first refund phase for params.Amount (before
+// refund_expiry): the gateway answers with an EIP-3009
+// ReceiveWithAuthorization for the payee to sign, and creates no
+// transaction yet. Check it with VerifyPayload, sign the digest, and pass
+// the signature with the same amount to Prepare(OpRefund) for the second
+// phase; Refund does all of it. An empty or malformed amount is a
+// *ValidationError before any request.
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
-func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PrepareParams) (*RefundAuthorization, error) {
-	amount := params.Amount
-	if err := checkHumanAmount("amount", amount); err != nil {
+func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareRefundParams) (*RefundAuthorization, error) {
+	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct{ name, value, why string }{
-		{"signature", params.Signature, "belongs to the second phase, Prepare(OpRefund)"},
-		{"from", params.From, "does not apply to refund"},
-		{"reason", params.Reason, "does not apply to refund"},
-	} {
-		if f.value != "" {
-			return nil, &ValidationError{Field: f.name, Reason: f.why}
-		}
-	}
 	var out RefundAuthorization
-	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: PrepareParams{Amount: amount}}
+	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: params}
 	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err

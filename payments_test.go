@@ -289,7 +289,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Create with caller key",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Create(ctx, CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+				return c.Payments.Create(ctx, PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
 					Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee, Description: "Order 1042",
 					Metadata: map[string]any{"order_id": "1042"}, IdempotencyKey: "order-1042"})
 			},
@@ -331,7 +331,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "List with every filter",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.List(ctx, &ListPaymentsParams{
+				return c.Payments.List(ctx, PaymentListParams{
 					ListOptions: ListOptions{Page: 2, PerPage: 25, Sort: []SortKey{SortCreatedAt.Desc(), SortStatus}},
 					Status:      StatusAuthorized, Mode: ModeAuthorize, Payer: fixturePayer, Payee: fixturePayee,
 					Token: fixtureToken, Rail0ID: "0xabc", ChainID: 84532, Disputed: &disputed,
@@ -355,7 +355,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Sign",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Sign(ctx, fixturePaymentID, "0xsig")
+				return c.Payments.SubmitSignature(ctx, fixturePaymentID, PaymentSubmitSignatureParams{Signature: "0xsig"})
 			},
 			method: "PUT", path: pid + "/sign", body: `{"signature": "0xsig"}`,
 			reply: muxOK(paymentDetailJSON(StatusSigned, "")),
@@ -368,7 +368,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "ListTransactions",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.ListTransactions(ctx, fixturePaymentID, &ListTransactionsParams{
+				return c.Payments.ListTransactions(ctx, fixturePaymentID, PaymentListTransactionsParams{
 					ListOptions: ListOptions{PerPage: 10, Sort: []SortKey{SortCreatedAt}}, Operation: OpCapture, Status: TxConfirmed})
 			},
 			method: "GET", path: pid + "/transactions",
@@ -384,7 +384,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "ListDisputes",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.ListDisputes(ctx, fixturePaymentID, &ListDisputesParams{Status: DisputeClosed})
+				return c.Payments.ListDisputes(ctx, fixturePaymentID, PaymentListDisputesParams{Status: DisputeClosed})
 			},
 			method: "GET", path: pid + "/disputes", query: url.Values{"status": {"closed"}},
 			reply: muxOK("[" + fixtureDisputeJSON + "]"),
@@ -398,7 +398,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Prepare generic capture",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpCapture, PrepareParams{Amount: "15.00"})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCapture, PaymentPrepareParams{Amount: "15.00"})
 			},
 			method: "POST", path: pid + "/capture/prepare", body: `{"amount": "15.00"}`,
 			reply: prepared, check: isNewPrepared,
@@ -406,7 +406,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareAuthorize reused",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpAuthorize, PrepareParams{})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpAuthorize, PaymentPrepareParams{})
 			},
 			method: "POST", path: pid + "/authorize/prepare",
 			reply: muxOK(fixturePendingTxJSON),
@@ -419,42 +419,42 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareCharge",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpCharge, PrepareParams{})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCharge, PaymentPrepareParams{})
 			},
 			method: "POST", path: pid + "/charge/prepare", reply: prepared, check: isNewPrepared,
 		},
 		{
 			name: "PrepareCapture",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpCapture, PrepareParams{Amount: "10.50"})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCapture, PaymentPrepareParams{Amount: "10.50"})
 			},
 			method: "POST", path: pid + "/capture/prepare", body: `{"amount": "10.50"}`, reply: prepared, check: isNewPrepared,
 		},
 		{
 			name: "PrepareVoid",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpVoid, PrepareParams{})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpVoid, PaymentPrepareParams{})
 			},
 			method: "POST", path: pid + "/void/prepare", reply: prepared, check: isNewPrepared,
 		},
 		{
 			name: "PrepareRelease from payee",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpRelease, PrepareParams{From: fixturePayee})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpRelease, PaymentPrepareParams{From: fixturePayee})
 			},
 			method: "POST", path: pid + "/release/prepare", body: `{"from": "` + fixturePayee + `"}`, reply: prepared,
 		},
 		{
 			name: "PrepareRelease default",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpRelease, PrepareParams{From: ""})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpRelease, PaymentPrepareParams{From: ""})
 			},
 			method: "POST", path: pid + "/release/prepare", reply: prepared,
 		},
 		{
 			name: "PrepareRefund phase 1",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.PrepareRefund(ctx, fixturePaymentID, PrepareParams{Amount: "5"})
+				return c.Payments.PrepareRefund(ctx, fixturePaymentID, PaymentPrepareRefundParams{Amount: "5"})
 			},
 			method: "POST", path: pid + "/refund/prepare", body: `{"amount": "5"}`,
 			reply: muxOK(`{"signing_payload": ` + fixtureSigningPayloadJSON + `}`),
@@ -469,7 +469,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareRefundTransaction phase 2",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpRefund, PrepareParams{Amount: "5", Signature: "0xpayee-sig"})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpRefund, PaymentPrepareParams{Amount: "5", Signature: "0xpayee-sig"})
 			},
 			method: "POST", path: pid + "/refund/prepare", body: `{"amount": "5", "signature": "0xpayee-sig"}`,
 			reply: prepared, check: isNewPrepared,
@@ -477,7 +477,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareDispute with reason",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpDispute, PrepareParams{Reason: fixtureReason})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpDispute, PaymentPrepareParams{Reason: fixtureReason})
 			},
 			method: "POST", path: pid + "/dispute/prepare", body: `{"reason": "` + fixtureReason + `"}`,
 			reply: prepared, check: isNewPrepared,
@@ -485,7 +485,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareDispute without reason",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpDispute, PrepareParams{Reason: ""})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpDispute, PaymentPrepareParams{Reason: ""})
 			},
 			method: "POST", path: pid + "/dispute/prepare",
 			reply: muxOK(fixturePendingTxJSON),
@@ -498,7 +498,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "PrepareCloseDispute 200 is not reuse",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Prepare(ctx, fixturePaymentID, OpCloseDispute, PrepareParams{Reason: ""})
+				return c.Payments.Prepare(ctx, fixturePaymentID, OpCloseDispute, PaymentPrepareParams{Reason: ""})
 			},
 			method: "POST", path: pid + "/dispute/close/prepare",
 			reply: muxOK(fixturePendingTxJSON), check: isNewPrepared,
@@ -506,7 +506,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "Submit generic",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.Submit(ctx, fixturePaymentID, OpVoid, fixtureSignedTx)
+				return c.Payments.Submit(ctx, fixturePaymentID, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
 			},
 			method: "POST", path: pid + "/void", body: `{"signed_transaction": "` + fixtureSignedTx + `"}`,
 			reply: accepted, check: isTx,
@@ -514,7 +514,7 @@ func TestPaymentsRequests(t *testing.T) {
 		{
 			name: "SubmitByHash generic",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Payments.SubmitByHash(ctx, fixturePaymentID, OpRelease, fixtureHash)
+				return c.Payments.SubmitByHash(ctx, fixturePaymentID, OpRelease, PaymentSubmitByHashParams{TransactionHash: fixtureHash})
 			},
 			method: "POST", path: pid + "/release/submitted", body: `{"transaction_hash": "` + fixtureHash + `"}`,
 			reply: accepted, check: isTx,
@@ -546,9 +546,9 @@ func TestPaymentsRequests(t *testing.T) {
 			name: sc.name,
 			call: func(ctx context.Context, c *Client) (any, error) {
 				if sc.hash {
-					return c.Payments.SubmitByHash(ctx, fixturePaymentID, sc.op, arg)
+					return c.Payments.SubmitByHash(ctx, fixturePaymentID, sc.op, PaymentSubmitByHashParams{TransactionHash: arg})
 				}
-				return c.Payments.Submit(ctx, fixturePaymentID, sc.op, arg)
+				return c.Payments.Submit(ctx, fixturePaymentID, sc.op, PaymentSubmitParams{SignedTransaction: arg})
 			},
 			method: "POST", path: pid + sc.route, body: body, reply: accepted, check: isTx,
 		})
@@ -560,7 +560,7 @@ func TestPaymentsCreateGeneratesIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments", muxReply{status: http.StatusOK, body: paymentDetailJSON(StatusUnsigned, fixtureSigningPayloadJSON)})
-	params := CreatePaymentParams{ChainID: 84532, Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee}
+	params := PaymentCreateParams{ChainID: 84532, Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee}
 	p, err := c.Payments.Create(context.Background(), params)
 	if err != nil {
 		t.Fatal(err)
@@ -586,83 +586,75 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 		call  func(ctx context.Context, p *PaymentsService) error
 	}{
 		{"create without chain", "chain_id", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Create(ctx, CreatePaymentParams{Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
+			_, err := p.Create(ctx, PaymentCreateParams{Mode: ModeCharge, Amount: "1", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
 			return err
 		}},
 		{"create with a thousands separator", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Create(ctx, CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1,000", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
+			_, err := p.Create(ctx, PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1,000", Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee})
 			return err
 		}},
 		{"capture without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: ""})
+			_, err := p.Prepare(ctx, "p", OpCapture, PaymentPrepareParams{Amount: ""})
 			return err
 		}},
 		{"capture with a negative amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: "-1"})
+			_, err := p.Prepare(ctx, "p", OpCapture, PaymentPrepareParams{Amount: "-1"})
 			return err
 		}},
 		{"capture of zero", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: "0.00"})
+			_, err := p.Prepare(ctx, "p", OpCapture, PaymentPrepareParams{Amount: "0.00"})
 			return err
 		}},
 		{"capture with an exponent", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: "1e3"})
+			_, err := p.Prepare(ctx, "p", OpCapture, PaymentPrepareParams{Amount: "1e3"})
 			return err
 		}},
 		{"refund phase 1 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", PrepareParams{Amount: ""})
-			return err
-		}},
-		{"refund phase 1 with the second phase's signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", PrepareParams{Amount: "1", Signature: "0xsig"})
-			return err
-		}},
-		{"refund phase 1 with a release's from", "from", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.PrepareRefund(ctx, "p", PrepareParams{Amount: "1", From: "0x00000000000000000000000000000000000000aa"})
+			_, err := p.PrepareRefund(ctx, "p", PaymentPrepareRefundParams{Amount: ""})
 			return err
 		}},
 		{"refund phase 2 without amount", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpRefund, PrepareParams{Amount: "", Signature: "0xsig"})
+			_, err := p.Prepare(ctx, "p", OpRefund, PaymentPrepareParams{Amount: "", Signature: "0xsig"})
 			return err
 		}},
 		{"refund phase 2 without signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpRefund, PrepareParams{Amount: "1", Signature: ""})
+			_, err := p.Prepare(ctx, "p", OpRefund, PaymentPrepareParams{Amount: "1", Signature: ""})
 			return err
 		}},
 		{"generic refund without signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpRefund, PrepareParams{Amount: "1"})
+			_, err := p.Prepare(ctx, "p", OpRefund, PaymentPrepareParams{Amount: "1"})
 			return err
 		}},
 		{"amount on void", "amount", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpVoid, PrepareParams{Amount: "1"})
+			_, err := p.Prepare(ctx, "p", OpVoid, PaymentPrepareParams{Amount: "1"})
 			return err
 		}},
 		{"from on capture", "from", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpCapture, PrepareParams{Amount: "1", From: fixturePayer})
+			_, err := p.Prepare(ctx, "p", OpCapture, PaymentPrepareParams{Amount: "1", From: fixturePayer})
 			return err
 		}},
 		{"reason on authorize", "reason", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpAuthorize, PrepareParams{Reason: fixtureReason})
+			_, err := p.Prepare(ctx, "p", OpAuthorize, PaymentPrepareParams{Reason: fixtureReason})
 			return err
 		}},
 		{"malformed release from", "from", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpRelease, PrepareParams{From: "0x1234"})
+			_, err := p.Prepare(ctx, "p", OpRelease, PaymentPrepareParams{From: "0x1234"})
 			return err
 		}},
 		{"malformed dispute reason", "reason", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", OpDispute, PrepareParams{Reason: "fraud"})
+			_, err := p.Prepare(ctx, "p", OpDispute, PaymentPrepareParams{Reason: "fraud"})
 			return err
 		}},
 		{"unknown operation", "operation", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "p", Operation("teleport"), PrepareParams{})
+			_, err := p.Prepare(ctx, "p", Operation("teleport"), PaymentPrepareParams{})
 			return err
 		}},
 		{"empty operation", "operation", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Submit(ctx, "p", "", fixtureSignedTx)
+			_, err := p.Submit(ctx, "p", "", PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
 			return err
 		}},
 		{"empty id", "id", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Prepare(ctx, "", OpVoid, PrepareParams{})
+			_, err := p.Prepare(ctx, "", OpVoid, PaymentPrepareParams{})
 			return err
 		}},
 		{"empty id on Get", "id", func(ctx context.Context, p *PaymentsService) error {
@@ -670,33 +662,33 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 			return err
 		}},
 		{"empty signed transaction", "signed_transaction", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Submit(ctx, "p", OpCapture, "")
+			_, err := p.Submit(ctx, "p", OpCapture, PaymentSubmitParams{SignedTransaction: ""})
 			return err
 		}},
 		{"signed transaction not hex", "signed_transaction", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Submit(ctx, "p", OpCapture, "02f8")
+			_, err := p.Submit(ctx, "p", OpCapture, PaymentSubmitParams{SignedTransaction: "02f8"})
 			return err
 		}},
 		{"short hash", "transaction_hash", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitByHash(ctx, "p", OpCapture, "0x1234")
+			_, err := p.SubmitByHash(ctx, "p", OpCapture, PaymentSubmitByHashParams{TransactionHash: "0x1234"})
 			return err
 		}},
 		{"hash on dispute close", "transaction_hash", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.SubmitByHash(ctx, "p", OpCloseDispute, strings.Repeat("ab", 33))
+			_, err := p.SubmitByHash(ctx, "p", OpCloseDispute, PaymentSubmitByHashParams{TransactionHash: strings.Repeat("ab", 33)})
 			return err
 		}},
 		{"empty payer signature", "signature", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.Sign(ctx, "p", "")
+			_, err := p.SubmitSignature(ctx, "p", PaymentSubmitSignatureParams{Signature: ""})
 			return err
 		}},
 		{"transactions of no payment", "id", func(ctx context.Context, p *PaymentsService) error {
-			for _, err := range p.AllTransactions(ctx, "", nil) {
+			for _, err := range p.AllTransactions(ctx, "", PaymentListTransactionsParams{}) {
 				return err
 			}
 			return nil
 		}},
 		{"disputes of no payment", "id", func(ctx context.Context, p *PaymentsService) error {
-			_, err := p.ListDisputes(ctx, "", nil)
+			_, err := p.ListDisputes(ctx, "", PaymentListDisputesParams{})
 			return err
 		}},
 	}
@@ -723,7 +715,7 @@ func TestPrepareRefundWithoutPayloadIsDecodeError(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments/p/refund/prepare", muxOK(`{"signing_payload": null}`))
-	_, err := c.Payments.PrepareRefund(context.Background(), "p", PrepareParams{Amount: "1"})
+	_, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareRefundParams{Amount: "1"})
 	var de *DecodeError
 	if !errors.As(err, &de) || de.StatusCode != http.StatusOK {
 		t.Fatalf("error = %v, want a *DecodeError for the 200 answer", err)
@@ -735,7 +727,7 @@ func TestPaymentsAPIErrorsSurface(t *testing.T) {
 	srv, c := newMuxServer(t)
 	srv.on("POST /payments/p/capture/prepare", muxReply{status: http.StatusUnprocessableEntity,
 		body: `{"code": "amount_exceeds_capturable", "title": "Capture larger than escrow", "detail": "Only 15.00 is still held for this payment; lower the capture amount.", "status": "invalid_state"}`})
-	_, err := c.Payments.Prepare(context.Background(), "p", OpCapture, PrepareParams{Amount: "20.00"})
+	_, err := c.Payments.Prepare(context.Background(), "p", OpCapture, PaymentPrepareParams{Amount: "20.00"})
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Code != CodeAmountExceedsCapturable || apiErr.StatusCode != 422 {
 		t.Fatalf("error = %v, want the 422 amount_exceeds_capturable APIError", err)
@@ -754,7 +746,7 @@ func TestAllTransactionsWalksPages(t *testing.T) {
 			body: "[" + strings.Join(items, ",") + "]"}
 	}
 	srv.on("GET /payments/p/transactions", page("1", "a", "b"), page("2", "c"))
-	params := &ListTransactionsParams{ListOptions: ListOptions{PerPage: 2}, Status: TxConfirmed}
+	params := PaymentListTransactionsParams{ListOptions: ListOptions{PerPage: 2}, Status: TxConfirmed}
 	var ids []string
 	for tx, err := range c.Payments.AllTransactions(context.Background(), "p", params) {
 		if err != nil {
@@ -782,7 +774,7 @@ func TestAllDisputesOfPaymentStopsOnError(t *testing.T) {
 		muxReply{status: 404, body: `{"code": "not_found", "title": "Not found", "detail": "No such payment.", "status": "not_found"}`})
 	var got []DisputeStatus
 	var errs []error
-	for d, err := range c.Payments.AllDisputes(context.Background(), "p", &ListDisputesParams{ListOptions: ListOptions{PerPage: 1}}) {
+	for d, err := range c.Payments.AllDisputes(context.Background(), "p", PaymentListDisputesParams{ListOptions: ListOptions{PerPage: 1}}) {
 		if err != nil {
 			errs = append(errs, err)
 			continue

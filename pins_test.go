@@ -289,7 +289,7 @@ func TestPinnedDecimalsDecideTheAmount(t *testing.T) {
 	g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
 	c := g.client(g.payer)
 	ctx := context.Background()
-	if _, err := c.Payments.Create(ctx, CreatePaymentParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
+	if _, err := c.Payments.Create(ctx, PaymentCreateParams{ChainID: artChain, Mode: ModeAuthorize, Amount: "25.00",
 		Token: artToken, Payer: g.payer.Address(), Payee: g.payee.Address()}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestPinnedDecimalsDecideTheAmount(t *testing.T) {
 	g.mu.Lock()
 	g.decimals = 7
 	g.mu.Unlock()
-	_, err := c.Payments.PayerSign(ctx, artPayment, PayerSignParams{})
+	_, err := c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{})
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Field != "amount" || ae.Expected != "25000000" {
 		t.Fatalf("PayerSign of 250.00 for 25.00: err = %v, want an *ArtifactError on the payment's amount, 25000000 expected", err)
@@ -327,7 +327,7 @@ func TestChecksReadNoCatalog(t *testing.T) {
 
 	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	p := *g.payment
-	unsigned := mustJSON(t, g.txFields(OpCapture, PrepareParams{Amount: "1.00"}))
+	unsigned := mustJSON(t, g.txFields(OpCapture, PaymentPrepareParams{Amount: "1.00"}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("a check sent %s %s", r.Method, r.URL.Path)
 	}))

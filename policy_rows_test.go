@@ -98,15 +98,15 @@ var policyRows = []policyRow{
 func TestPolicyRowsDecide(t *testing.T) {
 	for _, row := range policyRows {
 		t.Run(row.name, func(t *testing.T) {
-			cfg := config{retryAfterCap: DefaultRetryAfterCap, maxRetryWait: DefaultMaxRetryWait, maxRetries: DefaultMaxRetries}
+			cfg := config{retryAfterCap: DefaultRetryAfterCap}
 			for _, opt := range row.opts {
 				require.NoError(t, opt(&cfg))
 			}
-			p := policy{retryOn429: cfg.retryOn429, retryAfterCap: cfg.retryAfterCap, maxRetryWait: cfg.maxRetryWait,
-				maxRetries: cfg.maxRetries, base: defaultBackoffBase}
+			p := cfg.call.apply(policy{retryAfterCap: cfg.retryAfterCap, maxRetryWait: DefaultMaxRetryWait,
+				maxRetries: DefaultMaxRetries, base: defaultBackoffBase})
 			first := row.steps[0]
 			o := outcome{op: classOf(row.op.method, row.op), idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
-			if ra, ok := ParseRetryAfter(first.header["Retry-After"], time.Now()); ok {
+			if ra, ok := parseRetryAfter(first.header["Retry-After"], time.Now()); ok {
 				o.retryAfter, o.hasRetryAfter = ra, true
 			}
 			d := decide(p, o, budget{attempts: 1, deadline: maxDuration, tokens: retryBudgetSize}, 0.5)

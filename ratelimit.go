@@ -32,11 +32,11 @@ func (r *RateLimitInfo) Exhausted() bool {
 	return r != nil && r.HasRemaining && r.Remaining <= 0 && r.Reset > 0
 }
 
-// ParseRateLimit reads the rate-limit fields of h, relative to now (used only
+// parseRateLimit reads the rate-limit fields of h, relative to now (used only
 // for X-RateLimit-Reset values given as a Unix time). Malformed fields are
 // ignored; ok is false when no usable field is present. When several
 // policies are listed, the most constrained one (least remaining) wins.
-func ParseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) {
+func parseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) {
 	// Cheap exit for the common case: no such header at all.
 	if h.Get("RateLimit") == "" && h.Get("RateLimit-Policy") == "" && h.Get("RateLimit-Remaining") == "" &&
 		h.Get("X-RateLimit-Remaining") == "" && h.Get("RateLimit-Limit") == "" && h.Get("X-RateLimit-Limit") == "" {

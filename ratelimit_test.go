@@ -53,7 +53,7 @@ func TestParseRateLimit(t *testing.T) {
 					h.Add(k, x)
 				}
 			}
-			got, ok := ParseRateLimit(h, now)
+			got, ok := parseRateLimit(h, now)
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -77,7 +77,7 @@ func FuzzParseRateLimit(f *testing.F) {
 		h.Set("RateLimit", rl)
 		h.Set("X-RateLimit-Remaining", remaining)
 		h.Set("X-RateLimit-Reset", reset)
-		info, ok := ParseRateLimit(h, time.Unix(1789381370, 0))
+		info, ok := parseRateLimit(h, time.Unix(1789381370, 0))
 		if !ok && info != (RateLimitInfo{}) {
 			t.Fatalf("no info must be zero, got %+v", info)
 		}

@@ -23,7 +23,7 @@ const (
 	RunOnce RetryClass = iota
 	// Idempotent: running it twice has the effect of running it once (a
 	// read, a PUT or PATCH that sets a state, a DELETE). 5xx answers and
-	// broken connections are retried within MaxRetries.
+	// broken connections are retried within WithMaxRetries.
 	Idempotent
 	// IdempotentWithKey: the gateway deduplicates it by its
 	// Idempotency-Key, as it does payment creation. The request carries

@@ -247,7 +247,7 @@ func TestRawRequestHonoursTheView(t *testing.T) {
 		req := RawRequest{Method: http.MethodGet, Path: []string{"receipts"}, Class: Idempotent}
 		_, err := c.Raw(context.Background(), req, nil)
 		require.ErrorIs(t, err, ErrRateLimited)
-		resp, err := c.With(RetryOn429(true)).Raw(context.Background(), req, nil)
+		resp, err := c.With(WithRetryOn429(true)).Raw(context.Background(), req, nil)
 		require.NoError(t, err)
 		assert.Equal(t, 2, resp.Attempts)
 	})

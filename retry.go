@@ -299,7 +299,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 			o.retryAfter, o.hasRetryAfter = ra, true
 		}
 		st.rateLimit = nil
-		if rl, ok := ParseRateLimit(resp.Header, gatewayNow); ok {
+		if rl, ok := parseRateLimit(resp.Header, gatewayNow); ok {
 			st.rateLimit = &rl
 		}
 		c.observe(ctx, st, o)
@@ -459,11 +459,11 @@ func (c *Client) lastAnswer(st *callState) *APIError {
 const ReasonLimiter RetryReason = "limiter"
 
 // ReasonSessionRefused is the Attempt.Reason of a 401 after which the
-// client's token source gave a new token (a TokenSource signed in again)
-// and the call was sent once more, at once, with it: the attempt has Retry
-// true and Wait zero, the observer's EndAttempt and the info log line say
-// so, and the re-send counts against the call's attempts and allowance like
-// any retry.
+// client's token source gave a new token (a client created WithSigner
+// signed in again) and the call was sent once more, at once, with it: the
+// attempt has Retry true and Wait zero, the observer's EndAttempt and the
+// info log line say so, and the re-send counts against the call's attempts
+// and allowance like any retry.
 const ReasonSessionRefused RetryReason = "session_refused"
 
 // isTimeout reports whether a transport failure was a timeout.

@@ -127,7 +127,7 @@ func TestDeadlineOnTheRetryOfAWrite(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 		defer cancel()
 
-		_, err := c.Payments.Submit(ctx, "p1", OpCapture, "0x02f8b1")
+		_, err := c.Payments.Submit(ctx, "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8b1"})
 
 		assert.ErrorIs(t, err, ErrOutcomeUnknown)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -275,7 +275,7 @@ func TestAmbiguousWritesDecidedPerOperation(t *testing.T) {
 		t.Run("capture submit "+http.StatusText(status), func(t *testing.T) {
 			srv := newScriptServer(t, step{status: status}, step{status: 202, body: `{}`})
 			c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }))
-			_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, "0x02f8b1")
+			_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8b1"})
 			assert.ErrorIs(t, err, ErrOutcomeUnknown)
 			var apiErr *APIError
 			require.ErrorAs(t, err, &apiErr)
@@ -300,7 +300,7 @@ func TestAmbiguousWritesDecidedPerOperation(t *testing.T) {
 	t.Run("report by hash", func(t *testing.T) {
 		srv := newScriptServer(t, step{status: 503}, step{status: 202, body: `{}`})
 		c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }))
-		_, err := c.Payments.SubmitByHash(context.Background(), "p1", OpCapture, "0x"+strings.Repeat("ab", 32))
+		_, err := c.Payments.SubmitByHash(context.Background(), "p1", OpCapture, PaymentSubmitByHashParams{TransactionHash: "0x" + strings.Repeat("ab", 32)})
 		require.NoError(t, err)
 		assert.Len(t, srv.requests(), 2)
 	})
@@ -510,7 +510,7 @@ func TestMaybeExecutedWriteEndingOnAnotherAnswerIsUnknown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(step{status: 503}, throttled("1"))
 		c := newTestClient(t, memURL, memClient(srv), WithToken("t"), withRand(half))
-		_, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 1, Mode: ModeCharge, Amount: "1",
+		_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1",
 			Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "order-1"})
 		require.ErrorIs(t, err, ErrOutcomeUnknown)
 		var oe *OutcomeUnknownError

@@ -17,7 +17,7 @@ type shop struct {
 	name    string
 	session Session
 	hook    WebhookWithSecret
-	tokens  *TokenSource
+	tokens  *tokenSource
 	client  *Client
 	Session Session
 	Hook    WebhookWithSecret
@@ -48,11 +48,11 @@ func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
 	values := map[string]any{
 		"Session": session, "*Session": &session,
 		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
-		"*TokenSource": ts, "*Client with a token": fixed, "*Client with a token source": sourced,
+		"*tokenSource": ts, "*Client with a token": fixed, "*Client with a token source": sourced,
 		"struct of them": struct {
 			S Session
 			H WebhookWithSecret
-			T *TokenSource
+			T *tokenSource
 		}{session, hook, ts},
 		"slice of them": []any{session, &hook, ts},
 		"caller's struct": shop{name: "acme", session: session, hook: hook, tokens: ts, client: sourced,

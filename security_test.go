@@ -39,7 +39,7 @@ func TestRedirectsAreNeverFollowed(t *testing.T) {
 			return err
 		}},
 		{"default client, POST 307 with a body", http.StatusTemporaryRedirect, nil, func(ctx context.Context, c *Client) error {
-			_, err := c.Webhooks.Create(ctx, CreateWebhookParams{Name: "n", CallbackURL: "https://example.com/h", Topic: TopicPaymentsCaptured})
+			_, err := c.Webhooks.Create(ctx, WebhookCreateParams{Name: "n", CallbackURL: "https://example.com/h", Topic: TopicPaymentsCaptured})
 			return err
 		}},
 		{"caller's client with Go's default policy, GET 302", http.StatusFound, &http.Client{}, func(ctx context.Context, c *Client) error {

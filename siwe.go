@@ -24,8 +24,9 @@ const DefaultSIWEChainID int64 = 1
 
 // SIWEMessage is a Sign-In with Ethereum (EIP-4361) message in the exact
 // layout the gateway parses. Build one, check it with Validate, and have the
-// account sign String() with EIP-191 personal_sign. Auth.Login and
-// Auth.WalletProof do all of this.
+// account sign String() with EIP-191 personal_sign, then trade it with
+// Auth.Verify. A client created WithSigner, and Auth.WalletProof, do all of
+// this.
 type SIWEMessage struct {
 	// Domain is the bare host the gateway accepts, such as "api.rail0.xyz":
 	// no scheme, no port, no path.

@@ -21,8 +21,8 @@ type Token struct {
 	Active bool `json:"active"`
 }
 
-// ListTokensParams filters GET /tokens. Zero values are not sent.
-type ListTokensParams struct {
+// TokenListParams filters GET /tokens. Zero values are not sent.
+type TokenListParams struct {
 	ChainID int64
 	Symbol  string
 	// Active, when set, keeps only active (true) or only retired (false)
@@ -30,11 +30,8 @@ type ListTokensParams struct {
 	Active *bool
 }
 
-func (p *ListTokensParams) values() url.Values {
+func (p TokenListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	if p.ChainID != 0 {
 		q.Set("chain_id", strconv.FormatInt(p.ChainID, 10))
 	}
@@ -50,10 +47,10 @@ func (p *ListTokensParams) values() url.Values {
 var listTokens = declare(operation{"listTokens", "GET", "/tokens", opRead, ""})
 
 // List returns the catalog's tokens, retired ones included unless
-// params.Active is true. The list is not paginated. params may be nil.
+// params.Active is true. The list is not paginated.
 //
 // GET /tokens — public.
-func (s *TokensService) List(ctx context.Context, params *ListTokensParams) (*List[Token], error) {
+func (s *TokensService) List(ctx context.Context, params TokenListParams) (*List[Token], error) {
 	var out List[Token]
 	resp, err := s.client.do(ctx, &request{op: listTokens, query: params.values(), anonymous: true}, &out.Items)
 	if err != nil {

@@ -18,7 +18,7 @@ func TestTokensRequests(t *testing.T) {
 		{
 			name: "List active on a chain",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Tokens.List(ctx, &ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &active})
+				return c.Tokens.List(ctx, TokenListParams{ChainID: 84532, Symbol: "USDC", Active: &active})
 			},
 			method: "GET", path: "/tokens", public: true,
 			query: url.Values{"chain_id": {"84532"}, "symbol": {"USDC"}, "active": {"true"}},
@@ -33,7 +33,7 @@ func TestTokensRequests(t *testing.T) {
 		{
 			name: "List retired only",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Tokens.List(ctx, &ListTokensParams{Active: &inactive})
+				return c.Tokens.List(ctx, TokenListParams{Active: &inactive})
 			},
 			method: "GET", path: "/tokens", public: true,
 			query: url.Values{"active": {"false"}},
@@ -46,7 +46,7 @@ func TestTokensRequests(t *testing.T) {
 		},
 		{
 			name:   "List all with nil params",
-			call:   func(ctx context.Context, c *Client) (any, error) { return c.Tokens.List(ctx, nil) },
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.Tokens.List(ctx, TokenListParams{}) },
 			method: "GET", path: "/tokens", public: true,
 			reply: muxOK("[" + fixtureUSDCJSON + ", " + fixtureRetiredJSON + "]"),
 			check: func(t *testing.T, got any) {

@@ -26,7 +26,7 @@ func TestUserAgentAddsTheApplication(t *testing.T) {
 		c := newTestClient(t, s.URL, tc.opts...)
 		_, err := c.Health.Get(context.Background())
 		require.NoError(t, err)
-		_, err = c.With(RetryOn429(true)).Health.Get(context.Background())
+		_, err = c.With(WithRetryOn429(true)).Health.Get(context.Background())
 		require.NoError(t, err)
 		for _, r := range s.requests() {
 			assert.Equal(t, tc.want, r.header.Get("User-Agent"))

@@ -2,66 +2,27 @@ package rail0
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
-// CallOption changes the retry settings of the calls made through a view
-// of a Client (see Client.With).
-type CallOption func(*callOverrides) error
-
-// RetryOn429 is WithRetryOn429 for the calls of a view: on in a background
-// job, whose calls may sleep through 429s; off in a request/response
-// handler, which passes APIError.RetryAfter on instead.
-func RetryOn429(on bool) CallOption {
-	return func(o *callOverrides) error {
-		o.set |= setRetryOn429
-		o.retryOn429 = on
-		return nil
-	}
-}
-
-// MaxRetryWait is WithMaxRetryWait for the calls of a view: the per-call
-// allowance of server-given waiting. Zero means never wait.
-func MaxRetryWait(d time.Duration) CallOption {
-	return func(o *callOverrides) error {
-		if d < 0 {
-			return &ValidationError{Field: "max_retry_wait", Reason: fmt.Sprintf("must not be negative, got %v", d)}
-		}
-		o.set |= setMaxRetryWait
-		o.maxRetryWait = d
-		return nil
-	}
-}
-
-// MaxRetries is WithMaxRetries for the calls of a view: retries of failures
-// other than 429, still within the client-wide retry budget.
-func MaxRetries(n int) CallOption {
-	return func(o *callOverrides) error {
-		if n < 0 {
-			return &ValidationError{Field: "max_retries", Reason: fmt.Sprintf("must not be negative, got %d", n)}
-		}
-		o.set |= setMaxRetries
-		o.maxRetries = n
-		return nil
-	}
-}
-
 // With returns a view of c whose calls use the retry settings opts give,
-// and c's for the rest. The view is c in every other way: one connection
-// pool, one session, one limiter (so one cooldown and one learned budget
-// per rate-limit partition), one retry budget, one set of counters and pins,
-// one record of created payments. It costs one allocation; make one per
-// kind of caller and keep it, or make one per call:
+// and c's for the rest. The options are NewClient's: WithRetryOn429,
+// WithMaxRetryWait and WithMaxRetries apply per call; every other option
+// sets what the view shares with c, so given here it makes every call of
+// the view return a *ValidationError (Field "option") before sending, as
+// an invalid value does (a negative WithMaxRetries, say). The view is c in
+// every other way: one connection pool, one session, one limiter (so one
+// cooldown and one learned budget per rate-limit partition), one retry
+// budget, one set of counters and pins, one record of created payments. It
+// costs one allocation; make one per kind of caller and keep it, or make one
+// per call:
 //
-//	handler := client.With(rail0.RetryOn429(false)) // pass RetryAfter on
-//	job := client.With(rail0.RetryOn429(true), rail0.MaxRetryWait(10*time.Minute))
+//	handler := client.With(rail0.WithRetryOn429(false)) // pass RetryAfter on
+//	job := client.With(rail0.WithRetryOn429(true), rail0.WithMaxRetryWait(10*time.Minute))
 //
 // Every request a method of the view sends honours its settings: each
 // request of a flow, each page of an iterator, and the sign-in a call
-// triggers. A view of a view applies both, the later one winning. An
-// invalid option (a negative MaxRetries, say) makes every call of the view
-// return its *ValidationError before sending anything.
+// triggers. A view of a view applies both, the later one winning.
 //
 // Why a view: aws-sdk-go-v2 takes per-operation option functions
 // (optFns ...func(*Options)) on every method, which here would put a
@@ -73,31 +34,57 @@ func MaxRetries(n int) CallOption {
 // where nothing in the signature says they exist and every context
 // derived from a request's would carry them into unrelated calls. A view
 // is an explicit value of the type the caller already uses, so a handler
-// and a job hold their own Client and nothing else changes. go-retryablehttp
+// and a job hold their own Client and nothing else changes; and it takes
+// the options NewClient takes, so a setting has one name. go-retryablehttp
 // declined per-call settings; the hooks here are built per call already
 // (see callState), so they read the view's settings at no cost.
 //
 // The Idempotency-Key is not a setting of a view: it belongs to the one
 // request it protects, so it stays in that request's params, as in
-// stripe-go (CreatePaymentParams.IdempotencyKey, RawRequest.IdempotencyKey),
+// stripe-go (PaymentCreateParams.IdempotencyKey, RawRequest.IdempotencyKey),
 // the only places the gateway takes one. A key on a view would be sent with
 // every payment created through it, and the gateway answers a repeated key
 // with the payment it created first.
-func (c *Client) With(opts ...CallOption) *Client {
-	v := newView(c.clientState, c.policy, c.over, c.viewErr)
+func (c *Client) With(opts ...Option) *Client {
+	w := &struct {
+		view
+		probe config // where each option is tried (see callOption)
+	}{}
+	v := initView(&w.view, c.clientState, c.policy, c.over, c.viewErr)
 	for _, opt := range opts {
 		if v.viewErr != nil {
 			break
 		}
-		if opt == nil {
-			v.viewErr = &ValidationError{Field: "call_option", Reason: "must not be nil"}
-			break
-		}
-		v.viewErr = opt(&v.over) // into the view itself: no second allocation
+		v.viewErr = callOption(opt, &w.probe, &v.over)
 	}
 	v.policy = v.over.apply(c.policy)
 	v.noteWaiters()
 	return v
+}
+
+// errNotPerCall is the refusal of an option that sets what a view shares
+// with its client.
+var errNotPerCall = &ValidationError{Field: "option",
+	Reason: "only WithRetryOn429, WithMaxRetryWait and WithMaxRetries apply to the calls of a view (Client.With); give the others to NewClient"}
+
+// callOption applies opt, an option given to With, to the overrides of a
+// view: it runs opt on probe, cleared first, and takes the retry settings
+// it set. An option that sets none of them (every option but the three
+// per-call ones, which record what they set in config.call) is refused, as
+// is a nil one; an invalid value is opt's own error.
+func callOption(opt Option, probe *config, over *callOverrides) error {
+	if opt == nil {
+		return &ValidationError{Field: "option", Reason: "must not be nil"}
+	}
+	*probe = config{}
+	if err := opt(probe); err != nil {
+		return err
+	}
+	if probe.call.set == 0 {
+		return errNotPerCall
+	}
+	*over = over.under(probe.call) // the later setting wins
+	return nil
 }
 
 // callOverrides is what the options of a view set, and which of them.
@@ -190,13 +177,22 @@ type serviceSet struct {
 	discovery      DiscoveryService
 }
 
+// view is a Client with its services, allocated together: a view costs
+// one allocation.
+type view struct {
+	Client
+	svc serviceSet
+}
+
 // newView returns a Client on state with the given retry settings, its
 // services bound to it.
 func newView(state *clientState, p policy, over callOverrides, err error) *Client {
-	v := &struct {
-		Client
-		svc serviceSet
-	}{}
+	return initView(&view{}, state, p, over, err)
+}
+
+// initView makes v a Client on state with the given retry settings, its
+// services bound to it, and returns it.
+func initView(v *view, state *clientState, p policy, over callOverrides, err error) *Client {
 	c := &v.Client
 	c.clientState, c.policy, c.over, c.viewErr = state, p, over, err
 	v.svc = serviceSet{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -28,8 +29,8 @@ func TestOneClientServesAHandlerAndAJob(t *testing.T) {
 		events := &eventLog{}
 		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
 			withRand(func() float64 { return 0 }), WithObserver(events))
-		handler := c.With(RetryOn429(false))
-		job := c.With(RetryOn429(true))
+		handler := c.With(WithRetryOn429(false))
+		job := c.With(WithRetryOn429(true))
 		ctx := context.Background()
 
 		// The job uses the window's budget; the handler's next call is refused.
@@ -92,23 +93,23 @@ func TestViewSettingsApplyPerCall(t *testing.T) {
 	type run struct {
 		name     string
 		opts     []Option
-		call     []CallOption
+		call     []Option
 		steps    []step
 		attempts int
 		refused  bool
 	}
 	for _, r := range []run{
-		{"RetryOn429 on for the view", nil, []CallOption{RetryOn429(true)},
+		{"RetryOn429 on for the view", nil, []Option{WithRetryOn429(true)},
 			[]step{throttled("1"), {status: 200, body: paymentBody}}, 2, false},
-		{"RetryOn429 off for the view", []Option{WithRetryOn429(true)}, []CallOption{RetryOn429(false)},
+		{"RetryOn429 off for the view", []Option{WithRetryOn429(true)}, []Option{WithRetryOn429(false)},
 			[]step{throttled("1"), {status: 200, body: paymentBody}}, 1, false},
-		{"MaxRetryWait shorter than the instruction", []Option{WithRetryOn429(true)}, []CallOption{MaxRetryWait(time.Second)},
+		{"MaxRetryWait shorter than the instruction", []Option{WithRetryOn429(true)}, []Option{WithMaxRetryWait(time.Second)},
 			[]step{throttled("5"), {status: 200, body: paymentBody}}, 1, true},
-		{"MaxRetryWait longer than the client's", []Option{WithRetryOn429(true), WithMaxRetryWait(time.Second)}, []CallOption{MaxRetryWait(time.Minute)},
+		{"MaxRetryWait longer than the client's", []Option{WithRetryOn429(true), WithMaxRetryWait(time.Second)}, []Option{WithMaxRetryWait(time.Minute)},
 			[]step{throttled("5"), {status: 200, body: paymentBody}}, 2, false},
-		{"MaxRetries zero", nil, []CallOption{MaxRetries(0)},
+		{"MaxRetries zero", nil, []Option{WithMaxRetries(0)},
 			[]step{{status: 502}, {status: 200, body: paymentBody}}, 1, false},
-		{"MaxRetries above the client's", []Option{WithMaxRetries(0)}, []CallOption{MaxRetries(3)},
+		{"MaxRetries above the client's", []Option{WithMaxRetries(0)}, []Option{WithMaxRetries(3)},
 			[]step{{status: 502}, {status: 502}, {status: 502}, {status: 200, body: paymentBody}}, 4, false},
 	} {
 		t.Run(r.name, func(t *testing.T) {
@@ -139,8 +140,8 @@ func TestViewSettingsApplyPerCall(t *testing.T) {
 // views it was made from as they were.
 func TestViewOfAView(t *testing.T) {
 	c := newTestClient(t, "https://api.rail0.xyz", WithMaxRetries(1))
-	a := c.With(RetryOn429(true), MaxRetryWait(time.Minute))
-	b := a.With(MaxRetryWait(time.Second), MaxRetries(4))
+	a := c.With(WithRetryOn429(true), WithMaxRetryWait(time.Minute))
+	b := a.With(WithMaxRetryWait(time.Second), WithMaxRetries(4))
 	assert.Equal(t, policy{retryOn429: true, retryAfterCap: DefaultRetryAfterCap, maxRetryWait: time.Second, maxRetries: 4, base: defaultBackoffBase}, b.policy)
 	assert.Equal(t, policy{retryOn429: true, retryAfterCap: DefaultRetryAfterCap, maxRetryWait: time.Minute, maxRetries: 1, base: defaultBackoffBase}, a.policy)
 	assert.Equal(t, policy{retryAfterCap: DefaultRetryAfterCap, maxRetryWait: DefaultMaxRetryWait, maxRetries: 1, base: defaultBackoffBase}, c.policy)
@@ -151,37 +152,50 @@ func TestViewOfAView(t *testing.T) {
 		assert.Same(t, v, v.Discovery.client)
 	}
 	assert.Same(t, c, c.Webhooks.client)
+	// Within one With too, the later setting wins.
+	assert.Equal(t, 3, c.With(WithMaxRetries(1), WithRetryOn429(true), WithMaxRetries(3)).policy.maxRetries)
 }
 
 // A view costs one allocation, whatever it sets.
 func TestViewIsCheap(t *testing.T) {
 	c := newTestClient(t, "https://api.rail0.xyz")
-	opts := []CallOption{RetryOn429(true), MaxRetries(1)}
+	opts := []Option{WithRetryOn429(true), WithMaxRetries(1)}
 	assert.Equal(t, 1.0, testing.AllocsPerRun(100, func() { _ = c.With(opts...) }))
 }
 
-// An invalid option makes every call of the view fail with its
+// An option a view cannot apply makes every call of the view fail with its
 // *ValidationError before anything is sent: a method, a flow, an iterator.
-func TestInvalidCallOptionRefusesEveryCall(t *testing.T) {
+// The view takes NewClient's options; an invalid value is refused, and so
+// is every option that sets what the view shares with its client (the
+// logger, the signer, the limiter, the pins, ...), even a valid one.
+func TestInvalidViewOptionRefusesEveryCall(t *testing.T) {
 	s := newScriptServer(t, step{status: 200, body: paymentBody})
 	c := newTestClient(t, s.URL, WithToken("tok"), WithSigner(newSIWESigner()))
 	for _, tc := range []struct {
 		field string
-		opts  []CallOption
+		opts  []Option
 	}{
-		{"max_retries", []CallOption{MaxRetries(-1)}},
-		{"max_retry_wait", []CallOption{RetryOn429(true), MaxRetryWait(-time.Second)}},
-		{"call_option", []CallOption{nil}},
+		{"max_retries", []Option{WithMaxRetries(-1)}},
+		{"max_retry_wait", []Option{WithRetryOn429(true), WithMaxRetryWait(-time.Second)}},
+		{"option", []Option{nil}},
+		{"option", []Option{WithRetryOn429(true), WithLogger(slog.New(slog.DiscardHandler))}},
+		{"option", []Option{WithCooldown(false)}},
+		{"option", []Option{WithSigner(newSIWESigner())}},
+		{"option", []Option{WithRetryAfterCap(time.Second)}},
+		{"option", []Option{WithToken("other")}},
+		{"option", []Option{WithPacing(PublishedLimits())}},
+		{"option", []Option{WithTrustedContracts(map[int64]string{1: "0x0000000000000000000000000000000000000001"})}},
+		{"option", []Option{WithMaxRetries(1), WithUserAgent("shop/1")}},
 	} {
 		v := c.With(tc.opts...)
 		calls := map[string]error{}
 		_, calls["Get"] = v.Payments.Get(context.Background(), "p")
-		_, calls["Capture"] = v.Payments.Capture(context.Background(), "p", CaptureParams{Amount: "1.00"})
-		for _, err := range v.Payments.All(context.Background(), &ListPaymentsParams{}) {
+		_, calls["Capture"] = v.Payments.Capture(context.Background(), "p", PaymentCaptureParams{Amount: "1.00"})
+		for _, err := range v.Payments.All(context.Background(), PaymentListParams{}) {
 			calls["All"] = err
 			break
 		}
-		_, calls["a view of the view"] = v.With(RetryOn429(false)).Payments.Get(context.Background(), "p")
+		_, calls["a view of the view"] = v.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p")
 		for name, err := range calls {
 			var ve *ValidationError
 			if assert.ErrorAs(t, err, &ve, name) {
@@ -204,7 +218,7 @@ func TestIteratorHonoursTheView(t *testing.T) {
 		s, opt := newPipeScript(t, steps...)
 		c := newTestClient(t, s.URL, opt, WithToken("tok"))
 		var n int
-		for _, err := range c.With(RetryOn429(true)).Payments.All(context.Background(), &ListPaymentsParams{}) {
+		for _, err := range c.With(WithRetryOn429(true)).Payments.All(context.Background(), PaymentListParams{}) {
 			require.NoError(t, err)
 			n++
 		}
@@ -214,7 +228,7 @@ func TestIteratorHonoursTheView(t *testing.T) {
 		s2, opt2 := newPipeScript(t, steps...)
 		c2 := newTestClient(t, s2.URL, opt2, WithToken("tok"))
 		var last error
-		for _, err := range c2.Payments.All(context.Background(), &ListPaymentsParams{}) {
+		for _, err := range c2.Payments.All(context.Background(), PaymentListParams{}) {
 			last = err
 		}
 		assert.ErrorIs(t, last, ErrRateLimited, "the client's own iterator does not retry 429s")
@@ -228,12 +242,12 @@ func TestSignInHonoursTheCallersView(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		clientOn  bool
-		view      CallOption
+		view      Option
 		wantCalls int // requests the server sees
 		wantErr   bool
 	}{
-		{"a job's view on a client that does not retry", false, RetryOn429(true), 4, false},
-		{"a handler's view on a client that retries", true, RetryOn429(false), 1, true},
+		{"a job's view on a client that does not retry", false, WithRetryOn429(true), 4, false},
+		{"a handler's view on a client that retries", true, WithRetryOn429(false), 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -282,12 +296,12 @@ func TestSharedSignInDoesNotShareTheHandlersSettings(t *testing.T) {
 		var handlerErr, jobErr error
 		done := make(chan struct{}, 2)
 		go func() {
-			_, handlerErr = c.With(RetryOn429(false)).Payments.Get(ctx, "p")
+			_, handlerErr = c.With(WithRetryOn429(false)).Payments.Get(ctx, "p")
 			done <- struct{}{}
 		}()
 		synctest.Wait() // the handler's sign-in is under way, its nonce held
 		go func() {
-			_, jobErr = c.With(RetryOn429(true)).Payments.Get(ctx, "p")
+			_, jobErr = c.With(WithRetryOn429(true)).Payments.Get(ctx, "p")
 			done <- struct{}{}
 		}()
 		synctest.Wait() // the job waits for the handler's sign-in
@@ -305,7 +319,7 @@ func BenchmarkWith(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := []CallOption{RetryOn429(true), MaxRetryWait(time.Minute), MaxRetries(1)}
+	opts := []Option{WithRetryOn429(true), WithMaxRetryWait(time.Minute), WithMaxRetries(1)}
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = c.With(opts...)

@@ -26,7 +26,7 @@ type Wallet struct {
 // wallet.
 type WalletTokenHolding struct {
 	// TokenID is the token's UUID: the {token_id} of the wallet token
-	// routes (RemoveToken, EnableToken, DisableToken).
+	// routes (StopAcceptingToken, EnableToken, DisableToken).
 	TokenID string `json:"token_id"`
 	Token   Token  `json:"token"`
 	Active  bool   `json:"active"`
@@ -109,9 +109,9 @@ type BalanceError struct {
 	Message string           `json:"message"`
 }
 
-// ListWalletsParams filters and pages GET /accounts/{account_id}/wallets.
+// WalletListParams filters and pages GET /accounts/{account_id}/wallets.
 // Zero values are not sent.
-type ListWalletsParams struct {
+type WalletListParams struct {
 	ListOptions
 	// Active keeps only active (true) or only deactivated (false) wallets.
 	Active *bool
@@ -123,11 +123,8 @@ type ListWalletsParams struct {
 	TokenActive *bool
 }
 
-func (p *ListWalletsParams) values() url.Values {
+func (p WalletListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	setBool(q, "active", p.Active)
 	if p.ChainID != 0 {
@@ -153,7 +150,7 @@ var listAccountWallets = declare(operation{"listAccountWallets", "GET", "/accoun
 // List returns one page of an account's wallets with their holdings.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
-func (s *WalletsService) List(ctx context.Context, accountID string, params *ListWalletsParams) (*Page[WalletWithTokens], error) {
+func (s *WalletsService) List(ctx context.Context, accountID string, params WalletListParams) (*Page[WalletWithTokens], error) {
 	return listPage[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
@@ -162,14 +159,14 @@ func (s *WalletsService) List(ctx context.Context, accountID string, params *Lis
 // modified.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
-func (s *WalletsService) All(ctx context.Context, accountID string, params *ListWalletsParams) iter.Seq2[WalletWithTokens, error] {
+func (s *WalletsService) All(ctx context.Context, accountID string, params WalletListParams) iter.Seq2[WalletWithTokens, error] {
 	return listAll[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
-// CreateWalletParams registers a wallet: the wallet's ownership proof (from
+// WalletCreateParams registers a wallet: the wallet's ownership proof (from
 // Auth.WalletProof, signed by the wallet being added) and an optional
 // label.
-type CreateWalletParams struct {
+type WalletCreateParams struct {
 	WalletProof
 	Label string `json:"label,omitempty"`
 }
@@ -178,12 +175,12 @@ var createWallet = declare(operation{"createWallet", "POST", "/accounts/{account
 
 // Create registers a wallet to the account. The proof's address may differ
 // from the session's: one account can own several payee wallets. The wallet
-// accepts no token until AddToken.
+// accepts no token until AcceptToken.
 //
 // POST /accounts/{account_id}/wallets — a session of that account. 409
 // when the address is registered to any account; 422 when the proof is
 // refused (a login proof is refused with siwe_purpose_mismatch).
-func (s *WalletsService) Create(ctx context.Context, accountID string, params CreateWalletParams) (*Wallet, error) {
+func (s *WalletsService) Create(ctx context.Context, accountID string, params WalletCreateParams) (*Wallet, error) {
 	for _, f := range []struct{ name, value string }{
 		{"address", params.Address}, {"message", params.Message}, {"signature", params.Signature},
 	} {
@@ -215,9 +212,9 @@ func (s *WalletsService) Get(ctx context.Context, accountID, id string) (*Wallet
 	return &w, nil
 }
 
-// UpdateWalletParams changes a wallet. Nil fields are left unchanged; at
+// WalletUpdateParams changes a wallet. Nil fields are left unchanged; at
 // least one must be set.
-type UpdateWalletParams struct {
+type WalletUpdateParams struct {
 	Label  *string `json:"label,omitempty"`
 	Active *bool   `json:"active,omitempty"`
 }
@@ -228,7 +225,7 @@ var updateWallet = declare(operation{"updateWallet", "PATCH", "/accounts/{accoun
 // or address.
 //
 // PATCH /accounts/{account_id}/wallets/{id} — a session of that account.
-func (s *WalletsService) Update(ctx context.Context, accountID, id string, params UpdateWalletParams) (*Wallet, error) {
+func (s *WalletsService) Update(ctx context.Context, accountID, id string, params WalletUpdateParams) (*Wallet, error) {
 	if params.Label == nil && params.Active == nil {
 		return nil, &ValidationError{Field: "params", Reason: "set Label or Active"}
 	}
@@ -253,18 +250,15 @@ func (s *WalletsService) Deactivate(ctx context.Context, accountID, id string) (
 	return s.client.do(ctx, &request{op: deactivateWallet, args: pathArgs{accountID, id}}, nil)
 }
 
-// BalancesParams filters GET .../wallets/{id}/balances. Zero values are not
+// WalletBalancesParams filters GET .../wallets/{id}/balances. Zero values are not
 // sent.
-type BalancesParams struct {
+type WalletBalancesParams struct {
 	ChainID     int64
 	TokenSymbol string
 }
 
-func (p *BalancesParams) values() url.Values {
+func (p WalletBalancesParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	if p.ChainID != 0 {
 		q.Set("chain_id", strconv.FormatInt(p.ChainID, 10))
 	}
@@ -278,11 +272,11 @@ var getWalletBalances = declare(operation{"getWalletBalances", "GET", "/accounts
 
 // Balances reads a wallet's live on-chain balances. A chain whose node
 // cannot be read is reported in its ChainBalance.Error rather than failing
-// the call. params may be nil.
+// the call.
 //
 // GET /accounts/{account_id}/wallets/{id}/balances — a session of that
 // account.
-func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params *BalancesParams) (*WalletBalances, error) {
+func (s *WalletsService) Balances(ctx context.Context, accountID, id string, params WalletBalancesParams) (*WalletBalances, error) {
 	var b WalletBalances
 	resp, err := s.client.do(ctx, &request{op: getWalletBalances, args: pathArgs{accountID, id}, query: params.values()}, &b)
 	if err != nil {
@@ -292,8 +286,8 @@ func (s *WalletsService) Balances(ctx context.Context, accountID, id string, par
 	return &b, nil
 }
 
-// AddTokenParams makes a wallet accept a token.
-type AddTokenParams struct {
+// WalletAcceptTokenParams names the token a wallet is to accept.
+type WalletAcceptTokenParams struct {
 	ChainID int64 `json:"chain_id"`
 	// Token identifies the token on that chain: its contract address (or
 	// its symbol).
@@ -305,21 +299,22 @@ type AddTokenParams struct {
 
 var enableWalletToken = declare(operation{"enableWalletToken", "POST", "/accounts/{account_id}/wallets/{id}/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"})
 
-// AddToken makes a wallet accept a token (an upsert). Created is true when
+// AcceptToken makes a wallet accept a token: it creates the holding, or
+// reactivates and updates an existing one (an upsert). Created is true when
 // the holding is new (201) and false when an existing one was reactivated
-// or updated (200); both return the holding.
+// or updated (200); both return the holding. StopAcceptingToken undoes it.
 //
 // POST /accounts/{account_id}/wallets/{id}/tokens — a session of that
 // account. 422 unknown_chain or unknown_token for a token not in the
 // catalog.
-func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, params AddTokenParams) (*AddTokenResult, error) {
+func (s *WalletsService) AcceptToken(ctx context.Context, accountID, id string, params WalletAcceptTokenParams) (*WalletAcceptTokenResult, error) {
 	if params.ChainID <= 0 {
 		return nil, &ValidationError{Field: "chain_id", Reason: "is required"}
 	}
 	if params.Token == "" {
 		return nil, &ValidationError{Field: "token", Reason: "is required"}
 	}
-	var out AddTokenResult
+	var out WalletAcceptTokenResult
 	resp, err := s.client.do(ctx, &request{op: enableWalletToken, args: pathArgs{accountID, id}, body: params}, &out.Token)
 	if err != nil {
 		return nil, err
@@ -329,8 +324,8 @@ func (s *WalletsService) AddToken(ctx context.Context, accountID, id string, par
 	return &out, nil
 }
 
-// AddTokenResult is the answer to AddToken.
-type AddTokenResult struct {
+// WalletAcceptTokenResult is the answer to AcceptToken.
+type WalletAcceptTokenResult struct {
 	// Token is the holding.
 	Token WalletToken
 	// Created is true when the holding is new (201), false when an
@@ -342,22 +337,24 @@ type AddTokenResult struct {
 
 var disableWalletToken = declare(operation{"disableWalletToken", "DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", opRepeatable, "soft disable"})
 
-// RemoveToken stops a wallet accepting a token (a soft disable; EnableToken
-// turns it back on). tokenID is the token's UUID
-// (WalletTokenHolding.TokenID), not its address.
+// StopAcceptingToken stops a wallet accepting a token. The holding is not
+// removed: it stays listed, inactive and no longer the default, and
+// AcceptToken or EnableToken turn it back on. DisableToken has the same
+// effect and answers with the holding; this is the contract's DELETE,
+// answered without a body (the *Response is the call's metadata). tokenID
+// is the token's UUID (WalletTokenHolding.TokenID), not its address.
 //
 // DELETE /accounts/{account_id}/wallets/{id}/tokens/{token_id} — a session
 // of that account.
-//
-// The answer has no body; the *Response is the call's metadata.
-func (s *WalletsService) RemoveToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
+func (s *WalletsService) StopAcceptingToken(ctx context.Context, accountID, id, tokenID string) (*Response, error) {
 	return s.client.do(ctx, &request{op: disableWalletToken, args: pathArgs{accountID, id, tokenID}}, nil)
 }
 
 var enableExistingWalletToken = declare(operation{"enableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", opRepeatable, "sets a state"})
 
-// EnableToken re-enables an existing holding. tokenID is the token's UUID.
-// A wallet with no holding of that token gives 404; use AddToken.
+// EnableToken re-enables an existing holding and returns it. tokenID is the
+// token's UUID. A wallet with no holding of that token gives 404; use
+// AcceptToken.
 //
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable — a
 // session of that account.
@@ -367,8 +364,9 @@ func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID
 
 var disableExistingWalletToken = declare(operation{"disableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", opRepeatable, "sets a state"})
 
-// DisableToken switches an existing holding off. tokenID is the token's
-// UUID.
+// DisableToken switches an existing holding off and returns it: it stays
+// listed, inactive and no longer the default (see StopAcceptingToken).
+// tokenID is the token's UUID.
 //
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable — a
 // session of that account.

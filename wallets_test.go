@@ -42,7 +42,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "List with filters and paging",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.List(ctx, fixtureAccountID, &ListWalletsParams{
+				return c.Wallets.List(ctx, fixtureAccountID, WalletListParams{
 					ListOptions: ListOptions{Page: 2, PerPage: 10, Sort: []SortKey{SortCreatedAt.Desc()}},
 					Active:      &yes, ChainID: 84532, TokenSymbol: "USDC", Default: &no, TokenActive: &yes,
 				})
@@ -63,7 +63,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Create with proof and label",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.Create(ctx, fixtureAccountID, CreateWalletParams{WalletProof: proof, Label: "Main"})
+				return c.Wallets.Create(ctx, fixtureAccountID, WalletCreateParams{WalletProof: proof, Label: "Main"})
 			},
 			method: "POST", path: walletsBase(),
 			body:  `{"address": "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2", "message": "siwe text", "signature": "0xsig", "label": "Main"}`,
@@ -77,7 +77,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Create without label",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.Create(ctx, fixtureAccountID, CreateWalletParams{WalletProof: proof})
+				return c.Wallets.Create(ctx, fixtureAccountID, WalletCreateParams{WalletProof: proof})
 			},
 			method: "POST", path: walletsBase(),
 			body:  `{"address": "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2", "message": "siwe text", "signature": "0xsig"}`,
@@ -105,7 +105,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Update label and deactivate",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.Update(ctx, fixtureAccountID, fixtureWalletID, UpdateWalletParams{Label: &label, Active: &no})
+				return c.Wallets.Update(ctx, fixtureAccountID, fixtureWalletID, WalletUpdateParams{Label: &label, Active: &no})
 			},
 			method: "PATCH", path: walletsBase() + "/" + fixtureWalletID,
 			body:  `{"label": "Treasury", "active": false}`,
@@ -119,7 +119,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Update active only",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.Update(ctx, fixtureAccountID, fixtureWalletID, UpdateWalletParams{Active: &yes})
+				return c.Wallets.Update(ctx, fixtureAccountID, fixtureWalletID, WalletUpdateParams{Active: &yes})
 			},
 			method: "PATCH", path: walletsBase() + "/" + fixtureWalletID,
 			body:  `{"active": true}`,
@@ -136,7 +136,7 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Balances with an unreadable chain",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.Balances(ctx, fixtureAccountID, fixtureWalletID, &BalancesParams{ChainID: 84532, TokenSymbol: "USDC"})
+				return c.Wallets.Balances(ctx, fixtureAccountID, fixtureWalletID, WalletBalancesParams{ChainID: 84532, TokenSymbol: "USDC"})
 			},
 			method: "GET", path: walletsBase() + "/" + fixtureWalletID + "/balances",
 			query: url.Values{"chain_id": {"84532"}, "token_symbol": {"USDC"}},
@@ -164,21 +164,21 @@ func TestWalletsRequests(t *testing.T) {
 		{
 			name: "Balances with nil params",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.Balances(ctx, fixtureAccountID, fixturePayee, nil)
+				return c.Wallets.Balances(ctx, fixtureAccountID, fixturePayee, WalletBalancesParams{})
 			},
 			method: "GET", path: walletsBase() + "/" + fixturePayee + "/balances",
 			reply: muxOK(fixtureBalancesJSON),
 		},
 		{
-			name: "AddToken new holding (201)",
+			name: "AcceptToken new holding (201)",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
+				return c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes})
 			},
 			method: "POST", path: walletsBase() + "/" + fixtureWalletID + "/tokens",
 			body:  `{"chain_id": 84532, "token": "0x036CbD53842c5426634e7929541eC2318f3dCF7e", "default": true}`,
 			reply: muxReply{status: http.StatusCreated, body: fixtureWalletTokenJSON},
 			check: func(t *testing.T, got any) {
-				r := got.(*AddTokenResult)
+				r := got.(*WalletAcceptTokenResult)
 				if !r.Created || r.Response == nil || r.Response.StatusCode != http.StatusCreated {
 					t.Errorf("created = false for a 201")
 				}
@@ -186,15 +186,15 @@ func TestWalletsRequests(t *testing.T) {
 			},
 		},
 		{
-			name: "AddToken existing holding (200)",
+			name: "AcceptToken existing holding (200)",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 84532, Token: "USDC"})
+				return c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 84532, Token: "USDC"})
 			},
 			method: "POST", path: walletsBase() + "/" + fixtureWalletID + "/tokens",
 			body:  `{"chain_id": 84532, "token": "USDC"}`,
 			reply: muxOK(fixtureWalletTokenJSON),
 			check: func(t *testing.T, got any) {
-				r := got.(*AddTokenResult)
+				r := got.(*WalletAcceptTokenResult)
 				if r.Created {
 					t.Errorf("created = true for a 200")
 				}
@@ -202,9 +202,9 @@ func TestWalletsRequests(t *testing.T) {
 			},
 		},
 		{
-			name: "RemoveToken",
+			name: "StopAcceptingToken",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, fixtureTokenID)
+				return c.Wallets.StopAcceptingToken(ctx, fixtureAccountID, fixtureWalletID, fixtureTokenID)
 			},
 			method: "DELETE", path: walletsBase() + "/" + fixtureWalletID + "/tokens/" + fixtureTokenID,
 			reply: muxReply{status: http.StatusNoContent},
@@ -239,8 +239,8 @@ func TestWalletsAllWalksPagesWithoutMutatingParams(t *testing.T) {
 	}
 	srv.on("GET "+walletsBase(), page("1", "w1"), page("2", "w2"))
 	active := true
-	params := &ListWalletsParams{ListOptions: ListOptions{PerPage: 1}, Active: &active}
-	before := *params
+	params := WalletListParams{ListOptions: ListOptions{PerPage: 1}, Active: &active}
+	before := params
 	var ids []string
 	for w, err := range c.Wallets.All(context.Background(), fixtureAccountID, params) {
 		if err != nil {
@@ -251,7 +251,7 @@ func TestWalletsAllWalksPagesWithoutMutatingParams(t *testing.T) {
 	if !reflect.DeepEqual(ids, []string{"w1", "w2"}) {
 		t.Errorf("ids = %v", ids)
 	}
-	if !reflect.DeepEqual(*params, before) {
+	if !reflect.DeepEqual(params, before) {
 		t.Errorf("params mutated: %+v", params)
 	}
 	reqs := srv.requests()
@@ -272,43 +272,49 @@ func TestWalletsValidation(t *testing.T) {
 		field string
 		call  func() error
 	}{
-		{"List without account", "account_id", func() error { _, err := c.Wallets.List(ctx, "", nil); return err }},
+		{"List without account", "account_id", func() error { _, err := c.Wallets.List(ctx, "", WalletListParams{}); return err }},
 		{"All without account", "account_id", func() error {
-			for _, err := range c.Wallets.All(ctx, "", nil) {
+			for _, err := range c.Wallets.All(ctx, "", WalletListParams{}) {
 				return err
 			}
 			return nil
 		}},
 		{"Create without proof", "address", func() error {
-			_, err := c.Wallets.Create(ctx, fixtureAccountID, CreateWalletParams{Label: "x"})
+			_, err := c.Wallets.Create(ctx, fixtureAccountID, WalletCreateParams{Label: "x"})
 			return err
 		}},
 		{"Create without signature", "signature", func() error {
 			p := proof
 			p.Signature = ""
-			_, err := c.Wallets.Create(ctx, fixtureAccountID, CreateWalletParams{WalletProof: p})
+			_, err := c.Wallets.Create(ctx, fixtureAccountID, WalletCreateParams{WalletProof: p})
 			return err
 		}},
 		{"Get without wallet", "id", func() error { _, err := c.Wallets.Get(ctx, fixtureAccountID, ""); return err }},
 		{"Update with nothing", "params", func() error {
-			_, err := c.Wallets.Update(ctx, fixtureAccountID, fixtureWalletID, UpdateWalletParams{})
+			_, err := c.Wallets.Update(ctx, fixtureAccountID, fixtureWalletID, WalletUpdateParams{})
 			return err
 		}},
 		{"Update without account", "account_id", func() error {
-			_, err := c.Wallets.Update(ctx, "", fixtureWalletID, UpdateWalletParams{Active: &yes})
+			_, err := c.Wallets.Update(ctx, "", fixtureWalletID, WalletUpdateParams{Active: &yes})
 			return err
 		}},
 		{"Deactivate without wallet", "id", func() error { _, err := c.Wallets.Deactivate(ctx, fixtureAccountID, ""); return err }},
-		{"Balances without wallet", "id", func() error { _, err := c.Wallets.Balances(ctx, fixtureAccountID, "", nil); return err }},
-		{"AddToken without chain", "chain_id", func() error {
-			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{Token: "USDC"})
+		{"Balances without wallet", "id", func() error {
+			_, err := c.Wallets.Balances(ctx, fixtureAccountID, "", WalletBalancesParams{})
 			return err
 		}},
-		{"AddToken without token", "token", func() error {
-			_, err := c.Wallets.AddToken(ctx, fixtureAccountID, fixtureWalletID, AddTokenParams{ChainID: 1})
+		{"AcceptToken without chain", "chain_id", func() error {
+			_, err := c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{Token: "USDC"})
 			return err
 		}},
-		{"RemoveToken without token id", "token_id", func() error { _, err := c.Wallets.RemoveToken(ctx, fixtureAccountID, fixtureWalletID, ""); return err }},
+		{"AcceptToken without token", "token", func() error {
+			_, err := c.Wallets.AcceptToken(ctx, fixtureAccountID, fixtureWalletID, WalletAcceptTokenParams{ChainID: 1})
+			return err
+		}},
+		{"StopAcceptingToken without token id", "token_id", func() error {
+			_, err := c.Wallets.StopAcceptingToken(ctx, fixtureAccountID, fixtureWalletID, "")
+			return err
+		}},
 		{"EnableToken without wallet", "id", func() error {
 			_, err := c.Wallets.EnableToken(ctx, fixtureAccountID, "", fixtureTokenID)
 			return err
@@ -335,7 +341,7 @@ func TestWalletsCreateConflict(t *testing.T) {
 	t.Parallel()
 	srv, c := newMuxServer(t)
 	srv.on("POST "+walletsBase(), muxReply{status: http.StatusConflict})
-	_, err := c.Wallets.Create(context.Background(), fixtureAccountID, CreateWalletParams{
+	_, err := c.Wallets.Create(context.Background(), fixtureAccountID, WalletCreateParams{
 		WalletProof: WalletProof{Address: fixturePayee, Message: "m", Signature: "0xs"}})
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.StatusCode != http.StatusConflict {

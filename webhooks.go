@@ -144,8 +144,8 @@ type EventCallback struct {
 	Payload string `json:"payload"`
 }
 
-// CreateWebhookParams registers a webhook. Every field is required.
-type CreateWebhookParams struct {
+// WebhookCreateParams registers a webhook. Every field is required.
+type WebhookCreateParams struct {
 	Name string `json:"name"`
 	// CallbackURL must be an HTTPS URL.
 	CallbackURL string `json:"callback_url"`
@@ -160,7 +160,7 @@ var createWebhook = declare(operation{"createWebhook", "POST", "/webhooks", opOn
 // is shown only here and on rotation.
 //
 // POST /webhooks — a session of an account.
-func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams) (*WebhookWithSecret, error) {
+func (s *WebhooksService) Create(ctx context.Context, params WebhookCreateParams) (*WebhookWithSecret, error) {
 	for _, f := range []struct{ name, value string }{
 		{"name", params.Name}, {"callback_url", params.CallbackURL}, {"topic", string(params.Topic)},
 	} {
@@ -177,9 +177,9 @@ func (s *WebhooksService) Create(ctx context.Context, params CreateWebhookParams
 	return &w, nil
 }
 
-// ListWebhooksParams filters and pages GET /webhooks. Zero values are not
+// WebhookListParams filters and pages GET /webhooks. Zero values are not
 // sent.
-type ListWebhooksParams struct {
+type WebhookListParams struct {
 	ListOptions
 	Topic WebhookTopic
 	// Active keeps only enabled (true) or only disabled (false) webhooks.
@@ -187,11 +187,8 @@ type ListWebhooksParams struct {
 	CircuitState CircuitState
 }
 
-func (p *ListWebhooksParams) values() url.Values {
+func (p WebhookListParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	if p.Topic != "" {
 		q.Set("topic", string(p.Topic))
@@ -208,7 +205,7 @@ var listWebhooks = declare(operation{"listWebhooks", "GET", "/webhooks", opRead,
 // List returns one page of the account's webhooks.
 //
 // GET /webhooks — a session of the owning account.
-func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) (*Page[Webhook], error) {
+func (s *WebhooksService) List(ctx context.Context, params WebhookListParams) (*Page[Webhook], error) {
 	return listPage[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
@@ -217,7 +214,7 @@ func (s *WebhooksService) List(ctx context.Context, params *ListWebhooksParams) 
 // modified.
 //
 // GET /webhooks — a session of the owning account.
-func (s *WebhooksService) All(ctx context.Context, params *ListWebhooksParams) iter.Seq2[Webhook, error] {
+func (s *WebhooksService) All(ctx context.Context, params WebhookListParams) iter.Seq2[Webhook, error] {
 	return listAll[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
@@ -236,9 +233,9 @@ func (s *WebhooksService) Get(ctx context.Context, id string) (*Webhook, error) 
 	return &w, nil
 }
 
-// UpdateWebhookParams changes a webhook. Empty fields are left unchanged;
+// WebhookUpdateParams changes a webhook. Empty fields are left unchanged;
 // at least one must be set.
-type UpdateWebhookParams struct {
+type WebhookUpdateParams struct {
 	Name        string       `json:"name,omitempty"`
 	CallbackURL string       `json:"callback_url,omitempty"`
 	Topic       WebhookTopic `json:"topic,omitempty"`
@@ -249,8 +246,8 @@ var updateWebhook = declare(operation{"updateWebhook", "PATCH", "/webhooks/{id}"
 // Update changes a webhook's name, callback URL or topic.
 //
 // PATCH /webhooks/{id} — a session of the owning account.
-func (s *WebhooksService) Update(ctx context.Context, id string, params UpdateWebhookParams) (*Webhook, error) {
-	if params == (UpdateWebhookParams{}) {
+func (s *WebhooksService) Update(ctx context.Context, id string, params WebhookUpdateParams) (*Webhook, error) {
+	if params == (WebhookUpdateParams{}) {
 		return nil, &ValidationError{Field: "params", Reason: "set Name, CallbackURL or Topic"}
 	}
 	var w Webhook
@@ -336,9 +333,9 @@ func (s *WebhooksService) ResetCircuit(ctx context.Context, id string) (*Webhook
 	return &w, nil
 }
 
-// ListEventCallbacksParams filters and pages a webhook's delivery log. Zero
+// WebhookListEventCallbacksParams filters and pages a webhook's delivery log. Zero
 // values are not sent.
-type ListEventCallbacksParams struct {
+type WebhookListEventCallbacksParams struct {
 	ListOptions
 	Status    CallbackStatus
 	Topic     WebhookTopic
@@ -348,11 +345,8 @@ type ListEventCallbacksParams struct {
 	Until time.Time
 }
 
-func (p *ListEventCallbacksParams) values() url.Values {
+func (p WebhookListEventCallbacksParams) values() url.Values {
 	q := url.Values{}
-	if p == nil {
-		return q
-	}
 	p.ListOptions.encode(q)
 	if p.Status != "" {
 		q.Set("status", string(p.Status))
@@ -377,7 +371,7 @@ var listWebhookEventCallbacks = declare(operation{"listWebhookEventCallbacks", "
 // ListEventCallbacks returns one page of a webhook's delivery log.
 //
 // GET /webhooks/{id}/event_callbacks — a session of the owning account.
-func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) (*Page[EventCallback], error) {
+func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, params WebhookListEventCallbacksParams) (*Page[EventCallback], error) {
 	return listPage[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
 
@@ -386,7 +380,7 @@ func (s *WebhooksService) ListEventCallbacks(ctx context.Context, id string, par
 // is not modified.
 //
 // GET /webhooks/{id}/event_callbacks — a session of the owning account.
-func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, params *ListEventCallbacksParams) iter.Seq2[EventCallback, error] {
+func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, params WebhookListEventCallbacksParams) iter.Seq2[EventCallback, error] {
 	return listAll[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
 
@@ -399,8 +393,8 @@ var redeliverEventCallback = declare(operation{"redeliverEventCallback", "POST",
 //
 // POST /webhooks/{id}/event_callbacks/{callback_id}/redeliver — a session
 // of the owning account.
-func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (*RedeliverResult, error) {
-	var out RedeliverResult
+func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) (*WebhookRedeliverResult, error) {
+	var out WebhookRedeliverResult
 	resp, err := s.client.do(ctx, &request{op: redeliverEventCallback, args: pathArgs{id, callbackID}}, &out)
 	if err != nil {
 		return nil, err
@@ -409,8 +403,8 @@ func (s *WebhooksService) Redeliver(ctx context.Context, id, callbackID string) 
 	return &out, nil
 }
 
-// RedeliverResult is the answer to Redeliver.
-type RedeliverResult struct {
+// WebhookRedeliverResult is the answer to Redeliver.
+type WebhookRedeliverResult struct {
 	// Status is the queue status ("queued").
 	Status string `json:"status"`
 	// Response is the metadata of the call.

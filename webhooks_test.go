@@ -63,7 +63,7 @@ func TestWebhooksRequests(t *testing.T) {
 		{
 			name: "Create",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Webhooks.Create(ctx, CreateWebhookParams{Name: "orders", CallbackURL: "https://shop.example/hooks/rail0", Topic: TopicPaymentsCaptured})
+				return c.Webhooks.Create(ctx, WebhookCreateParams{Name: "orders", CallbackURL: "https://shop.example/hooks/rail0", Topic: TopicPaymentsCaptured})
 			},
 			method: "POST", path: "/webhooks",
 			body:  `{"name": "orders", "callback_url": "https://shop.example/hooks/rail0", "topic": "payments.captured"}`,
@@ -73,7 +73,7 @@ func TestWebhooksRequests(t *testing.T) {
 		{
 			name: "List with filters",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Webhooks.List(ctx, &ListWebhooksParams{ListOptions: ListOptions{Page: 1, PerPage: 50},
+				return c.Webhooks.List(ctx, WebhookListParams{ListOptions: ListOptions{Page: 1, PerPage: 50},
 					Topic: TopicPaymentsRefunded, Active: &inactive, CircuitState: CircuitOpen})
 			},
 			method: "GET", path: "/webhooks",
@@ -103,7 +103,7 @@ func TestWebhooksRequests(t *testing.T) {
 		{
 			name: "Update",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Webhooks.Update(ctx, fixtureWebhookID, UpdateWebhookParams{CallbackURL: "https://shop.example/v2/hooks", Topic: TopicPaymentsVoided})
+				return c.Webhooks.Update(ctx, fixtureWebhookID, WebhookUpdateParams{CallbackURL: "https://shop.example/v2/hooks", Topic: TopicPaymentsVoided})
 			},
 			method: "PATCH", path: base,
 			body:  `{"callback_url": "https://shop.example/v2/hooks", "topic": "payments.voided"}`,
@@ -157,7 +157,7 @@ func TestWebhooksRequests(t *testing.T) {
 		{
 			name: "ListEventCallbacks with filters",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.Webhooks.ListEventCallbacks(ctx, fixtureWebhookID, &ListEventCallbacksParams{
+				return c.Webhooks.ListEventCallbacks(ctx, fixtureWebhookID, WebhookListEventCallbacksParams{
 					ListOptions: ListOptions{Sort: []SortKey{SortCreatedAt.Desc()}},
 					Status:      CallbackFailed, Topic: TopicPaymentsCaptured, PaymentID: fixturePaymentID, Since: since, Until: until,
 				})
@@ -190,7 +190,7 @@ func TestWebhooksRequests(t *testing.T) {
 			method: "POST", path: base + "/event_callbacks/" + fixtureCallbackID + "/redeliver",
 			reply: muxReply{status: http.StatusAccepted, body: `{"status": "queued"}`},
 			check: func(t *testing.T, got any) {
-				if r := got.(*RedeliverResult); r.Status != "queued" || r.Response.StatusCode != http.StatusAccepted {
+				if r := got.(*WebhookRedeliverResult); r.Status != "queued" || r.Response.StatusCode != http.StatusAccepted {
 					t.Errorf("status = %v", got)
 				}
 			},
@@ -213,7 +213,7 @@ func TestWebhooksAllEventCallbacksWalksPages(t *testing.T) {
 			body: "[" + fixtureCallbackJSON + "]"}
 	}
 	srv.on("GET "+path, page("1"), page("2"))
-	params := &ListEventCallbacksParams{ListOptions: ListOptions{PerPage: 2}, Status: CallbackFailed}
+	params := WebhookListEventCallbacksParams{ListOptions: ListOptions{PerPage: 2}, Status: CallbackFailed}
 	n := 0
 	for _, err := range c.Webhooks.AllEventCallbacks(context.Background(), fixtureWebhookID, params) {
 		if err != nil {
@@ -229,7 +229,7 @@ func TestWebhooksAllEventCallbacksWalksPages(t *testing.T) {
 	}
 	srv.on("GET /webhooks", muxOK("["+fixtureWebhookJSON+"]"))
 	var ids []string
-	for w, err := range c.Webhooks.All(context.Background(), nil) {
+	for w, err := range c.Webhooks.All(context.Background(), WebhookListParams{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,20 +250,23 @@ func TestWebhooksValidation(t *testing.T) {
 		call  func() error
 	}{
 		{"Create without name", "name", func() error {
-			_, err := c.Webhooks.Create(ctx, CreateWebhookParams{CallbackURL: "https://x.example", Topic: TopicPaymentsCreated})
+			_, err := c.Webhooks.Create(ctx, WebhookCreateParams{CallbackURL: "https://x.example", Topic: TopicPaymentsCreated})
 			return err
 		}},
 		{"Create without topic", "topic", func() error {
-			_, err := c.Webhooks.Create(ctx, CreateWebhookParams{Name: "n", CallbackURL: "https://x.example"})
+			_, err := c.Webhooks.Create(ctx, WebhookCreateParams{Name: "n", CallbackURL: "https://x.example"})
 			return err
 		}},
 		{"Get without id", "id", func() error { _, err := c.Webhooks.Get(ctx, ""); return err }},
-		{"Update with nothing", "params", func() error { _, err := c.Webhooks.Update(ctx, fixtureWebhookID, UpdateWebhookParams{}); return err }},
+		{"Update with nothing", "params", func() error { _, err := c.Webhooks.Update(ctx, fixtureWebhookID, WebhookUpdateParams{}); return err }},
 		{"Delete without id", "id", func() error { _, err := c.Webhooks.Delete(ctx, ""); return err }},
 		{"RotateSecret without id", "id", func() error { _, err := c.Webhooks.RotateSecret(ctx, ""); return err }},
-		{"ListEventCallbacks without id", "id", func() error { _, err := c.Webhooks.ListEventCallbacks(ctx, "", nil); return err }},
+		{"ListEventCallbacks without id", "id", func() error {
+			_, err := c.Webhooks.ListEventCallbacks(ctx, "", WebhookListEventCallbacksParams{})
+			return err
+		}},
 		{"AllEventCallbacks without id", "id", func() error {
-			for _, err := range c.Webhooks.AllEventCallbacks(ctx, "", nil) {
+			for _, err := range c.Webhooks.AllEventCallbacks(ctx, "", WebhookListEventCallbacksParams{}) {
 				return err
 			}
 			return nil

@@ -115,11 +115,11 @@ func TestWireLogEndToEnd(t *testing.T) {
 	logger := leaktest.Logger(&jsonOut, &textOut, slog.LevelDebug)
 	c := newTestClient(t, srv.URL, WithToken(token), WithLogger(logger), WithWireLog(true), withRand(func() float64 { return 0 }))
 
-	p, err := c.Payments.Create(context.Background(), CreatePaymentParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+	p, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
 		Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
 		Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2", IdempotencyKey: "key-1"})
 	require.NoError(t, err)
-	_, err = c.Payments.Sign(context.Background(), p.ID, signature)
+	_, err = c.Payments.SubmitSignature(context.Background(), p.ID, PaymentSubmitSignatureParams{Signature: signature})
 	require.NoError(t, err)
 
 	var wire []map[string]any

@@ -136,17 +136,17 @@ func newBindingWorld(t *testing.T, opts ...rail0test.Option) *bindingWorld {
 func (w *bindingWorld) payment(payer *rail0.Client, payerAddress, capture string) *rail0.PaymentDetail {
 	w.t.Helper()
 	ctx := context.Background()
-	p, err := payer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
+	p, err := payer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
 		Token: w.gw.Token, Payer: payerAddress, Payee: w.gw.Merchant.Address})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := payer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := payer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		w.t.Fatal(err)
 	}
-	w.confirm(p.ID)(w.merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{}))
+	w.confirm(p.ID)(w.merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{}))
 	if capture != "" {
-		w.confirm(p.ID)(w.merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: capture}))
+		w.confirm(p.ID)(w.merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: capture}))
 	}
 	p, err = w.merchant.Payments.Get(ctx, p.ID)
 	if err != nil {
@@ -162,7 +162,7 @@ func (w *bindingWorld) confirm(id string) func(*rail0.Transaction, error) {
 			w.t.Fatal(err)
 		}
 		w.clock.Advance(time.Minute)
-		if _, err := w.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if _, err := w.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -207,20 +207,20 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 		}
 
 		// The merchant client that authorized A knows its terms.
-		_, err := w.merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
+		_, err := w.merchant.Payments.Refund(ctx, a.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
 		refusedArtifact(t, err)
-		_, err = w.merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
+		_, err = w.merchant.Payments.Refund(ctx, a.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
 		refusedOn(t, err, "payer")
 
 		merchant, _ := w.client(w.gw.Merchant.PrivateKey) // one that never saw A
 		w.proxy.swap(a, b, true)
-		_, err = merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00"})
+		_, err = merchant.Payments.Refund(ctx, a.ID, rail0.PaymentRefundParams{Amount: "4.00"})
 		if !errors.Is(err, rail0.ErrUnbound) || w.proxy.seen() != 0 {
 			t.Fatalf("a refund with the defaults: %v after %d requests, want ErrUnbound before any", err, w.proxy.seen())
 		}
-		_, err = merchant.Payments.Refund(ctx, a.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
+		_, err = merchant.Payments.Refund(ctx, a.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: buyer}})
 		refusedOn(t, err, "payer")
-		_, err = merchant.Payments.Refund(ctx, a.Rail0ID, rail0.RefundParams{Amount: "4.00"})
+		_, err = merchant.Payments.Refund(ctx, a.Rail0ID, rail0.PaymentRefundParams{Amount: "4.00"})
 		refusedOn(t, err, "rail0_id")
 		if n := w.executed("refund", a, b); n != 0 {
 			t.Fatalf("%d refunds reached the gateway", n)
@@ -228,7 +228,7 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 
 		// The same calls with an honest gateway: the refund is A's.
 		w.proxy.swap(nil, nil, false)
-		tx, err := w.merchant.Payments.Refund(ctx, a.Rail0ID, rail0.RefundParams{Amount: "4.00", Expect: order})
+		tx, err := w.merchant.Payments.Refund(ctx, a.Rail0ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: order})
 		w.confirm(a.ID)(tx, err)
 		if w.executed("refund", a) != 1 || w.executed("refund", b) != 0 {
 			t.Fatal("the honest refund did not go to A alone")
@@ -240,10 +240,10 @@ func TestAttackSwappedPaymentIsRefused(t *testing.T) {
 		run func(id string, e rail0.Expectation) (*rail0.Transaction, error)
 	}{
 		{"capture", func(id string, e rail0.Expectation) (*rail0.Transaction, error) {
-			return w.merchant.Payments.Capture(ctx, id, rail0.CaptureParams{Amount: "5.00", Expect: e})
+			return w.merchant.Payments.Capture(ctx, id, rail0.PaymentCaptureParams{Amount: "5.00", Expect: e})
 		}},
 		{"void", func(id string, e rail0.Expectation) (*rail0.Transaction, error) {
-			return w.merchant.Payments.Void(ctx, id, rail0.VoidParams{Expect: e})
+			return w.merchant.Payments.Void(ctx, id, rail0.PaymentVoidParams{Expect: e})
 		}},
 	} {
 		t.Run(step.op, func(t *testing.T) {
@@ -305,13 +305,13 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 
 	t.Run("the payer signature", func(t *testing.T) {
 		w := newBindingWorld(t)
-		p, err := w.buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
+		p, err := w.buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
 			Token: w.gw.Token, Payer: w.gw.Buyer.Address, Payee: w.gw.Merchant.Address})
 		if err != nil {
 			t.Fatal(err)
 		}
 		drop := w.gw.Faults.Add(rail0test.Fault{Method: http.MethodPut, Path: "/payments/*/sign", Kind: rail0test.FaultDropAfter, Times: 1})
-		signed, err := w.buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
+		signed, err := w.buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
 		if err != nil || signed.Status != rail0.StatusSigned || signed.SignedAt == nil {
 			t.Fatalf("PayerSign after a lost answer = %+v, %v; want the signed payment", signed, err)
 		}
@@ -319,7 +319,7 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 			t.Fatal("the fault dropped nothing: the test proves nothing")
 		}
 		// The signature on file works: the merchant authorizes with it.
-		w.confirm(p.ID)(w.merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{}))
+		w.confirm(p.ID)(w.merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{}))
 	})
 
 	// The low-level path: a raw transaction submitted, its answer lost,
@@ -340,7 +340,7 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 			}
 			w := newBindingWorld(t, rail0test.WithConfirmationDelay(delay))
 			p := w.payment(w.buyer, w.gw.Buyer.Address, "")
-			prep, err := w.merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PrepareParams{Amount: "5.00"})
+			prep, err := w.merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "5.00"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -354,9 +354,9 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 			hash := crypto.Keccak256Hash(hexutil.MustDecode(raw)).Hex()
 			submit := func() (*rail0.Transaction, error) {
 				if byHash {
-					return w.merchant.Payments.SubmitByHash(ctx, p.ID, rail0.OpCapture, hash)
+					return w.merchant.Payments.SubmitByHash(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitByHashParams{TransactionHash: hash})
 				}
-				return w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, raw)
+				return w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw})
 			}
 			route := "/payments/*/capture"
 			if byHash {
@@ -395,7 +395,7 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 	t.Run("another transaction's refusal stands", func(t *testing.T) {
 		w := newBindingWorld(t, rail0test.WithConfirmationDelay(30*time.Second))
 		p := w.payment(w.buyer, w.gw.Buyer.Address, "")
-		prep, err := w.merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PrepareParams{Amount: "5.00"})
+		prep, err := w.merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "5.00"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,14 +403,14 @@ func TestAttackRepeatAfterALostAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, raw); err != nil {
+		if _, err := w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw}); err != nil {
 			t.Fatal(err)
 		}
 		other, err := signRaw(w.gw.Merchant.PrivateKey, strings.Replace(*prep.UnsignedTransaction, `"nonce":`, `"nonce":1`, 1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, other)
+		_, err = w.merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: other})
 		var apiErr *rail0.APIError
 		if !errors.As(err, &apiErr) || apiErr.Code != rail0.CodeTransactionNotOverwritable {
 			t.Fatalf("another transaction for a step under way: %v, want transaction_not_overwritable", err)

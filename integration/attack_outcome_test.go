@@ -116,25 +116,25 @@ func TestCaptureAnsweredByAProxyAfterItRanIsOutcomeUnknown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+			p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "25.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+			if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 				t.Fatal(err)
 			}
-			tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+			tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			clock.Advance(time.Minute)
-			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 				t.Fatal(err)
 			}
 
 			proxy.set("POST /payments/"+p.ID+"/capture", a.proxyAnswer)
-			_, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+			_, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 			if proxy.answered() != 1 {
 				t.Fatalf("the proxy answered %d submits", proxy.answered())
 			}
@@ -164,7 +164,7 @@ func TestCaptureAnsweredByAProxyAfterItRanIsOutcomeUnknown(t *testing.T) {
 			}
 
 			// A caller who calls Capture again at once captures nothing more.
-			_, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+			_, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 			var apiErr *rail0.APIError
 			if !errors.As(err, &apiErr) || apiErr.Code != rail0.CodeTransactionNotOverwritable || errors.Is(err, rail0.ErrOutcomeUnknown) {
 				t.Fatalf("a second Capture while the first is under way: %v, want the gateway's transaction_not_overwritable", err)
@@ -197,7 +197,7 @@ func TestCreateAnsweredByAProxyKeepsItsKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+	params := rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "25.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address}
 	proxy.set("POST /payments", proxyAnswer{http.StatusCreated, "text/html", "<html><body>Created</body></html>"})
 	_, err = buyer.Payments.Create(ctx, params)

@@ -158,7 +158,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 	create := func(t *testing.T) *rail0.PaymentDetail {
 		t.Helper()
 		rp.set(nil)
-		p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
+		p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
 			Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +212,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 	t.Run("PayerSign", func(t *testing.T) {
 		p := create(t)
 		honest := arm(t, buyer, p, rail0.Intent{}, p.SigningPayload, "GET /payments/")
-		_, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
+		_, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
 		premise(t, honest)
 		refusedOnDomain(t, err)
 		if n := gw.Ledger.Count("PUT /payments/{id}/sign", ""); n != 0 {
@@ -237,15 +237,15 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 
 	t.Run("Refund", func(t *testing.T) {
 		p := create(t)
-		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 			t.Fatal(err)
 		}
 		for _, step := range []func() (*rail0.Transaction, error){
 			func() (*rail0.Transaction, error) {
-				return merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+				return merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			},
 			func() (*rail0.Transaction, error) {
-				return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+				return merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 			},
 		} {
 			tx, err := step()
@@ -253,7 +253,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock.Advance(time.Minute)
-			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+			if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -261,12 +261,12 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PrepareParams{Amount: "4.00"})
+		auth, err := merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PaymentPrepareRefundParams{Amount: "4.00"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		honest := arm(t, merchant, read, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00"}, auth.SigningPayload, "/refund/prepare")
-		_, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: read.Payer}})
+		_, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: read.Payer}})
 		premise(t, honest)
 		refusedOnDomain(t, err)
 		if n := gw.Ledger.CountOperation(p.ID, "refund"); n != 0 {

@@ -183,27 +183,27 @@ func (w *pinsWorld) viaLiar(key *signing.PrivateKeySigner, opts []rail0.Option) 
 // 50.00 through honest clients: 50.00 is refundable.
 func (w *pinsWorld) captured() *rail0.PaymentDetail {
 	w.t.Helper()
-	p, err := w.direct.buyer.Payments.Create(w.ctx, rail0.CreatePaymentParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize,
+	p, err := w.direct.buyer.Payments.Create(w.ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "100.00", Token: w.gw.Token, Payer: w.gw.Buyer.Address, Payee: w.gw.Merchant.Address})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := w.direct.buyer.Payments.PayerSign(w.ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := w.direct.buyer.Payments.PayerSign(w.ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		w.t.Fatal(err)
 	}
 	for _, step := range []func() (*rail0.Transaction, error){
 		func() (*rail0.Transaction, error) {
-			return w.direct.merchant.Payments.Authorize(w.ctx, p.ID, rail0.AuthorizeParams{})
+			return w.direct.merchant.Payments.Authorize(w.ctx, p.ID, rail0.PaymentAuthorizeParams{})
 		},
 		func() (*rail0.Transaction, error) {
-			return w.direct.merchant.Payments.Capture(w.ctx, p.ID, rail0.CaptureParams{Amount: "50.00"})
+			return w.direct.merchant.Payments.Capture(w.ctx, p.ID, rail0.PaymentCaptureParams{Amount: "50.00"})
 		},
 	} {
 		tx, err := step()
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		if _, err := w.direct.merchant.Payments.WaitForTransaction(w.ctx, p.ID, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if _, err := w.direct.merchant.Payments.WaitForTransaction(w.ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -272,7 +272,7 @@ func TestAttackChainSwapGetsNoSignature(t *testing.T) {
 	// so the refusals below are the lie's doing.
 	honest := w.captured()
 	merchant, signer := w.viaLiar(w.merchKey, []rail0.Option{w.gw.Pins()})
-	if _, err := merchant.Payments.Refund(w.ctx, honest.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: w.gw.Buyer.Address}}); err != nil || int(signer.messages.Load()) != 2 || w.submits(honest.ID) != 4 {
+	if _, err := merchant.Payments.Refund(w.ctx, honest.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: w.gw.Buyer.Address}}); err != nil || int(signer.messages.Load()) != 2 || w.submits(honest.ID) != 4 {
 		t.Fatalf("honest refund through the proxy: %v, %d signatures, %d submits", err, int(signer.messages.Load()), w.submits(honest.ID))
 	}
 
@@ -311,7 +311,7 @@ func TestAttackChainSwapGetsNoSignature(t *testing.T) {
 			})
 			defer w.liar.lie(nil, nil, nil)
 			merchant, signer := w.viaLiar(w.merchKey, cfg.opts(w.gw))
-			_, err := merchant.Payments.Refund(w.ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: w.gw.Buyer.Address}})
+			_, err := merchant.Payments.Refund(w.ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: w.gw.Buyer.Address}})
 			var ue *rail0.UntrustedError
 			if !errors.As(err, &ue) || ue.Field != "chain_id" || ue.ChainID != 8453 || !strings.Contains(err.Error(), "WithTrustedContracts") {
 				t.Fatalf("err = %v, want an *UntrustedError on chain 8453 naming WithTrustedContracts", err)
@@ -357,7 +357,7 @@ func TestAttackDecimalsGetNoSignature(t *testing.T) {
 			w.liar.lie(tenfold, nil, listing)
 			defer w.liar.lie(nil, nil, nil)
 			buyer, signer := w.viaLiar(w.buyerKey, cfg.opts(w.gw))
-			p, err := buyer.Payments.Create(w.ctx, rail0.CreatePaymentParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize,
+			p, err := buyer.Payments.Create(w.ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "25.00", Token: w.gw.Token, Payer: w.gw.Buyer.Address, Payee: w.gw.Merchant.Address})
 			if err != nil {
 				t.Fatal(err)
@@ -365,7 +365,7 @@ func TestAttackDecimalsGetNoSignature(t *testing.T) {
 			if p.Amount != "250000000" || w.liar.rewrites() == 0 {
 				t.Fatalf("the liar's create made a payment of %s base units; want 250000000", p.Amount)
 			}
-			_, err = buyer.Payments.PayerSign(w.ctx, p.ID, rail0.PayerSignParams{})
+			_, err = buyer.Payments.PayerSign(w.ctx, p.ID, rail0.PaymentPayerSignParams{})
 			if !errors.Is(err, rail0.ErrArtifactMismatch) {
 				t.Fatalf("PayerSign of 250.00 for a 25.00 order: %v, want a refusal", err)
 			}
@@ -391,7 +391,7 @@ func TestAttackDecimalsGetNoSignature(t *testing.T) {
 			w.liar.lie(tenfold, nil, listing)
 			defer w.liar.lie(nil, nil, nil)
 			merchant, signer := w.viaLiar(w.merchKey, cfg.opts(w.gw))
-			_, err := merchant.Payments.Refund(w.ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: w.gw.Buyer.Address}})
+			_, err := merchant.Payments.Refund(w.ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: w.gw.Buyer.Address}})
 			if !errors.Is(err, rail0.ErrArtifactMismatch) {
 				t.Fatalf("Refund(4.00) prepared as 40.00: %v, want a refusal", err)
 			}

@@ -41,7 +41,7 @@ func TestSignInWithTheGatewayClockTenMinutesOff(t *testing.T) {
 			if got := c.ClockOffset(); (got - offset).Abs() > 5*time.Second {
 				t.Errorf("ClockOffset = %v, want about %v", got, offset)
 			}
-			if _, err := c.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+			if _, err := c.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "1.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address}); err != nil {
 				t.Fatalf("a call after the sign-in: %v", err)
 			}

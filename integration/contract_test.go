@@ -408,86 +408,89 @@ func contractCalls() []contractCall {
 		{"Discovery.Describe", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Discovery.Describe(ctx)) }},
 		{"Discovery.OpenAPI", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Discovery.OpenAPI(ctx)) }},
 		{"Chains.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Chains.List(ctx, &rail0.ListChainsParams{NetworkType: "testnet", Symbol: "USDC"}))
+			return errOnly(c.Chains.List(ctx, rail0.ChainListParams{NetworkType: "testnet", Symbol: "USDC"}))
 		}},
 		{"Tokens.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Tokens.List(ctx, &rail0.ListTokensParams{ChainID: 84532, Symbol: "USDC", Active: &yes}))
+			return errOnly(c.Tokens.List(ctx, rail0.TokenListParams{ChainID: 84532, Symbol: "USDC", Active: &yes}))
 		}},
 		{"PaymentMethods.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.PaymentMethods.List(ctx, &rail0.ListPaymentMethodsParams{Address: fixturePayee}))
+			return errOnly(c.PaymentMethods.List(ctx, rail0.PaymentMethodListParams{Address: fixturePayee}))
 		}},
 		// Auth.
 		{"Auth.CreateNonce", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.CreateNonce(ctx)) }},
 		{"Auth.Verify", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Auth.Verify(ctx, "message", "0xsig"))
+			return errOnly(c.Auth.Verify(ctx, rail0.AuthVerifyParams{Message: "message", Signature: "0xsig"}))
 		}},
 		{"Auth.Logout", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Auth.Logout(ctx)) }},
-		{"Auth.Login", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Auth.Login(ctx, signer, rail0.LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
-		}},
 		{"Auth.WalletProof", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Auth.WalletProof(ctx, signer, rail0.LoginParams{Domain: "api.rail0.xyz", URI: "https://api.rail0.xyz"}))
+			return errOnly(c.Auth.WalletProof(ctx, rail0.AuthWalletProofParams{Wallet: signer}))
 		}},
 		// Payments.
 		{"Payments.Create", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: 84532, Mode: rail0.ModeAuthorize, Amount: "25.00",
+			return errOnly(c.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: 84532, Mode: rail0.ModeAuthorize, Amount: "25.00",
 				Token: fixtureToken, Payer: fixturePayer, Payee: fixturePayee, Description: "Order 1042",
 				Metadata: map[string]any{"order_id": "1042"}, IdempotencyKey: "order-1042"}))
 		}},
 		{"Payments.Get", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Payments.Get(ctx, id)) }},
 		{"Payments.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.List(ctx, &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{Page: 2, PerPage: 25,
+			return errOnly(c.Payments.List(ctx, rail0.PaymentListParams{ListOptions: rail0.ListOptions{Page: 2, PerPage: 25,
 				Sort: []rail0.SortKey{rail0.SortCreatedAt.Desc(), rail0.SortStatus}}, Status: rail0.StatusAuthorized, Mode: rail0.ModeAuthorize,
 				Payer: fixturePayer, Payee: fixturePayee, Token: fixtureToken, Rail0ID: fixtureHash, ChainID: 84532,
 				Disputed: &yes, MinAmount: "1", MaxAmount: "25000000"}))
 		}},
-		{"Payments.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Payments.All(ctx, nil)) }},
-		{"Payments.Sign", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Payments.Sign(ctx, id, "0xsig")) }},
+		{"Payments.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Payments.All(ctx, rail0.PaymentListParams{}))
+		}},
+		{"Payments.SubmitSignature", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.SubmitSignature(ctx, id, rail0.PaymentSubmitSignatureParams{Signature: "0xsig"}))
+		}},
 		{"Payments.ListTransactions", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.ListTransactions(ctx, id, &rail0.ListTransactionsParams{Operation: rail0.OpCloseDispute, Status: rail0.TxFailed}))
+			return errOnly(c.Payments.ListTransactions(ctx, id, rail0.PaymentListTransactionsParams{Operation: rail0.OpCloseDispute, Status: rail0.TxFailed}))
 		}},
 		{"Payments.AllTransactions", func(ctx context.Context, c *rail0.Client) error {
-			return drainOne(c.Payments.AllTransactions(ctx, id, nil))
+			return drainOne(c.Payments.AllTransactions(ctx, id, rail0.PaymentListTransactionsParams{}))
 		}},
 		{"Payments.ListDisputes", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.ListDisputes(ctx, id, &rail0.ListDisputesParams{Status: rail0.DisputeOpen}))
+			return errOnly(c.Payments.ListDisputes(ctx, id, rail0.PaymentListDisputesParams{Status: rail0.DisputeOpen}))
 		}},
 		{"Payments.AllDisputes", func(ctx context.Context, c *rail0.Client) error {
-			return drainOne(c.Payments.AllDisputes(ctx, id, nil))
+			return drainOne(c.Payments.AllDisputes(ctx, id, rail0.PaymentListDisputesParams{}))
 		}},
 		{"Payments.PrepareRefund", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.PrepareParams{Amount: "1"}))
+			return errOnly(c.Payments.PrepareRefund(ctx, id, rail0.PaymentPrepareRefundParams{Amount: "1"}))
 		}},
-		{"Payments.WaitFor", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Payments.WaitFor(ctx, id, rail0.ForStatus(all...)))
+		{"Payments.WaitForStatus", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Payments.WaitForStatus(ctx, id, rail0.PaymentWaitForStatusParams{Statuses: all}))
 		}},
 		// Wallets.
 		{"Wallets.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.List(ctx, acct, &rail0.ListWalletsParams{ListOptions: rail0.ListOptions{PerPage: 10}, Active: &yes,
+			return errOnly(c.Wallets.List(ctx, acct, rail0.WalletListParams{ListOptions: rail0.ListOptions{PerPage: 10}, Active: &yes,
 				ChainID: 84532, TokenSymbol: "USDC", Default: &yes, TokenActive: &yes}))
 		}},
-		{"Wallets.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Wallets.All(ctx, acct, nil)) }},
+		{"Wallets.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Wallets.All(ctx, acct, rail0.WalletListParams{}))
+		}},
 		{"Wallets.Create", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.Create(ctx, acct, rail0.CreateWalletParams{WalletProof: rail0.WalletProof{Address: fixturePayee,
+			return errOnly(c.Wallets.Create(ctx, acct, rail0.WalletCreateParams{WalletProof: rail0.WalletProof{Address: fixturePayee,
 				Message: "message", Signature: "0xsig"}, Label: "Shop"}))
 		}},
 		{"Wallets.Get", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Get(ctx, acct, fixturePayee))
 		}},
 		{"Wallets.Update", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, rail0.UpdateWalletParams{Label: contractPtr("Shop 2"), Active: &yes}))
+			return errOnly(c.Wallets.Update(ctx, acct, fixturePayee, rail0.WalletUpdateParams{Label: contractPtr("Shop 2"), Active: &yes}))
 		}},
 		{"Wallets.Deactivate", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.Deactivate(ctx, acct, fixturePayee))
 		}},
 		{"Wallets.Balances", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, &rail0.BalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
+			return errOnly(c.Wallets.Balances(ctx, acct, fixturePayee, rail0.WalletBalancesParams{ChainID: 84532, TokenSymbol: "USDC"}))
 		}},
-		{"Wallets.AddToken", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.AddToken(ctx, acct, fixturePayee, rail0.AddTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes}))
+		{"Wallets.AcceptToken", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.AcceptToken(ctx, acct, fixturePayee, rail0.WalletAcceptTokenParams{ChainID: 84532, Token: fixtureToken, Default: &yes}))
 		}},
-		{"Wallets.RemoveToken", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Wallets.RemoveToken(ctx, acct, fixturePayee, tokenID))
+		{"Wallets.StopAcceptingToken", func(ctx context.Context, c *rail0.Client) error {
+			return errOnly(c.Wallets.StopAcceptingToken(ctx, acct, fixturePayee, tokenID))
 		}},
 		{"Wallets.EnableToken", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Wallets.EnableToken(ctx, acct, fixturePayee, tokenID))
@@ -497,27 +500,29 @@ func contractCalls() []contractCall {
 		}},
 		// Analytics.
 		{"Analytics.Summary", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Analytics.Summary(ctx, &filter))
+			return errOnly(c.Analytics.Summary(ctx, rail0.AnalyticsSummaryParams{AnalyticsFilter: filter}))
 		}},
 		{"Analytics.Timeseries", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Analytics.Timeseries(ctx, &rail0.TimeseriesParams{AnalyticsFilter: filter, Interval: rail0.IntervalWeek}))
+			return errOnly(c.Analytics.Timeseries(ctx, rail0.AnalyticsTimeseriesParams{AnalyticsFilter: filter, Interval: rail0.IntervalWeek}))
 		}},
 		{"Analytics.Breakdown", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Analytics.Breakdown(ctx, &rail0.BreakdownParams{AnalyticsFilter: filter, By: rail0.BreakdownByToken}))
+			return errOnly(c.Analytics.Breakdown(ctx, rail0.AnalyticsBreakdownParams{AnalyticsFilter: filter, By: rail0.BreakdownByToken}))
 		}},
 		// Webhooks.
 		{"Webhooks.Create", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "orders", CallbackURL: "https://shop.example/hooks",
+			return errOnly(c.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "orders", CallbackURL: "https://shop.example/hooks",
 				Topic: rail0.TopicPaymentsCaptured}))
 		}},
 		{"Webhooks.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Webhooks.List(ctx, &rail0.ListWebhooksParams{Topic: rail0.TopicPaymentsCaptured, Active: &yes,
+			return errOnly(c.Webhooks.List(ctx, rail0.WebhookListParams{Topic: rail0.TopicPaymentsCaptured, Active: &yes,
 				CircuitState: rail0.CircuitOpen}))
 		}},
-		{"Webhooks.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Webhooks.All(ctx, nil)) }},
+		{"Webhooks.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Webhooks.All(ctx, rail0.WebhookListParams{}))
+		}},
 		{"Webhooks.Get", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Get(ctx, hookID)) }},
 		{"Webhooks.Update", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Webhooks.Update(ctx, hookID, rail0.UpdateWebhookParams{Name: "orders-2"}))
+			return errOnly(c.Webhooks.Update(ctx, hookID, rail0.WebhookUpdateParams{Name: "orders-2"}))
 		}},
 		{"Webhooks.Delete", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Delete(ctx, hookID)) }},
 		{"Webhooks.Enable", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.Enable(ctx, hookID)) }},
@@ -525,26 +530,28 @@ func contractCalls() []contractCall {
 		{"Webhooks.RotateSecret", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.RotateSecret(ctx, hookID)) }},
 		{"Webhooks.ResetCircuit", func(ctx context.Context, c *rail0.Client) error { return errOnly(c.Webhooks.ResetCircuit(ctx, hookID)) }},
 		{"Webhooks.ListEventCallbacks", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Webhooks.ListEventCallbacks(ctx, hookID, &rail0.ListEventCallbacksParams{Status: rail0.CallbackFailed,
+			return errOnly(c.Webhooks.ListEventCallbacks(ctx, hookID, rail0.WebhookListEventCallbacksParams{Status: rail0.CallbackFailed,
 				Topic: rail0.TopicPaymentsCaptured, PaymentID: fixturePaymentID,
 				Since: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2026, 9, 30, 0, 0, 0, 0, time.UTC)}))
 		}},
 		{"Webhooks.AllEventCallbacks", func(ctx context.Context, c *rail0.Client) error {
-			return drainOne(c.Webhooks.AllEventCallbacks(ctx, hookID, nil))
+			return drainOne(c.Webhooks.AllEventCallbacks(ctx, hookID, rail0.WebhookListEventCallbacksParams{}))
 		}},
 		{"Webhooks.Redeliver", func(ctx context.Context, c *rail0.Client) error {
 			return errOnly(c.Webhooks.Redeliver(ctx, hookID, callbackID))
 		}},
 		// Disputes.
 		{"Disputes.List", func(ctx context.Context, c *rail0.Client) error {
-			return errOnly(c.Disputes.List(ctx, &rail0.ListDisputesParams{ListOptions: rail0.ListOptions{Page: 1, PerPage: 100,
+			return errOnly(c.Disputes.List(ctx, rail0.DisputeListParams{ListOptions: rail0.ListOptions{Page: 1, PerPage: 100,
 				Sort: []rail0.SortKey{rail0.SortOpenedAt.Desc()}}, Status: rail0.DisputeClosed}))
 		}},
-		{"Disputes.All", func(ctx context.Context, c *rail0.Client) error { return drainOne(c.Disputes.All(ctx, nil)) }},
+		{"Disputes.All", func(ctx context.Context, c *rail0.Client) error {
+			return drainOne(c.Disputes.All(ctx, rail0.DisputeListParams{}))
+		}},
 	}
 	// Every operation through the generic and the named methods.
 	for _, op := range []rail0.Operation{rail0.OpAuthorize, rail0.OpCharge, rail0.OpCapture, rail0.OpVoid, rail0.OpRelease, rail0.OpRefund, rail0.OpDispute, rail0.OpCloseDispute} {
-		params := rail0.PrepareParams{}
+		params := rail0.PaymentPrepareParams{}
 		switch op {
 		case rail0.OpCapture:
 			params.Amount = "2"
@@ -560,10 +567,10 @@ func contractCalls() []contractCall {
 				return errOnly(c.Payments.Prepare(ctx, id, op, params))
 			}},
 			contractCall{"Payments.Submit/" + string(op), func(ctx context.Context, c *rail0.Client) error {
-				return errOnly(c.Payments.Submit(ctx, id, op, fixtureSignedTx))
+				return errOnly(c.Payments.Submit(ctx, id, op, rail0.PaymentSubmitParams{SignedTransaction: fixtureSignedTx}))
 			}},
 			contractCall{"Payments.SubmitByHash/" + string(op), func(ctx context.Context, c *rail0.Client) error {
-				return errOnly(c.Payments.SubmitByHash(ctx, id, op, fixtureHash))
+				return errOnly(c.Payments.SubmitByHash(ctx, id, op, rail0.PaymentSubmitByHashParams{TransactionHash: fixtureHash}))
 			}},
 		)
 	}

@@ -23,9 +23,9 @@ func (s *countingSigner) SignDigest(ctx context.Context, digest [32]byte) ([]byt
 	return s.PrivateKeySigner.SignDigest(ctx, digest)
 }
 
-// Against the in-process gateway: after the session of a TokenSource is
-// revoked (logged out elsewhere), 40 concurrent calls all succeed and cost
-// one sign-in between them.
+// Against the in-process gateway: after the session of a client created
+// WithSigner is revoked (logged out elsewhere), 40 concurrent calls all
+// succeed and cost one sign-in between them.
 func TestGatewayRevokedSessionCostsOneSignIn(t *testing.T) {
 	gw := rail0test.NewServer()
 	defer gw.Close()
@@ -35,26 +35,18 @@ func TestGatewayRevokedSessionCostsOneSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer := &countingSigner{PrivateKeySigner: acct}
-	anon, err := gw.Client()
+	c, err := gw.Client(rail0.WithSigner(signer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, err := rail0.LoginTokenSource(anon.Auth, signer, rail0.LoginParams{})
+	if _, err := c.Payments.List(ctx, rail0.PaymentListParams{}); err != nil {
+		t.Fatal(err)
+	}
+	session, err := c.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := gw.Client(rail0.WithTokenSource(ts.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Payments.List(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := ts.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	elsewhere, err := gw.Client(rail0.WithToken(tok))
+	elsewhere, err := gw.Client(rail0.WithToken(session.Token()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +58,7 @@ func TestGatewayRevokedSessionCostsOneSignIn(t *testing.T) {
 	errs := make(chan error, workers)
 	for range workers {
 		go func() {
-			_, err := c.Payments.List(ctx, nil)
+			_, err := c.Payments.List(ctx, rail0.PaymentListParams{})
 			errs <- err
 		}()
 	}

@@ -74,9 +74,11 @@ func recoverMessageSigner(message, signature string) (common.Address, error) {
 	return crypto.PubkeyToAddress(*pub), nil
 }
 
-// Sign in with Ethereum: Login asks for a nonce, builds the EIP-4361
-// message, has the account sign it and trades it for a session.
-func ExampleAuthService_Login() {
+// Sign in with Ethereum: a client created WithSigner asks for a nonce,
+// builds the EIP-4361 message, has the account sign it and trades it for a
+// session on first use, and again shortly before the session expires.
+// Session returns it.
+func ExampleClient_Session() {
 	gateway := newSignInGateway()
 	defer gateway.Close()
 
@@ -84,13 +86,13 @@ func ExampleAuthService_Login() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client, err := rail0.NewClient(gateway.URL)
+	// The SIWE domain and URI come from the base URL; WithSignIn sets
+	// them when the gateway expects another host or sign-in chain.
+	client, err := rail0.NewClient(gateway.URL, rail0.WithSigner(account))
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Zero LoginParams derive the SIWE domain and URI from the base URL;
-	// set them when the gateway expects another host.
-	session, err := client.Auth.Login(context.Background(), account, rail0.LoginParams{})
+	session, err := client.Session(context.Background())
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -101,38 +103,6 @@ func ExampleAuthService_Login() {
 	// signed in as 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
 	// merchant account: true
 	// false
-}
-
-// A long-lived client stays signed in with a TokenSource: it signs in on
-// first use and again shortly before the session expires.
-func ExampleLoginTokenSource() {
-	gateway := newSignInGateway()
-	defer gateway.Close()
-
-	account, err := signing.NewPrivateKeySigner(exampleKey)
-	if err != nil {
-		log.Fatal(err)
-	}
-	// Sign-in requests are anonymous; a plain client serves them.
-	anon, err := rail0.NewClient(gateway.URL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	tokens, err := rail0.LoginTokenSource(anon.Auth, account, rail0.LoginParams{}, rail0.WithRefreshMargin(5*time.Minute))
-	if err != nil {
-		log.Fatal(err)
-	}
-	client, err := rail0.NewClient(gateway.URL, rail0.WithTokenSource(tokens.Token))
-	if err != nil {
-		log.Fatal(err)
-	}
-	page, err := client.Webhooks.List(context.Background(), nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("webhooks:", page.TotalCount)
-	// Output:
-	// webhooks: 0
 }
 
 // Register a second payee wallet: the wallet signs an ownership proof,
@@ -148,14 +118,14 @@ func ExampleAuthService_WalletProof() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	proof, err := client.Auth.WalletProof(context.Background(), wallet, rail0.LoginParams{})
+	proof, err := client.Auth.WalletProof(context.Background(), rail0.AuthWalletProofParams{Wallet: wallet})
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(proof.Address)
 	fmt.Println(strings.Split(proof.Message, "\n")[3])
 	// Then, with a merchant session:
-	//   client.Wallets.Create(ctx, accountID, rail0.CreateWalletParams{WalletProof: *proof, Label: "Treasury"})
+	//   client.Wallets.Create(ctx, accountID, rail0.WalletCreateParams{WalletProof: *proof, Label: "Treasury"})
 	// Output:
 	// 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266
 	// Add this wallet to your RAIL0 account

@@ -23,11 +23,11 @@ func signedIn(ctx context.Context, srv *rail0test.Server, party rail0test.Party,
 	if err != nil {
 		panic(err)
 	}
-	anon, err := srv.Client()
+	signer, err := srv.Client(rail0.WithSigner(acct))
 	if err != nil {
 		panic(err)
 	}
-	session, err := anon.Auth.Login(ctx, acct, rail0.LoginParams{})
+	session, err := signer.Session(ctx)
 	if err != nil {
 		panic(err)
 	}
@@ -57,7 +57,7 @@ func ExampleChainsService_List() {
 	defer srv.Close()
 	client, _ := rail0.NewClient(srv.URL)
 
-	chains, err := client.Chains.List(context.Background(), &rail0.ListChainsParams{NetworkType: rail0.NetworkTestnet})
+	chains, err := client.Chains.List(context.Background(), rail0.ChainListParams{NetworkType: rail0.NetworkTestnet})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -74,7 +74,7 @@ func ExampleTokensService_List() {
 	client, _ := rail0.NewClient(srv.URL)
 
 	active := true
-	tokens, err := client.Tokens.List(context.Background(), &rail0.ListTokensParams{ChainID: 84532, Active: &active})
+	tokens, err := client.Tokens.List(context.Background(), rail0.TokenListParams{ChainID: 84532, Active: &active})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,7 +90,7 @@ func ExamplePaymentMethodsService_List() {
 	defer srv.Close()
 	client, _ := rail0.NewClient(srv.URL)
 
-	wallets, err := client.PaymentMethods.List(context.Background(), &rail0.ListPaymentMethodsParams{Address: srv.Merchant.Address})
+	wallets, err := client.PaymentMethods.List(context.Background(), rail0.PaymentMethodListParams{Address: srv.Merchant.Address})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -101,7 +101,7 @@ func ExamplePaymentMethodsService_List() {
 		}
 	}
 	// Neither or both selectors is refused before any request.
-	_, err = client.PaymentMethods.List(context.Background(), &rail0.ListPaymentMethodsParams{})
+	_, err = client.PaymentMethods.List(context.Background(), rail0.PaymentMethodListParams{})
 	var ve *rail0.ValidationError
 	fmt.Println(errors.As(err, &ve))
 	// Output:
@@ -116,7 +116,7 @@ func ExampleWalletsService_List() {
 	ctx := context.Background()
 	merchant := signedIn(ctx, srv, srv.Merchant)
 
-	page, err := merchant.Wallets.List(ctx, srv.Merchant.AccountID, nil)
+	page, err := merchant.Wallets.List(ctx, srv.Merchant.AccountID, rail0.WalletListParams{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -132,7 +132,7 @@ func ExampleDisputesService_All() {
 	merchant := signedIn(ctx, srv, srv.Merchant)
 
 	n := 0
-	for d, err := range merchant.Disputes.All(ctx, &rail0.ListDisputesParams{Status: rail0.DisputeOpen}) {
+	for d, err := range merchant.Disputes.All(ctx, rail0.DisputeListParams{Status: rail0.DisputeOpen}) {
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -151,7 +151,7 @@ func ExampleAnalyticsService_Summary() {
 	buyer := signedIn(ctx, srv, srv.Buyer)
 	merchant := signedIn(ctx, srv, srv.Merchant)
 	for _, amount := range []string{"10.00", "2.50"} {
-		if _, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+		if _, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 			ChainID: srv.ChainID, Mode: rail0.ModeAuthorize, Amount: amount, Token: srv.Token,
 			Payer: srv.Buyer.Address, Payee: srv.Merchant.Address,
 		}); err != nil {
@@ -160,14 +160,14 @@ func ExampleAnalyticsService_Summary() {
 		}
 	}
 
-	s, err := merchant.Analytics.Summary(ctx, &rail0.AnalyticsFilter{ChainID: srv.ChainID})
+	s, err := merchant.Analytics.Summary(ctx, rail0.AnalyticsSummaryParams{AnalyticsFilter: rail0.AnalyticsFilter{ChainID: srv.ChainID}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(s.Orders, "orders;", "gross", s.Volume[0].Gross)
 	// A session without a merchant account may not read analytics.
-	_, err = buyer.Analytics.Summary(ctx, nil)
+	_, err = buyer.Analytics.Summary(ctx, rail0.AnalyticsSummaryParams{})
 	var apiErr *rail0.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Println(apiErr.StatusCode, apiErr.Code)
@@ -183,7 +183,7 @@ func ExampleWebhooksService_Create() {
 	ctx := context.Background()
 	merchant := signedIn(ctx, srv, srv.Merchant)
 
-	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{
+	hook, err := merchant.Webhooks.Create(ctx, rail0.WebhookCreateParams{
 		Name: "captures", CallbackURL: "https://shop.example/rail0/events", Topic: rail0.TopicPaymentsCaptured,
 	})
 	if err != nil {
@@ -263,8 +263,8 @@ func ExampleClient_With() {
 	client, _ := rail0.NewClient(srv.URL) // one client: one cooldown, one learned budget
 	// The handler answers its own caller now; the job may sleep through
 	// 429s, a minute per call at most.
-	handler := client.With(rail0.RetryOn429(false))
-	job := client.With(rail0.RetryOn429(true), rail0.MaxRetryWait(time.Minute))
+	handler := client.With(rail0.WithRetryOn429(false))
+	job := client.With(rail0.WithRetryOn429(true), rail0.WithMaxRetryWait(time.Minute))
 	ctx := context.Background()
 
 	_, _ = job.Health.Get(ctx) // the public budget of 1 is spent

@@ -21,7 +21,7 @@ func ExamplePaymentsService_VerifyPayload() {
 	defer srv.Close()
 	ctx := context.Background()
 	buyer := signedIn(ctx, srv, srv.Buyer) // no signer: the key is in the browser
-	payment, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
+	payment, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "25.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
 	if err != nil {
 		fmt.Println(err)
@@ -37,7 +37,7 @@ func ExamplePaymentsService_VerifyPayload() {
 	// ethereum.request({method: "eth_signTypedData_v4", params: [payer, typedData]})
 	signature := browserWallet(srv, verified.TypedData)
 
-	payment, err = buyer.Payments.Sign(ctx, payment.ID, signature)
+	payment, err = buyer.Payments.SubmitSignature(ctx, payment.ID, rail0.PaymentSubmitSignatureParams{Signature: signature})
 	if err != nil {
 		fmt.Println(err)
 		return

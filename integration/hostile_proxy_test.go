@@ -96,7 +96,7 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 	newPayment := func(mode rail0.PaymentMode) string {
 		t.Helper()
 		hp.set(nil)
-		p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: mode, Amount: "25.00",
+		p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: mode, Amount: "25.00",
 			Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 		if err != nil {
 			t.Fatal(err)
@@ -109,26 +109,26 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.Advance(time.Minute)
-		if _, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)); err != nil {
+		if _, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	signed := func(mode rail0.PaymentMode) string {
 		id := newPayment(mode)
-		if _, err := buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{}); err != nil {
+		if _, err := buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}); err != nil {
 			t.Fatal(err)
 		}
 		return id
 	}
 	authorized := func() string {
 		id := signed(rail0.ModeAuthorize)
-		tx, err := merchant.Payments.Authorize(ctx, id, rail0.AuthorizeParams{})
+		tx, err := merchant.Payments.Authorize(ctx, id, rail0.PaymentAuthorizeParams{})
 		confirm(id, tx, err)
 		return id
 	}
 	captured := func() string {
 		id := authorized()
-		tx, err := merchant.Payments.Capture(ctx, id, rail0.CaptureParams{Amount: "10.00"})
+		tx, err := merchant.Payments.Capture(ctx, id, rail0.PaymentCaptureParams{Amount: "10.00"})
 		confirm(id, tx, err)
 		return id
 	}
@@ -141,44 +141,56 @@ func TestHostileGatewayGetsNoSignature(t *testing.T) {
 		field   string
 	}{
 		{"payer payload on chain 1", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "domain", "chainId", 1), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "domain.chainId"},
+			onPayload("GET /payments/", "domain", "chainId", 1), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "domain.chainId"},
 		{"payer payload for 10^12", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "message", "value", "1000000000000"), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "message.value"},
+			onPayload("GET /payments/", "message", "value", "1000000000000"), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "message.value"},
 		{"payer payload to another address", func() string { return newPayment(rail0.ModeCharge) },
-			onPayload("GET /payments/", "message", "to", gw.Buyer.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "message.to"},
+			onPayload("GET /payments/", "message", "to", gw.Buyer.Address), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "message.to"},
 		{"payer payload for another token", func() string { return newPayment(rail0.ModeAuthorize) },
-			onPayload("GET /payments/", "domain", "verifyingContract", gw.Merchant.Address), func(id string) error { return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})) }, "domain.verifyingContract"},
+			onPayload("GET /payments/", "domain", "verifyingContract", gw.Merchant.Address), func(id string) error {
+				return errOnly(buyer.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{}))
+			}, "domain.verifyingContract"},
 		{"authorize carrying 5 ETH", func() string { return signed(rail0.ModeAuthorize) },
-			onTx("authorize", "value", "5000000000000000000"), func(id string) error { return errOnly(merchant.Payments.Authorize(ctx, id, rail0.AuthorizeParams{})) }, "value"},
+			onTx("authorize", "value", "5000000000000000000"), func(id string) error {
+				return errOnly(merchant.Payments.Authorize(ctx, id, rail0.PaymentAuthorizeParams{}))
+			}, "value"},
 		{"charge on chain 1", func() string { return signed(rail0.ModeCharge) },
-			onTx("charge", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Charge(ctx, id, rail0.ChargeParams{})) }, "chain_id"},
+			onTx("charge", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Charge(ctx, id, rail0.PaymentChargeParams{})) }, "chain_id"},
 		{"capture as a token transfer", authorized,
 			func(p string, b map[string]any) bool {
 				return onTx("capture", "to", gw.Token)(p, b) && onTx("capture", "data", transfer)(p, b)
 			}, func(id string) error {
-				return errOnly(merchant.Payments.Capture(ctx, id, rail0.CaptureParams{Amount: "1.00"}))
+				return errOnly(merchant.Payments.Capture(ctx, id, rail0.PaymentCaptureParams{Amount: "1.00"}))
 			}, "to"},
 		{"void calling transfer", authorized,
-			onTx("void", "data", transfer), func(id string) error { return errOnly(merchant.Payments.Void(ctx, id, rail0.VoidParams{})) }, "data.selector"},
+			onTx("void", "data", transfer), func(id string) error { return errOnly(merchant.Payments.Void(ctx, id, rail0.PaymentVoidParams{})) }, "data.selector"},
 		{"release on chain 1", func() string {
 			id := authorized()
 			clock.Advance(2 * time.Hour) // past authorization_expiry
 			return id
 		},
-			onTx("release", "chain_id", 1), func(id string) error { return errOnly(merchant.Payments.Release(ctx, id, rail0.ReleaseParams{})) }, "chain_id"},
+			onTx("release", "chain_id", 1), func(id string) error {
+				return errOnly(merchant.Payments.Release(ctx, id, rail0.PaymentReleaseParams{}))
+			}, "chain_id"},
 		{"dispute with value", captured,
-			onTx("dispute", "value", "1"), func(id string) error { return errOnly(buyer.Payments.Dispute(ctx, id, rail0.DisputeParams{})) }, "value"},
+			onTx("dispute", "value", "1"), func(id string) error { return errOnly(buyer.Payments.Dispute(ctx, id, rail0.PaymentDisputeParams{})) }, "value"},
 		{"refund authorization for 10^12", captured,
 			onPayload("/refund/prepare", "message", "value", "1000000000000"), func(id string) error {
-				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
+				return errOnly(merchant.Payments.Refund(ctx, id, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
 			}, "message.value"},
 		{"refund authorization to another address", captured,
 			onPayload("/refund/prepare", "message", "to", gw.Buyer.Address), func(id string) error {
-				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
+				return errOnly(merchant.Payments.Refund(ctx, id, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
 			}, "message.to"},
 		{"refund authorization on chain 1", captured,
 			onPayload("/refund/prepare", "domain", "chainId", 1), func(id string) error {
-				return errOnly(merchant.Payments.Refund(ctx, id, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
+				return errOnly(merchant.Payments.Refund(ctx, id, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}}))
 			}, "domain.chainId"},
 	}
 	for _, tt := range tests {
@@ -219,27 +231,27 @@ func TestCaptureAfterAPendingLargerCapture(t *testing.T) {
 	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
 	buyer, _ := gw.Client(rail0.WithSigner(buyerKey))
 	merchant, _ := gw.Client(rail0.WithSigner(merchantKey))
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
 		Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute)
-	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 		t.Fatal(err)
 	}
-	pending, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PrepareParams{Amount: "20.00"})
+	pending, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "20.00"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "1.00"})
+	_, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "1.00"})
 	var ae *rail0.ArtifactError
 	var fe *rail0.FlowError
 	if !errors.As(err, &ae) || !errors.As(err, &fe) || fe.TransactionID != pending.ID {

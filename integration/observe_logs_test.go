@@ -117,7 +117,7 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 	}
 	buyer, merchant := clientFor(gw.Buyer.PrivateKey), clientFor(gw.Merchant.PrivateKey)
 
-	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "n", CallbackURL: "https://example.invalid/hook", Topic: rail0.TopicPaymentsCaptured})
+	hook, err := merchant.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "n", CallbackURL: "https://example.invalid/hook", Topic: rail0.TopicPaymentsCaptured})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,27 +127,27 @@ func TestDebugLogsOfALifecycleHoldNoSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	keep(rotated.Response)
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "3.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keep(p.Response)
-	signed, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
+	signed, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keep(signed.Response)
-	poll := rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond)
+	poll := rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}
 	for _, step := range []func() (*rail0.Transaction, error){
 		func() (*rail0.Transaction, error) {
-			return merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+			return merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 		},
 		func() (*rail0.Transaction, error) {
-			return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "1.00"})
+			return merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "1.00"})
 		},
 		func() (*rail0.Transaction, error) {
-			return merchant.Payments.Refund(ctx, p.Rail0ID, rail0.RefundParams{Amount: "0.50"})
+			return merchant.Payments.Refund(ctx, p.Rail0ID, rail0.PaymentRefundParams{Amount: "0.50"})
 		},
 	} {
 		tx, err := step()

@@ -38,7 +38,7 @@ func TestRail0testGasFitsTheDefaultBounds(t *testing.T) {
 			t.Fatalf("%s with the default bounds: %v", op, err)
 		}
 		clock.Advance(time.Minute)
-		done, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))
+		done, err := merchant.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
@@ -52,40 +52,40 @@ func TestRail0testGasFitsTheDefaultBounds(t *testing.T) {
 	}
 	newPayment := func(mode rail0.PaymentMode) string {
 		t.Helper()
-		p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: mode, Amount: "25.00",
+		p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: mode, Amount: "25.00",
 			Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 			t.Fatal(err)
 		}
 		return p.ID
 	}
 
 	a := newPayment(rail0.ModeAuthorize) // the deployment's first payment
-	tx, err := merchant.Payments.Authorize(ctx, a, rail0.AuthorizeParams{})
+	tx, err := merchant.Payments.Authorize(ctx, a, rail0.PaymentAuthorizeParams{})
 	run(a, rail0.OpAuthorize, tx, err)
-	tx, err = merchant.Payments.Capture(ctx, a, rail0.CaptureParams{Amount: "10.00"})
+	tx, err = merchant.Payments.Capture(ctx, a, rail0.PaymentCaptureParams{Amount: "10.00"})
 	run(a, rail0.OpCapture, tx, err)
-	tx, err = merchant.Payments.Refund(ctx, a, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}})
+	tx, err = merchant.Payments.Refund(ctx, a, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: gw.Buyer.Address}})
 	run(a, rail0.OpRefund, tx, err)
-	tx, err = buyer.Payments.Dispute(ctx, a, rail0.DisputeParams{})
+	tx, err = buyer.Payments.Dispute(ctx, a, rail0.PaymentDisputeParams{})
 	run(a, rail0.OpDispute, tx, err)
-	tx, err = buyer.Payments.CloseDispute(ctx, a, rail0.DisputeParams{})
+	tx, err = buyer.Payments.CloseDispute(ctx, a, rail0.PaymentCloseDisputeParams{})
 	run(a, rail0.OpCloseDispute, tx, err)
 	clock.Advance(2 * time.Hour) // past authorization_expiry
-	tx, err = merchant.Payments.Release(ctx, a, rail0.ReleaseParams{})
+	tx, err = merchant.Payments.Release(ctx, a, rail0.PaymentReleaseParams{})
 	run(a, rail0.OpRelease, tx, err)
 
 	v := newPayment(rail0.ModeAuthorize)
-	tx, err = merchant.Payments.Authorize(ctx, v, rail0.AuthorizeParams{})
+	tx, err = merchant.Payments.Authorize(ctx, v, rail0.PaymentAuthorizeParams{})
 	run(v, rail0.OpAuthorize, tx, err)
-	tx, err = merchant.Payments.Void(ctx, v, rail0.VoidParams{})
+	tx, err = merchant.Payments.Void(ctx, v, rail0.PaymentVoidParams{})
 	run(v, rail0.OpVoid, tx, err)
 
 	c := newPayment(rail0.ModeCharge)
-	tx, err = merchant.Payments.Charge(ctx, c, rail0.ChargeParams{})
+	tx, err = merchant.Payments.Charge(ctx, c, rail0.PaymentChargeParams{})
 	run(c, rail0.OpCharge, tx, err)
 
 	if len(seen) != len(measured) {

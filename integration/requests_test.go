@@ -100,12 +100,12 @@ func TestRequestsPerOrder(t *testing.T) {
 		t.Helper()
 		var p *rail0.PaymentDetail
 		step(t, buyerLog, "Create", []string{"POST /payments"}, func() (err error) {
-			p, err = buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+			p, err = buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "25.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			return err
 		})
 		step(t, buyerLog, "PayerSign", []string{readPayment, "PUT /payments/{id}/sign"}, func() error {
-			_, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
+			_, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
 			return err
 		})
 		return p
@@ -116,7 +116,7 @@ func TestRequestsPerOrder(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = c.Payments.WaitForTransaction(ctx, id, tx.ID)
+			_, err = c.Payments.WaitForTransaction(ctx, id, tx.ID, rail0.PaymentWaitForTransactionParams{})
 			return err
 		}
 	}
@@ -126,7 +126,7 @@ func TestRequestsPerOrder(t *testing.T) {
 		p := order()
 		// The merchant learns that the buyer signed by polling (or a
 		// webhook and one read): not counted, like every poll.
-		if _, err := merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusSigned)); err != nil {
+		if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{Statuses: []rail0.PaymentStatus{rail0.StatusSigned}}); err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range []struct {
@@ -135,13 +135,13 @@ func TestRequestsPerOrder(t *testing.T) {
 			run  func() (*rail0.Transaction, error)
 		}{
 			{"Authorize", []string{prepareOf("authorize"), submitOf("authorize")}, func() (*rail0.Transaction, error) {
-				return merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+				return merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			}},
 			{"Capture", []string{prepareOf("capture"), submitOf("capture")}, func() (*rail0.Transaction, error) {
-				return merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+				return merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 			}},
 			{"Refund", []string{prepareOf("refund"), prepareOf("refund"), submitOf("refund")}, func() (*rail0.Transaction, error) {
-				return merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: payer})
+				return merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: payer})
 			}},
 		} {
 			var tx *rail0.Transaction
@@ -166,43 +166,43 @@ func TestRequestsPerOrder(t *testing.T) {
 		p := order()
 		// The first step reads the payment: its terms, once.
 		step(t, log, "Authorize", []string{readPayment, prepareOf("authorize"), submitOf("authorize")}, func() error {
-			_, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+			_, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			return err
 		})
 		// Confirmed by another means than polling (a webhook, say): the
 		// next steps still read nothing.
 		step(t, log, "Capture", []string{prepareOf("capture"), submitOf("capture")}, func() error {
-			_, err := merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+			_, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 			return err
 		})
 		step(t, log, "Refund", []string{prepareOf("refund"), prepareOf("refund"), submitOf("refund")}, func() error {
-			_, err := merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: payer})
+			_, err := merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: payer})
 			return err
 		})
 	})
 
 	t.Run("a refund after another client captured", func(t *testing.T) {
 		p := order()
-		if _, err := merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusSigned)); err != nil {
+		if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{Statuses: []rail0.PaymentStatus{rail0.StatusSigned}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := confirmed(merchant, p.ID)(merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})); err != nil {
+		if err := confirmed(merchant, p.ID)(merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})); err != nil {
 			t.Fatal(err)
 		}
-		if err := confirmed(merchant, p.ID)(merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})); err != nil {
+		if err := confirmed(merchant, p.ID)(merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})); err != nil {
 			t.Fatal(err)
 		}
 		// Another process of the merchant captures 5.00 more: this
 		// client's refundable balance (10.00) is stale.
 		other, _ := countedClient(t, gw, gw.Merchant)
-		if err := confirmed(other, p.ID)(other.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "5.00"})); err != nil {
+		if err := confirmed(other, p.ID)(other.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "5.00"})); err != nil {
 			t.Fatal(err)
 		}
 		// The payload's nonce commits to 15.00: refused against 10.00
 		// before anything is signed, checked again after one read.
 		var tx *rail0.Transaction
 		step(t, log, "Refund", []string{prepareOf("refund"), readPayment, prepareOf("refund"), submitOf("refund")}, func() (err error) {
-			tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: payer})
+			tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: payer})
 			return err
 		})
 		if err := confirmed(merchant, p.ID)(tx, nil); err != nil {
@@ -210,7 +210,7 @@ func TestRequestsPerOrder(t *testing.T) {
 		}
 		// The read refreshed the balance: the next refund reads nothing.
 		step(t, log, "a second Refund", []string{prepareOf("refund"), prepareOf("refund"), submitOf("refund")}, func() error {
-			_, err := merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "1.00", Expect: payer})
+			_, err := merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "1.00", Expect: payer})
 			return err
 		})
 		got, err := merchant.Payments.Get(ctx, p.ID)

@@ -30,12 +30,12 @@ var (
 	// keys that identify rather than authenticate.
 	notSecretFields = map[string]bool{
 		"rail0.AnalyticsFilter.Token": true, "rail0.AnalyticsVolume.Token": true, "rail0.AnalyticsRow.Token": true,
-		"rail0.Payment.Token": true, "rail0.CreatePaymentParams.Token": true, "rail0.ListPaymentsParams.Token": true,
-		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.AddTokenParams.Token": true,
-		"rail0.AddTokenResult.Token": true,
-		"webhook.Payment.Token":      true,
-		"rail0.AnalyticsRow.Key":     true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
-		"rail0.CreatePaymentParams.IdempotencyKey": true,
+		"rail0.Payment.Token": true, "rail0.PaymentCreateParams.Token": true, "rail0.PaymentListParams.Token": true,
+		"rail0.WalletTokenHolding.Token": true, "rail0.WalletToken.Token": true, "rail0.WalletAcceptTokenParams.Token": true,
+		"rail0.WalletAcceptTokenResult.Token": true,
+		"webhook.Payment.Token":               true,
+		"rail0.AnalyticsRow.Key":              true, "rail0.OutcomeUnknownError.IdempotencyKey": true,
+		"rail0.PaymentCreateParams.IdempotencyKey": true,
 	}
 )
 
@@ -85,8 +85,8 @@ type application struct {
 	hook     rail0.WebhookWithSecret
 	verifier webhook.Verifier
 	handler  *webhook.Handler
-	tokens   *rail0.TokenSource
 	client   *rail0.Client
+	signedIn *rail0.Client
 	Session  rail0.Session
 	Hook     rail0.WebhookWithSecret
 	Verifier webhook.Verifier
@@ -128,24 +128,25 @@ func TestSecretsNeverFormatted(t *testing.T) {
 	verifier := webhook.NewVerifier(webhookSecret, oldSecret).
 		WithSubscription(webhook.Subscription{ID: "wh-2", Topic: rail0.TopicPaymentsRefunded}, refundSecret)
 	handler := webhook.NewHandler(webhookSecret, nil)
-	// A token source holding a live session of the in-process gateway.
+	// Clients holding a live session of the in-process gateway.
 	gw := rail0test.NewServer()
 	defer gw.Close()
-	anon, err := gw.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	buyer, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
-	ts, err := rail0.LoginTokenSource(anon.Auth, buyer, rail0.LoginParams{})
+	buyerClient, err := gw.Client(rail0.WithSigner(buyer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveToken, err := ts.Token(context.Background())
+	buyerSession, err := buyerClient.Session(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	liveToken := buyerSession.Token()
 	merchant, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	live, err := anon.Auth.Login(context.Background(), merchant, rail0.LoginParams{})
+	merchantClient, err := gw.Client(rail0.WithSigner(merchant))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := merchantClient.Session(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestSecretsNeverFormatted(t *testing.T) {
 		"Session": session, "*Session": &session,
 		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
 		"Verifier": verifier, "*Verifier": &verifier, "*Handler": handler,
-		"*Client": client, "*PrivateKeySigner": key, "*TokenSource": ts,
+		"*Client": client, "*PrivateKeySigner": key, "*Client signed in": buyerClient,
 		"struct": struct {
 			S rail0.Session
 			H rail0.WebhookWithSecret
@@ -161,8 +162,8 @@ func TestSecretsNeverFormatted(t *testing.T) {
 			K *signing.PrivateKeySigner
 		}{session, hook, verifier, key},
 		"slice": []any{session, hook, verifier, key},
-		"application's struct": application{session: *live, hook: hook, verifier: verifier, handler: handler, tokens: ts,
-			client: client, Session: *live, Hook: hook, Verifier: verifier},
+		"application's struct": application{session: *live, hook: hook, verifier: verifier, handler: handler,
+			client: client, signedIn: buyerClient, Session: *live, Hook: hook, Verifier: verifier},
 		"*application's struct": &application{session: session, hook: hook, verifier: verifier, Session: session},
 	}
 	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, refundSecret, keyHex, liveToken, live.Token(),

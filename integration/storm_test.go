@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,6 +65,25 @@ var retryAfterForms = []func(now time.Time) string{
 	func(time.Time) string { return "" },
 }
 
+// retryAfterOf is what a Retry-After of retryAfterForms asks for, read as
+// RFC 9110 says: delta-seconds (a value too large saturates) or an
+// HTTP-date after now; false when it gives no instruction.
+func retryAfterOf(v string, now time.Time) (time.Duration, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && n > 0:
+		return time.Duration(min(n, int64(math.MaxInt64/time.Second))) * time.Second, true
+	case err == nil:
+		return 0, false
+	case errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-"):
+		return math.MaxInt64, true
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now), true
+	}
+	return 0, false
+}
+
 func callIdentity(r *http.Request) string {
 	if r.Method == http.MethodPost && r.URL.Path == "/payments" {
 		return "POST " + r.Header.Get("Idempotency-Key")
@@ -94,7 +115,7 @@ func (h *hostileProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ra != "" {
 			w.Header().Set("Retry-After", ra)
 		}
-		if d, ok := rail0.ParseRetryAfter(ra, now); ok {
+		if d, ok := retryAfterOf(ra, now); ok {
 			h.mu.Lock()
 			h.window[id] = now.Add(min(d, stormCap))
 			h.mu.Unlock()
@@ -209,11 +230,11 @@ func TestFaultStorm(t *testing.T) {
 	// Sign in and set up one authorized payment per worker straight on the
 	// gateway, before the faults start.
 	login := func(acct *signing.PrivateKeySigner) string {
-		anon, err := gw.Client()
+		c, err := gw.Client(rail0.WithSigner(acct))
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := anon.Auth.Login(ctx, acct, rail0.LoginParams{})
+		s, err := c.Session(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,16 +255,16 @@ func TestFaultStorm(t *testing.T) {
 		go func() {
 			defer setup.Done()
 			b, m := direct(buyerToken, buyerKey), direct(merchantToken, merchantKey)
-			p, err := b.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+			p, err := b.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 				Amount: "5.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 			if err == nil {
-				_, err = b.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{})
+				_, err = b.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
 			}
 			if err == nil {
-				_, err = m.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+				_, err = m.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 			}
 			if err == nil {
-				_, err = m.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusAuthorized), rail0.WithPollInterval(200*time.Millisecond, 200*time.Millisecond))
+				_, err = m.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{Statuses: []rail0.PaymentStatus{rail0.StatusAuthorized}, PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond})
 			}
 			if err != nil {
 				t.Errorf("setup: %v", err)
@@ -318,7 +339,7 @@ func TestFaultStorm(t *testing.T) {
 			for i := range callsPerWorker {
 				switch roll := rng.IntN(100); {
 				case roll < 55:
-					_, err := buyer.Payments.List(ctx, &rail0.ListPaymentsParams{
+					_, err := buyer.Payments.List(ctx, rail0.PaymentListParams{
 						ListOptions: rail0.ListOptions{PerPage: 1},
 						MinAmount:   strconv.Itoa(w*1_000_000 + i),
 					})
@@ -330,13 +351,13 @@ func TestFaultStorm(t *testing.T) {
 					key := fmt.Sprintf("storm-%d-%d", w, i)
 					createdWithKeys.Store(key, true)
 					createCalls.Add(1)
-					_, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeCharge,
+					_, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeCharge,
 						Amount: "0.01", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address, IdempotencyKey: key})
 					count(err)
 				default:
 					// A partial capture, prepare → sign → submit, by hand so
 					// that the test knows how many submits it asked for.
-					prep, err := merchant.Payments.Prepare(ctx, payments[w], rail0.OpCapture, rail0.PrepareParams{Amount: "0.01"})
+					prep, err := merchant.Payments.Prepare(ctx, payments[w], rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "0.01"})
 					count(err)
 					if err != nil || prep.UnsignedTransaction == nil {
 						continue
@@ -347,7 +368,7 @@ func TestFaultStorm(t *testing.T) {
 						continue
 					}
 					submitsAsked[w].Add(1)
-					_, err = merchant.Payments.Submit(ctx, payments[w], rail0.OpCapture, raw)
+					_, err = merchant.Payments.Submit(ctx, payments[w], rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw})
 					count(err)
 				}
 			}

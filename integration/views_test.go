@@ -31,27 +31,27 @@ func TestFlowHonoursTheView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "5.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		t.Fatal(err)
 	}
 	throttle := rail0test.Fault{Route: "POST /payments/{id}/{operation}/prepare", Times: 1, Kind: rail0test.FaultStatus,
 		Status: http.StatusTooManyRequests, RetryAfter: "1"}
 
 	gw.Faults.Add(throttle)
-	_, err = merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	_, err = merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	var apiErr *rail0.APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("the client's flow: %v, want the 429 at once", err)
 	}
 
 	gw.Faults.Add(throttle)
-	job := merchant.With(rail0.RetryOn429(true))
-	tx, err := job.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	job := merchant.With(rail0.WithRetryOn429(true))
+	tx, err := job.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	if err != nil {
 		t.Fatalf("the job's flow: %v", err)
 	}

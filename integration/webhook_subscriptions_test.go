@@ -49,11 +49,11 @@ func TestWebhookReceiverWithSeveralSubscriptions(t *testing.T) {
 			}})
 	}
 
-	created, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "orders", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsCreated})
+	created, err := merchant.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "orders", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsCreated})
 	if err != nil {
 		t.Fatal(err)
 	}
-	signed, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "signatures", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsSigned})
+	signed, err := merchant.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "signatures", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsSigned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +67,12 @@ func TestWebhookReceiverWithSeveralSubscriptions(t *testing.T) {
 	// each subscription.
 	pay := func() string {
 		t.Helper()
-		p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+		p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 			Amount: "2.00", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+		if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 			t.Fatal(err)
 		}
 		return p.ID

@@ -41,10 +41,10 @@ func (l *lockedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // End to end against the in-process gateway, with real signatures: the
-// merchant stays signed in through a TokenSource, registers a second wallet
-// with an ownership proof, subscribes a webhook, and receives the delivery
-// for a buyer's payment, verified by webhook.Handler with the secret
-// Webhooks.Create returned.
+// merchant's client signs in by itself (WithSigner), registers a second
+// wallet with an ownership proof, subscribes a webhook, and receives the
+// delivery for a buyer's payment, verified by webhook.Handler with the
+// secret Webhooks.Create returned.
 func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	ctx := context.Background()
 	gw := rail0test.NewServer()
@@ -58,15 +58,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, err := rail0.LoginTokenSource(anon.Auth, merchant, rail0.LoginParams{})
+	client, err := gw.Client(rail0.WithSigner(merchant))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := gw.Client(rail0.WithTokenSource(tokens.Token))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := tokens.Session(ctx)
+	sess, err := client.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +72,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	acct := *sess.AccountID
 
 	// Public catalog and discovery.
-	chains, err := anon.Chains.List(ctx, &rail0.ListChainsParams{NetworkType: rail0.NetworkTestnet})
+	chains, err := anon.Chains.List(ctx, rail0.ChainListParams{NetworkType: rail0.NetworkTestnet})
 	if err != nil || len(chains.Items) == 0 || chains.Items[0].ChainID != gw.ChainID {
 		t.Fatalf("testnet chains = %+v, %v", chains, err)
 	}
-	methods, err := anon.PaymentMethods.List(ctx, &rail0.ListPaymentMethodsParams{AccountID: acct})
+	methods, err := anon.PaymentMethods.List(ctx, rail0.PaymentMethodListParams{AccountID: acct})
 	if err != nil || len(methods.Items) != 1 || len(methods.Items[0].Tokens) == 0 {
 		t.Fatalf("payment methods = %+v, %v", methods, err)
 	}
@@ -91,11 +87,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := key
-	proof, err := client.Auth.WalletProof(ctx, second, rail0.LoginParams{})
+	proof, err := client.Auth.WalletProof(ctx, rail0.AuthWalletProofParams{Wallet: second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := client.Wallets.Create(ctx, acct, rail0.CreateWalletParams{WalletProof: *proof, Label: "Second"})
+	w, err := client.Wallets.Create(ctx, acct, rail0.WalletCreateParams{WalletProof: *proof, Label: "Second"})
 	if err != nil {
 		t.Fatalf("Wallets.Create: %v", err)
 	}
@@ -121,7 +117,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.Wallets.Create(ctx, acct, rail0.CreateWalletParams{WalletProof: rail0.WalletProof{
+	_, err = client.Wallets.Create(ctx, acct, rail0.WalletCreateParams{WalletProof: rail0.WalletProof{
 		Address: thirdAccount.Address(), Message: msg.String(), Signature: sig}})
 	var apiErr *rail0.APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
@@ -133,7 +129,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	receiver := &lockedHandler{}
 	hookSrv := httptest.NewServer(receiver)
 	defer hookSrv.Close()
-	hook, err := client.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "orders", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsCreated})
+	hook, err := client.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "orders", CallbackURL: hookSrv.URL + "/hooks", Topic: rail0.TopicPaymentsCreated})
 	if err != nil {
 		t.Fatalf("Webhooks.Create: %v", err)
 	}
@@ -149,7 +145,11 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buyerSession, err := anon.Auth.Login(ctx, buyer, rail0.LoginParams{})
+	buyerSigner, err := gw.Client(rail0.WithSigner(buyer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buyerSession, err := buyerSigner.Session(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	payment, err := buyerClient.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
+	payment, err := buyerClient.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize,
 		Amount: "1.50", Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
 	if err != nil {
 		t.Fatalf("Payments.Create: %v", err)
@@ -175,7 +175,7 @@ func TestEndToEndSignInWalletsAndWebhookDelivery(t *testing.T) {
 	}
 
 	// Analytics see the merchant's payment.
-	summary, err := client.Analytics.Summary(ctx, nil)
+	summary, err := client.Analytics.Summary(ctx, rail0.AnalyticsSummaryParams{})
 	if err != nil || summary.Orders < 1 {
 		t.Errorf("summary = %+v, %v", summary, err)
 	}

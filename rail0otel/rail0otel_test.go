@@ -251,7 +251,7 @@ func TestFailuresAndRefusals(t *testing.T) {
 	if !errors.Is(err, rail0.ErrRateLimited) {
 		t.Fatalf("err = %v, want the 429", err)
 	}
-	_, err = h.client.Payments.Submit(context.Background(), "p3", rail0.OpCapture, "0x02f8")
+	_, err = h.client.Payments.Submit(context.Background(), "p3", rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: "0x02f8"})
 	if !errors.Is(err, rail0.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want an unknown outcome", err)
 	}
@@ -329,7 +329,7 @@ func TestLimiterWaits(t *testing.T) {
 func TestNoSecretInTelemetry(t *testing.T) {
 	h := newHarness(t, map[string][]int{"/payments/p1": {429, 500}})
 	_, _ = h.client.Payments.Get(context.Background(), "p1")
-	_, _ = h.client.Payments.Submit(context.Background(), "p1", rail0.OpCapture, "0x02f8")
+	_, _ = h.client.Payments.Submit(context.Background(), "p1", rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: "0x02f8"})
 
 	var values []string
 	add := func(kvs []attribute.KeyValue) {

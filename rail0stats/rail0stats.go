@@ -52,12 +52,12 @@ type Snapshot struct {
 // rail0.Call.NotRetried that are limits).
 type Refusals struct {
 	// Allowance: the server's wait (a 429's, or a 503's Retry-After) did not
-	// fit what was left of MaxRetryWait (rail0.ReasonAllowance).
+	// fit what was left of WithMaxRetryWait (rail0.ReasonAllowance).
 	Allowance uint64
 	// Deadline: the wait would have ended after the context's deadline
 	// (rail0.ReasonDeadline).
 	Deadline uint64
-	// AttemptLimit: MaxRetries was used up, or for 429s the safety net of
+	// AttemptLimit: WithMaxRetries was used up, or for 429s the safety net of
 	// 100 attempts (rail0.ReasonMaxRetries).
 	AttemptLimit uint64
 	// Limiter: the cooldown or the pacing budget would not admit the

@@ -18,11 +18,11 @@ import (
 
 // The SIWE statements, one per purpose.
 const (
-	// LoginStatement is the statement of a sign-in message (POST /auth).
-	LoginStatement = "Sign in to RAIL0"
-	// WalletStatement is the statement of a wallet ownership proof
+	// loginStatement is the statement of a sign-in message (POST /auth).
+	loginStatement = "Sign in to RAIL0"
+	// walletStatement is the statement of a wallet ownership proof
 	// (POST /accounts/{account_id}/wallets).
-	WalletStatement = "Add this wallet to your RAIL0 account"
+	walletStatement = "Add this wallet to your RAIL0 account"
 )
 
 // siweFreshness is how far issued_at may be from the server clock.
@@ -119,7 +119,9 @@ func siweText(domain, address, statement, uri string, chainID int64, nonce strin
 // SIWEMessage returns a message for address and nonce, in the exact layout this
 // server accepts: the first accepted domain (the server's own host unless
 // WithSIWEDomain says otherwise), a URI on that host (the server's URL when it
-// matches), the sign-in chain id and the server clock's current time. statement is LoginStatement or WalletStatement.
+// matches), the sign-in chain id and the server clock's current time.
+// statement is the purpose's: "Sign in to RAIL0" (rail0.StatementLogin) or
+// "Add this wallet to your RAIL0 account" (rail0.StatementAddWallet).
 func (s *Server) SIWEMessage(address, nonce, statement string) string {
 	domain, uri := s.domains[0], s.URL
 	if u, err := url.Parse(s.URL); err != nil || u.Hostname() != domain {
@@ -154,7 +156,7 @@ func recoverSigner(digest []byte, sigHex string) (common.Address, error) {
 	return crypto.PubkeyToAddress(*pub), nil
 }
 
-// verifySIWE checks a SIWE proof for purpose (LoginStatement or WalletStatement),
+// verifySIWE checks a SIWE proof for purpose (loginStatement or walletStatement),
 // consumes its nonce, and returns the proven address.
 func (s *Server) verifySIWE(message, signature, purpose string) (common.Address, *apiError) {
 	invalid := func(detail string) *apiError {
@@ -165,7 +167,7 @@ func (s *Server) verifySIWE(message, signature, purpose string) (common.Address,
 		return common.Address{}, invalid("The sign-in message does not parse: " + err.Error() + ".")
 	}
 	if m.Statement != purpose {
-		if m.Statement == LoginStatement || m.Statement == WalletStatement {
+		if m.Statement == loginStatement || m.Statement == walletStatement {
 			return common.Address{}, errUnprocessable("siwe_purpose_mismatch", "Wrong sign-in purpose",
 				"This message was signed for another purpose; its statement must be "+strconv.Quote(purpose)+".")
 		}
@@ -318,7 +320,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errMissing("signature", http.StatusUnprocessableEntity))
 		return
 	}
-	addr, e := s.verifySIWE(*body.Message, *body.Signature, LoginStatement)
+	addr, e := s.verifySIWE(*body.Message, *body.Signature, loginStatement)
 	if e != nil {
 		writeError(w, e)
 		return

@@ -31,14 +31,14 @@ func TestSIWEVerificationCodes(t *testing.T) {
 		edit      func(string) string
 		code      string
 	}{
-		{"missing blank line", LoginStatement, func(m string) string { return strings.Replace(m, "\n\nSign in", "\nSign in", 1) }, "invalid_siwe"},
-		{"trailing newline", LoginStatement, func(m string) string { return m + "\n" }, "invalid_siwe"},
-		{"lowercase address", LoginStatement, func(m string) string { return strings.Replace(m, buyer.Address, strings.ToLower(buyer.Address), 1) }, "invalid_siwe"},
-		{"foreign domain", LoginStatement, func(m string) string { return strings.Replace(m, "127.0.0.1 wants", "evil.example wants", 1) }, "invalid_siwe"},
-		{"wrong chain", LoginStatement, func(m string) string { return strings.Replace(m, "Chain ID: 1\n", "Chain ID: 5\n", 1) }, "invalid_siwe"},
+		{"missing blank line", loginStatement, func(m string) string { return strings.Replace(m, "\n\nSign in", "\nSign in", 1) }, "invalid_siwe"},
+		{"trailing newline", loginStatement, func(m string) string { return m + "\n" }, "invalid_siwe"},
+		{"lowercase address", loginStatement, func(m string) string { return strings.Replace(m, buyer.Address, strings.ToLower(buyer.Address), 1) }, "invalid_siwe"},
+		{"foreign domain", loginStatement, func(m string) string { return strings.Replace(m, "127.0.0.1 wants", "evil.example wants", 1) }, "invalid_siwe"},
+		{"wrong chain", loginStatement, func(m string) string { return strings.Replace(m, "Chain ID: 1\n", "Chain ID: 5\n", 1) }, "invalid_siwe"},
 		{"other statement", "Hello", nil, "invalid_siwe"},
-		{"wallet proof at login", WalletStatement, nil, "siwe_purpose_mismatch"},
-		{"unknown nonce", LoginStatement, func(m string) string {
+		{"wallet proof at login", walletStatement, nil, "siwe_purpose_mismatch"},
+		{"unknown nonce", loginStatement, func(m string) string {
 			i := strings.Index(m, "Nonce: ")
 			return m[:i] + "Nonce: 0000000000000000" + m[i+len("Nonce: ")+32:]
 		}, "invalid_nonce"},
@@ -51,24 +51,24 @@ func TestSIWEVerificationCodes(t *testing.T) {
 	}
 
 	t.Run("signer mismatch", func(t *testing.T) {
-		msg, _ := h.proof(buyer, LoginStatement, nil)
+		msg, _ := h.proof(buyer, loginStatement, nil)
 		sig := personalSign(t, h.srv.Merchant.Key(), msg)
 		expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": sig}), http.StatusUnprocessableEntity, "signer_mismatch")
 	})
 	t.Run("nonce single use", func(t *testing.T) {
-		msg, sig := h.proof(buyer, LoginStatement, nil)
+		msg, sig := h.proof(buyer, loginStatement, nil)
 		expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": sig}), http.StatusCreated, "")
 		expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": sig}), http.StatusUnprocessableEntity, "nonce_used")
 	})
 	t.Run("nonce expires", func(t *testing.T) {
 		n := h.call("POST", "/auth/nonces", "", nil).json(t)["nonce"].(string)
 		h.clock.Advance(5*time.Minute + time.Second)
-		msg := h.srv.SIWEMessage(buyer.Address, n, LoginStatement)
+		msg := h.srv.SIWEMessage(buyer.Address, n, loginStatement)
 		expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(t, buyer.Key(), msg)}),
 			http.StatusUnprocessableEntity, "invalid_nonce")
 	})
 	t.Run("stale issued at", func(t *testing.T) {
-		msg, _ := h.proof(buyer, LoginStatement, nil)
+		msg, _ := h.proof(buyer, loginStatement, nil)
 		h.clock.Advance(6 * time.Minute)
 		expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(t, buyer.Key(), msg)}),
 			http.StatusUnprocessableEntity, "invalid_siwe")
@@ -80,7 +80,7 @@ func TestSessionsAndTokens(t *testing.T) {
 	res := h.call("POST", "/auth", "", nil)
 	expect(t, res, http.StatusUnprocessableEntity, "missing_param")
 
-	msg, sig := h.proof(h.srv.Buyer, LoginStatement, nil)
+	msg, sig := h.proof(h.srv.Buyer, loginStatement, nil)
 	sess := h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": sig}).json(t)
 	if sess["account_id"] != nil || sess["name"] != nil || sess["address"] != h.srv.Buyer.Address {
 		t.Fatalf("buyer session = %v", sess)

@@ -23,7 +23,7 @@ func TestClientHelperTalksToTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := rail0.CreatePaymentParams{ChainID: srv.ChainID, Mode: "authorize", Amount: "25.00", Token: srv.Token,
+	params := rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: "authorize", Amount: "25.00", Token: srv.Token,
 		Payer: srv.Buyer.Address, Payee: srv.Merchant.Address, IdempotencyKey: "sdk-1"}
 	p, err := c.Payments.Create(ctx, params)
 	if err != nil {
@@ -62,21 +62,61 @@ func TestSDKLoginAgainstServer(t *testing.T) {
 	srv := NewServer(WithoutRateLimits())
 	defer srv.Close()
 	ctx := context.Background()
-	c, err := srv.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, party := range []Party{srv.Merchant, srv.Buyer} {
 		acc, err := signing.NewPrivateKeySigner(party.PrivateKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sess, err := c.Auth.Login(ctx, acc, rail0.LoginParams{})
+		c, err := srv.Client(rail0.WithSigner(acc))
 		if err != nil {
-			t.Fatalf("%s: Login: %v", party.Name, err)
+			t.Fatal(err)
+		}
+		sess, err := c.Session(ctx)
+		if err != nil {
+			t.Fatalf("%s: sign-in: %v", party.Name, err)
 		}
 		if sess.Address != party.Address || (sess.AccountID != nil) != (party.AccountID != "") {
 			t.Fatalf("%s: session = %+v", party.Name, sess)
 		}
+	}
+}
+
+// A gateway whose operator chose another sign-in chain refuses the SDK's
+// default messages; rail0.WithSignIn places them on that chain, for the
+// client's own sign-in and for its wallet proofs.
+func TestSDKSignInOnAnotherChain(t *testing.T) {
+	srv := NewServer(WithoutRateLimits(), WithSignInChainID(TestChainID))
+	defer srv.Close()
+	ctx := context.Background()
+	acc, err := signing.NewPrivateKeySigner(srv.Merchant.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := srv.Client(rail0.WithSigner(acc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *rail0.APIError
+	if _, err := plain.Session(ctx); !errors.As(err, &apiErr) || apiErr.Code != rail0.CodeInvalidSIWE {
+		t.Fatalf("sign-in on chain 1 against a chain-%d gateway: %v, want invalid_siwe", TestChainID, err)
+	}
+	c, err := srv.Client(rail0.WithSigner(acc), rail0.WithSignIn(rail0.SignIn{ChainID: TestChainID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := c.Session(ctx)
+	if err != nil {
+		t.Fatalf("sign-in with WithSignIn: %v", err)
+	}
+	wallet, err := signing.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof, err := c.Auth.WalletProof(ctx, rail0.AuthWalletProofParams{Wallet: wallet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Wallets.Create(ctx, *sess.AccountID, rail0.WalletCreateParams{WalletProof: *proof}); err != nil {
+		t.Fatalf("registering a wallet proven on chain %d: %v", TestChainID, err)
 	}
 }

@@ -235,7 +235,7 @@ func TestControlClockExpiresSessionsAndNonces(t *testing.T) {
 	n := h.call("POST", "/auth/nonces", "", nil).json(t)["nonce"].(string)
 	expect(t, h.ctl("POST", "/_rail0test/clock/advance?by=1h", ""), http.StatusOK, "")
 	expect(t, h.call("GET", "/payments", buyer, nil), http.StatusUnauthorized, "unauthorized")
-	msg := h.srv.SIWEMessage(h.srv.Buyer.Address, n, LoginStatement)
+	msg := h.srv.SIWEMessage(h.srv.Buyer.Address, n, loginStatement)
 	expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(t, h.srv.Buyer.Key(), msg)}),
 		http.StatusUnprocessableEntity, "invalid_nonce")
 }

@@ -27,7 +27,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	p, err := client.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := client.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: srv.ChainID, Mode: "authorize", Amount: "25.00", Token: srv.Token,
 		Payer: srv.Buyer.Address, Payee: srv.Merchant.Address,
 	})

@@ -331,7 +331,7 @@ func (h *harness) login(p Party) string {
 	h.t.Helper()
 	n := h.call("POST", "/auth/nonces", "", nil)
 	expect(h.t, n, http.StatusCreated, "")
-	msg := h.srv.SIWEMessage(p.Address, n.json(h.t)["nonce"].(string), LoginStatement)
+	msg := h.srv.SIWEMessage(p.Address, n.json(h.t)["nonce"].(string), loginStatement)
 	res := h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(h.t, p.Key(), msg)})
 	expect(h.t, res, http.StatusCreated, "")
 	return res.json(h.t)["token"].(string)

@@ -29,7 +29,7 @@ func (s *Server) Login(ctx context.Context, privateKeyHex string) (string, error
 		return "", err
 	}
 	address := crypto.PubkeyToAddress(key.PublicKey).Hex()
-	msg := s.SIWEMessage(address, nonce.Nonce, LoginStatement)
+	msg := s.SIWEMessage(address, nonce.Nonce, loginStatement)
 	sig, err := crypto.Sign(personalHash([]byte(msg)), key)
 	if err != nil {
 		return "", fmt.Errorf("rail0test: login: signing: %w", err)

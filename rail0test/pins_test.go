@@ -22,7 +22,7 @@ func TestPins(t *testing.T) {
 	}
 	create := func(c *rail0.Client) string {
 		t.Helper()
-		p, err := c.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
+		p, err := c.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
 			Amount: "5.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
 		if err != nil {
 			t.Fatal(err)
@@ -35,7 +35,7 @@ func TestPins(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := create(defaults)
-	_, err = defaults.Payments.PayerSign(ctx, id, rail0.PayerSignParams{})
+	_, err = defaults.Payments.PayerSign(ctx, id, rail0.PaymentPayerSignParams{})
 	var ue *rail0.UntrustedError
 	if !errors.As(err, &ue) || ue.Field != "rail0_contract" || ue.Option != "WithTrustedContracts" {
 		t.Fatalf("PayerSign on the defaults: %v, want an *UntrustedError on the contract", err)
@@ -48,7 +48,7 @@ func TestPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pinned.Payments.PayerSign(ctx, create(pinned), rail0.PayerSignParams{}); err != nil {
+	if _, err := pinned.Payments.PayerSign(ctx, create(pinned), rail0.PaymentPayerSignParams{}); err != nil {
 		t.Fatalf("PayerSign with Pins: %v", err)
 	}
 	if n := srv.Ledger.Count("PUT /payments/{id}/sign", ""); n != 1 {
@@ -58,7 +58,7 @@ func TestPins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := viaClient.Payments.PayerSign(ctx, create(viaClient), rail0.PayerSignParams{}); err != nil {
+	if _, err := viaClient.Payments.PayerSign(ctx, create(viaClient), rail0.PaymentPayerSignParams{}); err != nil {
 		t.Fatalf("PayerSign through srv.Client: %v", err)
 	}
 }

@@ -34,17 +34,17 @@ func TestSDKLifecycle(t *testing.T) {
 	buyer := session(srv.Buyer)
 	merchant := session(srv.Merchant)
 
-	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{Name: "captures",
+	hook, err := merchant.Webhooks.Create(ctx, rail0.WebhookCreateParams{Name: "captures",
 		CallbackURL: receiver.URL, Topic: "payments.captured"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: srv.ChainID, Mode: "authorize",
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: "authorize",
 		Amount: "25.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		t.Fatalf("PayerSign: %v", err)
 	}
 	confirm := func(c *rail0.Client, tx *rail0.Transaction, err error) {
@@ -52,17 +52,17 @@ func TestSDKLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 			t.Fatalf("waiting for %s: %v", tx.Operation, err)
 		}
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	confirm(merchant, tx, err)
-	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00"})
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
 	confirm(merchant, tx, err)
-	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: srv.Buyer.Address}})
+	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: srv.Buyer.Address}})
 	confirm(merchant, tx, err)
-	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{})
+	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.PaymentDisputeParams{})
 	confirm(buyer, tx, err)
 
 	got, err := buyer.Payments.Get(ctx, p.ID)
@@ -73,7 +73,7 @@ func TestSDKLifecycle(t *testing.T) {
 		t.Fatalf("payment = %+v", got.Payment)
 	}
 	d := waitDelivery(t, deliveries)
-	if err := rail0webhook.Verify(d.body, d.header.Get("X-Rail0-Signature"), d.header.Get("X-Rail0-Timestamp"), hook.SharedSecret()); err != nil {
+	if err := rail0webhook.NewVerifier(hook.SharedSecret()).Verify(d.body, d.header.Get("X-Rail0-Signature"), d.header.Get("X-Rail0-Timestamp")); err != nil {
 		t.Fatalf("the SDK rejects the delivery: %v", err)
 	}
 }

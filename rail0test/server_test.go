@@ -76,11 +76,11 @@ func TestSharedJWTSecretAndSIWEDomain(t *testing.T) {
 		res, _ := h.send("POST", "/auth/nonces", "", nil)
 		return res.json(t)["nonce"].(string)
 	}
-	msg := siweText("127.0.0.1", a.Buyer.Address, LoginStatement, a.URL, 1, n(), time.Now())
+	msg := siweText("127.0.0.1", a.Buyer.Address, loginStatement, a.URL, 1, n(), time.Now())
 	res, _ := h.send("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(t, a.Buyer.Key(), msg)})
 	expect(t, res, http.StatusUnprocessableEntity, "invalid_siwe")
 	// The URI host must be the domain.
-	msg = siweText("shop.example", a.Buyer.Address, LoginStatement, "https://other.example", 1, n(), time.Now())
+	msg = siweText("shop.example", a.Buyer.Address, loginStatement, "https://other.example", 1, n(), time.Now())
 	res, _ = h.send("POST", "/auth", "", map[string]string{"message": msg, "signature": personalSign(t, a.Buyer.Key(), msg)})
 	expect(t, res, http.StatusUnprocessableEntity, "invalid_siwe")
 

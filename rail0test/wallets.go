@@ -129,7 +129,7 @@ func (s *Server) handleCreateWallet(w http.ResponseWriter, r *http.Request, sess
 		writeError(w, &apiError{status: http.StatusUnprocessableEntity, empty: true})
 		return
 	}
-	proven, e := s.verifySIWE(body.Message, body.Signature, WalletStatement)
+	proven, e := s.verifySIWE(body.Message, body.Signature, walletStatement)
 	if e != nil || proven != common.HexToAddress(body.Address) {
 		writeError(w, &apiError{status: http.StatusUnprocessableEntity, empty: true})
 		return

@@ -14,22 +14,22 @@ func TestWalletRegistrationAndTokens(t *testing.T) {
 	fresh := stranger(t)
 
 	// Ownership proof: a wallet statement signed by the wallet being added.
-	loginMsg, loginSig := h.proof(fresh, LoginStatement, nil)
+	loginMsg, loginSig := h.proof(fresh, loginStatement, nil)
 	refused := h.call("POST", base, merchant, map[string]string{"address": fresh.Address, "message": loginMsg, "signature": loginSig})
 	if refused.status != http.StatusUnprocessableEntity || len(refused.body) != 0 {
 		t.Fatalf("login proof at wallet registration: %d %q", refused.status, refused.body)
 	}
-	msg, sig := h.proof(fresh, WalletStatement, nil)
+	msg, sig := h.proof(fresh, walletStatement, nil)
 	created := h.call("POST", base, merchant, map[string]any{"address": fresh.Address, "message": msg, "signature": sig, "label": "Store 2"})
 	expect(t, created, http.StatusCreated, "")
 	wid := created.json(t)["id"].(string)
-	msg, sig = h.proof(fresh, WalletStatement, nil)
+	msg, sig = h.proof(fresh, walletStatement, nil)
 	dup := h.call("POST", base, merchant, map[string]any{"address": fresh.Address, "message": msg, "signature": sig})
 	if dup.status != http.StatusConflict {
 		t.Fatalf("duplicate registration: %d", dup.status)
 	}
 	// A wallet proof is refused at sign-in.
-	msg, sig = h.proof(fresh, WalletStatement, nil)
+	msg, sig = h.proof(fresh, walletStatement, nil)
 	expect(t, h.call("POST", "/auth", "", map[string]string{"message": msg, "signature": sig}), http.StatusUnprocessableEntity, "siwe_purpose_mismatch")
 
 	// Without an active holding the wallet is no payment method yet.

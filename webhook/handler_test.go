@@ -89,7 +89,7 @@ func TestHandler(t *testing.T) {
 			req.Header.Set(SignatureHeader, tt.sig)
 			req.Header.Set(TimestampHeader, tt.ts)
 			if tt.topicHdr != "" {
-				req.Header.Set(TopicHeader, tt.topicHdr)
+				req.Header.Set("X-Rail0-Topic", tt.topicHdr)
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
@@ -150,7 +150,7 @@ func TestHandlerOverHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(TopicHeader, "payments.captured")
+		req.Header.Set("X-Rail0-Topic", "payments.captured")
 		req.Header.Set(TimestampHeader, readmeTimestamp)
 		req.Header.Set(SignatureHeader, readmeSignature)
 		resp, err := srv.Client().Do(req)

@@ -36,7 +36,7 @@ func TestTopicComesOnlyFromTheSignedBody(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set(TopicHeader, header)
+		req.Header.Set("X-Rail0-Topic", header)
 		req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
 		req.Header.Set(SignatureHeader, Sign([]byte(body), ts, readmeSecret))
 		resp, err := srv.Client().Do(req)

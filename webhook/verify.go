@@ -17,7 +17,10 @@
 //
 // The signature covers the timestamp and the body, not the X-Rail0-Topic
 // header, so an event's topic is read from the signed body only; the
-// header is never read (see [TopicHeader]).
+// header is never read. It is informational only: anyone on the way could
+// change it. A header that disagrees with the body is ignored rather than
+// refused, since refusing would let whoever changed it get an authentic
+// delivery retried, and nothing acts on it.
 //
 // Each webhook subscription has its own secret and one topic. A receiver
 // whose one callback URL serves several subscriptions gives its Verifier
@@ -48,13 +51,6 @@ const (
 	SignatureHeader = "X-Rail0-Signature"
 	// TimestampHeader carries the signing time as decimal Unix seconds.
 	TimestampHeader = "X-Rail0-Timestamp"
-	// TopicHeader carries the event's topic, e.g. "payments.captured". It
-	// is informational only: the signature does not cover it, so anyone on
-	// the way could change it, and this package never reads it. The topic
-	// comes from the signed body; a header that disagrees with it is
-	// ignored rather than refused, since refusing would let whoever changed
-	// it get an authentic delivery retried, and nothing acts on it.
-	TopicHeader = "X-Rail0-Topic"
 )
 
 // DefaultTolerance is the largest accepted distance between a delivery's
@@ -154,15 +150,6 @@ func (v Verifier) WithSubscription(sub Subscription, secrets ...string) Verifier
 	}
 	v.keys = keys
 	return v
-}
-
-// Verify reports whether body, with the given X-Rail0-Signature and
-// X-Rail0-Timestamp header values, is an authentic and fresh delivery
-// signed with secret, using DefaultTolerance and the system clock.
-//
-// It is shorthand for NewVerifier(secret).Verify(...).
-func Verify(body []byte, signatureHeader, timestampHeader, secret string) error {
-	return NewVerifier(secret).Verify(body, signatureHeader, timestampHeader)
 }
 
 // Verify checks one delivery's signature and timestamp against every

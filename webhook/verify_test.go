@@ -45,9 +45,9 @@ func TestVerifyReadmeVector(t *testing.T) {
 	if err := v.Verify(body, readmeSignature, readmeTimestamp); err != nil {
 		t.Fatalf("Verify(README vector) = %v", err)
 	}
-	// The package-level helper uses the system clock, which is far from the
+	// A Verifier without Now uses the system clock, which is far from the
 	// vector's time: the digest matches, so only the clock can refuse it.
-	if err := Verify(body, readmeSignature, readmeTimestamp, readmeSecret); !errors.Is(err, ErrStale) {
+	if err := NewVerifier(readmeSecret).Verify(body, readmeSignature, readmeTimestamp); !errors.Is(err, ErrStale) {
 		t.Fatalf("Verify with the system clock = %v, want ErrStale", err)
 	}
 }

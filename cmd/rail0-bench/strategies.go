@@ -275,7 +275,7 @@ func sdkDoer(opts ...rail0.Option) doer {
 			return caller{}, err
 		}
 		return caller{do: func(ctx context.Context) error {
-			_, err := c.Chains.List(ctx, nil)
+			_, err := c.Chains.List(ctx, rail0.ChainListParams{})
 			return err
 		}, close: func() {}}, nil
 	}

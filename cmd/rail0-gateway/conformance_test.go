@@ -239,34 +239,34 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	}
 	buyer := session(g.rec.Buyer.PrivateKey)
 	merchant := session(g.rec.Merchant.PrivateKey)
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{ChainID: g.rec.ChainID, Mode: "authorize",
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: g.rec.ChainID, Mode: "authorize",
 		Amount: "10.00", Token: g.rec.Token, Payer: g.rec.Buyer.Address, Payee: g.rec.Merchant.Address})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		t.Fatalf("PayerSign: %v", err)
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	if err != nil {
 		t.Fatalf("Authorize: %v", err)
 	}
-	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 		t.Fatal(err)
 	}
 	var apiErr *rail0.APIError
-	if _, err := buyer.Payments.Release(ctx, p.ID, rail0.ReleaseParams{}); !errors.As(err, &apiErr) || apiErr.Code != "authorization_not_expired" {
+	if _, err := buyer.Payments.Release(ctx, p.ID, rail0.PaymentReleaseParams{}); !errors.As(err, &apiErr) || apiErr.Code != "authorization_not_expired" {
 		t.Fatalf("release before the expiry: %v", err)
 	}
 
 	if r := g.do("POST", "/_rail0test/clock/advance", `{"by":"61m"}`); r.status != http.StatusOK {
 		t.Fatalf("advance: %d %s", r.status, r.body)
 	}
-	tx, err = buyer.Payments.Release(ctx, p.ID, rail0.ReleaseParams{})
+	tx, err = buyer.Payments.Release(ctx, p.ID, rail0.PaymentReleaseParams{})
 	if err != nil {
 		t.Fatalf("release after the expiry: %v", err)
 	}
-	if _, err := buyer.Payments.WaitForTransaction(ctx, p.ID, tx.ID); err != nil {
+	if _, err := buyer.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := buyer.Payments.Get(ctx, p.ID)
@@ -307,11 +307,11 @@ func releaseAfterExpiry(t *testing.T, g *gateway) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	anon, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client))
+	signer, err := rail0.NewClient(g.rec.URL, rail0.WithHTTPClient(g.client), rail0.WithSigner(acc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := anon.Auth.Login(ctx, acc, rail0.LoginParams{})
+	s, err := signer.Session(ctx)
 	if err != nil || s.AccountID == nil || *s.AccountID != g.rec.Merchant.AccountID {
 		t.Fatalf("merchant login after reset: %+v %v", s, err)
 	}

@@ -46,7 +46,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "buyer %s signed in (merchant account: %v)\n", session.Address, session.HasAccount())
 
 	// The buyer opens the payment: 25.00 held in escrow until captured.
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
 		Description: "Order 1042", Metadata: map[string]any{"order_id": "1042"},
@@ -57,7 +57,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "created payment %s: %s\n", p.ID, p.Status)
 
 	// The buyer signs the EIP-3009 authorization the gateway prepared.
-	if p, err = buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if p, err = buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
 	fmt.Fprintln(w, "payer signed:", p.Status)
@@ -66,7 +66,8 @@ func run(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		tx, err = merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll())
+		tx, err = merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
+			PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -86,16 +87,16 @@ func run(ctx context.Context, w io.Writer) error {
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address()}
 
 	// The merchant moves the funds into escrow, then captures 10.00 of them.
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{Expect: order})
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{Expect: order})
 	if err := step("authorize", tx, err); err != nil {
 		return err
 	}
-	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "10.00", Expect: order})
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00", Expect: order})
 	if err := step("capture 10.00", tx, err); err != nil {
 		return err
 	}
 	// A partial refund of what was captured: two-phase, signed by the merchant.
-	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.RefundParams{Amount: "4.00", Expect: order})
+	tx, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: order})
 	if err := step("refund 4.00", tx, err); err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func work(ctx context.Context, client *rail0.Client) result {
 		go func() {
 			defer wg.Done()
 			for range jobs {
-				page, err := client.Payments.List(ctx, &rail0.ListPaymentsParams{ListOptions: rail0.ListOptions{PerPage: 10}})
+				page, err := client.Payments.List(ctx, rail0.PaymentListParams{ListOptions: rail0.ListOptions{PerPage: 10}})
 				call := rail0.CallOf(err) // a failed call's transcript rides on its error
 				if err == nil {
 					call = page.Response.Call

@@ -40,7 +40,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// Your own key makes the creation safe to replay, even across restarts.
-	params := rail0.CreatePaymentParams{
+	params := rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeCharge, Amount: "12.34", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(), IdempotencyKey: "order-2001",
 	}
@@ -55,15 +55,16 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "replaying the same Idempotency-Key returns the same payment: %v (replayed %v)\n", again.ID == p.ID, again.Replayed)
 
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
-	tx, err := merchant.Payments.Charge(ctx, p.ID, rail0.ChargeParams{})
+	tx, err := merchant.Payments.Charge(ctx, p.ID, rail0.PaymentChargeParams{})
 	if err != nil {
 		return fmt.Errorf("charge: %w", err)
 	}
 	fmt.Fprintln(w, "charge submitted:", tx.Status)
-	p, err = merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll())
+	p, err = merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{
+		Statuses: []rail0.PaymentStatus{rail0.StatusCharged}, PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval})
 	if err != nil {
 		return fmt.Errorf("waiting for the charge: %w", err)
 	}

@@ -44,21 +44,22 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// A captured escrow payment.
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeAuthorize, Amount: "30.00", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
 	})
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		return err
 	}
 	confirm := func(c *rail0.Client, what string, tx *rail0.Transaction, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll()); err != nil {
+		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
+			PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		cur, err := c.Payments.Get(ctx, p.ID)
@@ -68,33 +69,33 @@ func run(ctx context.Context, w io.Writer) error {
 		fmt.Fprintf(w, "%s confirmed: payment %s, disputed %v\n", what, cur.Status, cur.Disputed)
 		return nil
 	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.AuthorizeParams{})
+	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
 	if err := confirm(merchant, "authorize", tx, err); err != nil {
 		return err
 	}
-	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.CaptureParams{Amount: "30.00"})
+	tx, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "30.00"})
 	if err := confirm(merchant, "capture", tx, err); err != nil {
 		return err
 	}
 
 	// The buyer (payer) opens a dispute; the transaction is theirs to sign.
-	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.DisputeParams{Reason: reason})
+	tx, err = buyer.Payments.Dispute(ctx, p.ID, rail0.PaymentDisputeParams{Reason: reason})
 	if err := confirm(buyer, "dispute", tx, err); err != nil {
 		return err
 	}
 	// The merchant sees it among its open disputes, with the payment.
-	for d, err := range merchant.Disputes.All(ctx, &rail0.ListDisputesParams{Status: rail0.DisputeOpen}) {
+	for d, err := range merchant.Disputes.All(ctx, rail0.DisputeListParams{Status: rail0.DisputeOpen}) {
 		if err != nil {
 			return fmt.Errorf("listing disputes: %w", err)
 		}
 		fmt.Fprintf(w, "merchant sees an open dispute on a %s payment of %s\n", d.Payment.Status, env.Amount(d.Payment.Amount))
 	}
 	// Settled off chain: the buyer closes it.
-	tx, err = buyer.Payments.CloseDispute(ctx, p.ID, rail0.DisputeParams{})
+	tx, err = buyer.Payments.CloseDispute(ctx, p.ID, rail0.PaymentCloseDisputeParams{})
 	if err := confirm(buyer, "close dispute", tx, err); err != nil {
 		return err
 	}
-	page, err := merchant.Payments.ListDisputes(ctx, p.ID, nil)
+	page, err := merchant.Payments.ListDisputes(ctx, p.ID, rail0.PaymentListDisputesParams{})
 	if err != nil {
 		return err
 	}

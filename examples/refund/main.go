@@ -43,20 +43,21 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	// A settled charge to refund.
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeCharge, Amount: "20.00", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
 	})
 	if err != nil {
 		return fmt.Errorf("create: %w", err)
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		return fmt.Errorf("payer signature: %w", err)
 	}
-	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.ChargeParams{}); err != nil {
+	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.PaymentChargeParams{}); err != nil {
 		return fmt.Errorf("charge: %w", err)
 	}
-	if p, err = merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll()); err != nil {
+	if p, err = merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{
+		Statuses: []rail0.PaymentStatus{rail0.StatusCharged}, PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "charged %s, refundable %s\n", env.Amount(p.Amount), env.Amount(p.RefundableAmount))
@@ -67,12 +68,13 @@ func run(ctx context.Context, w io.Writer) error {
 	// amount and that signature, signed and submitted. The payment is named by
 	// its rail0_id, under which the chain keeps its terms: the refund goes to
 	// this payment's payer or nowhere, whatever the gateway says.
-	tx, err := merchant.Payments.Refund(ctx, p.Rail0ID, rail0.RefundParams{Amount: "20.00"})
+	tx, err := merchant.Payments.Refund(ctx, p.Rail0ID, rail0.PaymentRefundParams{Amount: "20.00"})
 	if err != nil {
 		return fmt.Errorf("refund: %w", err)
 	}
 	fmt.Fprintln(w, "refund transaction", tx.Status)
-	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, demo.Poll()); err != nil {
+	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
+		PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
 		return err
 	}
 	if p, err = merchant.Payments.Get(ctx, p.ID); err != nil {
@@ -81,7 +83,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "payment %s, refundable %s\n", p.Status, env.Amount(p.RefundableAmount))
 
 	// Refunding again is refused before any gas is spent, with a typed code.
-	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PrepareParams{Amount: "1.00"})
+	_, err = merchant.Payments.PrepareRefund(ctx, p.ID, rail0.PaymentPrepareRefundParams{Amount: "1.00"})
 	var apiErr *rail0.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Fprintf(w, "a second refund is refused: %d %s (%s)\n", apiErr.StatusCode, apiErr.Code, apiErr.Hint())

@@ -73,7 +73,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeAuthorize, Amount: "5.00", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
 	})

@@ -87,7 +87,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hook, err := merchant.Webhooks.Create(ctx, rail0.CreateWebhookParams{
+	hook, err := merchant.Webhooks.Create(ctx, rail0.WebhookCreateParams{
 		Name: "charges", CallbackURL: callback, Topic: rail0.TopicPaymentsCharged,
 	})
 	if err != nil {
@@ -100,22 +100,23 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintf(w, "webhook %q registered for %s (secret printed as %v)\n", hook.Name, hook.Topic, hook)
 
 	// A charge produces a payments.charged delivery.
-	p, err := buyer.Payments.Create(ctx, rail0.CreatePaymentParams{
+	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{
 		ChainID: env.ChainID, Mode: rail0.ModeCharge, Amount: "9.99", Token: env.Token,
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address(),
 	})
 	if err != nil {
 		return err
 	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PayerSignParams{}); err != nil {
+	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
 		return err
 	}
-	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.ChargeParams{}); err != nil {
+	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.PaymentChargeParams{}); err != nil {
 		return err
 	}
 	// Deliveries follow confirmations; reading the payment lets the
 	// embedded gateway's simulated chain move on.
-	if _, err := merchant.Payments.WaitFor(ctx, p.ID, rail0.ForStatus(rail0.StatusCharged), demo.Poll()); err != nil {
+	if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{
+		Statuses: []rail0.PaymentStatus{rail0.StatusCharged}, PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
 		return err
 	}
 	first, err := next(ctx, rc.events)
@@ -129,7 +130,7 @@ func run(ctx context.Context, w io.Writer) error {
 	// a moment after the receiver saw it.
 	var logged []rail0.EventCallback
 	for len(logged) == 0 {
-		page, err := merchant.Webhooks.ListEventCallbacks(ctx, hook.ID, nil)
+		page, err := merchant.Webhooks.ListEventCallbacks(ctx, hook.ID, rail0.WebhookListEventCallbacksParams{})
 		if err != nil {
 			return err
 		}

@@ -33,7 +33,7 @@ func BenchmarkCheckTransaction(b *testing.B) {
 }
 
 // BenchmarkCheckPayment measures the check of a payment's terms: what a
-// signing client's WaitFor poll adds to its read, so that the next flow
+// signing client's WaitForStatus poll adds to its read, so that the next flow
 // step needs none (the root's flow_known.go).
 func BenchmarkCheckPayment(b *testing.B) {
 	p := verifytest.Payment(verify.ModeAuthorize, payer.Address(), payee.Address())

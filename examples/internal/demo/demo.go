@@ -183,9 +183,13 @@ func (e *Env) Amount(baseUnits string) string {
 	return s
 }
 
-// Poll is the polling the examples use while waiting for confirmations:
-// quick at first, never faster than the gateway's session budget allows.
-func Poll() rail0.WaitOption { return rail0.WithPollInterval(250*time.Millisecond, 2*time.Second) }
+// PollInterval and MaxPollInterval are the polling the examples use while
+// waiting for confirmations: quick at first, never faster than the
+// gateway's session budget allows.
+const (
+	PollInterval    = 250 * time.Millisecond
+	MaxPollInterval = 2 * time.Second
+)
 
 // SignIn returns a client for the buyer and one for the merchant, each
 // signed in with its own session.
