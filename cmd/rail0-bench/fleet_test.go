@@ -100,14 +100,15 @@ func TestPrintSurvivals(t *testing.T) {
 
 // TestTinyRun runs the bench end to end in the configuration CI can afford:
 // two client processes (this test binary run again) against rail0test in
-// a process of its own, go-retryablehttp and the SDK. It checks that the
-// processes' reports come back whole and the tables and targets are
-// printed; the numbers themselves are the full bench's.
+// a process of its own, go-retryablehttp and the SDK (learning, and with
+// the margin fixed). It checks that the processes' reports come back whole
+// and the tables and targets are printed; the numbers themselves are the
+// full bench's.
 func TestTinyRun(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
 	err := run(context.Background(), []string{"-workers", "4", "-processes", "2", "-requests", "4", "-limit", "3", "-period", "1s",
-		"-gateways", "external", "-strategies", "retryablehttp,sdk", "-survivor", "0", "-png", "", "-png-processes", ""},
+		"-gateways", "external", "-strategies", "retryablehttp,sdk,margin", "-survivor", "0", "-png", "", "-png-processes", ""},
 		strings.NewReader(""), &out)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +130,7 @@ func TestTinyRun(t *testing.T) {
 	for _, want := range []string{
 		"2 4 go-retryablehttp defaults 5 1 ", // 4 calls, limit 3: one refused, once
 		"2 4 SDK RetryOn429 (learns the budget) ",
+		"2 4 SDK RetryOn429, Pacing.Margin 2 ms ",
 		"external P=2 W=4 SDK RetryOn429 (learns the budget) failed = 0 0 ok",
 		"the whole run took",
 	} {

@@ -44,6 +44,8 @@
 //	                bench starts (redis-server, redis-cli) and whose master
 //	                holding the partition it kills -outage-at into the run
 //	outage-learned  as redis-learned, with the same outage
+//	margin          as sdk, its pacing margin (the step between a window's
+//	                probes) fixed at 2 ms: a diagnosis, not in the default run
 //
 // One process runs the strategies that need no store on every gateway;
 // several processes that share nothing (retryablehttp, sdk, naive, retry)

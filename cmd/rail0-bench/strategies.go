@@ -55,6 +55,11 @@ var strategies = map[string]strategy{
 	"redis-learned":  {6, "SDK RetryOn429 via Redis (learns the budget)", redisDoer(false), "redis", false},
 	"outage":         {7, "SDK + pacing via Redis Cluster, master killed", redisDoer(true), "outage", false},
 	"outage-learned": {8, "SDK RetryOn429 via Redis Cluster, master killed", redisDoer(false), "outage", false},
+	// margin is a diagnosis, not advice: sdk with the pacing margin fixed
+	// at 2 ms, which is also the step between a window's probes. The
+	// margin guards the windows' boundaries too, so a real deployment
+	// leaves it measured.
+	"margin": {9, "SDK RetryOn429, Pacing.Margin 2 ms", sdkDoer(rail0.WithPacing(rail0.Pacing{Margin: 2 * time.Millisecond})), "", false},
 }
 
 // strategyKeys returns the strategy names in table order.
