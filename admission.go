@@ -18,6 +18,14 @@ import (
 // caller's own context is over by then.
 const releaseTimeout = 100 * time.Millisecond
 
+// closureMemory bounds, in RetryAfterCaps, how long a partition stays
+// closed by a Retry-After beyond the cap (ratelimit.Observation.Closed):
+// ten minutes at the default cap, which covers a ban of that length, while
+// an absurd or hostile header (a year) costs the client one request per ten
+// minutes on the partition instead of parking every call that retries 429s
+// for as long as it says.
+const closureMemory = 10
+
 // turn is the standing of a call's attempt with the limiter.
 type turn struct {
 	ticket int64              // the slot the attempt was sent in; zero when none
@@ -63,7 +71,7 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admission, error) {
 	b := c.configuredBudget(st)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
-		Ticket: st.held}
+		Ticket: st.held, Clamped: st.clamped && st.attempts > 0}
 	st.held = 0
 	st.turn = turn{}
 	var planned time.Time // when the slot slept for was due
@@ -71,6 +79,9 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		now := c.now()
 		room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
 		r.Margin, r.MaxWait = c.margin(inForce(b, st.turn.budget)), room
+		// Read before the limiter decides: news that arrives after it
+		// did makes the slot confirmed again.
+		gen := c.limitGen.Load()
 		lctx, cancel := bounded(ctx, room)
 		adm, err := c.limiter.Reserve(lctx, r)
 		cancel()
@@ -90,7 +101,6 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		planned = now.Add(adm.Wait)
 		st.waited += adm.Wait
 		c.noteAdmission(ctx, st, adm) // the transcript, the debug log, the observer
-		gen := c.limitGen.Load()
 		if !sleepCtx(ctx, adm.Wait) {
 			c.release(ctx, st, adm.Ticket)
 			return adm, ctx.Err()
@@ -119,7 +129,7 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		Margin: c.margin(inForce(b, st.turn.budget)), MaxWait: room, After: wait}
+		Margin: c.margin(inForce(b, st.turn.budget)), MaxWait: room, After: wait, Clamped: st.clamped}
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)
 	cancel()
@@ -147,13 +157,19 @@ func (c *Client) release(ctx context.Context, st *callState, ticket int64) {
 // it until the advertised reset (Retry-After wins on a 429); an advertised
 // quota that differs from the budget in force replaces the learned one.
 // Answers that say nothing new cost the limiter nothing.
+//
+// An answer that closes the partition (a 429, advertised exhaustion) is
+// always told, even while no view of the client waits for the limiter: a
+// view that does may be made later (one per call, say), and its first call
+// must not go into a window the gateway said is closed.
 func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	st.turn.fb = ratelimit.Feedback{}
 	if !st.turn.sentAt.IsZero() {
 		c.delays.add(c.now().Sub(st.turn.sentAt))
 	}
-	if !st.gated && !c.waiters.Load() {
-		return // the limiter never holds this client's calls back, through any view
+	closes := o.status == http.StatusTooManyRequests || (st.rateLimit != nil && st.rateLimit.Exhausted())
+	if !closes && !st.gated && !c.waiters.Load() {
+		return // no view of this client waits for the limiter: only closings matter
 	}
 	ob := ratelimit.Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
 		FixedWindows: true, Admitted: st.turn.budget}
@@ -164,6 +180,14 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		if o.hasRetryAfter {
 			ob.RetryAfter = min(o.retryAfter, c.policy.retryAfterCap)
 			ob.Capped = o.retryAfter > c.policy.retryAfterCap
+			if ob.Capped {
+				// Calls that cannot wait the rest of it are refused at
+				// once; remembered for closureMemory caps at most.
+				ob.Closed = o.retryAfter
+				if cp := c.policy.retryAfterCap; cp <= maxDuration/closureMemory {
+					ob.Closed = min(ob.Closed, closureMemory*cp)
+				}
+			}
 		}
 	}
 	if rl := st.rateLimit; rl != nil {
@@ -181,11 +205,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	if !tell {
 		return
 	}
-	c.limitGen.Add(1) // sleepers confirm their slots
 	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, c.now())), 0)
 	lctx, cancel := bounded(ctx, room)
 	fb, err := c.limiter.Observe(lctx, st.partitionKey(), ob)
 	cancel()
+	// Sleepers confirm their slots, once the limiter knows: one that
+	// confirmed meanwhile read the count before this.
+	c.limitGen.Add(1)
 	if err != nil {
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; answer not recorded",
@@ -207,9 +233,15 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 
 // distrust applies the limiter's verdict on a short Retry-After to a 429
 // retry decision: the wait becomes at least the lengthened cooldown plus
-// additive jitter, reported as ReasonRetryAfterDistrusted; when that does
-// not fit what is left of the allowance or the deadline, the 429 is refused
-// now rather than after a wait that cannot end in a retry.
+// additive jitter, reported as ReasonRetryAfterDistrusted. When that does
+// not fit what is left of the allowance or the deadline, the wait is
+// clamped to what is left (of the deadline, less a round trip for the
+// retry's answer), never below the wait decided on the server's own
+// instruction, which decide found to fit, and reported as
+// ReasonRetryAfterDistrustedClamped: the lengthened cooldown is the
+// limiter's guess, and a call whose room the instruction fits makes its
+// last try rather than giving up with time left. Its retry is admitted
+// before the lengthened cooldown ends (ratelimit.Reservation.Clamped).
 func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
 	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
 		// In fixed windows the limiter holds the retry's place by count:
@@ -221,11 +253,15 @@ func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) 
 		return d
 	}
 	room, limit := roomFor(p, b)
-	w, ok := serverWait(fb.Cooldown, maxDuration, room, u)
-	if !ok {
-		return decision{relevant: true, reason: limit}
+	if w, ok := serverWait(fb.Cooldown, maxDuration, room, u); ok {
+		d.wait = max(d.wait, w)
+		d.reason = ReasonRetryAfterDistrusted
+		return d
 	}
-	d.wait = max(d.wait, w)
-	d.reason = ReasonRetryAfterDistrusted
+	if limit == ReasonDeadline {
+		room -= max(b.rtt, 0)
+	}
+	d.wait = max(d.wait, room)
+	d.reason = ReasonRetryAfterDistrustedClamped
 	return d
 }

@@ -63,7 +63,7 @@ func (e *ArtifactError) Error() string {
 	if e.Operation != "" {
 		what = string(e.Operation)
 	}
-	return fmt.Sprintf("rail0: %s of payment %s: %s", what, e.PaymentID, e.detail())
+	return fmt.Sprintf("rail0: %s of payment %s: %s", what, oneLine(e.PaymentID), e.detail())
 }
 
 // detail is the error without the payment and operation, which a
@@ -101,6 +101,15 @@ type Intent struct {
 	// Signature is the payee's signature of the refund authorization that
 	// the refund transaction must carry (0x + 130 hex).
 	Signature string
+	// Expect is what the caller knows of the payment, its order, checked
+	// against the payment exactly as a flow's params' Expect is (see
+	// Expectation): the payment comes from the gateway, and only this, or
+	// this client's record of the Create, tells it is the payment meant.
+	// The payer's signature needs the order's terms (ChainID, Mode, Token,
+	// Payee and Amount) unless this client created the payment; a refund
+	// needs Payer (recommended) or the Rail0ID of the merchant's own order
+	// record.
+	Expect Expectation
 }
 
 // VerifiedPayload is what VerifyPayload checked: the digest to sign and
@@ -184,8 +193,10 @@ func (e *UntrustedError) Is(target error) bool {
 // checkRequest checks what a VerifyPayload (onChain false) or
 // VerifyTransaction (onChain true) call can be refused for without the
 // gateway: a payment given and well formed, an operation the method
-// serves, a signer who may sign it, and an amount, reason and signature
-// that parse. Nothing is fetched for a call refused here.
+// serves, a signer who may sign it, an amount, reason and signature that
+// parse and apply to the operation (one that does not apply is refused: a
+// caller who set Amount for the payer's signature believed it checked), and
+// a well-formed expectation. Nothing is fetched for a call refused here.
 func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 	if payment == nil {
 		return &ValidationError{Field: "payment", Reason: "is required"}
@@ -205,6 +216,9 @@ func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 			return err
 		}
 	}
+	if err := inapplicable(in, onChain); err != nil {
+		return err
+	}
 	switch in.Operation {
 	case OpCapture, OpRefund:
 		if err := checkHumanAmount("amount", in.Amount); err != nil {
@@ -222,12 +236,43 @@ func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
 			return &ValidationError{Field: "signature", Reason: err.Error()}
 		}
 	}
+	return in.Expect.check()
+}
+
+// inapplicable refuses an Intent field that the operation does not use:
+// ignoring it would let a caller believe it was checked (an Amount stated
+// for the payer's signature, which signs the payment's whole amount, bound
+// nothing).
+func inapplicable(in Intent, onChain bool) error {
+	what := "the payer's signature"
+	if in.Operation != "" {
+		what = string(in.Operation)
+	}
+	refuse := func(field, hint string) error {
+		return &ValidationError{Field: field, Reason: "does not apply to " + what + hint}
+	}
+	switch {
+	case in.Amount != "" && in.Operation != OpCapture && in.Operation != OpRefund:
+		hint := ""
+		if in.Operation == "" {
+			hint = ", which signs the payment's whole amount: state the order's amount in Expect.Amount"
+		}
+		return refuse("amount", hint)
+	case in.Reason != "" && in.Operation != OpDispute && in.Operation != OpCloseDispute:
+		return refuse("reason", "")
+	case in.Signature != "" && !(onChain && in.Operation == OpRefund):
+		return refuse("signature", "")
+	}
 	return nil
 }
 
-// domainCache remembers the EIP-712 name and version of tokens whose
-// payloads passed the checks, so that the payer's signature inside a later
-// authorize or charge call can be recovered.
+// domainCache remembers the EIP-712 name and version of tokens, so that
+// the payer's signature inside a later authorize or charge call can be
+// recovered. The checks of a payload cannot prove a domain's name and
+// version (only its chain and contract), so one is learned only from a
+// payload whose signature the gateway then accepted (PayerSign's PUT
+// .../sign), and forgotten when a payer's signature does not recover under
+// it: one lie about a domain never refuses every later honest flow.
 type domainCache struct {
 	mu sync.Mutex
 	m  map[verify.TokenKey][2]string // replaced, never modified, once stored
@@ -255,7 +300,7 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 }
 
 // learnTokenDomain keeps the EIP-712 domain of a token whose payload passed
-// the checks.
+// the checks and whose signature the gateway accepted.
 func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 	c.domains.mu.Lock()
 	defer c.domains.mu.Unlock()
@@ -278,22 +323,35 @@ func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 // and OpRefund for the refund authorization of PrepareRefund, with
 // intent.Amount the human refund amount. The payment's own fields are
 // checked first (config_hash, the chain's trusted contract, the token's
-// pinned decimals). The payload is read strictly: a repeated key, keys that
+// pinned decimals), then bound to what the caller meant as a flow's payment
+// is: intent.Expect and this client's record of the Create must match it,
+// and the payer's signature and a refund need one of them (ErrUnbound
+// otherwise; see Intent.Expect); for the payer's signature, its expiries
+// are bounded as PayerSign bounds them (WithExpiryBounds). The payload is read strictly: a repeated key, keys that
 // differ only by case or Unicode folding ("Domain" beside "domain"), or a
 // key EIP-712 does not define, at any level, is refused, since
 // encoding/json and a wallet would read such a payload differently. A
 // mismatch is an *ArtifactError naming the field; a chain or token neither
 // the registry nor the client's pins trust is an *UntrustedError; a nil
-// payment or an intent that cannot be served is a *ValidationError.
+// payment or an intent that cannot be served (a field the operation does
+// not use included) is a *ValidationError.
 //
 // It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
 	if err := checkRequest(payment, intent, false); err != nil {
 		return nil, err
 	}
+	if err := s.requireBinding(payment, intent); err != nil {
+		return nil, err
+	}
 	t, in, _, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return nil, err
+	}
+	if in.Operation == "" {
+		if err := s.client.checkExpiries(t); err != nil {
+			return nil, err
+		}
 	}
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
@@ -311,7 +369,8 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 // signature). It returns the digest to sign and the transaction it was
 // computed from, encoded by the SDK: build what a wallet signs or sends
 // from that Transaction, never from the gateway's string. The transaction
-// is read as strictly as VerifyPayload reads a payload. A mismatch is an
+// is read as strictly as VerifyPayload reads a payload, and the payment is
+// bound to what the caller meant as VerifyPayload binds it. A mismatch is an
 // *ArtifactError naming the field; a chain or token neither the registry
 // nor the client's pins trust is an *UntrustedError; a nil payment or an
 // intent that cannot be served is a *ValidationError.
@@ -321,24 +380,48 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 	if err := checkRequest(payment, intent, true); err != nil {
 		return nil, err
 	}
+	if err := s.requireBinding(payment, intent); err != nil {
+		return nil, err
+	}
 	t, in, tr, err := s.checkIntent(payment, intent)
 	if err != nil {
 		return nil, err
 	}
 	tx, err := checkTransaction(t, in, unsignedTransaction, tr)
 	if err != nil {
+		s.client.forgetTokenDomain(t, in, tr, err)
 		return nil, err
 	}
 	from, _ := verify.ParseAddress(in.Signer) // checkIntent has checked it
 	return &VerifiedTransaction{Digest: tx.SigningHash(), Transaction: tx.Canonical(from)}, nil
 }
 
-// checkIntent checks the payment, turns intent's human amount into base
-// units and returns the trust it checked with.
+// requireBinding refuses, as a flow does (flow.requireBinding), a payer's
+// signature or a refund that nothing binds to the payment the caller meant:
+// neither this client's record of the Create nor intent.Expect.
+func (s *PaymentsService) requireBinding(payment *PaymentDetail, intent Intent) error {
+	_, _, asked := s.client.created.lookup(payment.ID)
+	if !unbound(intent.Operation, asked, false, intent.Expect) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; nothing was signed", ErrUnbound, bindHow(intent.Operation, oneLine(payment.ID), "Intent.Expect", false))
+}
+
+// checkIntent checks the payment, binds it to what the caller meant
+// (intent.Expect, and this client's record of the Create, as a flow's
+// bind does), turns intent's human amount into base units and returns the
+// trust it checked with.
 func (s *PaymentsService) checkIntent(payment *PaymentDetail, intent Intent) (*verify.Terms, Intent, *verify.Trust, error) {
 	tr := s.client.trust()
 	t, err := checkPayment(payment, tr)
 	if err != nil {
+		return nil, intent, nil, err
+	}
+	expected := []Expectation{intent.Expect}
+	if asked, _, ok := s.client.created.lookup(payment.ID); ok {
+		expected = append(expected, asked)
+	}
+	if err := checkBound(payment, payment.ID, intent.Operation, t, expected...); err != nil {
 		return nil, intent, nil, err
 	}
 	if intent.Amount != "" {
@@ -415,6 +498,32 @@ func checkPayment(p *PaymentDetail, tr *verify.Trust) (*verify.Terms, error) {
 func checkPayload(t *verify.Terms, in Intent, payload json.RawMessage) (*verify.Payload, error) {
 	pc, err := verify.CheckPayload(t, intentOf(in), payload)
 	return pc, fromVerify(err)
+}
+
+// forgetTokenDomain drops the domain of t's token that tr held when err,
+// the refusal of a transaction of in against tr, is a payer's signature
+// that does not recover under it: either the signature or the domain
+// learned is a lie, and keeping the domain would refuse every later honest
+// authorize and charge of the token. The refusal stands; the next check
+// recovers nothing until a signature is accepted again.
+func (c *Client) forgetTokenDomain(t *verify.Terms, in Intent, tr *verify.Trust, err error) {
+	var ae *ArtifactError
+	if (in.Operation != OpAuthorize && in.Operation != OpCharge) || !errors.As(err, &ae) || ae.Field != "data.r" {
+		return
+	}
+	k := verify.TokenKey{ChainID: t.ChainID.Int64(), Token: t.Token}
+	used, ok := tr.TokenDomains[k]
+	if !ok {
+		return
+	}
+	c.domains.mu.Lock()
+	defer c.domains.mu.Unlock()
+	if known, ok := c.domains.m[k]; !ok || known != used {
+		return // learned again since: keep the newer one
+	}
+	domains := maps.Clone(c.domains.m)
+	delete(domains, k)
+	c.domains.m = domains
 }
 
 // checkTransaction checks an unsigned_transaction for in against t and tr:

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rail0/rail0-go/internal/evmtest"
 	"github.com/rail0/rail0-go/internal/verify"
@@ -287,7 +288,11 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		reply(200, &p)
 		return
 	}
-	reply(202, map[string]any{"id": "tx-" + rest, "payment_id": artPayment, "operation": rest, "status": "submitted"})
+	op := Operation(rest)
+	if rest == "dispute/close" {
+		op = OpCloseDispute
+	}
+	reply(202, map[string]any{"id": "tx-" + rest, "payment_id": artPayment, "operation": op, "status": "submitted"})
 }
 
 // rewrite changes the payment the gateway serves from now on, keeping it
@@ -332,9 +337,20 @@ func (g *artGateway) client(key Signer, opts ...Option) *Client {
 func (g *artGateway) clientWithout(key Signer, opts ...Option) *Client {
 	srv := httptest.NewServer(http.HandlerFunc(g.serve))
 	g.t.Cleanup(srv.Close)
-	c, err := NewClient(srv.URL, append([]Option{WithToken("t"), WithSigner(key)}, opts...)...)
+	c, err := NewClient(srv.URL, append([]Option{WithToken("t"), WithSigner(key), atArtCreation()}, opts...)...)
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	return c
+}
+
+// atArtCreation sets the client's local clock to the fixture payment's
+// creation, moving from there as time does: its expiries (7 and 30 days
+// later) are then within the bounds the payer's signature is held to.
+func atArtCreation() Option {
+	shift := time.Until(time.Date(2026, 9, 14, 10, 15, 0, 0, time.UTC))
+	return func(c *config) error {
+		c.now = func() time.Time { return time.Now().Add(shift) }
+		return nil
+	}
 }

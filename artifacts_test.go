@@ -330,11 +330,14 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verified, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "4.00"}, auth.SigningPayload)
+	// A refund is bound to the order's payer (or its rail0_id), from the
+	// merchant's own records.
+	buyer := Expectation{Payer: g.payer.Address()}
+	verified, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "4.00", Expect: buyer}, auth.SigningPayload)
 	if err != nil || verified.Digest == ([32]byte{}) {
 		t.Fatalf("honest refund payload: %+v, %v", verified, err)
 	}
-	if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "3.00"}, auth.SigningPayload); !errors.Is(err, ErrArtifactMismatch) {
+	if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Operation: OpRefund, Amount: "3.00", Expect: buyer}, auth.SigningPayload); !errors.Is(err, ErrArtifactMismatch) {
 		t.Fatalf("refund payload for 4.00 checked against 3.00: %v", err)
 	}
 	// Nonsense in, a typed error out.
@@ -344,7 +347,7 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 		if !errors.As(err, &ae) {
 			t.Errorf("VerifyTransaction(%.20q) = %v, want an *ArtifactError", junk, err)
 		}
-		if _, err := c.Payments.VerifyPayload(ctx, p, Intent{}, []byte(junk)); err == nil {
+		if _, err := c.Payments.VerifyPayload(ctx, p, Intent{Expect: artOrder(p.Mode)}, []byte(junk)); !errors.Is(err, ErrArtifactMismatch) {
 			t.Errorf("VerifyPayload(%.20q) accepted", junk)
 		}
 	}
@@ -353,33 +356,80 @@ func TestVerifyForCallersWhoSignElsewhere(t *testing.T) {
 	}
 }
 
-// TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown: once the client has
-// verified a payload of the token (and so knows its EIP-712 name and
-// version), the payer signature inside authorize calldata must recover to
-// the payer.
+// TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown: once the gateway
+// has accepted the payer's signature over a payload of the token (and so
+// the client knows its EIP-712 name and version), the payer signature
+// inside authorize calldata must recover to the payer. One that does not
+// is refused, and the domain forgotten: the learned domain may be the lie,
+// and keeping it would refuse every later honest authorize.
 func TestPayerSignatureRecoveredWhenTheTokenDomainIsKnown(t *testing.T) {
 	t.Parallel()
-	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
-	c := g.client(g.payee)
+	g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
+	c := g.client(g.payer)
 	ctx := context.Background()
-	if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "1.00", Expect: Expectation{Payer: artPayer}}); err != nil {
+	token, _ := verify.ParseAddress(artToken)
+	known := func() bool {
+		_, ok := c.trust().TokenDomains[verify.TokenKey{ChainID: artChain, Token: token}]
+		return ok
+	}
+	if _, err := c.Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)}); err != nil {
 		t.Fatal(err)
+	}
+	if !known() {
+		t.Fatal("the domain of a payload whose signature the gateway accepted is not known")
+	}
+	g.mu.Lock()
+	g.payment.Status = StatusSigned
+	g.mu.Unlock()
+	p, err := c.Payments.Get(ctx, artPayment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authorize := Intent{Operation: OpAuthorize, Signer: g.payee.Address()}
+	honest := g.txFields(OpAuthorize, PaymentPrepareParams{})
+	if _, err := c.Payments.VerifyTransaction(ctx, p, authorize, mustJSON(t, honest)); err != nil {
+		t.Fatalf("authorize with the payer's signature: %v", err)
 	}
 	other, err := evmtest.NewKey("mallory").SignDigest(ctx, g.authDigest(ModeAuthorize))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.mu.Lock()
-	g.payment.Status = StatusSigned
-	g.tamperTx = func(_ Operation, tx map[string]any) {
-		setWord(tx, 7, verify.U64Word(uint64(other[64])+27))
-		setWord(tx, 8, verify.Word(other[:32]))
-		setWord(tx, 9, verify.Word(other[32:64]))
-	}
-	g.mu.Unlock()
-	_, err = c.Payments.Authorize(ctx, artPayment, PaymentAuthorizeParams{})
+	forged := g.txFields(OpAuthorize, PaymentPrepareParams{})
+	setWord(forged, 7, verify.U64Word(uint64(other[64])+27))
+	setWord(forged, 8, verify.Word(other[:32]))
+	setWord(forged, 9, verify.Word(other[32:64]))
+	_, err = c.Payments.VerifyTransaction(ctx, p, authorize, mustJSON(t, forged))
 	var ae *ArtifactError
 	if !errors.As(err, &ae) || ae.Field != "data.r" {
 		t.Fatalf("authorize with another key's signature: %v", err)
+	}
+	if known() {
+		t.Fatal("the domain under which the signature did not recover is still known")
+	}
+}
+
+// The review's domain lie: a refund payload whose domain name a proxy
+// changed (the payee signs an authorization that can never verify on
+// chain, since only the domain's chain and contract can be checked) taught
+// the client that name, and every later authorize of the token refused
+// the payer's honest signature. Nothing is learned from a payload the
+// gateway has not accepted a signature of.
+func TestOneDomainLieBlocksNothing(t *testing.T) {
+	t.Parallel()
+	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+	c := g.client(g.payee)
+	ctx := context.Background()
+	g.mu.Lock()
+	g.tamperPayload = func(d map[string]any) { d["domain"].(map[string]any)["name"] = "Not USD Coin" }
+	g.mu.Unlock()
+	if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "1.00", Expect: Expectation{Payer: artPayer}}); err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.tamperPayload = nil
+	g.payment.Status = StatusSigned
+	g.mu.Unlock()
+	if _, err := c.Payments.Authorize(ctx, artPayment, PaymentAuthorizeParams{}); err != nil {
+		t.Fatalf("an honest authorize after one domain lie: %v", err)
 	}
 }

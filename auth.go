@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,8 +128,14 @@ var createNonce = declare(operation{"createNonce", "POST", "/auth/nonces", opRep
 // POST /auth/nonces — public (sent without a token, so it never calls the
 // client's token source).
 func (s *AuthService) CreateNonce(ctx context.Context) (*Nonce, error) {
+	return s.createNonce(ctx, nil)
+}
+
+// createNonce is CreateNonce, telling onRateWait (when not nil) of every
+// wait for a rate limit it starts: see tokenSource.await.
+func (s *AuthService) createNonce(ctx context.Context, onRateWait func(rateWait)) (*Nonce, error) {
 	var n Nonce
-	resp, err := s.client.do(ctx, &request{op: createNonce, anonymous: true}, &n)
+	resp, err := s.client.do(ctx, &request{op: createNonce, anonymous: true, onRateWait: onRateWait}, &n)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +161,12 @@ type AuthVerifyParams struct {
 // *APIError with code invalid_siwe, invalid_nonce, nonce_used,
 // signer_mismatch or siwe_purpose_mismatch.
 func (s *AuthService) Verify(ctx context.Context, params AuthVerifyParams) (*Session, error) {
+	return s.verify(ctx, params, nil)
+}
+
+// verify is Verify, telling onRateWait (when not nil) of every wait for a
+// rate limit it starts: see tokenSource.await.
+func (s *AuthService) verify(ctx context.Context, params AuthVerifyParams, onRateWait func(rateWait)) (*Session, error) {
 	if params.Message == "" {
 		return nil, &ValidationError{Field: "message", Reason: "is required"}
 	}
@@ -161,7 +174,7 @@ func (s *AuthService) Verify(ctx context.Context, params AuthVerifyParams) (*Ses
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
 	var sess Session
-	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: params, anonymous: true, secretAnswer: true}, &sess)
+	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: params, anonymous: true, secretAnswer: true, onRateWait: onRateWait}, &sess)
 	if err != nil {
 		return nil, err
 	}
@@ -247,8 +260,9 @@ func (s *AuthService) message(p SignIn, statement, address, nonce string) (SIWEM
 
 // signedMessage runs nonce → message → signature and returns the signer's
 // address, the message text and its signature, with the nonce call's
-// metadata.
-func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn, statement string) (*WalletProof, error) {
+// metadata. onRateWait, when not nil, hears of the nonce call's waits for
+// a rate limit.
+func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn, statement string, onRateWait func(rateWait)) (*WalletProof, error) {
 	if signer == nil {
 		return nil, &ValidationError{Field: "signer", Reason: "must not be nil"}
 	}
@@ -258,7 +272,7 @@ func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn
 	if _, err := s.message(p, statement, addr, "00000000"); err != nil {
 		return nil, err
 	}
-	n, err := s.CreateNonce(ctx)
+	n, err := s.createNonce(ctx, onRateWait)
 	if err != nil {
 		return nil, err
 	}
@@ -276,15 +290,16 @@ func (s *AuthService) signedMessage(ctx context.Context, signer Signer, p SignIn
 
 // login signs in with Ethereum: it asks for a nonce, builds the login
 // message (StatementLogin) for signer's address, has signer sign it, and
-// verifies it, returning the session.
+// verifies it, returning the session. onRateWait, when not nil, hears of
+// every wait for a rate limit its two calls start.
 //
 // POST /auth/nonces, then POST /auth — public.
-func (s *AuthService) login(ctx context.Context, signer Signer, params SignIn) (*Session, error) {
-	signed, err := s.signedMessage(ctx, signer, params, StatementLogin)
+func (s *AuthService) login(ctx context.Context, signer Signer, params SignIn, onRateWait func(rateWait)) (*Session, error) {
+	signed, err := s.signedMessage(ctx, signer, params, StatementLogin, onRateWait)
 	if err != nil {
 		return nil, err
 	}
-	return s.Verify(ctx, AuthVerifyParams{Message: signed.Message, Signature: signed.Signature})
+	return s.verify(ctx, AuthVerifyParams{Message: signed.Message, Signature: signed.Signature}, onRateWait)
 }
 
 // WalletProof is a signed SIWE proof that the holder of Address controls it,
@@ -318,7 +333,7 @@ func (s *AuthService) WalletProof(ctx context.Context, params AuthWalletProofPar
 	if params.Wallet == nil {
 		return nil, &ValidationError{Field: "wallet", Reason: "is required: the signer of the wallet to register"}
 	}
-	return s.signedMessage(ctx, params.Wallet, s.client.signIn, StatementAddWallet)
+	return s.signedMessage(ctx, params.Wallet, s.client.signIn, StatementAddWallet, nil)
 }
 
 // defaultRefreshMargin is how long before a session's expires_at a
@@ -385,16 +400,43 @@ type loginCall struct {
 	done    chan struct{}
 	session *Session
 	err     error
+
+	// wait is the latest wait for a rate limit the sign-in started (a
+	// 429's backoff, or a cooldown), so that a caller whose own settings
+	// would not wait that long need not wait for the sign-in either (see
+	// await); changed is closed, and replaced, whenever wait changes. Both
+	// are guarded by tokenSource.mu.
+	wait    rateWait
+	changed chan struct{}
+}
+
+// rateWait is a wait for a rate limit that a call has started: on which
+// request, and until when.
+type rateWait struct {
+	method, path string
+	until        time.Time
+}
+
+// refusal is the 429 a caller gets that does not wait, for a wait on the
+// request of w with left to go: its own request was not sent.
+func (w rateWait) refusal(left time.Duration) *APIError {
+	return &APIError{
+		StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
+		Detail:     "not sent: the sign-in this call needs is waiting out a rate limit for longer than the call may wait",
+		RetryAfter: left, Method: w.method, Path: w.path, NotSent: true,
+	}
 }
 
 // sessionRefusal is what a client tells its token source after a 401:
 // the token the gateway refused, and whether the client wants a token of a
 // new session now (renew) or only the refused one dropped (the call that
 // got the 401 is not sent again; the next call signs in). It reaches the
-// source in the context given to the source, as a value: read-only, and
-// passed on by any source that hands the context to tokenSource.Token. A
+// source in the context given to the source, as a read-only value. A
 // token names its session, so the source needs no more to drop that one
-// only.
+// only. The zero value tells nothing: bearer sets it over a refusal the
+// context inherited from another client's call (a WithTokenSource function
+// that asks another rail0 client for its token), which is not for this
+// client's source.
 type sessionRefusal struct {
 	token string
 	renew bool
@@ -439,7 +481,7 @@ func loginTokenSource(auth *AuthService, signer Signer, params SignIn, opts ...t
 // of its tokens, it first drops that token's session (and only that one: a
 // newer session another call obtained is kept).
 func (ts *tokenSource) Token(ctx context.Context) (string, error) {
-	if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok {
+	if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
 		ts.refused(n.token)
 		if !n.renew {
 			return "", nil
@@ -472,11 +514,11 @@ func (ts *tokenSource) Session(ctx context.Context) (*Session, error) {
 }
 
 // current returns the cached session (not to be modified), signing in
-// first when needed; see Session.
+// first when needed; see Session. Its errors say "rail0: sign-in".
 func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, signInError(err)
 		}
 		ts.mu.Lock()
 		if s := ts.session; s != nil && ts.fresh(s) {
@@ -485,10 +527,8 @@ func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 		}
 		if call := ts.inflight; call != nil {
 			ts.mu.Unlock()
-			select {
-			case <-call.done:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if err := ts.await(ctx, call); err != nil {
+				return nil, err
 			}
 			if call.err == nil {
 				return call.session, nil
@@ -498,46 +538,112 @@ func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 			}
 			return nil, call.err
 		}
-		call := &loginCall{done: make(chan struct{})}
+		call := &loginCall{done: make(chan struct{}), changed: make(chan struct{})}
 		ts.inflight = call
 		ts.mu.Unlock()
 
-		call.session, call.err = ts.auth.login(ctx, ts.signer, ts.params)
-		if call.err != nil {
-			call.err = fmt.Errorf("rail0: token source sign-in: %w", call.err)
+		publish := func(w rateWait) {
+			ts.mu.Lock()
+			call.wait = w
+			close(call.changed)
+			call.changed = make(chan struct{})
+			ts.mu.Unlock()
+		}
+		session, err := ts.auth.login(ctx, ts.signer, ts.params, publish)
+		if err != nil {
+			// A sign-in whose answer was lost (the connection broke after
+			// POST /auth was written) spent a nonce at most, and maybe
+			// made a session nobody holds: nothing to look up before
+			// signing in again. The callers it was for sent nothing, so
+			// it is no unknown outcome of theirs.
+			var unknown *OutcomeUnknownError
+			if errors.As(err, &unknown) {
+				err = unknown.Err // what failed, with the sign-in's transcript
+			}
+			err = signInError(err)
 		}
 
 		ts.mu.Lock()
 		ts.inflight = nil
-		if call.err == nil {
-			ts.session = call.session
+		call.session, call.err = session, err
+		if err == nil {
+			ts.session = session
 			ts.obtained = ts.now()
 		}
 		ts.mu.Unlock()
 		close(call.done)
-		if call.err != nil {
-			return nil, call.err
+		if err != nil {
+			return nil, err
 		}
-		return call.session, nil
+		return session, nil
+	}
+}
+
+// signInError is err, a failure to sign in, as the callers of a client
+// created WithSigner get it.
+func signInError(err error) error { return &signInFailure{err} }
+
+// signInFailure is a failure of a client's own sign-in: its text names the
+// sign-in once, then says what failed ("rail0: sign-in: POST /auth/nonces:
+// 429 ..."), without a second "rail0:" for the SDK error it wraps; errors.Is
+// and errors.As reach that error.
+type signInFailure struct{ err error }
+
+func (e *signInFailure) Error() string {
+	return "rail0: sign-in: " + strings.TrimPrefix(e.err.Error(), "rail0: ")
+}
+
+func (e *signInFailure) Unwrap() error { return e.err }
+
+// await waits for call, a sign-in another caller leads, to end (nil), or
+// for ctx. While that sign-in waits out a rate limit, a caller whose own
+// settings would not wait so long (its view does not retry 429s, or the
+// wait does not fit its allowance or deadline) does not wait for it: it
+// gets at once the 429 that its own call would have got, NotSent (its
+// request never left), RetryAfter the wait that is left. A caller whose
+// context ends while that wait lasts gets the same 429, matching ctx's
+// error too.
+func (ts *tokenSource) await(ctx context.Context, call *loginCall) error {
+	for {
+		ts.mu.Lock()
+		w, changed := call.wait, call.changed
+		ts.mu.Unlock()
+		left := w.until.Sub(ts.auth.client.now())
+		if left > 0 && !ts.ownBudgetWaits(ctx, left) {
+			return signInError(w.refusal(left))
+		}
+		select {
+		case <-call.done:
+			return nil
+		case <-changed:
+		case <-ctx.Done():
+			if left := w.until.Sub(ts.auth.client.now()); left > 0 {
+				return signInError(w.refusal(left).withCause(ctx.Err()))
+			}
+			return signInError(ctx.Err())
+		}
 	}
 }
 
 // ownBudgetAdmits reports whether a sign-in led by another caller failed
 // only for that caller's settings or budget: it came back with a 429 (its
 // wait did not fit that caller's allowance or deadline, or that caller's
-// view does not retry 429s) whose wait fits the allowance of a fresh call
-// with this caller's settings (see Client.With) and this caller's deadline.
+// view does not retry 429s) whose wait this caller would take (see
+// ownBudgetWaits).
 func (ts *tokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
 		return false
 	}
+	return ts.ownBudgetWaits(ctx, apiErr.RetryAfter)
+}
+
+// ownBudgetWaits reports whether a fresh call with the settings of ctx's
+// caller (see Client.With) would wait out a 429 for wait: its view retries
+// 429s, and wait fits its allowance and its deadline.
+func (ts *tokenSource) ownBudgetWaits(ctx context.Context, wait time.Duration) bool {
 	c := ts.auth.client.forCaller(ctx)
-	if !c.policy.retryOn429 {
-		return false
-	}
-	wait := apiErr.RetryAfter
-	return wait <= c.policy.maxRetryWait && wait < timeLeft(ctx, c.now())
+	return c.policy.retryOn429 && wait <= c.policy.maxRetryWait && wait < timeLeft(ctx, c.now())
 }
 
 // refused drops the session whose token the gateway answered 401: it was

@@ -276,7 +276,7 @@ func TestLoginDefaultsFromBaseURL(t *testing.T) {
 	clock := newAuthClock()
 	g, srv := newAuthGateway(t, clock)
 	c := newAuthClient(t, srv, clock)
-	if _, err := c.Auth.login(context.Background(), newSIWESigner(), SignIn{}); err != nil {
+	if _, err := c.Auth.login(context.Background(), newSIWESigner(), SignIn{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	m := siweLayout.FindStringSubmatch(g.messages[0])
@@ -305,7 +305,7 @@ func TestAuthAnonymousRequestsSkipTheTokenSource(t *testing.T) {
 	if _, err := c.Auth.CreateNonce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Auth.login(ctx, newSIWESigner(), SignIn{}); err != nil {
+	if _, err := c.Auth.login(ctx, newSIWESigner(), SignIn{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := sourceCalls.Load(); n != 0 {
@@ -414,7 +414,7 @@ func TestLoginFailures(t *testing.T) {
 			clock := newAuthClock()
 			g, srv := newAuthGateway(t, clock)
 			c := newAuthClient(t, srv, clock)
-			sess, err := c.Auth.login(context.Background(), tt.signer, tt.params)
+			sess, err := c.Auth.login(context.Background(), tt.signer, tt.params, nil)
 			if err == nil || sess != nil {
 				t.Fatalf("Login = %+v, %v; want an error", sess, err)
 			}

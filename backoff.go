@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/jitter"
 )
 
 // This file holds the retry policy as pure functions: given what happened and
@@ -95,11 +97,11 @@ func serverWait(retryAfter, cap, room time.Duration, u float64) (wait time.Durat
 		return 0, false
 	}
 	lower := min(retryAfter, cap)
-	jitter := time.Duration(float64(lower) * serverJitter * clampUnit(u))
-	if jitter > room-lower {
-		jitter = room - lower
+	spread := time.Duration(float64(lower) * serverJitter * jitter.Clamp(u))
+	if spread > room-lower {
+		spread = room - lower
 	}
-	return lower + jitter, true
+	return lower + spread, true
 }
 
 // guessWait is the wait when the server gave no instruction (a 429 without a
@@ -111,7 +113,7 @@ func guessWait(base, cap time.Duration, n int, room time.Duration, u float64) (w
 		return 0, false
 	}
 	window := min(expWindow(base, n), cap, room)
-	return time.Duration(float64(window) * clampUnit(u)), true
+	return time.Duration(float64(window) * jitter.Clamp(u)), true
 }
 
 // expWindow is base·2ⁿ, saturating instead of overflowing.
@@ -123,16 +125,6 @@ func expWindow(base time.Duration, n int) time.Duration {
 		return maxDuration
 	}
 	return base << uint(n)
-}
-
-func clampUnit(u float64) float64 {
-	switch {
-	case u < 0 || math.IsNaN(u):
-		return 0
-	case u >= 1:
-		return math.Nextafter(1, 0)
-	}
-	return u
 }
 
 // policy is the client's retry configuration.
@@ -165,6 +157,7 @@ type budget struct {
 	guesses429   int           // 429 retries without instruction so far
 	deadline     time.Duration // time left before the context deadline; maxDuration when none
 	tokens       int           // what is left of the client-wide retry budget
+	rtt          time.Duration // the expected round trip: a retry clamped to the deadline leaves one for its answer
 }
 
 // RetryReason says why a retry was made or not.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/verify"
@@ -33,9 +34,12 @@ import (
 // nothing binds to the payment the caller meant, where acting on the
 // gateway's word alone could send the caller's money to someone else:
 // PayerSign without a record of the Create it signs for and without an
-// expectation of the order's terms, and Refund without a rail0_id or an
-// expected payer. Nothing was read or signed; the message says how to bind
-// the flow.
+// expectation of the order's terms, and Refund without an expected payer
+// or rail0_id (and VerifyPayload and VerifyTransaction likewise). Nothing
+// was read or signed; the message says how to bind the flow. A rail0_id
+// binds only when it comes from the caller's own order record, stored at
+// checkout: one read from the gateway at refund time names whatever
+// payment the gateway chose.
 var ErrUnbound = errors.New("rail0: nothing binds the flow to the payment you meant")
 
 // Expectation is what the caller knows of the payment a flow acts on: its
@@ -50,7 +54,10 @@ type Expectation struct {
 	// Rail0ID is the contract's id of the payment, 0x + 64 hex. The chain
 	// keeps the payment's terms under it, so a step bound to it acts on
 	// that payment or reverts: naming it binds a flow as fully as naming
-	// the payment by it.
+	// the payment by it. It must come from the merchant's own order record,
+	// stored at checkout (Create's answer): one read from the gateway when
+	// the flow runs is whatever payment the gateway chose, and binds
+	// nothing. Payer is the binding to prefer for a refund.
 	Rail0ID string
 	// ChainID is the payment's chain.
 	ChainID int64
@@ -66,6 +73,12 @@ type Expectation struct {
 	// Amount is the payment's whole amount as a human decimal ("25.00"),
 	// compared in base units with the pinned decimals.
 	Amount string
+	// LatestAuthorizationExpiry is the latest authorization_expiry the
+	// order allows: after it the payer can release an escrow's funds.
+	LatestAuthorizationExpiry time.Time
+	// EarliestRefundExpiry is the earliest refund_expiry the order
+	// allows: refunds and disputes are possible until it.
+	EarliestRefundExpiry time.Time
 }
 
 // check validates the expectation's own fields, so that a typo fails before
@@ -128,6 +141,12 @@ func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(strin
 		if f.expected != "" && !sameAddress(f.expected, f.got) {
 			return fail(f.field, f.expected, f.got)
 		}
+	}
+	if latest := e.LatestAuthorizationExpiry; !latest.IsZero() && int64(p.AuthorizationExpiry) > latest.Unix() {
+		return fail("authorization_expiry", "at most "+strconv.FormatInt(latest.Unix(), 10), strconv.FormatInt(int64(p.AuthorizationExpiry), 10))
+	}
+	if earliest := e.EarliestRefundExpiry; !earliest.IsZero() && int64(p.RefundExpiry) < earliest.Unix() {
+		return fail("refund_expiry", "at least "+strconv.FormatInt(earliest.Unix(), 10), strconv.FormatInt(int64(p.RefundExpiry), 10))
 	}
 	if e.Amount == "" {
 		return nil
@@ -223,33 +242,56 @@ func askedOf(params PaymentCreateParams, answer *PaymentDetail) Expectation {
 	return e
 }
 
-// unbound is the refusal of a flow that needs a binding and has none.
-func (f *flow) unbound() error {
-	how := "name the payment by its rail0_id, or set PaymentRefundParams.Expect.Payer (or Expect.Rail0ID) to the payer of the order"
-	if f.op == "" {
-		how = fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
-			"or more than %d payments created since): set PaymentPayerSignParams.Expect to the order's ChainID, Mode, Token, Payee and Amount, "+
-			"or call Create again on this client with the order's IdempotencyKey", f.id, maxCreated)
+// unbound reports whether op would sign on the gateway's word alone what
+// sends the caller's money away: the payer's signature needs the terms of
+// the order (asked, this client's record of Create, or an expectation
+// stating them); a refund needs its payer (a rail0_id the caller named it
+// by, byRail0ID, which the chain binds to the payment's terms, or the
+// expectation's Rail0ID or Payer). The flows and the low-level path
+// (VerifyPayload, VerifyTransaction) share this one rule.
+func unbound(op Operation, asked, byRail0ID bool, e Expectation) bool {
+	switch op {
+	case "":
+		return !asked && !e.ordersTerms()
+	case OpRefund:
+		return !asked && !byRail0ID && e.Rail0ID == "" && e.Payer == ""
 	}
-	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, how))
+	return false
 }
 
-// requireBinding refuses, before any request, a flow that would sign on the
-// gateway's word alone what sends the caller's money away: the payer's
-// signature needs the terms of the order (this client's record of Create,
-// or an expectation stating them); a refund needs its payer (a rail0_id,
-// which the chain binds to the payment's terms, or the expected payer).
+// bindHow says how to bind op on payment id, whose expectation the caller
+// sets in expect ("PaymentRefundParams.Expect", "Intent.Expect"); byName
+// when the caller may also name the payment by its rail0_id.
+func bindHow(op Operation, id, expect string, byName bool) string {
+	if op == "" {
+		return fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
+			"or more than %d payments created since): set %s to the order's ChainID, Mode, Token, Payee and Amount, "+
+			"or call Create again on this client with the order's IdempotencyKey", id, maxCreated, expect)
+	}
+	how := fmt.Sprintf("set %s.Payer to the payer of the order (recommended), or %s.Rail0ID", expect, expect)
+	if byName {
+		how += " (or name the payment by it)"
+	}
+	// A rail0_id read from the gateway names whatever payment the gateway
+	// chose: only one the caller kept before the gateway could lie binds.
+	return how + " to the rail0_id stored in your own order record at checkout, never one read from the gateway at refund time"
+}
+
+// unbound is the refusal of a flow that needs a binding and has none.
+func (f *flow) unbound() error {
+	expect := "PaymentRefundParams.Expect"
+	if f.op == "" {
+		expect = "PaymentPayerSignParams.Expect"
+	}
+	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, bindHow(f.op, f.id, expect, true)))
+}
+
+// requireBinding refuses, before any request, a flow that nothing binds to
+// the payment the caller meant (see unbound).
 func (f *flow) requireBinding() error {
-	switch f.op {
-	case "":
-		if f.asked == nil && !f.expect.ordersTerms() {
-			return f.unbound()
-		}
-	case OpRefund:
-		_, byRail0ID := rail0IDOf(f.id)
-		if f.asked == nil && !byRail0ID && f.expect.Rail0ID == "" && f.expect.Payer == "" {
-			return f.unbound()
-		}
+	_, byRail0ID := rail0IDOf(f.id)
+	if unbound(f.op, f.asked != nil, byRail0ID, f.expect) {
+		return f.unbound()
 	}
 	return nil
 }
@@ -266,20 +308,33 @@ func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
 		}
 		return &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "payment", Field: field, Expected: f.id, Got: got}
 	}
+	expected := []Expectation{f.expect}
+	if f.asked != nil {
+		expected = append(expected, *f.asked)
+	}
+	if err := checkBound(p, f.id, f.op, t, expected...); err != nil {
+		return err
+	}
+	f.paymentID = p.ID
+	return nil
+}
+
+// checkBound compares payment p, named id by the caller, whose terms t
+// were checked, with each expectation of what the caller meant, for op.
+func checkBound(p *PaymentDetail, id string, op Operation, t *verify.Terms, expected ...Expectation) error {
 	toBase := func(amount string) (string, error) { return baseUnits(t, "amount", amount) }
-	for _, e := range []*Expectation{&f.expect, f.asked} {
-		if e == nil || *e == (Expectation{}) {
+	for _, e := range expected {
+		if e == (Expectation{}) {
 			continue
 		}
-		if err := checkExpected(p, f.id, *e, toBase); err != nil {
+		if err := checkExpected(p, id, e, toBase); err != nil {
 			var ae *ArtifactError
 			if errors.As(err, &ae) {
-				ae.Operation = f.op
+				ae.Operation = op
 			}
 			return err
 		}
 	}
-	f.paymentID = p.ID
 	return nil
 }
 
@@ -318,17 +373,24 @@ func transactionHash(signed string) verify.Word {
 	return evm.Keccak256(raw)
 }
 
-// reconcileSubmit reports a submit of op on payment id, refused with cause,
+// reconcileSubmit reports a submit of op on payment id, failed with cause,
 // as what happened when the gateway refused it because the transaction is
 // known already (a repeat after a lost answer: already_known, nonce_too_low,
 // transaction_not_overwritable, or a report by hash of a confirmed row, all
-// 422). The payment is read, and the transaction of op that carries hash,
-// the one this client signed or reported, is returned as the submit's
-// result, with the read's Response. A refusal for any other reason leaves
-// no such transaction, and cause stands; so does a failed read.
+// 422), or when a 2xx answered it that is not the transaction (a proxy's
+// page or JSON written after the gateway ran the submit, or not: see
+// notTheTransaction). The payment is read, and the transaction of op that
+// carries hash, the one this client signed or reported, is returned as the
+// submit's result, with the read's Response. A refusal for any other reason
+// leaves no such transaction, and cause stands; so does a failed read, and
+// so does a 2xx whose transaction the read does not show (still an
+// *OutcomeUnknownError for a submit of a signed transaction).
 func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
 	var apiErr *APIError
-	if !errors.As(cause, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
+	var decodeErr *DecodeError
+	refused := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity
+	unread := errors.As(cause, &decodeErr) && decodeErr.StatusCode >= 200 && decodeErr.StatusCode <= 299
+	if !refused && !unread {
 		return nil, cause
 	}
 	p, err := s.Get(ctx, id)

@@ -97,7 +97,7 @@ func (b *bindGateway) client(key Signer, opts ...Option) *Client {
 }
 
 func (b *bindGateway) clientAt(url string, key Signer, opts ...Option) *Client {
-	c, err := NewClient(url, append([]Option{artPins(), WithToken("t"), WithSigner(key)}, opts...)...)
+	c, err := NewClient(url, append([]Option{artPins(), WithToken("t"), WithSigner(key), atArtCreation()}, opts...)...)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -325,7 +325,8 @@ func TestRefundNeedsABinding(t *testing.T) {
 	if !errors.Is(err, ErrUnbound) || !errors.As(err, &fe) || fe.Step != StepVerify || fe.Operation != OpRefund {
 		t.Fatalf("an unbound refund: %v, want ErrUnbound in a *FlowError at StepVerify", err)
 	}
-	for _, how := range []string{"rail0_id", "PaymentRefundParams.Expect.Payer", "nothing was read or signed"} {
+	for _, how := range []string{"PaymentRefundParams.Expect.Payer", "PaymentRefundParams.Expect.Rail0ID", "your own order record",
+		"never one read from the gateway", "nothing was read or signed"} {
 		if !strings.Contains(err.Error(), how) {
 			t.Errorf("the error does not say %q: %v", how, err)
 		}

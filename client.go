@@ -94,12 +94,21 @@
 //     and reports by hash). Submitting a signed transaction, rotating a
 //     webhook secret and the other writes that must not run twice are never
 //     repeated after they may have run.
-//  6. A call waits in two places only: between an answer and its retry (the
-//     waits above, timed by go-retryablehttp), and, with the cooldown or
+//  6. A call waits in three places only: between an answer and its retry
+//     (the waits above, timed by go-retryablehttp); with the cooldown or
 //     WithPacing, for its turn on its rate-limit partition just before each
 //     request leaves, since another call's answer can move that turn while
-//     this one waits. Both end when the context does; the server-given waits
-//     and the turns count against WithMaxRetryWait.
+//     this one waits; and, on a client WithSigner, for the sign-in its
+//     token needs when another call already leads one, since two sign-ins
+//     at once would spend two nonces for one session. That sign-in's own
+//     requests wait in the first two places; while it waits out a rate
+//     limit, a caller whose settings would not wait so long (its view does
+//     not retry 429s, or the wait does not fit its allowance or deadline)
+//     gets the 429 at once, not sent. Every wait ends when the context
+//     does; the server-given waits and the turns count against
+//     WithMaxRetryWait. The flows that poll (WaitForStatus,
+//     WaitForTransaction, PayerSign) also wait between their calls, as
+//     their documentation says.
 //
 // Client.With gives a kind of caller its own WithRetryOn429,
 // WithMaxRetryWait and WithMaxRetries on the same client (a handler and a
@@ -226,6 +235,9 @@ type clientState struct {
 	// domains the checks have learned.
 	trustBase verify.Trust
 	domains   domainCache
+	// expiries bounds the expiries the payer's signature commits to
+	// (WithExpiryBounds), measured from now, the local clock.
+	expiries verify.ExpiryBounds
 	// created remembers what Create was asked for, for PayerSign; known,
 	// the payments' terms the flows checked (flow_known.go).
 	created createdLog
@@ -238,8 +250,10 @@ type clientState struct {
 
 	// waiters is set once any view of the client makes calls that wait for
 	// the limiter (WithRetryOn429 with the cooldown, or WithPacing): from
-	// then on every call tells the limiter what its answers say, so that a
-	// 429 a handler's call gets closes the partition for the job's calls.
+	// then on every call tells the limiter all that its answers say (the
+	// budgets they advertise). An answer that closes the partition (a 429,
+	// advertised exhaustion) is told always, so that the 429 a handler's
+	// call gets closes it for the calls of a job's view made later.
 	waiters atomic.Bool
 	// clock is the gateway's clock as its Date headers tell it.
 	clock gatewayClock
@@ -291,6 +305,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		now:           time.Now,
 		rand:          rand.Float64,
 		cooldown:      true,
+		expiries:      verify.DefaultExpiryBounds,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -343,6 +358,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		signer:      cfg.signer,
 		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
+		expiries:    cfg.expiries,
 		quota:       newRetryQuota(),
 	}
 	if state.limiter == nil {
@@ -391,6 +407,9 @@ var ErrNoSession = errors.New("rail0: the client does not sign in by itself (Wit
 // callers sign in again with their own context and allowance instead of
 // inheriting a failure that was about another caller's budget.
 func (c *Client) Session(ctx context.Context) (*Session, error) {
+	if c.viewErr != nil {
+		return nil, c.viewErr // a view With refused signs in no more than it sends
+	}
 	if c.login == nil {
 		return nil, ErrNoSession
 	}
@@ -466,6 +485,11 @@ type request struct {
 	// session token, a webhook secret): error values built from that answer
 	// keep none of its body.
 	secretAnswer bool
+	// identify, when set, reports why the decoded 2xx answer is not the
+	// resource the operation promises, "" when it is (notTheTransaction,
+	// notThePayment): a write that must not run twice is not a success on
+	// a body that merely decodes.
+	identify func() string
 	// keep401 returns a 401 as it is, without signing in again: logging out
 	// a session the gateway already refuses needs no new session.
 	keep401 bool
@@ -473,6 +497,10 @@ type request struct {
 	// rather than the contract table's.
 	raw   bool
 	class opClass
+	// onRateWait, when not nil, hears of every wait for a rate limit the
+	// call starts (a 429's backoff, a cooldown): the sign-in a token source
+	// leads tells the callers waiting for it (see tokenSource.await).
+	onRateWait func(rateWait)
 }
 
 // do sends r and decodes a 2xx JSON answer into out (see send). It refuses
@@ -534,6 +562,11 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 		}
 	}
 	c.tellUntold(ctx, st)
+	if err == nil && r.identify != nil && resp != nil {
+		if why := r.identify(); why != "" {
+			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
+		}
+	}
 	if r.secretAnswer {
 		var decodeErr *DecodeError
 		if errors.As(err, &decodeErr) {
@@ -615,9 +648,16 @@ func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string
 	}
 	if refused != "" {
 		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
+	} else if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
+		// ctx is that of a call made inside another client's token source
+		// after a 401 of its own: that refusal is not about this client.
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{})
 	}
 	tok, err := c.tokenSource(c.withCaller(ctx))
 	if err != nil {
+		if c.login != nil {
+			return "", err // the client's own sign-in, which names itself
+		}
 		return "", fmt.Errorf("rail0: token source: %w", err)
 	}
 	if err := checkHeaderValue("token", tok); err != nil {

@@ -154,19 +154,26 @@ func (l *countingLimiter) Observe(ctx context.Context, p string, o ratelimit.Obs
 }
 
 // A client that neither paces nor retries 429s never waits for the
-// limiter, so it does not tell it anything either: a 429, or RateLimit
-// fields on every answer, cost a shared store no round trip.
-func TestUngatedClientNeverCallsTheLimiter(t *testing.T) {
+// limiter, so it tells it only what closes a partition (a 429, advertised
+// exhaustion), for the views of the client that wait, made then or later
+// (TestHandlersEarlier429ClosesThePartitionForAJobViewMadeLater): RateLimit
+// fields that close nothing cost a shared store no round trip.
+func TestUngatedClientTellsTheLimiterOnlyWhatClosesAPartition(t *testing.T) {
 	srv := newScriptServer(t,
 		step{status: http.StatusTooManyRequests, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}},
+		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=5;t=30`}},
 		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=0;t=30`}})
 	l := &countingLimiter{Limiter: ratelimit.NewMemory()}
 	c := newTestClient(t, srv.URL, WithLimiter(l))
 	_, err := c.Payments.Get(context.Background(), "a")
 	require.ErrorIs(t, err, ErrRateLimited)
+	assert.EqualValues(t, 1, l.calls.Load(), "the 429 is told")
 	_, err = c.Payments.Get(context.Background(), "b")
 	require.NoError(t, err)
-	assert.Zero(t, l.calls.Load())
+	assert.EqualValues(t, 1, l.calls.Load(), "an answer that closes nothing is not")
+	_, err = c.Payments.Get(context.Background(), "c")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, l.calls.Load(), "advertised exhaustion is told")
 }
 
 // A wait for a closed partition that does not fit the allowance is refused
@@ -344,4 +351,46 @@ func TestLimiterFailureFailsOpen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), l.calls.Load())
 	assert.Contains(t, buf.String(), "rate limiter unavailable")
+}
+
+// A call whose context ends while it waits for the partition another
+// call's 429 closed gets that 429, matching the context's error too: the
+// same answer as when its deadline cannot cover the wait, or when a retry
+// of its own is cut short in the same wait.
+func TestCancelledWhileWaitingForTheCooldownKeepsThe429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("30"), step{status: 200, body: paymentBody})
+		c := newTestClient(t, memURL, memClient(srv), WithToken("tok"), withRand(half))
+		job := c.With(WithRetryOn429(true))
+		_, err := c.Payments.Get(context.Background(), "p1") // the handler: the 429 at once, the partition closed
+		require.ErrorIs(t, err, ErrRateLimited)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(5*time.Second, cancel)
+		_, err = job.Payments.Get(ctx, "p2")
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, ErrRateLimited, "the 429 the call was waiting out is not reported")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.True(t, apiErr.NotSent)
+		assert.Positive(t, apiErr.RetryAfter, "the wait that was left")
+		assert.Len(t, srv.requests(), 1)
+	})
+}
+
+// A view may be made per call: a 429 the handler's call got before any
+// view that waits existed still closes the partition for a job's view made
+// afterwards, whose first call waits out the window the gateway gave.
+func TestHandlersEarlier429ClosesThePartitionForAJobViewMadeLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("30"), step{status: 200, body: paymentBody})
+		c := newTestClient(t, memURL, memClient(srv), WithToken("tok"), withRand(half))
+		_, err := c.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p1") // the handler's view
+		require.ErrorIs(t, err, ErrRateLimited)
+		start := time.Now()
+		_, err = c.With(WithRetryOn429(true)).Payments.Get(context.Background(), "p2") // the job's, made per call
+		require.NoError(t, err)
+		reqs := srv.requests()
+		require.Len(t, reqs, 2)
+		assert.GreaterOrEqual(t, reqs[1].at.Sub(start), 30*time.Second, "the job's call went into the closed window")
+	})
 }

@@ -33,10 +33,12 @@ func isHeavy(path string) bool {
 
 // TestRootPackageImports pins the dependencies of the SDK's own packages:
 // the root package imports the standard library, go-retryablehttp,
-// internal/evm, internal/verify (the checks, on internal/evm and registry),
+// internal/evm, internal/verify (the checks, on internal/evm, registry and
+// internal/strictjson, the key check webhook deliveries share),
 // internal/secret, registry and the rate-limit engine (package ratelimit,
-// with internal/limitclock, which lends its clock to redislimit's tests),
-// those last four on the standard library only; internal/evm and signing do
+// with internal/limitclock, which lends its clock to redislimit's tests,
+// and internal/jitter, the draw rule it shares with the root and
+// redislimit), those last four on the standard library only; internal/evm and signing do
 // their Ethereum cryptography with decred's secp256k1 and x/crypto's Keccak.
 // None of these packages, nor any of their tests, imports go-ethereum or
 // another integration's dependency (OpenTelemetry is package rail0otel's,
@@ -47,9 +49,12 @@ func TestRootPackageImports(t *testing.T) {
 		root      = "github.com/rail0/rail0-go"
 		evm       = root + "/internal/evm"
 		verify    = root + "/internal/verify"
+		strict    = root + "/internal/strictjson"
 		secret    = root + "/internal/secret"
 		ratelimit = root + "/ratelimit"
 		limclock  = root + "/internal/limitclock"
+		limrules  = root + "/internal/limitrules"
+		jitter    = root + "/internal/jitter"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
 		sha3      = "golang.org/x/crypto/sha3"
@@ -62,17 +67,20 @@ func TestRootPackageImports(t *testing.T) {
 		return m
 	}
 	for dir, allowed := range map[string]map[string]bool{
-		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit),
-		"internal/verify":     allow(evm, root+"/registry"),
+		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit, jitter),
+		"internal/verify":     allow(evm, strict, root+"/registry"),
+		"internal/strictjson": allow(),
 		"internal/verifytest": allow(verify),
-		"webhook":             allow(root, secret), // its types are the root package's
+		"webhook":             allow(root, secret, strict), // its types are the root package's
 		"internal/secret":     allow(),
 		"registry":            allow(),
 		"signing":             allow(root, evm, secp256k1, ecdsa),
 		"internal/evm":        allow(secp256k1, ecdsa, sha3),
 		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
-		"ratelimit":           allow(limclock),
+		"ratelimit":           allow(limclock, limrules, jitter),
 		"internal/limitclock": allow(),
+		"internal/limitrules": allow(),
+		"internal/jitter":     allow(),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

@@ -2,6 +2,7 @@ package rail0
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rail0/rail0-go/internal/secret"
 	"github.com/rail0/rail0-go/ratelimit"
@@ -46,6 +48,22 @@ func TestCredentialAnswersKeepNoBodyInErrors(t *testing.T) {
 		{"secret rotation with a truncated body", http.StatusOK,
 			`{"id":"wh-1","shared_secret":"` + secret + `","name":`,
 			func(ctx context.Context, c *Client) error { _, err := c.Webhooks.RotateSecret(ctx, "wh-1"); return err }, false},
+		{"Raw of the sign-in with a truncated body", http.StatusCreated,
+			`{"token":"` + token + `","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","expires_at":`,
+			func(ctx context.Context, c *Client) error {
+				var out json.RawMessage
+				_, err := c.Raw(ctx, RawRequest{Method: http.MethodPost, Path: []string{"auth"}, Body: map[string]string{"message": "m"}, Public: true}, &out)
+				return err
+			}, false},
+		{"Raw of an endpoint the SDK does not know, answering a secret", http.StatusOK,
+			`{"id":"k1","api_secret":"` + secret + `","created_at":"yesterday"}`,
+			func(ctx context.Context, c *Client) error {
+				var out struct {
+					CreatedAt time.Time `json:"created_at"`
+				}
+				_, err := c.Raw(ctx, RawRequest{Method: http.MethodPost, Path: []string{"api_keys"}, Class: IdempotentWithKey}, &out)
+				return err
+			}, false},
 		{"a payment keeps its body", http.StatusOK, `{"id":"p1","status":`,
 			func(ctx context.Context, c *Client) error { _, err := c.Payments.Get(ctx, "p1"); return err }, true},
 	}

@@ -403,7 +403,8 @@ type DecodeError struct {
 	ContentType string
 	// Body is the start of the body (at most 1 KiB), for diagnosis. It is
 	// nil for the operations whose answer carries a credential (sign-in,
-	// webhook creation and secret rotation), so the error cannot leak it.
+	// webhook creation and secret rotation) and for Client.Raw, which
+	// cannot tell whether it does, so the error cannot leak it.
 	Body []byte
 	Err  error
 	// Call is the transcript of the call.

@@ -139,3 +139,41 @@ func TestFailedTransactionTextIsInert(t *testing.T) {
 		t.Errorf("Error() with only a title = %q", msg)
 	}
 }
+
+// Gateway text that reaches a flow's or a check's error: PayerSign's report
+// of a status it cannot sign, and the payment id an *ArtifactError names,
+// which for VerifyPayload and VerifyTransaction is the gateway's own.
+func TestGatewayTextInArtifactErrorsIsInert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("PayerSign of a payment in a status it cannot sign", func(t *testing.T) {
+		t.Parallel()
+		g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
+		g.tamperPayment = func(p map[string]any) { p["status"], p["signed_at"] = hostileText, nil }
+		_, err := g.client(g.payer).Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
+		if !errors.Is(err, ErrNotSignable) {
+			t.Fatalf("err = %v, want ErrNotSignable", err)
+		}
+		if msg := err.Error(); !inert(msg) || !strings.Contains(msg, "refund approved") {
+			t.Errorf("Error() = %q: want one inert line that still shows the status", msg)
+		}
+	})
+	t.Run("the payment id of an *ArtifactError", func(t *testing.T) {
+		t.Parallel()
+		g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+		c := g.client(g.payee)
+		p, err := c.Payments.Get(ctx, artPayment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.ID, p.Amount = hostileText, "1" // any mismatch: config_hash
+		_, err = c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, "{}")
+		var ae *ArtifactError
+		if !errors.As(err, &ae) || ae.PaymentID != hostileText {
+			t.Fatalf("err = %v, want an *ArtifactError keeping the id as sent", err)
+		}
+		if msg := err.Error(); !inert(msg) || !strings.Contains(msg, "refund approved") {
+			t.Errorf("Error() = %q: want one inert line that still shows the id", msg)
+		}
+	})
+}

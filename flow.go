@@ -147,19 +147,19 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 
 // signPayload is the one way a flow signs a signing_payload: checked
 // against the terms and the intent, the digest computed from the checked
-// fields signed by the flow's signer, the token's EIP-712 domain kept for
-// later checks of the payer's signature. It returns the signature in hex.
-func (f *flow) signPayload(ctx context.Context, t *verify.Terms, in Intent, payload json.RawMessage) (string, error) {
+// fields signed by the flow's signer. It returns the signature in hex and
+// the payload checked, whose token domain PayerSign keeps once the gateway
+// accepts the signature.
+func (f *flow) signPayload(ctx context.Context, t *verify.Terms, in Intent, payload json.RawMessage) (string, *verify.Payload, error) {
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
-		return "", f.fail(StepVerify, err)
+		return "", nil, f.fail(StepVerify, err)
 	}
 	sig, err := signDigest(ctx, f.signer, pc.Digest)
 	if err != nil {
-		return "", f.fail(StepSign, err)
+		return "", nil, f.fail(StepSign, err)
 	}
-	f.s.client.learnTokenDomain(t, pc)
-	return "0x" + hex.EncodeToString(sig), nil
+	return "0x" + hex.EncodeToString(sig), pc, nil
 }
 
 // read gets the payment, checks it and binds the flow to it; the client
@@ -227,6 +227,7 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	}
 	tx, err := checkTransaction(t, in, *prep.UnsignedTransaction, tr)
 	if err != nil {
+		f.s.client.forgetTokenDomain(t, in, tr, err)
 		return nil, f.fail(StepVerify, err)
 	}
 	raw, err := signTx(ctx, f.signer, tx)

@@ -113,12 +113,19 @@ func (k *knownPayments) stepped(id string, op Operation, amount string) {
 // flow: the ones the client already holds under the name the caller gave,
 // or a read. known reports the former, whose refundable balance is the
 // client's tracking and may be stale.
+//
+// Terms held that fail the flow's binding are forgotten and the payment is
+// read once, and that read is bound as any: what is held came from one
+// answer (a poll, another flow's read), which may have been the lie, and
+// refusing from it without asking again would let one lie refuse every
+// later flow on the payment, against an honest gateway, until 1024 others
+// pushed it out. A binding the read fails too is refused there.
 func (f *flow) terms(ctx context.Context) (t *verify.Terms, tr *verify.Trust, known bool, err error) {
 	if p, t, ok := f.s.client.known.lookup(f.id); ok {
-		if err := f.bind(p, t); err != nil {
-			return nil, nil, false, f.fail(StepVerify, err)
+		if err := f.bind(p, t); err == nil {
+			return t, f.s.client.trust(), true, nil
 		}
-		return t, f.s.client.trust(), true, nil
+		f.s.client.known.forget(f.id)
 	}
 	_, t, tr, err = f.read(ctx)
 	return t, tr, false, err

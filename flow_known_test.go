@@ -103,9 +103,10 @@ func TestStaleBalanceReadsOnceAndFailsClosed(t *testing.T) {
 }
 
 // Terms a client holds are bound to each flow as a read is: the caller's
-// expectation is checked against them before anything is prepared, and a
-// name the client has not checked (the rail0_id, where the UUID was read)
-// is read.
+// expectation is checked against them before anything is prepared (when
+// they fail it, they are forgotten and one read is checked in their
+// place), and a name the client has not checked (the rail0_id, where the
+// UUID was read) is read.
 func TestKnownTermsAreBoundToEachFlow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -115,8 +116,8 @@ func TestKnownTermsAreBoundToEachFlow(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Artifact != "payment" || ae.Field != "payer" {
 		t.Fatalf("an expectation the known payment does not meet: %v", err)
 	}
-	if reads, prepares := g.counts(); reads != 1 || prepares != 1 {
-		t.Errorf("%d reads and %d prepares, want 1 and 1: refused before any request", reads, prepares)
+	if reads, prepares := g.counts(); reads != 2 || prepares != 1 {
+		t.Errorf("%d reads and %d prepares, want 2 and 1: one read, then refused before anything is prepared", reads, prepares)
 	}
 	// The fake gateway serves the payment by its UUID only: a flow naming
 	// it by its rail0_id reads it, and fails there.
@@ -147,6 +148,43 @@ func TestRefusalForgetsKnownTerms(t *testing.T) {
 	}
 	if reads, _ := g.counts(); reads != 2 {
 		t.Errorf("%d reads, want 2: the first capture's and the one after the refusal", reads)
+	}
+}
+
+// One lie must not poison the terms a client holds: a poll answered with
+// another payer's payment (consistent in itself) is remembered, and the
+// next refund bound to the order's payer fails on it; it then forgets it,
+// reads once, and the honest answer serves that refund and the next.
+func TestOneLieDoesNotPoisonKnownTerms(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	g, c := capturedOnce(t)
+	g.mu.Lock()
+	honest := g.payment.Payer
+	g.mu.Unlock()
+	setPayer := func(payer string) {
+		g.mu.Lock()
+		g.payment.Payer = payer
+		g.mu.Unlock()
+		hash := g.terms().ConfigHash.String()
+		g.mu.Lock()
+		g.payment.ConfigHash = hash
+		g.mu.Unlock()
+	}
+	setPayer(artOther)
+	if _, err := c.Payments.WaitForStatus(ctx, artPayment, PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusPartiallyCaptured}}); err != nil {
+		t.Fatal(err)
+	}
+	setPayer(honest)
+	reads, _ := g.counts()
+	for i, refundable := range []string{"9000000", "8000000"} {
+		if _, err := c.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "1.00", Expect: Expectation{Payer: artPayer}}); err != nil {
+			t.Fatalf("refund %d from an honest gateway after one lie: %v", i+1, err)
+		}
+		g.setRefundable(refundable) // the refund confirmed
+	}
+	if r, _ := g.counts(); r-reads != 1 {
+		t.Errorf("%d reads for two refunds, want 1: the lie forgotten, then the honest terms kept", r-reads)
 	}
 }
 

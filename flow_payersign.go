@@ -36,7 +36,10 @@ const payerSignReads = 5
 // (TransferWithAuthorization over the token's domain on the payment's chain,
 // from the payer to the RAIL0 contract, exactly the payment's amount, valid
 // until authorization_expiry, with the nonce recomputed locally) and the
-// payment against its config_hash.
+// payment against its config_hash, and the expiries it commits to against
+// the client's bounds (WithExpiryBounds: by default authorization_expiry at
+// most 30 days ahead, refund_expiry 1 to 365 days ahead, on the local
+// clock).
 //
 // The payment must also be the order the payer means to pay, since the
 // gateway could answer Create with one payment and this read with another,
@@ -81,7 +84,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 		}
 		if payment.Status != StatusUnsigned {
 			if !isSigned(payment) {
-				return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, payment.Status))
+				return nil, f.fail(StepRead, fmt.Errorf("%w (status %s)", ErrNotSignable, oneLine(string(payment.Status))))
 			}
 			if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
 				return nil, f.fail(StepVerify, err)
@@ -102,7 +105,10 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 	if _, err := checkSigner(t, "", f.signer.Address()); err != nil {
 		return nil, f.fail(StepVerify, err)
 	}
-	sig, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
+	if err := s.client.checkExpiries(t); err != nil {
+		return nil, f.fail(StepVerify, err)
+	}
+	sig, pc, err := f.signPayload(ctx, t, Intent{}, payment.SigningPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +119,19 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 			return nil, f.fail(StepSubmit, err)
 		}
 		signed = done
+	} else {
+		// The gateway accepted the signature over this domain: the payer's
+		// signature in a later authorize or charge can be recovered.
+		s.client.learnTokenDomain(t, pc)
 	}
 	f.forgetAsked()
 	return signed, nil
+}
+
+// checkExpiries checks the expiries the payer's signature commits to
+// against the client's bounds (WithExpiryBounds), from the local clock.
+func (c *Client) checkExpiries(t *verify.Terms) error {
+	return fromVerify(verify.CheckExpiries(t, c.now(), c.expiries))
 }
 
 // forgetAsked drops this client's record of the payment once it is signed.

@@ -15,9 +15,11 @@ import (
 type PaymentRefundParams struct {
 	// Amount is a human decimal ("4.00"), 0 < amount <= refundable.
 	Amount string
-	// Expect is what the payment must match. Refund needs Expect.Payer or
-	// Expect.Rail0ID, unless the payment is named by its rail0_id: a refund
-	// pays the payer, so the gateway's word alone never says who that is.
+	// Expect is what the payment must match. Refund needs Expect.Payer
+	// (recommended) or Expect.Rail0ID, unless the payment is named by its
+	// rail0_id: a refund pays the payer, so the gateway's word alone never
+	// says who that is. A rail0_id must come from the merchant's own order
+	// record, never from a read of the gateway at refund time.
 	Expect Expectation
 }
 
@@ -30,8 +32,11 @@ type PaymentRefundParams struct {
 //
 // A refund is the one step that sends the merchant's own money to someone
 // else, so it is never signed on the gateway's word alone about who that
-// is: name the payment by its rail0_id (the chain binds it to the payment's
-// terms, payer included), or set params.Expect.Payer (or Expect.Rail0ID).
+// is: set params.Expect.Payer to the order's payer (recommended), or name
+// the payment by the rail0_id stored in the merchant's own order record at
+// checkout (the chain binds it to the payment's terms, payer included), as
+// the id or Expect.Rail0ID. A rail0_id read from the gateway when refunding
+// binds nothing: the read returns whatever payment the gateway chose.
 // Without either, Refund refuses before any request (ErrUnbound), unless
 // this client created the payment and remembers what Create asked for.
 //
@@ -76,7 +81,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 	if err != nil {
 		return nil, f.fail(StepPrepare, err)
 	}
-	in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload)
+	in.Signature, _, err = f.signPayload(ctx, t, in, auth.SigningPayload)
 	var ae *ArtifactError
 	if known && errors.As(err, &ae) && ae.Artifact == "signing_payload" && ae.Field == "message.nonce" {
 		// The tracked balance may be stale: nothing was signed; read the
@@ -84,7 +89,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 		if _, t, tr, err = f.read(ctx); err != nil {
 			return nil, err
 		}
-		in.Signature, err = f.signPayload(ctx, t, in, auth.SigningPayload)
+		in.Signature, _, err = f.signPayload(ctx, t, in, auth.SigningPayload)
 	}
 	if err != nil {
 		return nil, err

@@ -152,13 +152,14 @@ type PaymentWaitForStatusParams struct {
 //
 // Each poll is a GET /payments/{id} through the client's retry rules (and
 // its pacing, when the client has WithPacing). A 429 is not fatal: the next
-// poll waits at least its Retry-After (capped by WithRetryAfterCap). Other
-// errors end the wait. Between polls WaitForStatus waits
+// poll waits at least its Retry-After (capped by WithRetryAfterCap), unless
+// that wait cannot end before ctx's deadline, when the 429 comes back at
+// once. Other errors end the wait. Between polls WaitForStatus waits
 // params.PollInterval, growing to params.MaxPollInterval, never less than
 // MinPollInterval: with the defaults, one waiter uses at most a fifth of the
 // session's budget, and soon much less. It returns ctx's error as soon as
-// ctx ends; give it a generous deadline, since confirmations can take
-// minutes.
+// ctx ends (matching the *APIError too when it was waiting out a 429); give
+// it a generous deadline, since confirmations can take minutes.
 //
 // GET /payments/{id} — a participant.
 func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params PaymentWaitForStatusParams) (*PaymentDetail, error) {
@@ -177,23 +178,31 @@ func (s *PaymentsService) wait(ctx context.Context, id string, cond waitConditio
 	for {
 		payment, err := s.Get(ctx, id)
 		wait := cfg.next()
-		switch {
-		case err == nil:
+		var throttled *APIError // the 429 this wait honours
+		if err == nil {
 			s.client.learnPayment(id, payment) // a later flow's read, done
 			done, err := cond.check(payment)
 			if done || err != nil {
 				return payment, err
 			}
-		default:
-			var apiErr *APIError
-			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
+		} else {
+			if !errors.As(err, &throttled) || throttled.StatusCode != http.StatusTooManyRequests {
 				return nil, err
 			}
 			// Wait at least the gateway's instruction, bounded like every
-			// server-given wait by the client's RetryAfterCap.
-			wait = max(wait, min(apiErr.RetryAfter, s.client.policy.retryAfterCap))
+			// server-given wait by the client's RetryAfterCap. As for a
+			// retry (the package doc's retry contract), a wait that cannot
+			// end before the deadline is not started: the 429 comes back
+			// now.
+			wait = max(wait, min(throttled.RetryAfter, s.client.policy.retryAfterCap))
+			if wait >= timeLeft(ctx, s.client.now()) {
+				return nil, err
+			}
 		}
 		if err := cfg.sleep(ctx, wait); err != nil {
+			if throttled != nil && isContextErr(err) {
+				return nil, throttled.withCause(err) // the 429 it was waiting out, and ctx's error
+			}
 			return nil, err
 		}
 	}

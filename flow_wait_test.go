@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // sleepRecorder replaces the sleep between polls: it records each wait and
@@ -241,4 +246,41 @@ func TestTransactionFailedErrorIsOneLine(t *testing.T) {
 	if !errors.Is(e, ErrTransactionFailed) {
 		t.Fatal("errors.Is(ErrTransactionFailed) must hold")
 	}
+}
+
+// A poll's 429 whose wait cannot end before the deadline is not waited
+// out: the 429 comes back at once (the retry contract's "do not start a
+// wait you cannot finish"), not a bare context error at the deadline.
+func TestWaitForStatusReturnsA429ItCannotWaitOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMemScript(throttled("60"))
+		c := newTestClient(t, memURL, memClient(s), WithToken("tok"))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Payments.WaitForStatus(ctx, "p1", PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusAuthorized}})
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		assert.ErrorIs(t, err, ErrRateLimited)
+		assert.Equal(t, 60*time.Second, apiErr.RetryAfter)
+		assert.Zero(t, time.Since(start), "started a wait that could not end before the deadline")
+		assert.Len(t, s.requests(), 1)
+	})
+}
+
+// A wait for a poll's 429 that the context ends returns an error matching
+// both the context's error and the 429 it was waiting out.
+func TestWaitForTransactionCancelledAfterA429KeepsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMemScript(throttled("30"))
+		c := newTestClient(t, memURL, memClient(s), WithToken("tok"))
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(10*time.Second, cancel)
+		_, err := c.Payments.WaitForTransaction(ctx, "p1", "tx1", PaymentWaitForTransactionParams{})
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, ErrRateLimited)
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr, "the last 429 is not reported")
+		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	})
 }

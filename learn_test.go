@@ -37,29 +37,47 @@ func TestMarginFrom(t *testing.T) {
 	assert.Equal(t, 99*ms, d.margin(10*time.Second), "a negative round trip (clock step) is ignored")
 }
 
+// A short Retry-After's lesson applied to a 429's retry: the lengthened
+// cooldown plus jitter when it fits, else (issue 22, item 3) the wait
+// clamped to what is left of the allowance, or of the deadline less a
+// round trip for the retry's answer, never below the wait decided on the
+// server's instruction.
 func TestDistrust(t *testing.T) {
-	const s = time.Second
-	retry := decision{relevant: true, retry: true, wait: 1100 * time.Millisecond, reason: ReasonRateLimited, rateWait: true}
+	const s, ms = time.Second, time.Millisecond
+	retry := decision{relevant: true, retry: true, wait: 1100 * ms, reason: ReasonRateLimited, rateWait: true}
+	clamped := func(w time.Duration) decision {
+		return decision{relevant: true, retry: true, wait: w, reason: ReasonRetryAfterDistrustedClamped, rateWait: true}
+	}
 	tests := []struct {
-		name                string
-		d                   decision
-		fb                  ratelimit.Feedback
-		allowance, deadline time.Duration
-		want                decision
+		name                     string
+		d                        decision
+		fb                       ratelimit.Feedback
+		allowance, deadline, rtt time.Duration
+		want                     decision
 	}{
-		{"trusted: unchanged", retry, ratelimit.Feedback{Cooldown: s}, time.Minute, maxDuration, retry},
-		{"distrusted: the lengthened wait plus jitter, and said so", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration,
-			decision{relevant: true, retry: true, wait: 2100 * time.Millisecond, reason: ReasonRetryAfterDistrusted, rateWait: true}},
-		{"does not fit the allowance: refused now", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 1500 * time.Millisecond, maxDuration,
+		{"trusted: unchanged", retry, ratelimit.Feedback{Cooldown: s}, time.Minute, maxDuration, 0, retry},
+		{"trusted, in fixed windows: the instruction exactly", retry, ratelimit.Feedback{Cooldown: s, RetryWait: s}, time.Minute, maxDuration, 0,
+			decision{relevant: true, retry: true, wait: s, reason: ReasonRateLimited, rateWait: true}},
+		{"distrusted: the lengthened wait plus jitter, and said so", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
+			decision{relevant: true, retry: true, wait: 2100 * ms, reason: ReasonRetryAfterDistrusted, rateWait: true}},
+		{"the jitter shrinks to fit", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 2050 * ms, maxDuration, 0,
+			decision{relevant: true, retry: true, wait: 2050 * ms, reason: ReasonRetryAfterDistrusted, rateWait: true}},
+		{"does not fit the allowance: clamped to what is left", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 1500 * ms, maxDuration, 100 * ms,
+			clamped(1500 * ms)},
+		{"does not fit the deadline: clamped to what is left, less a round trip", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, 1500 * ms, 100 * ms,
+			clamped(1400 * ms)},
+		{"the deadline less a round trip is below the instruction: the instruction", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, 1150 * ms, 100 * ms,
+			clamped(1100 * ms)},
+		{"the seed: 1 s asked, 2 s distrusted, 1.45 s left", decision{relevant: true, retry: true, wait: 1050 * ms, reason: ReasonRateLimited, rateWait: true},
+			ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 1450 * ms, maxDuration, 0, clamped(1450 * ms)},
+		{"not a retry: unchanged", decision{relevant: true, reason: ReasonAllowance}, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
 			decision{relevant: true, reason: ReasonAllowance}},
-		{"does not fit the deadline: refused now", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, 1500 * time.Millisecond,
-			decision{relevant: true, reason: ReasonDeadline}},
-		{"not a retry: unchanged", decision{relevant: true, reason: ReasonAllowance}, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration,
-			decision{relevant: true, reason: ReasonAllowance}},
+		{"a guessed wait: unchanged", decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonServerError}, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
+			decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonServerError}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := distrust(tt.d, tt.fb, policy{maxRetryWait: tt.allowance}, budget{deadline: tt.deadline}, 0.5)
+			got := distrust(tt.d, tt.fb, policy{maxRetryWait: tt.allowance}, budget{deadline: tt.deadline, rtt: tt.rtt}, 0.5)
 			assert.Equal(t, tt.want, got)
 		})
 	}

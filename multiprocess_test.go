@@ -238,3 +238,63 @@ func TestSurvivorRecoversTheFullBudget(t *testing.T) {
 		})
 	}
 }
+
+// congested delays each request and each answer by base plus per for every
+// request in flight, as a gateway and a network under load do: a burst's
+// round trips are longer than a window's last few.
+type congested struct {
+	h         http.Handler
+	base, per time.Duration
+
+	mu       sync.Mutex
+	inflight int
+}
+
+func (c *congested) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.inflight++
+	d := c.base + time.Duration(c.inflight)*c.per
+	c.mu.Unlock()
+	time.Sleep(d)
+	c.h.ServeHTTP(w, r)
+	time.Sleep(d)
+	c.mu.Lock()
+	c.inflight--
+	c.mu.Unlock()
+}
+
+// Issue 21's target "one process: no regression": a process alone behind
+// the budget, which probes it, reaches the floor as it did before the
+// probes (1.000–1.001 ×, at most 1.003 ×) at every concurrency, with the
+// round trips of a loaded gateway (0.3 ms plus 50 or 100 µs per request in
+// flight, each way), and is refused once per window at most. Its refused
+// probe's retry waits the whole Retry-After and lands late in the next
+// window; that window's probes do not wait for it (see behindIn in package
+// ratelimit), so the phase of the refusals cannot drift.
+func TestOneProcessReachesTheFloor(t *testing.T) {
+	const limit, period, calls = 20, 2 * time.Second, 100
+	floor := time.Duration(calls/limit-1) * period
+	for _, per := range []time.Duration{50 * time.Microsecond, 100 * time.Microsecond} {
+		for _, workers := range []int{8, 32, 128, 512} {
+			t.Run(fmt.Sprintf("%v per request W=%d", per, workers), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					g := newFixedWindow(limit, period)
+					h := &congested{h: g, base: 300 * time.Microsecond, per: per}
+					rng := &lockedRand{rng: rand.New(rand.NewPCG(uint64(workers), uint64(per)))}
+					c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
+						withRand(rng.Float64))
+					start := time.Now()
+					errs := runCalls(c, workers, calls)
+					makespan := time.Since(start)
+					for _, err := range errs {
+						require.NoError(t, err)
+					}
+					refused := g.refusedAfter(0)
+					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", makespan, float64(makespan)/float64(floor), refused)
+					assert.LessOrEqual(t, float64(makespan)/float64(floor), 1.003)
+					assert.LessOrEqual(t, refused, calls/limit-1)
+				})
+			})
+		}
+	}
+}

@@ -105,9 +105,10 @@ type Attempt struct {
 	Refused bool
 	// PartitionState is what the client's limiter holds about the call's
 	// rate-limit partition after this answer, when the answer told it
-	// something (a 429, an exhausted quota, a learned budget; only on a
-	// client that waits for its limiter, WithRetryOn429 or WithPacing, or
-	// one of whose views does, see Client.With); nil otherwise.
+	// something; nil otherwise. A 429 or an exhausted quota is told on
+	// every client (a view made later may wait for the limiter, see
+	// Client.With); a learned budget only on a client that waits for its
+	// limiter (WithRetryOn429 or WithPacing) or one of whose views does.
 	PartitionState *PartitionState
 }
 
@@ -565,7 +566,8 @@ func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 
 // noteAdmission records one answer of the limiter in the call's transcript
 // and logs it; the observer reads it there (see Observer). Every limiter
-// call site reports through it.
+// call site reports through it. A cooldown the call is about to wait out is
+// told to the request's onRateWait too.
 func (c *Client) noteAdmission(ctx context.Context, st *callState, adm ratelimit.Admission) {
 	call := st.call
 	call.Limiter = append(call.Limiter, LimiterWait{
@@ -573,6 +575,9 @@ func (c *Client) noteAdmission(ctx context.Context, st *callState, adm ratelimit
 		Wait: adm.Wait, Cooldown: adm.Cooldown, Refused: !adm.OK,
 	})
 	w := &call.Limiter[len(call.Limiter)-1]
+	if st.onRateWait != nil && adm.OK && adm.Cooldown && adm.Wait > 0 {
+		st.onRateWait(rateWait{method: st.method, path: st.path, until: w.At.Add(adm.Wait)})
+	}
 	if c.logger != nil && (w.Wait > 0 || w.Refused) {
 		level, msg := slog.LevelDebug, "rail0: waiting for the rate limit"
 		if w.Refused {
@@ -655,18 +660,27 @@ func outcomeOf(err error) CallOutcome {
 	return OutcomeError
 }
 
-// attachCall sets the transcript on every SDK error in err's chain.
+// attachCall sets the transcript on the SDK errors in err's chain that have
+// none: those the call made itself. An error that a call made on its behalf
+// returned (the sign-in it waited for) already carries that call's
+// transcript and keeps it: it tells what that call did, and it is shared
+// with every caller that waited for the same sign-in, so writing to it
+// would race with them and hand each the others' transcripts.
 func attachCall(err error, call *Call) {
 	for e := err; e != nil; e = errors.Unwrap(e) {
+		var slot **Call
 		switch t := e.(type) {
 		case *APIError:
-			t.Call = call
+			slot = &t.Call
 		case *OutcomeUnknownError:
-			t.Call = call
+			slot = &t.Call
 		case *TransportError:
-			t.Call = call
+			slot = &t.Call
 		case *DecodeError:
-			t.Call = call
+			slot = &t.Call
+		}
+		if slot != nil && *slot == nil {
+			*slot = call
 		}
 	}
 }

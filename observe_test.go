@@ -313,7 +313,7 @@ func TestRefusalReasons(t *testing.T) {
 		ReasonRetryBudget: true, ReasonLimiter: true}
 	for _, r := range []RetryReason{ReasonRateLimited, ReasonRateLimitedGuess, ReasonRetryOn429Off, ReasonServerError,
 		ReasonNotSent, ReasonTransport, ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget,
-		ReasonUnsafe, ReasonLimiter, ReasonSessionRefused, ReasonRetryAfterDistrusted} {
+		ReasonUnsafe, ReasonLimiter, ReasonSessionRefused, ReasonRetryAfterDistrusted, ReasonRetryAfterDistrustedClamped} {
 		assert.Equal(t, limits[r], isRefusal(r), r)
 	}
 }

@@ -43,6 +43,7 @@ type config struct {
 	decimals      map[verify.TokenKey]int64
 	maxGas        uint64
 	maxFee        *big.Int
+	expiries      verify.ExpiryBounds
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A
@@ -463,6 +464,53 @@ func WithFeeCap(maxGas uint64, maxFee *big.Int) Option {
 			return errors.New("rail0: WithFeeCap: bounds must be positive")
 		}
 		c.maxGas, c.maxFee = maxGas, new(big.Int).Set(maxFee)
+		return nil
+	}
+}
+
+// ExpiryBounds bound the expiries the payer's signature commits to, as
+// durations from the moment PayerSign or VerifyPayload checks the payment,
+// on the local clock (never the gateway's, learned from its Date headers).
+// A zero field keeps its default.
+type ExpiryBounds struct {
+	// MaxAuthorization is how far ahead authorization_expiry may be
+	// (default 30 days): the payer can release an escrow only after it.
+	MaxAuthorization time.Duration
+	// MinRefund is how far ahead refund_expiry must be (default 1 day):
+	// refunds and disputes end at it.
+	MinRefund time.Duration
+	// MaxRefund is how far ahead refund_expiry may be (default 365 days).
+	MaxRefund time.Duration
+}
+
+// WithExpiryBounds replaces the bounds on the expiries the payer signs. The
+// payment's windows are the gateway's choice, and config_hash proves only
+// that they are consistent: without a bound, a gateway could have the payer
+// sign an escrow that never expires (the funds locked for good) or a refund
+// window that closes at once. The defaults (30 days of authorization, 1 to
+// 365 days of refund window) are generous multiples of the usual 7 and 30
+// days; set wider ones only for a gateway configured for longer windows. An
+// expiry outside them is an *ArtifactError on the payment's
+// authorization_expiry or refund_expiry, and nothing is signed.
+// Expectation.LatestAuthorizationExpiry and EarliestRefundExpiry state the
+// order's own windows.
+func WithExpiryBounds(b ExpiryBounds) Option {
+	return func(c *config) error {
+		if b.MaxAuthorization < 0 || b.MinRefund < 0 || b.MaxRefund < 0 {
+			return errors.New("rail0: WithExpiryBounds: bounds must not be negative")
+		}
+		if b.MaxAuthorization != 0 {
+			c.expiries.MaxAuthorization = b.MaxAuthorization
+		}
+		if b.MinRefund != 0 {
+			c.expiries.MinRefund = b.MinRefund
+		}
+		if b.MaxRefund != 0 {
+			c.expiries.MaxRefund = b.MaxRefund
+		}
+		if c.expiries.MinRefund > c.expiries.MaxRefund {
+			return fmt.Errorf("rail0: WithExpiryBounds: MinRefund %s is above MaxRefund %s", c.expiries.MinRefund, c.expiries.MaxRefund)
+		}
 		return nil
 	}
 }

@@ -2,7 +2,10 @@ package rail0
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // provesNotRun reports whether an answer proves that the request it
@@ -50,4 +53,50 @@ func provesNotRun(status int, body []byte) bool {
 	}
 	var code string
 	return json.Unmarshal(fields["code"], &code) == nil && code != ""
+}
+
+// A 2xx answer to a write that must not run twice proves nothing either
+// when it is not the resource the operation promises: a proxy's or a load
+// balancer's JSON (null, {}, {"message":"Accepted"}) decodes into a zero
+// value without an error, and taking it for a success would hand the
+// caller a transaction with no id (its next step, waiting for it, fails;
+// the caller who then submits again runs the write twice) or a payment
+// with no id (and loses the Idempotency-Key that would have found it). So
+// the answers of those writes must carry the resource's identifying fields,
+// or the call ends as it does for an undecodable 2xx: an
+// *OutcomeUnknownError carrying the key, over a *DecodeError that says what
+// is missing. The checks below say what; do applies them (request.identify).
+
+// notTheTransaction reports why tx, the decoded 2xx answer to a submit of
+// op (or a report of it by hash) whose transaction hash is hash, is not the
+// Transaction the operation promises; "" when it is one. The gateway's
+// answer carries the transaction's id and its operation, and its hash once
+// known: a hash that is there must be the hash of what was signed or
+// reported, since the answer is about that transaction.
+func notTheTransaction(tx *Transaction, op Operation, hash verify.Word) string {
+	switch {
+	case tx.ID == "":
+		return "carries no transaction id"
+	case tx.Operation != op:
+		return fmt.Sprintf("is a transaction of operation %q, not %s", clip(oneLine(string(tx.Operation))), op)
+	case tx.TransactionHash != nil && *tx.TransactionHash != "":
+		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
+			return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)
+		}
+	}
+	return ""
+}
+
+// notThePayment reports why p, the decoded 2xx answer to a payment's
+// creation, is not the PaymentDetail the operation promises; "" when it is
+// one: it must carry the payment's id and its rail0_id (0x + 64 hex), which
+// the gateway assigns when it creates the payment.
+func notThePayment(p *PaymentDetail) string {
+	if p.ID == "" {
+		return "carries no payment id"
+	}
+	if _, err := verify.ParseWord(p.Rail0ID); err != nil {
+		return fmt.Sprintf("carries rail0_id %q, not 0x and 64 hex digits", clip(oneLine(p.Rail0ID)))
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package rail0
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -188,4 +189,94 @@ func repeatHex(s string, n int) string {
 		b = append(b, s...)
 	}
 	return string(b)
+}
+
+func TestNotTheResource(t *testing.T) {
+	hash := transactionHash(fixtureSignedTx)
+	other := "0x" + strings.Repeat("ab", 32)
+	str := func(s string) *string { return &s }
+	txs := []struct {
+		name string
+		tx   Transaction
+		ok   bool
+	}{
+		{"the step's transaction with the hash sent", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(hash.String())}, true},
+		{"the hash in upper case", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("0x" + strings.ToUpper(hash.String()[2:]))}, true},
+		{"no hash yet", Transaction{ID: "t1", Operation: OpCapture}, true},
+		{"an empty hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("")}, true},
+		{"null, {} or a proxy's message: no id", Transaction{}, false},
+		{"no id", Transaction{Operation: OpCapture, TransactionHash: str(hash.String())}, false},
+		{"no operation", Transaction{ID: "t1"}, false},
+		{"another step", Transaction{ID: "t1", Operation: OpVoid, TransactionHash: str(hash.String())}, false},
+		{"another hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(other)}, false},
+		{"a hash that is not one", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("pending\x1b[2J")}, false},
+	}
+	for _, tc := range txs {
+		t.Run("transaction: "+tc.name, func(t *testing.T) {
+			why := notTheTransaction(&tc.tx, OpCapture, hash)
+			assert.Equal(t, tc.ok, why == "", why)
+			assert.NotContains(t, why, "\x1b")
+		})
+	}
+	payments := []struct {
+		name string
+		p    PaymentDetail
+		ok   bool
+	}{
+		{"id and rail0_id", PaymentDetail{Payment: Payment{ID: fixturePaymentID, Rail0ID: "0x" + strings.Repeat("9f", 32)}}, true},
+		{"null, {} or a proxy's message", PaymentDetail{}, false},
+		{"no rail0_id", PaymentDetail{Payment: Payment{ID: fixturePaymentID}}, false},
+		{"no id", PaymentDetail{Payment: Payment{Rail0ID: "0x" + strings.Repeat("9f", 32)}}, false},
+		{"a rail0_id that is not one", PaymentDetail{Payment: Payment{ID: fixturePaymentID, Rail0ID: "0x1234"}}, false},
+	}
+	for _, tc := range payments {
+		t.Run("payment: "+tc.name, func(t *testing.T) {
+			why := notThePayment(&tc.p)
+			assert.Equal(t, tc.ok, why == "", why)
+		})
+	}
+}
+
+// A submit answered by a 2xx that is not its transaction reads the payment:
+// the transaction of the step carrying the hash sent is the result; when the
+// payment does not show it, the outcome is unknown. A Create so answered is
+// an *OutcomeUnknownError with the key it sent.
+func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
+	hash := transactionHash(fixtureSignedTx).String()
+	withTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": [` + submittedTxJSON(OpVoid, hash) + `]}`
+	withoutTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": []}`
+	ctx := context.Background()
+	for _, body := range []string{`null`, `{}`, `{"message":"Accepted"}`, submittedTxJSON(OpCapture, hash)} {
+		t.Run("submit ran: "+body, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: 202, body: body}, step{status: 200, body: withTx})
+			c := newTestClient(t, srv.URL)
+			tx, err := c.Payments.Submit(ctx, fixturePaymentID, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
+			require.NoError(t, err)
+			assert.Equal(t, OpVoid, tx.Operation)
+			assert.Equal(t, fixtureTxID, tx.ID)
+			assert.Len(t, srv.requests(), 2)
+		})
+		t.Run("submit not found: "+body, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: 202, body: body}, step{status: 200, body: withoutTx})
+			c := newTestClient(t, srv.URL)
+			_, err := c.Payments.Submit(ctx, fixturePaymentID, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx})
+			var unknown *OutcomeUnknownError
+			var decodeErr *DecodeError
+			require.ErrorAs(t, err, &unknown)
+			require.ErrorAs(t, err, &decodeErr)
+			assert.Contains(t, err.Error(), "not the resource the operation promises")
+		})
+		t.Run("create: "+body, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: 201, body: body})
+			c := newTestClient(t, srv.URL)
+			_, err := c.Payments.Create(ctx, PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize, Amount: "25.00",
+				Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4",
+				Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"})
+			var unknown *OutcomeUnknownError
+			require.ErrorAs(t, err, &unknown)
+			require.Len(t, srv.requests(), 1)
+			assert.NotEmpty(t, unknown.IdempotencyKey)
+			assert.Equal(t, srv.requests()[0].header.Get("Idempotency-Key"), unknown.IdempotencyKey)
+		})
+	}
 }

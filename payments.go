@@ -190,9 +190,10 @@ var createPayment = declare(operation{"createPayment", "POST", "/payments", opKe
 // A missing field, a chain id below 1 or an amount that is not a positive
 // decimal such as "25.00" is a *ValidationError before any request.
 //
-// A client with a signer (WithSigner) remembers what was asked for (the
-// last 1024 payments, in memory), and PayerSign of the payment on it signs
-// those terms and no others, whatever the gateway answers; a replay of an
+// The client remembers what was asked for (the last 1024 payments, in
+// memory), and PayerSign of the payment on it (or VerifyPayload of its
+// payer's signature, for a wallet elsewhere) accepts those terms and no
+// others, whatever the gateway answers; a replay of an
 // Idempotency-Key first used with other params is refused there. Calling
 // Create again with the order's IdempotencyKey, after a restart for
 // instance, restores that record. Create returns what the gateway answered,
@@ -217,16 +218,17 @@ func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams
 		key = newIdempotencyKey()
 	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key}, &p)
+	identify := func() string { return notThePayment(&p) }
+	resp, err := s.client.do(ctx, &request{op: createPayment, body: params, idempotencyKey: key, identify: identify}, &p)
 	if err != nil {
 		return nil, err
 	}
 	p.Replayed = resp.StatusCode == http.StatusOK
 	p.Response = resp
-	if s.client.signer != nil { // only PayerSign, a flow, reads it
-		s.client.created.remember(p.ID, askedOf(params, &p))
-		s.client.learnPayment(p.ID, &p)
-	}
+	// PayerSign and the low-level path (VerifyPayload, VerifyTransaction)
+	// bind the payment to this record.
+	s.client.created.remember(p.ID, askedOf(params, &p))
+	s.client.learnPayment(p.ID, &p)
 	return &p, nil
 }
 
@@ -617,18 +619,13 @@ type PaymentSubmitParams struct {
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, submitPaymentOperation, submitDispute, submitCloseDispute)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSignedTransaction(params.SignedTransaction); err != nil {
-		return nil, err
-	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
-	if err != nil {
-		return s.reconcileSubmit(ctx, id, op, transactionHash(params.SignedTransaction), err)
-	}
-	return tx, nil
+	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
+	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+		if err := checkSignedTransaction(params.SignedTransaction); err != nil {
+			return verify.Word{}, err
+		}
+		return transactionHash(params.SignedTransaction), nil
+	})
 }
 
 var (
@@ -663,27 +660,37 @@ type PaymentSubmitByHashParams struct {
 // reconciled as Submit's is: the payment is read and the transaction of op
 // carrying params.TransactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
-		return nil, err
-	}
-	tx, err := doTransaction(ctx, s.client, &request{op: route, args: args, body: params})
-	if err != nil {
-		hash, _ := verify.ParseWord(params.TransactionHash)
-		return s.reconcileSubmit(ctx, id, op, hash, err)
-	}
-	return tx, nil
+	routes := [3]*operation{submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash}
+	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+		if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
+			return verify.Word{}, err
+		}
+		return verify.ParseWord(params.TransactionHash)
+	})
 }
 
-// doTransaction sends r, a submit, and decodes the Transaction it answers.
-func doTransaction(ctx context.Context, c *Client, r *request) (*Transaction, error) {
-	var tx Transaction
-	resp, err := c.do(ctx, r, &tx)
+// submit is what Submit and SubmitByHash share: op's route among routes
+// (the generic step's, the dispute's, the dispute close's, as stepRoute
+// takes them), then body checked by checked, which returns the hash the
+// chain and the gateway know the transaction by, then the send, whose
+// answer must be that transaction (notTheTransaction); a send that fails
+// is reconciled by that hash (reconcileSubmit), for a repeat whose first
+// answer was lost.
+func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, checked func() (verify.Word, error)) (*Transaction, error) {
+	route, args, err := stepRoute(op, id, routes[0], routes[1], routes[2])
 	if err != nil {
 		return nil, err
+	}
+	hash, err := checked()
+	if err != nil {
+		return nil, err
+	}
+	var tx Transaction
+	r := &request{op: route, args: args, body: body}
+	r.identify = func() string { return notTheTransaction(&tx, op, hash) }
+	resp, err := s.client.do(ctx, r, &tx)
+	if err != nil {
+		return s.reconcileSubmit(ctx, id, op, hash, err)
 	}
 	tx.Response = resp
 	return &tx, nil

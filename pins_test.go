@@ -341,7 +341,7 @@ func TestChecksReadNoCatalog(t *testing.T) {
 		t.Errorf("VerifyTransaction: %v", err)
 	}
 	refund := g.payloadJSON(Intent{Operation: OpRefund, Amount: "4000000"})
-	if _, err := c.Payments.VerifyPayload(ctx, &p, Intent{Operation: OpRefund, Amount: "4.00"}, refund); err != nil {
+	if _, err := c.Payments.VerifyPayload(ctx, &p, Intent{Operation: OpRefund, Amount: "4.00", Expect: Expectation{Payer: g.payer.Address()}}, refund); err != nil {
 		t.Errorf("VerifyPayload: %v", err)
 	}
 	var ve *ValidationError

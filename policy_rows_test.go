@@ -17,16 +17,24 @@ import (
 // against a real server. A unit test alone passes with the wiring missing;
 // the end-to-end run alone cannot say which rule acted.
 type policyRow struct {
-	name     string
-	op       *operation // the operation the row's request performs
-	args     pathArgs   // its path arguments
-	key      string     // Idempotency-Key, for POSTs
-	steps    []step
-	opts     []Option
-	attempts int
+	name  string
+	op    *operation // the operation the row's request performs
+	args  pathArgs   // its path arguments
+	key   string     // Idempotency-Key, for POSTs
+	steps []step
+	opts  []Option
+	// warmup calls of the same request go first on the client, each
+	// answered by the next step; what they teach the client's limiter
+	// acts on the row's call, which takes the steps after them.
+	warmup   int
+	attempts int // the row's call's requests
 	// outcome is "ok", "api", "unknown" or "transport".
 	outcome string
 	status  int
+	// notSent: the row's call comes back unsent, refused by the limiter
+	// (Call.NotRetried is ReasonLimiter). Its rule is the limiter's, not
+	// decide's: package ratelimit's TestReserveWithinInstructions.
+	notSent bool
 	reasons []RetryReason
 }
 
@@ -90,6 +98,19 @@ var policyRows = []policyRow{
 	{name: "a definitive 422", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 422,
 		body: `{"code":"invalid_amount","title":"Invalid amount","detail":"Not a valid amount.","status":"invalid_amount"}`}},
 		attempts: 1, outcome: "api", status: 422},
+	// Issue 22, item 2, the seed: a Retry-After of 600 s (allowance 3 min,
+	// cap 60 s) closes the partition for the calls that cannot wait the
+	// rest of it: the next call comes back at once, unsent.
+	{name: "after a Retry-After beyond the allowance, the next call is not sent", op: getPayment, args: pathArgs{"p1"},
+		steps: []step{throttled("600"), {status: 200, body: `{}`}}, warmup: 1,
+		opts: []Option{WithRetryOn429(true), WithRetryAfterCap(DefaultRetryAfterCap)}, attempts: 0, outcome: "api", status: 429, notSent: true},
+	// Issue 22, item 3, the seed: Retry-After: 1 on every 429, a 2.5 s
+	// allowance. The second 429 proves the header short (one call went
+	// through before); the doubled wait is clamped to the 1.5 s left.
+	{name: "a distrusted wait is clamped to what is left", op: getPayment, args: pathArgs{"p1"},
+		steps: []step{{status: 200, body: `{}`}, throttled("1"), throttled("1"), {status: 200, body: `{}`}}, warmup: 1,
+		opts:     []Option{WithRetryOn429(true), WithMaxRetryWait(2500 * time.Millisecond), WithRetryAfterCap(DefaultRetryAfterCap)},
+		attempts: 3, outcome: "ok", reasons: []RetryReason{ReasonRateLimited, ReasonRetryAfterDistrustedClamped}},
 	{name: "a 422 without the gateway's envelope on a submit", op: submitPaymentOperation, args: pathArgs{"p1", "capture"}, steps: []step{{status: 422, body: `{"code":"invalid_amount"}`}},
 		attempts: 1, outcome: "unknown", status: 422},
 }
@@ -104,7 +125,10 @@ func TestPolicyRowsDecide(t *testing.T) {
 			}
 			p := cfg.call.apply(policy{retryAfterCap: cfg.retryAfterCap, maxRetryWait: DefaultMaxRetryWait,
 				maxRetries: DefaultMaxRetries, base: defaultBackoffBase})
-			first := row.steps[0]
+			if row.notSent {
+				return // no answer to decide on: the limiter refused the call
+			}
+			first := row.steps[row.warmup]
 			o := outcome{op: classOf(row.op.method, row.op), idempotencyKey: row.key != "", status: first.status, failed: first.hangUp}
 			if ra, ok := parseRetryAfter(first.header["Retry-After"], time.Now()); ok {
 				o.retryAfter, o.hasRetryAfter = ra, true
@@ -134,9 +158,14 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 				if row.op.method == http.MethodPost {
 					body = map[string]string{"amount": "1.00"}
 				}
-				_, err := c.do(context.Background(), &request{op: row.op, args: row.args, body: body, idempotencyKey: row.key}, nil)
+				r := &request{op: row.op, args: row.args, body: body, idempotencyKey: row.key}
+				for range row.warmup {
+					c.do(context.Background(), r, nil)
+				}
+				warm, heard := len(srv.requests()), len(ev.all())
+				_, err := c.do(context.Background(), r, nil)
 
-				assert.Len(t, srv.requests(), row.attempts)
+				assert.Len(t, srv.requests()[warm:], row.attempts)
 				var apiErr *APIError
 				var unknown *OutcomeUnknownError
 				var transport *TransportError
@@ -147,6 +176,10 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 					require.ErrorAs(t, err, &apiErr)
 					assert.Equal(t, row.status, apiErr.StatusCode)
 					assert.False(t, errors.As(err, &unknown))
+					assert.Equal(t, row.notSent, apiErr.NotSent)
+					if row.notSent {
+						assert.Equal(t, ReasonLimiter, apiErr.Call.NotRetried())
+					}
 				case "unknown":
 					require.ErrorAs(t, err, &unknown)
 					assert.ErrorIs(t, err, ErrOutcomeUnknown)
@@ -158,7 +191,7 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 					require.ErrorAs(t, err, &transport)
 				}
 				var reasons []RetryReason
-				for _, e := range ev.all() {
+				for _, e := range ev.all()[heard:] {
 					reasons = append(reasons, e.Reason)
 				}
 				assert.Equal(t, row.reasons, reasons)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // These tests run a real http.Server and the client's real transport over
@@ -542,5 +544,52 @@ func TestAbsurdAdvertisedWindowTeachesNothing(t *testing.T) {
 		_, err = c.Payments.Get(context.Background(), "p1")
 		require.NoError(t, err)
 		assert.Len(t, srv.requests(), 2)
+	})
+}
+
+// newsLimiter reports a 429 to the client the way observe does (the limiter
+// first, then the client's news counter) right after the limiter admitted a
+// slot for later and before its caller starts to sleep: news that arrives
+// while a call is being admitted.
+type newsLimiter struct {
+	ratelimit.Limiter
+	c        *Client
+	closeFor time.Duration
+	once     sync.Once
+}
+
+func (l *newsLimiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
+	adm, err := l.Limiter.Reserve(ctx, r)
+	if err == nil && adm.Ticket != 0 && adm.Wait > 0 && r.Ticket == 0 {
+		l.once.Do(func() {
+			_, oerr := l.Limiter.Observe(ctx, r.Partition, ratelimit.Observation{Throttled: true, RetryAfter: l.closeFor,
+				FixedWindows: r.FixedWindows, Budget: r.Budget})
+			if oerr != nil {
+				panic(oerr)
+			}
+			l.c.limitGen.Add(1)
+		})
+	}
+	return adm, err
+}
+
+// A slot held across a sleep is confirmed again when a 429 arrived while its
+// caller was being admitted: the call waits for the reopening instead of
+// going into the window the 429 showed full.
+func TestNewsDuringAdmissionIsHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = 2 * time.Second
+		g := newFixedWindow(100, period)
+		l := &newsLimiter{Limiter: ratelimit.NewMemory(), closeFor: 10 * time.Second}
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithLimiter(l),
+			WithPacing(Pacing{Public: Budget{Limit: 1, Period: period}}))
+		l.c = c
+		for _, id := range []string{"first", "second"} {
+			_, err := c.Payments.Get(context.Background(), id)
+			require.NoError(t, err)
+		}
+		seen := g.arrivals()
+		require.Len(t, seen, 2)
+		assert.GreaterOrEqual(t, seen[1].at, 10*time.Second, "the second call waited for the reopening")
 	})
 }

@@ -2,8 +2,11 @@ package rail0
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -70,12 +73,18 @@ type RawRequest struct {
 // rules of req.Class under the view's settings, the limiter, the redirect
 // refusal, the transcript in Response.Call, the logger and the observer),
 // and a failure is one of the SDK's errors (*APIError, *OutcomeUnknownError,
-// *TransportError, *DecodeError; a malformed req is a *ValidationError
-// before anything is sent). Prefer a method of a service when there is one:
-// it knows the operation's class, checks what it sends and decodes what
-// comes back into types; Raw does neither.
+// *TransportError, *DecodeError). A malformed req (a body encoding/json
+// cannot encode among them) and an out that is neither nil nor a non-nil
+// pointer are a *ValidationError before anything is sent. A *DecodeError
+// of Raw keeps no Body: the SDK cannot tell whether the answer carries a
+// credential, as a sign-in or a webhook's secret does. Prefer a method of
+// a service when there is one: it knows the operation's class, checks what
+// it sends and decodes what comes back into types; Raw does neither.
 func (c *Client) Raw(ctx context.Context, req RawRequest, out any) (*Response, error) {
-	r := &request{method: req.Method, query: req.Query, body: req.Body, anonymous: req.Public, raw: true}
+	// secretAnswer: the SDK cannot tell which answers carry a credential
+	// (a sign-in, a webhook secret, an endpoint it does not know yet), so
+	// a 2xx that cannot be decoded keeps no body in its error.
+	r := &request{method: req.Method, query: req.Query, body: req.Body, anonymous: req.Public, raw: true, secretAnswer: true}
 	switch req.Method {
 	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 	default:
@@ -103,6 +112,21 @@ func (c *Client) Raw(ctx context.Context, req RawRequest, out any) (*Response, e
 	}
 	if len(req.Path) == 0 {
 		return nil, &ValidationError{Field: "path", Reason: "is required"}
+	}
+	if v := reflect.ValueOf(out); out != nil && (v.Kind() != reflect.Pointer || v.IsNil()) {
+		// An answer that cannot be decoded would come only after the
+		// request ran: a write that must not run twice would be done and
+		// reported as an unknown outcome.
+		return nil, &ValidationError{Field: "out", Reason: fmt.Sprintf("must be nil or a non-nil pointer, got %T", out)}
+	}
+	if req.Body != nil {
+		// Encoded here, once, so that a body encoding/json refuses is the
+		// caller's mistake, found before the call starts.
+		b, err := json.Marshal(req.Body)
+		if err != nil {
+			return nil, &ValidationError{Field: "body", Reason: "cannot be encoded as JSON: " + err.Error()}
+		}
+		r.body = json.RawMessage(b)
 	}
 	segments := make([]string, len(req.Path))
 	for i, s := range req.Path {

@@ -252,3 +252,38 @@ func TestRawRequestHonoursTheView(t *testing.T) {
 		assert.Equal(t, 2, resp.Attempts)
 	})
 }
+
+// An out that could never take the answer is refused before anything is
+// sent: otherwise a write that must not run twice runs on the gateway and
+// its caller is told only that its outcome is unknown.
+func TestRawRequestRefusesAnOutThatIsNotAPointer(t *testing.T) {
+	for name, out := range map[string]any{
+		"a struct":       struct{ ID string }{},
+		"a nil pointer":  (*struct{ ID string })(nil),
+		"a map":          map[string]any{},
+		"a string value": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newScriptServer(t, step{status: 201, body: `{"id":"r1"}`})
+			c := newTestClient(t, s.URL, WithToken("tok"))
+			_, err := c.Raw(context.Background(), RawRequest{Method: http.MethodPost, Path: []string{"orders"}, Body: map[string]string{"a": "b"}}, out)
+			var ve *ValidationError
+			require.ErrorAs(t, err, &ve)
+			assert.Equal(t, "out", ve.Field)
+			assert.Empty(t, s.requests(), "the write was sent although its answer could never be decoded")
+		})
+	}
+}
+
+// A body encoding/json cannot encode is the caller's mistake, a
+// *ValidationError before anything is sent, like every other malformed
+// request.
+func TestRawRequestRefusesABodyItCannotEncode(t *testing.T) {
+	s := newScriptServer(t, step{status: 200, body: `{}`})
+	c := newTestClient(t, s.URL, WithToken("tok"))
+	_, err := c.Raw(context.Background(), RawRequest{Method: http.MethodPost, Path: []string{"orders"}, Body: map[string]any{"f": func() {}}}, nil)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "body", ve.Field)
+	assert.Empty(t, s.requests())
+}

@@ -39,7 +39,7 @@ const (
 // run on the calling goroutine (go-retryablehttp calls them from Do), the
 // only one that touches the state.
 //
-// A call may wait in two places, each for its own reason:
+// A call may wait in three places, each for its own reason:
 //
 //   - go-retryablehttp's timer, between an answer and its retry: the wait
 //     the policy decided in checkRetry (the server's Retry-After, or a
@@ -50,6 +50,9 @@ const (
 //     before each retry in prepareRetry): the call's turn on its rate-limit
 //     partition, which other calls' answers (a 429, a lower budget) can move
 //     while this one waits, so it is taken just before the request leaves.
+//   - the token source (bearer, before the first attempt in send): a
+//     client's own sign-in, which another call may be leading
+//     (tokenSource.await), or the caller's WithTokenSource function.
 //
 // checkRetry itself never waits.
 type callState struct {
@@ -66,6 +69,7 @@ type callState struct {
 	// attempt waits for that decision (untold).
 	resendOn401 bool
 	untold      bool
+	onRateWait  func(rateWait) // the request's; nil for most calls
 
 	spent     // what the call used and did, across its sends
 	sendState // what the current send has seen
@@ -79,6 +83,7 @@ type sendState struct {
 	token     string  // the bearer token; never logged or stored elsewhere
 	gated     bool    // waits for the limiter before each attempt
 	jitter    float64 // the draw of the last 429 decision, reused for its admission
+	clamped   bool    // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
 	turn      turn    // the limiter's admission of the attempt in flight
 	held      int64   // the slot held for the retry of a 429 since the answer came; zero when none
 
@@ -118,7 +123,8 @@ type spent struct {
 
 // newCall starts the state of the call r, whose transcript is call.
 func (c *Client) newCall(r *request, call *Call) *callState {
-	st := &callState{c: c, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey, op: call.class}
+	st := &callState{c: c, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey, op: call.class,
+		onRateWait: r.onRateWait}
 	// The call's own client, built as a literal (its defaults would drop
 	// the final response on exhaustion and use Retry-After uncapped).
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
@@ -164,7 +170,8 @@ func (st *callState) send(ctx context.Context, r *request, out any, token string
 	if st.gated {
 		st.jitter = c.rand()
 		if err := c.admit(ctx, st); err != nil {
-			if isContextErr(err) {
+			var held *APIError
+			if isContextErr(err) && !errors.As(err, &held) {
 				return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 			}
 			return nil, err
@@ -216,11 +223,16 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
 		var local *APIError
 		if errors.As(err, &local) && local.NotSent {
-			// The limiter would not admit the retry in time. The server's
-			// own last answer, not one built here, is what the caller gets.
+			// The limiter would not admit the retry in time, or the call
+			// ended while it waited. The server's own last answer, not one
+			// built here, is what the caller gets, with the context's
+			// error when that ended the wait.
 			failure = local
 			if last := c.lastAnswer(st); last != nil {
 				failure = last
+				if local.cause != nil {
+					failure = last.withCause(local.cause)
+				}
 			}
 		} else if isContextErr(err) && st.last429 != nil {
 			// Cut short while waiting out a 429, or on the retry that
@@ -244,21 +256,28 @@ func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
 	}
 	if out != nil && st.status != http.StatusNoContent {
 		if err := json.Unmarshal(st.body, out); err != nil {
-			var failure error = &DecodeError{
-				Method: st.method, Path: st.path, StatusCode: st.status,
-				RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
-				Body: truncate(st.body, 1024), Err: err,
-			}
-			if st.maybeExecuted {
-				// A 2xx that is not the gateway's promised JSON may be a
-				// proxy's page: the write may or may not have run, and a
-				// keyed one can be repeated with its key.
-				failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
-			}
-			return meta, failure
+			return meta, st.undecodable(meta, err)
 		}
 	}
 	return meta, nil
+}
+
+// undecodable is the failure of a 2xx whose body is not what the operation
+// promises, for the reason cause: not its JSON, or (request.identify) JSON
+// that is not its resource. It is a *DecodeError, inside an
+// *OutcomeUnknownError on a write that may have run: such an answer may be
+// a proxy's, written after the write ran or not, and a keyed write can be
+// repeated with its key.
+func (st *callState) undecodable(meta *Response, cause error) error {
+	var failure error = &DecodeError{
+		Method: st.method, Path: st.path, StatusCode: st.status,
+		RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
+		Body: truncate(st.body, 1024), Err: cause,
+	}
+	if st.maybeExecuted {
+		failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
+	}
+	return failure
 }
 
 // checkRetry is the CheckRetry hook: it reads the answer, asks the policy
@@ -329,11 +348,15 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		guesses429:   st.guesses429,
 		deadline:     timeLeft(ctx, now),
 	}
+	if st.turn.fb.Distrusted {
+		b.rtt = c.delays.margin(0)
+	}
 	d := c.quota.spend(func(tokens int) decision {
 		b.tokens = tokens
 		return decide(c.policy, o, b, u)
 	})
 	d = distrust(d, st.turn.fb, c.policy, b, u)
+	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
 	switch {
 	case o.status == http.StatusTooManyRequests:
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
@@ -369,6 +392,9 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		st.otherRetries++
 	}
 	st.next = d.wait
+	if o.status == http.StatusTooManyRequests && st.onRateWait != nil {
+		st.onRateWait(rateWait{method: st.method, path: st.path, until: now.Add(d.wait)})
+	}
 	if st.gated && o.status == http.StatusTooManyRequests {
 		c.holdRetrySlot(ctx, st, d.wait)
 	}
@@ -403,13 +429,22 @@ func (st *callState) prepareRetry(req *http.Request) error {
 // admit waits for the call's turn on its rate-limit partition (see
 // takeTurn). The wait counts against the call's allowance; when it does not
 // fit the allowance or the deadline, the call gets a 429 at once without
-// sending. A failing limiter (say, an unreachable shared store) does not
-// stop payments: the call goes ahead, and the failure is logged.
+// sending, and when ctx ends during it, the same 429 matching ctx's error
+// too, with the wait that was left. A failing limiter (say, an unreachable
+// shared store) does not stop payments: the call goes ahead, and the
+// failure is logged.
 func (c *Client) admit(ctx context.Context, st *callState) error {
 	noted := len(st.call.Limiter) // takeTurn notes each wait it sleeps
 	adm, err := c.takeTurn(ctx, st)
 	if err != nil {
 		if ctx.Err() != nil {
+			if n := len(st.call.Limiter); n > noted {
+				// Cut short while waiting for its turn: the rate limit held
+				// the call back, as a refusal does.
+				w := st.call.Limiter[n-1]
+				left := max(w.At.Add(w.Wait).Sub(c.now()), 0)
+				return c.notSent(st, left, "not sent: the context ended while the call waited for its turn on the rate limit").withCause(ctx.Err())
+			}
 			return ctx.Err()
 		}
 		if c.logger != nil {
@@ -422,13 +457,18 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 		c.noteAdmission(ctx, st, adm) // a refusal, or an admission at once
 	}
 	if !adm.OK {
-		return &APIError{
-			StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
-			Detail:     "not sent: the rate-limit wait does not fit the call's allowance or deadline",
-			RetryAfter: adm.Wait, Method: st.method, Path: st.path, NotSent: true,
-		}
+		return c.notSent(st, adm.Wait, "not sent: the rate-limit wait does not fit the call's allowance or deadline")
 	}
 	return nil
+}
+
+// notSent is the 429 of a call that its rate limit held back, for why:
+// wait is what it would still have had to wait.
+func (c *Client) notSent(st *callState, wait time.Duration, why string) *APIError {
+	return &APIError{
+		StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
+		Detail: why, RetryAfter: wait, Method: st.method, Path: st.path, NotSent: true,
+	}
 }
 
 // answerError is the call's last answer as an *APIError: the 429 that

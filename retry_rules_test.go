@@ -298,7 +298,7 @@ func TestAmbiguousWritesDecidedPerOperation(t *testing.T) {
 		assert.Len(t, srv.requests(), 2)
 	})
 	t.Run("report by hash", func(t *testing.T) {
-		srv := newScriptServer(t, step{status: 503}, step{status: 202, body: `{}`})
+		srv := newScriptServer(t, step{status: 503}, step{status: 202, body: `{"id":"t1","operation":"capture","status":"submitted","transaction_hash":"0x` + strings.Repeat("ab", 32) + `"}`})
 		c := newTestClient(t, srv.URL, withRand(func() float64 { return 0 }))
 		_, err := c.Payments.SubmitByHash(context.Background(), "p1", OpCapture, PaymentSubmitByHashParams{TransactionHash: "0x" + strings.Repeat("ab", 32)})
 		require.NoError(t, err)

@@ -236,7 +236,7 @@ func (l *eventLog) refusals() map[RetryReason]int {
 
 const (
 	rateLimitedBody = `{"code":"rate_limited","title":"Too many requests","detail":"Request limit reached for this period; retry after the Retry-After delay.","status":"rate_limited"}`
-	paymentBody     = `{"id":"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b","status":"unsigned","mode":"authorize","amount":"25000000","payer":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","payee":"0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2","token":"0x036CbD53842c5426634e7929541eC2318f3dCF7e","authorization_expiry":1789985700,"refund_expiry":1791972900,"disputed":false,"created_at":"2026-09-14T10:15:00Z","updated_at":"2026-09-14T10:15:00Z","chain_id":84532,"transactions":[],"signing_payload":{"primaryType":"TransferWithAuthorization"}}`
+	paymentBody     = `{"id":"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b","rail0_id":"0x9f2c4e1a7b3d5c8e0f6a2b4d6c8e0a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e2f","status":"unsigned","mode":"authorize","amount":"25000000","payer":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","payee":"0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2","token":"0x036CbD53842c5426634e7929541eC2318f3dCF7e","authorization_expiry":1789985700,"refund_expiry":1791972900,"disputed":false,"created_at":"2026-09-14T10:15:00Z","updated_at":"2026-09-14T10:15:00Z","chain_id":84532,"transactions":[],"signing_payload":{"primaryType":"TransferWithAuthorization"}}`
 )
 
 func throttled(retryAfter string) step {

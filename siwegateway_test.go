@@ -44,6 +44,7 @@ func (g *siweGateway) now() time.Time { return time.Now().Add(g.offset) }
 func (g *siweGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	g.seen = append(g.seen, r.Method+" "+r.URL.Path)
+	n := len(g.seen) // read under the lock: requests arrive concurrently
 	g.mu.Unlock()
 	w.Header().Set("Date", g.now().UTC().Format(http.TimeFormat))
 	switch {
@@ -51,7 +52,7 @@ func (g *siweGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if g.beforeNonce != nil && g.beforeNonce(w) {
 			return
 		}
-		authWriteJSON(w, http.StatusCreated, `{"nonce":"n`+fmt.Sprint(len(g.seen))+`","expires_at":"`+g.now().Add(5*time.Minute).Format(time.RFC3339)+`"}`)
+		authWriteJSON(w, http.StatusCreated, `{"nonce":"n`+fmt.Sprint(n)+`","expires_at":"`+g.now().Add(5*time.Minute).Format(time.RFC3339)+`"}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/auth":
 		var body struct{ Message, Signature string }
 		_ = json.NewDecoder(r.Body).Decode(&body)

@@ -2,6 +2,8 @@ package rail0
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 )
 
@@ -22,7 +24,10 @@ import (
 //
 // Every request a method of the view sends honours its settings: each
 // request of a flow, each page of an iterator, and the sign-in a call
-// triggers. A view of a view applies both, the later one winning.
+// triggers. A call that needs the session while a call of another view
+// leads the sign-in waits for it only as long as its own settings would
+// wait (the package doc's retry contract, item 6). A view of a view
+// applies both, the later one winning.
 //
 // Why a view: aws-sdk-go-v2 takes per-operation option functions
 // (optFns ...func(*Options)) on every method, which here would put a
@@ -71,14 +76,20 @@ var errNotPerCall = &ValidationError{Field: "option",
 // view: it runs opt on probe, cleared first, and takes the retry settings
 // it set. An option that sets none of them (every option but the three
 // per-call ones, which record what they set in config.call) is refused, as
-// is a nil one; an invalid value is opt's own error.
+// is a nil one. An invalid value is refused with opt's own reason, as a
+// *ValidationError whatever opt returned: NewClient's options report in
+// several forms, and With promises one.
 func callOption(opt Option, probe *config, over *callOverrides) error {
 	if opt == nil {
 		return &ValidationError{Field: "option", Reason: "must not be nil"}
 	}
 	*probe = config{}
 	if err := opt(probe); err != nil {
-		return err
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			return ve
+		}
+		return &ValidationError{Field: "option", Reason: strings.TrimPrefix(err.Error(), "rail0: ")}
 	}
 	if probe.call.set == 0 {
 		return errNotPerCall
@@ -135,18 +146,29 @@ func (o callOverrides) under(inner callOverrides) callOverrides {
 
 // callerOverridesKey carries the overrides of the view a call was made
 // through to the calls made on its behalf by the client's token source (a
-// sign-in), as a read-only value: the token source's client is not the
-// view. Only bearer sets it.
+// sign-in), as a read-only value (callerOverrides): the token source's
+// client is not the view. Only bearer sets it.
 type callerOverridesKey struct{}
 
+// callerOverrides is what a view changed, and whose views they apply to:
+// the views of one client (one clientState). The context handed to a token
+// source reaches whatever that source calls with it, another rail0 client
+// included (a WithTokenSource function that asks a vault through one), and
+// a client built with other settings must not take this one's.
+type callerOverrides struct {
+	state *clientState
+	over  callOverrides
+}
+
 // forCaller returns the view the calls made on behalf of ctx's caller use:
-// c itself unless that caller's view set something c did not.
+// c itself unless that caller, a view of c's client, set something c did
+// not.
 func (c *Client) forCaller(ctx context.Context) *Client {
-	caller, ok := ctx.Value(callerOverridesKey{}).(callOverrides)
-	if !ok || caller.set&^c.over.set == 0 {
+	caller, ok := ctx.Value(callerOverridesKey{}).(callerOverrides)
+	if !ok || caller.state != c.clientState || caller.over.set&^c.over.set == 0 {
 		return c
 	}
-	over := caller.under(c.over)
+	over := caller.over.under(c.over)
 	v := newView(c.clientState, over.apply(c.policy), over, c.viewErr)
 	v.noteWaiters()
 	return v
@@ -158,7 +180,7 @@ func (c *Client) withCaller(ctx context.Context) context.Context {
 	if c.over.set == 0 {
 		return ctx
 	}
-	return context.WithValue(ctx, callerOverridesKey{}, c.over)
+	return context.WithValue(ctx, callerOverridesKey{}, callerOverrides{state: c.clientState, over: c.over})
 }
 
 // serviceSet holds one of each service, allocated with the Client they

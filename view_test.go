@@ -325,3 +325,51 @@ func BenchmarkWith(b *testing.B) {
 		_ = c.With(opts...)
 	}
 }
+
+// An option With does not take is refused as a *ValidationError whatever
+// its value: NewClient's options report an invalid value in several forms
+// (a *ValidationError, a plain error), and With promises one. The refused
+// view signs in no more than it sends.
+func TestRefusedViewOptionIsAlwaysAValidationError(t *testing.T) {
+	s := newScriptServer(t, step{status: 200, body: paymentBody})
+	c := newTestClient(t, s.URL, WithSigner(newSIWESigner()))
+	for name, opt := range map[string]Option{
+		"WithRetryAfterCap(-1)": WithRetryAfterCap(-1),
+		"WithSigner(nil)":       WithSigner(nil),
+		`WithToken("")`:         WithToken(""),
+		"WithLimiter(nil)":      WithLimiter(nil),
+	} {
+		v := c.With(opt)
+		_, err := v.Payments.Get(context.Background(), "p1")
+		var ve *ValidationError
+		if assert.ErrorAs(t, err, &ve, name) {
+			assert.Equal(t, "option", ve.Field, name)
+			assert.NotContains(t, ve.Error(), "rail0: rail0:", name)
+		}
+		_, err = v.Session(context.Background())
+		assert.ErrorAs(t, err, &ve, "%s: Session", name)
+	}
+	assert.Empty(t, s.requests(), "a call of a refused view was sent")
+}
+
+// A view's settings reach the sign-in its calls need, through the context
+// handed to the client's token source; they are not for another client
+// that a WithTokenSource function calls with that context (a vault, a
+// second gateway), which keeps its own settings.
+func TestViewSettingsStayWithTheirClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		other := newMemScript(throttled("1"), step{status: 200, body: `{"id":"p1"}`})
+		unrelated := newTestClient(t, "http://other.test", memClient(other), WithToken("x")) // RetryOn429 off
+		gw := newMemScript(step{status: 200, body: `{"id":"p1"}`})
+		c := newTestClient(t, "http://gateway.test", memClient(gw), WithTokenSource(func(ctx context.Context) (string, error) {
+			if _, err := unrelated.Payments.Get(ctx, "p1"); err != nil {
+				return "", err
+			}
+			return "tok", nil
+		}))
+		_, err := c.With(WithRetryOn429(true)).Payments.Get(context.Background(), "p1")
+		assert.ErrorIs(t, err, ErrRateLimited, "the unrelated client's 429 comes back through the token source")
+		assert.Len(t, other.requests(), 1, "the unrelated client (RetryOn429 off) retried a 429 under the view's settings")
+		assert.Empty(t, gw.requests())
+	})
+}

@@ -3,6 +3,7 @@ package rail0
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -161,25 +162,33 @@ func goroutineID() string {
 	return id
 }
 
-// Attempt.PartitionState: "only on a client that waits for its limiter
-// (WithRetryOn429 or WithPacing); nil otherwise". A client that returns
-// 429s tells its limiter nothing.
-func TestPartitionStateOnlyOnAGatedClient(t *testing.T) {
+// Attempt.PartitionState: a 429 or an exhausted quota is told on every
+// client (a view that waits may be made later); a learned budget only on a
+// client that waits for its limiter (WithRetryOn429 or WithPacing).
+func TestPartitionStateWhenTheAnswerToldTheLimiter(t *testing.T) {
+	advertised := step{status: http.StatusOK, body: paymentBody,
+		header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=5;t=30`}}
 	for _, tt := range []struct {
 		name  string
 		opts  []Option
+		step  step
 		state bool
 	}{
-		{"RetryOn429 off, no pacing", nil, false},
-		{"RetryOn429 on", []Option{WithRetryOn429(true), WithMaxRetryWait(0)}, true},
-		{"pacing", []Option{WithPacing(PublishedLimits()), WithMaxRetryWait(0)}, true},
+		{"a 429, RetryOn429 off, no pacing", nil, throttled("60"), true},
+		{"a 429, RetryOn429 on", []Option{WithRetryOn429(true), WithMaxRetryWait(0)}, throttled("60"), true},
+		{"a 429, pacing", []Option{WithPacing(PublishedLimits()), WithMaxRetryWait(0)}, throttled("60"), true},
+		{"a budget, RetryOn429 off, no pacing", nil, advertised, false},
+		{"a budget, RetryOn429 on", []Option{WithRetryOn429(true)}, advertised, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := newMemScript(throttled("60"))
+				srv := newMemScript(tt.step)
 				c := newTestClient(t, memURL, append([]Option{memClient(srv), WithToken("t")}, tt.opts...)...)
-				_, err := c.Payments.Get(context.Background(), "p1")
+				resp, err := c.Payments.Get(context.Background(), "p1")
 				call := CallOf(err)
+				if err == nil {
+					call = resp.Response.Call
+				}
 				require.Len(t, call.Attempts, 1)
 				assert.Equal(t, tt.state, call.Attempts[0].PartitionState != nil)
 			})

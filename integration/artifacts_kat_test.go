@@ -9,8 +9,10 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethereum/go-ethereum/accounts/abi"
 	"github.com/ethereum/go-ethereum/common"
@@ -64,17 +66,24 @@ func typedData(primary string, types apitypes.Types, domain apitypes.TypedDataDo
 	return apitypes.TypedData{Types: types, PrimaryType: primary, Domain: domain, Message: msg}
 }
 
+// The KAT payment's expiries are rail0test's windows (7 and 30 days) from
+// now: the expiries the payer signs are bounded from the local clock.
+var (
+	katAuthExpiry   = time.Now().Add(7 * 24 * time.Hour).Unix()
+	katRefundExpiry = katAuthExpiry + 23*24*3600
+)
+
 func newKATPayment(t *testing.T, mode rail0.PaymentMode, payer, payee common.Address) *katPayment {
 	k := &katPayment{chainID: 84532, contract: common.HexToAddress("0x7c1E3b52fA9d4C26e0a1F83b5D9e6A4c2B0f8E31"),
 		rail0ID: crypto.Keccak256Hash([]byte("kat payment"))}
 	k.tuple = paymentTuple{Payer: payer, Payee: payee, Token: common.HexToAddress("0x036CbD53842c5426634e7929541eC2318f3dCF7e"),
-		Amount: big.NewInt(25_000_000), AuthorizationExpiry: big.NewInt(1789985700), RefundExpiry: big.NewInt(1791972900)}
+		Amount: big.NewInt(25_000_000), AuthorizationExpiry: big.NewInt(katAuthExpiry), RefundExpiry: big.NewInt(katRefundExpiry)}
 	td := typedData("Payment", apitypes.Types{"Payment": {
 		{Name: "payer", Type: "address"}, {Name: "payee", Type: "address"}, {Name: "token", Type: "address"},
 		{Name: "amount", Type: "uint120"}, {Name: "authorizationExpiry", Type: "uint48"}, {Name: "refundExpiry", Type: "uint48"}}},
 		apitypes.TypedDataDomain{Name: "RAIL0", Version: "1.3.0", ChainId: math.NewHexOrDecimal256(k.chainID), VerifyingContract: k.contract.Hex()},
 		apitypes.TypedDataMessage{"payer": payer.Hex(), "payee": payee.Hex(), "token": k.tuple.Token.Hex(),
-			"amount": "25000000", "authorizationExpiry": "1789985700", "refundExpiry": "1791972900"})
+			"amount": "25000000", "authorizationExpiry": strconv.FormatInt(katAuthExpiry, 10), "refundExpiry": strconv.FormatInt(katRefundExpiry, 10)})
 	digest, _, err := apitypes.TypedDataAndHash(td)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +92,7 @@ func newKATPayment(t *testing.T, mode rail0.PaymentMode, payer, payee common.Add
 	k.detail = rail0.PaymentDetail{
 		Payment: rail0.Payment{ID: "kat", Rail0ID: k.rail0ID.Hex(), Status: rail0.StatusPartiallyCaptured, Mode: mode,
 			Amount: "25000000", CapturableAmount: "15000000", RefundableAmount: "10000000", ConfigHash: k.configHash.Hex(),
-			Payer: payer.Hex(), Payee: payee.Hex(), Token: k.tuple.Token.Hex(), AuthorizationExpiry: 1789985700, RefundExpiry: 1791972900},
+			Payer: payer.Hex(), Payee: payee.Hex(), Token: k.tuple.Token.Hex(), AuthorizationExpiry: rail0.UnixTime(katAuthExpiry), RefundExpiry: rail0.UnixTime(katRefundExpiry)},
 		ChainID: k.chainID, Rail0Contract: k.contract.Hex(),
 	}
 	return k
@@ -128,20 +137,25 @@ func TestPayloadDigestsMatchGoEthereum(t *testing.T) {
 	ctx := context.Background()
 	payer, payee := common.HexToAddress("0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"), common.HexToAddress("0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2")
 	c := katClient(t)
+	// The order, as its payer and its payee know it (VerifyPayload binds
+	// the payment to it).
+	order := func(mode rail0.PaymentMode) rail0.Expectation {
+		return rail0.Expectation{ChainID: 84532, Mode: mode, Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", Payee: payee.Hex(), Amount: "25.00"}
+	}
 	for _, tc := range []struct {
 		name   string
 		mode   rail0.PaymentMode
 		intent rail0.Intent
 		td     func(k *katPayment) apitypes.TypedData
 	}{
-		{"payer, authorize", rail0.ModeAuthorize, rail0.Intent{}, func(k *katPayment) apitypes.TypedData {
-			return k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), 1789985700, k.nonce("RAIL0.AUTHORIZE", nil))
+		{"payer, authorize", rail0.ModeAuthorize, rail0.Intent{Expect: order(rail0.ModeAuthorize)}, func(k *katPayment) apitypes.TypedData {
+			return k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), katAuthExpiry, k.nonce("RAIL0.AUTHORIZE", nil))
 		}},
-		{"payer, charge", rail0.ModeCharge, rail0.Intent{}, func(k *katPayment) apitypes.TypedData {
-			return k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), 1789985700, k.nonce("RAIL0.CHARGE", nil))
+		{"payer, charge", rail0.ModeCharge, rail0.Intent{Expect: order(rail0.ModeCharge)}, func(k *katPayment) apitypes.TypedData {
+			return k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), katAuthExpiry, k.nonce("RAIL0.CHARGE", nil))
 		}},
-		{"refund", rail0.ModeAuthorize, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00"}, func(k *katPayment) apitypes.TypedData {
-			return k.authorization("ReceiveWithAuthorization", payee, big.NewInt(4_000_000), 1791972900, k.nonce("RAIL0.REFUND", big.NewInt(10_000_000)))
+		{"refund", rail0.ModeAuthorize, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00", Expect: rail0.Expectation{Payer: payer.Hex()}}, func(k *katPayment) apitypes.TypedData {
+			return k.authorization("ReceiveWithAuthorization", payee, big.NewInt(4_000_000), katRefundExpiry, k.nonce("RAIL0.REFUND", big.NewInt(10_000_000)))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +224,7 @@ func TestTransactionsPackedByGoEthereumVerify(t *testing.T) {
 				if tc.mode == rail0.ModeCharge {
 					tag = "RAIL0.CHARGE"
 				}
-				digest, _, err := apitypes.TypedDataAndHash(k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), 1789985700, k.nonce(tag, nil)))
+				digest, _, err := apitypes.TypedDataAndHash(k.authorization("TransferWithAuthorization", payer, big.NewInt(25_000_000), katAuthExpiry, k.nonce(tag, nil)))
 				if err != nil {
 					t.Fatal(err)
 				}

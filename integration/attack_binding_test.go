@@ -5,12 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,44 +35,36 @@ type swapProxy struct {
 }
 
 func newSwapProxy(t *testing.T, gw *rail0test.Server) *swapProxy {
-	target, _ := url.Parse(gw.URL)
 	sp := &swapProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	direct := rp.Director
-	rp.Director = func(r *http.Request) {
-		direct(r)
-		sp.mu.Lock()
-		defer sp.mu.Unlock()
-		sp.requests++
-		if sp.a == nil {
-			return
-		}
-		r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.ID, "/payments/"+sp.b.ID, 1)
-		if sp.mapRail0 {
-			r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.Rail0ID, "/payments/"+sp.b.Rail0ID, 1)
-		}
-		r.URL.RawPath = ""
-	}
-	rp.ModifyResponse = func(resp *http.Response) error {
-		sp.mu.Lock()
-		a, b := sp.a, sp.b
-		sp.mu.Unlock()
-		if a == nil {
+	sp.Server = newProxy(t, gw, proxyHooks{
+		in: func(r *http.Request) {
+			sp.mu.Lock()
+			defer sp.mu.Unlock()
+			sp.requests++
+			if sp.a == nil {
+				return
+			}
+			r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.ID, "/payments/"+sp.b.ID, 1)
+			if sp.mapRail0 {
+				r.URL.Path = strings.Replace(r.URL.Path, "/payments/"+sp.a.Rail0ID, "/payments/"+sp.b.Rail0ID, 1)
+			}
+			r.URL.RawPath = ""
+		},
+		out: func(resp *http.Response) error {
+			sp.mu.Lock()
+			a, b := sp.a, sp.b
+			sp.mu.Unlock()
+			if a == nil {
+				return nil
+			}
+			raw, err := drain(resp.Body)
+			if err != nil {
+				return err
+			}
+			resp.Body, resp.ContentLength = withBody(resp.Header, bytes.ReplaceAll(raw, []byte(b.ID), []byte(a.ID)))
 			return nil
-		}
-		raw, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		raw = bytes.ReplaceAll(raw, []byte(b.ID), []byte(a.ID))
-		resp.Body = io.NopCloser(bytes.NewReader(raw))
-		resp.ContentLength = int64(len(raw))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
-		return nil
-	}
-	sp.Server = httptest.NewServer(rp)
-	t.Cleanup(sp.Close)
+		},
+	})
 	return sp
 }
 
@@ -136,19 +124,11 @@ func newBindingWorld(t *testing.T, opts ...rail0test.Option) *bindingWorld {
 func (w *bindingWorld) payment(payer *rail0.Client, payerAddress, capture string) *rail0.PaymentDetail {
 	w.t.Helper()
 	ctx := context.Background()
-	p, err := payer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
-		Token: w.gw.Token, Payer: payerAddress, Payee: w.gw.Merchant.Address})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	if _, err := payer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
-		w.t.Fatal(err)
-	}
-	w.confirm(p.ID)(w.merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{}))
+	p := escrow{w.gw, w.clock, payer, payerAddress, w.merchant}.authorized(w.t, "25.00")
 	if capture != "" {
 		w.confirm(p.ID)(w.merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: capture}))
 	}
-	p, err = w.merchant.Payments.Get(ctx, p.ID)
+	p, err := w.merchant.Payments.Get(ctx, p.ID)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -161,10 +141,7 @@ func (w *bindingWorld) confirm(id string) func(*rail0.Transaction, error) {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		w.clock.Advance(time.Minute)
-		if _, err := w.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
-			w.t.Fatal(err)
-		}
+		escrow{gw: w.gw, clock: w.clock, merchant: w.merchant}.confirmed(w.t, id, tx)
 	}
 }
 

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +18,6 @@ import (
 
 	"github.com/rail0/rail0-go"
 	"github.com/rail0/rail0-go/rail0test"
-	"github.com/rail0/rail0-go/signing"
 )
 
 // Attack 3 of issue 19: one payload, two readings. encoding/json matches
@@ -44,18 +40,15 @@ type rawProxy struct {
 }
 
 func newRawProxy(t *testing.T, gw *rail0test.Server) *rawProxy {
-	target, _ := url.Parse(gw.URL)
 	rp := &rawProxy{}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
+	rp.Server = newProxy(t, gw, proxyHooks{out: func(resp *http.Response) error {
 		rp.mu.Lock()
 		rewrite := rp.rewrite
 		rp.mu.Unlock()
 		if rewrite == nil || resp.StatusCode >= 300 {
 			return nil
 		}
-		body, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
+		body, err := drain(resp.Body)
 		if err != nil {
 			return err
 		}
@@ -66,13 +59,9 @@ func newRawProxy(t *testing.T, gw *rail0test.Server) *rawProxy {
 			rp.sent = append(rp.sent, changed)
 			rp.mu.Unlock()
 		}
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		resp.Body, resp.ContentLength = withBody(resp.Header, body)
 		return nil
-	}
-	rp.Server = httptest.NewServer(proxy)
-	t.Cleanup(rp.Close)
+	}})
 	return rp
 }
 
@@ -142,16 +131,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 	defer gw.Close()
 	rp := newRawProxy(t, gw)
 	ctx := context.Background()
-	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
-	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	buyer, err := rail0.NewClient(rp.URL, gw.Pins(), rail0.WithSigner(buyerKey))
-	if err != nil {
-		t.Fatal(err)
-	}
-	merchant, err := rail0.NewClient(rp.URL, gw.Pins(), rail0.WithSigner(merchantKey))
-	if err != nil {
-		t.Fatal(err)
-	}
+	buyer, merchant := signingClients(t, gw, rp.URL)
 	const thief = "0x00000000000000000000000000000000000Bad00"
 	const million = "1000000000000" // 1,000,000 USDC in base units
 
@@ -265,7 +245,7 @@ func TestAttackOnePayloadTwoReadings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		honest := arm(t, merchant, read, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00"}, auth.SigningPayload, "/refund/prepare")
+		honest := arm(t, merchant, read, rail0.Intent{Operation: rail0.OpRefund, Amount: "4.00", Expect: rail0.Expectation{Payer: read.Payer}}, auth.SigningPayload, "/refund/prepare")
 		_, err = merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "4.00", Expect: rail0.Expectation{Payer: read.Payer}})
 		premise(t, honest)
 		refusedOnDomain(t, err)

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +8,10 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ethereum/go-ethereum/common"
 	"github.com/ethereum/go-ethereum/common/math"
@@ -49,7 +45,6 @@ type liar struct {
 }
 
 func newLiar(t *testing.T, gw *rail0test.Server) *liar {
-	target, _ := url.Parse(gw.URL)
 	l := &liar{}
 	hook := func() (func(string, map[string]any) bool, func(string, map[string]any) bool) {
 		l.mu.Lock()
@@ -57,8 +52,7 @@ func newLiar(t *testing.T, gw *rail0test.Server) *liar {
 		return l.request, l.response
 	}
 	rewrite := func(change func(string, map[string]any) bool, route string, body io.ReadCloser) ([]byte, error) {
-		raw, err := io.ReadAll(body)
-		_ = body.Close()
+		raw, err := drain(body)
 		if err != nil || change == nil {
 			return raw, err
 		}
@@ -71,22 +65,29 @@ func newLiar(t *testing.T, gw *rail0test.Server) *liar {
 		}
 		return raw, nil
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
+	l.Server = newProxy(t, gw, proxyHooks{
+		front: func(w http.ResponseWriter, r *http.Request) bool {
+			l.mu.Lock()
+			own, ok := l.catalog[r.URL.Path]
+			l.mu.Unlock()
+			if ok {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(own)
+			}
+			return ok
+		},
+		in: func(r *http.Request) {
 			req, _ := hook()
-			if pr.Out.Body == nil || pr.Out.Body == http.NoBody {
+			if r.Body == nil || r.Body == http.NoBody {
 				return
 			}
-			raw, err := rewrite(req, pr.Out.Method+" "+pr.Out.URL.Path, pr.Out.Body)
+			raw, err := rewrite(req, r.Method+" "+r.URL.Path, r.Body)
 			if err != nil {
 				t.Error(err)
 			}
-			pr.Out.Body = io.NopCloser(bytes.NewReader(raw))
-			pr.Out.ContentLength = int64(len(raw))
-			pr.Out.Header.Set("Content-Length", strconv.Itoa(len(raw)))
+			r.Body, r.ContentLength = withBody(r.Header, raw)
 		},
-		ModifyResponse: func(resp *http.Response) error {
+		out: func(resp *http.Response) error {
 			_, res := hook()
 			if resp.StatusCode >= 300 {
 				return nil
@@ -95,24 +96,10 @@ func newLiar(t *testing.T, gw *rail0test.Server) *liar {
 			if err != nil {
 				return err
 			}
-			resp.Body = io.NopCloser(bytes.NewReader(raw))
-			resp.ContentLength = int64(len(raw))
-			resp.Header.Set("Content-Length", strconv.Itoa(len(raw)))
+			resp.Body, resp.ContentLength = withBody(resp.Header, raw)
 			return nil
 		},
-	}
-	l.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.mu.Lock()
-		own, ok := l.catalog[r.URL.Path]
-		l.mu.Unlock()
-		if ok {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(own)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(l.Close)
+	})
 	return l
 }
 
@@ -183,30 +170,13 @@ func (w *pinsWorld) viaLiar(key *signing.PrivateKeySigner, opts []rail0.Option) 
 // 50.00 through honest clients: 50.00 is refundable.
 func (w *pinsWorld) captured() *rail0.PaymentDetail {
 	w.t.Helper()
-	p, err := w.direct.buyer.Payments.Create(w.ctx, rail0.PaymentCreateParams{ChainID: w.gw.ChainID, Mode: rail0.ModeAuthorize,
-		Amount: "100.00", Token: w.gw.Token, Payer: w.gw.Buyer.Address, Payee: w.gw.Merchant.Address})
+	e := escrow{gw: w.gw, payer: w.direct.buyer, payerAddress: w.gw.Buyer.Address, merchant: w.direct.merchant}
+	p := e.authorized(w.t, "100.00")
+	tx, err := w.direct.merchant.Payments.Capture(w.ctx, p.ID, rail0.PaymentCaptureParams{Amount: "50.00"})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := w.direct.buyer.Payments.PayerSign(w.ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
-		w.t.Fatal(err)
-	}
-	for _, step := range []func() (*rail0.Transaction, error){
-		func() (*rail0.Transaction, error) {
-			return w.direct.merchant.Payments.Authorize(w.ctx, p.ID, rail0.PaymentAuthorizeParams{})
-		},
-		func() (*rail0.Transaction, error) {
-			return w.direct.merchant.Payments.Capture(w.ctx, p.ID, rail0.PaymentCaptureParams{Amount: "50.00"})
-		},
-	} {
-		tx, err := step()
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		if _, err := w.direct.merchant.Payments.WaitForTransaction(w.ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}); err != nil {
-			w.t.Fatal(err)
-		}
-	}
+	e.confirmed(w.t, p.ID, tx)
 	got, err := w.direct.merchant.Payments.Get(w.ctx, p.ID)
 	if err != nil {
 		w.t.Fatal(err)

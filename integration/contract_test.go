@@ -20,6 +20,7 @@ package integration_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/crypto"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -264,7 +266,7 @@ func (cs *contractServer) fixture(route *routers.Route, params map[string]string
 		if mt == nil || mt.Schema == nil {
 			return status, header, nil
 		}
-		b, err := json.Marshal(exampleValue(mt.Schema, "", 0))
+		b, err := json.Marshal(answerOf(route, params, reqBody, exampleValue(mt.Schema, "", 0)))
 		if err != nil {
 			cs.t.Fatal(err)
 		}
@@ -273,6 +275,39 @@ func (cs *contractServer) fixture(route *routers.Route, params map[string]string
 	}
 	cs.t.Fatalf("%s %s has no success response", route.Method, route.Path)
 	return 0, nil, nil
+}
+
+// answerOf makes the generated answer v to a submit the transaction of
+// that submit, as the gateway's is: the step's operation and the hash of
+// the transaction sent or reported (the SDK refuses any other as not the
+// resource the operation promises).
+func answerOf(route *routers.Route, params map[string]string, reqBody []byte, v any) any {
+	tx, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	var op string
+	switch route.Operation.OperationID {
+	case "submitPaymentOperation", "submitPaymentOperationByHash":
+		op = params["operation"]
+	case "submitDispute", "submitDisputeByHash":
+		op = "dispute"
+	case "submitCloseDispute", "submitCloseDisputeByHash":
+		op = "close_dispute"
+	default:
+		return v
+	}
+	var b struct {
+		SignedTransaction string `json:"signed_transaction"`
+		TransactionHash   string `json:"transaction_hash"`
+	}
+	json.Unmarshal(reqBody, &b)
+	tx["operation"] = op
+	tx["transaction_hash"] = b.TransactionHash
+	if raw, err := hex.DecodeString(strings.TrimPrefix(b.SignedTransaction, "0x")); err == nil && b.SignedTransaction != "" {
+		tx["transaction_hash"] = "0x" + hex.EncodeToString(crypto.Keccak256(raw))
+	}
+	return tx
 }
 
 const exampleTime = "2026-09-14T10:15:00Z"
@@ -360,6 +395,8 @@ func exampleString(s *openapi3.Schema, name string) string {
 		return "1767225600"
 	case s.Pattern == "^[0-9a-f]{64}$":
 		return strings.Repeat("ab", 32)
+	case name == "rail0_id":
+		return "0x" + strings.Repeat("9f", 32)
 	case name == "unsigned_transaction":
 		var tx rail0.Transaction
 		json.Unmarshal([]byte(fixturePendingTxJSON), &tx)

@@ -21,14 +21,19 @@ func ExamplePaymentsService_VerifyPayload() {
 	defer srv.Close()
 	ctx := context.Background()
 	buyer := signedIn(ctx, srv, srv.Buyer) // no signer: the key is in the browser
-	payment, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
-		Amount: "25.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
+	order := rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
+		Amount: "25.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address}
+	payment, err := buyer.Payments.Create(ctx, order)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	verified, err := buyer.Payments.VerifyPayload(ctx, payment, rail0.Intent{}, payment.SigningPayload)
+	// State the order you took, from your own records: the payment is the
+	// gateway's word, and another amount or payee is refused.
+	intent := rail0.Intent{Expect: rail0.Expectation{ChainID: order.ChainID, Mode: order.Mode,
+		Token: order.Token, Payee: order.Payee, Amount: order.Amount}}
+	verified, err := buyer.Payments.VerifyPayload(ctx, payment, intent, payment.SigningPayload)
 	if err != nil {
 		fmt.Println(err) // an *ArtifactError: nothing to sign
 		return

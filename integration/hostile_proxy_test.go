@@ -227,26 +227,8 @@ func TestCaptureAfterAPendingLargerCapture(t *testing.T) {
 	gw := rail0test.NewServer(rail0test.WithoutRateLimits(), rail0test.WithClock(clock))
 	defer gw.Close()
 	ctx := context.Background()
-	buyerKey, _ := signing.NewPrivateKeySigner(gw.Buyer.PrivateKey)
-	merchantKey, _ := signing.NewPrivateKeySigner(gw.Merchant.PrivateKey)
-	buyer, _ := gw.Client(rail0.WithSigner(buyerKey))
-	merchant, _ := gw.Client(rail0.WithSigner(merchantKey))
-	p, err := buyer.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: gw.ChainID, Mode: rail0.ModeAuthorize, Amount: "25.00",
-		Token: gw.Token, Payer: gw.Buyer.Address, Payee: gw.Merchant.Address})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := buyer.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{}); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := merchant.Payments.Authorize(ctx, p.ID, rail0.PaymentAuthorizeParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(time.Minute)
-	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{}); err != nil {
-		t.Fatal(err)
-	}
+	buyer, merchant := signingClients(t, gw, gw.URL)
+	p := escrow{gw, clock, buyer, gw.Buyer.Address, merchant}.authorized(t, "25.00")
 	pending, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "20.00"})
 	if err != nil {
 		t.Fatal(err)

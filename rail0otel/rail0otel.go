@@ -208,13 +208,17 @@ func New(opts ...Option) (*Observer, error) {
 // for the rail0.client.cooldown and rail0.client.budget gauges.
 // A partition that has reopened and holds no learned budget says nothing
 // more and is dropped, so that one entry per session does not accumulate.
+// The state just reported is kept until the next report even if its
+// cooldown has already passed: on a loaded machine a short cooldown can end
+// before the attempt reaches the observer, and the gauge must still show the
+// partition the 429 closed.
 func (o *Observer) partitionState(s rail0.PartitionState) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.now()
 	o.partitions[s.Partition] = s
 	for p, st := range o.partitions {
-		if !st.CooldownUntil.After(now) && st.Budget.Limit == 0 {
+		if p != s.Partition && !st.CooldownUntil.After(now) && st.Budget.Limit == 0 {
 			delete(o.partitions, p)
 		}
 	}

@@ -396,6 +396,36 @@ func TestCooldownGaugePerPartition(t *testing.T) {
 	}
 }
 
+// A cooldown can end before its attempt reaches the observer (a loaded
+// machine, a 1 ms cap): the partition the 429 closed is still reported,
+// at 0 s, rather than dropped by the very report that names it.
+func TestPartitionReportedAfterItsCooldownPassed(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	obs, err := rail0otel.New(rail0otel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	call := &rail0.Call{Method: "GET", Route: "/payments/{id}", Operation: "getPayment"}
+	obs.EndAttempt(obs.StartCall(ctx, call), call, &rail0.Attempt{N: 1, StatusCode: 429,
+		PartitionState: &rail0.PartitionState{Partition: "session:ab12", CooldownUntil: time.Now().Add(-time.Second)}})
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	var points []metricdata.DataPoint[float64]
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == "rail0.client.cooldown" {
+				points = g.DataPoints
+			}
+		}
+	}
+	if len(points) != 1 || points[0].Value != 0 {
+		t.Fatalf("rail0.client.cooldown = %+v, want the reported partition at 0 s", points)
+	}
+}
+
 // The application's baggage is not the gateway's: even with a global
 // propagator that carries it, only the trace context is sent.
 func TestBaggageIsNotSentToTheGateway(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/limitrules"
 )
 
 // This file holds what the limiter learns about the gateway's throttle from
@@ -16,7 +18,7 @@ import (
 // next window, which the probes of every client behind the budget share
 // again (see probeAt): the multiplicative decrease that brings clients
 // with unequal shares to equal ones.
-const yieldShare = 16
+const yieldShare = limitrules.YieldShare
 
 // estimate is how the partition counts a 429.
 type estimate struct {
@@ -37,6 +39,10 @@ type learning struct {
 	cooldown   time.Duration // how long to close the partition from now
 	distrusted bool          // the Retry-After proved short
 	others     bool          // others' requests filled the window
+	// probed is what went through in the window of a refused probe (a
+	// 429 for a request sent after the last cooldown, on a partition that
+	// probes); zero for any other 429.
+	probed int
 }
 
 // learnFrom is the estimator. log holds the partition's admissions (Unix
@@ -139,6 +145,7 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	case cur.Limit == 0:
 	case sent >= coolUntil && e.probing:
 		limit = n - max(1, n/yieldShare)
+		l.probed = n
 	case sent >= coolUntil:
 		limit = min(cur.Limit-1, n)
 	default:

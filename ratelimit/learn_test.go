@@ -165,19 +165,19 @@ func TestLearnFrom(t *testing.T) {
 			name: "probing: the probe refused with the budget through: a sixteenth given back, at least one",
 			log:  burst(20, 0), coolStart: ns(-4 * s), cUntil: ns(-2 * s), cur: Budget{20, 2 * s},
 			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true, probing: true,
-			want: learning{budget: Budget{19, 2 * s}, cooldown: 2 * s},
+			want: learning{budget: Budget{19, 2 * s}, cooldown: 2 * s, probed: 20},
 		},
 		{
 			name: "probing: the probes found room: what went through, less the sixteenth",
 			log:  burst(40, 0), coolStart: ns(-4 * s), cUntil: ns(-2 * s), cur: Budget{20, 2 * s},
 			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true, probing: true,
-			want: learning{budget: Budget{38, 2 * s}, cooldown: 2 * s},
+			want: learning{budget: Budget{38, 2 * s}, cooldown: 2 * s, probed: 40},
 		},
 		{
 			name: "probing: others took part of the budget: what went through, less one",
 			log:  burst(7, 0), coolStart: ns(-4 * s), cUntil: ns(-2 * s), cur: Budget{20, 2 * s},
 			o: Observation{Throttled: true, RetryAfter: 2 * s, Margin: 5 * ms}, sent: 10 * ms, fixed: true, probing: true,
-			want: learning{budget: Budget{6, 2 * s}, cooldown: 2 * s},
+			want: learning{budget: Budget{6, 2 * s}, cooldown: 2 * s, probed: 7},
 		},
 		{
 			name: "probing: a later 429 of the streak takes the smaller count, no second yield",

@@ -7,27 +7,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/jitter"
 	"github.com/rail0/rail0-go/internal/limitclock"
+	"github.com/rail0/rail0-go/internal/limitrules"
 )
 
 const (
 	// logHorizon is how long the log keeps an admission for learning when
 	// no longer period is known: a 429 whose Retry-After is within the
 	// default cap can still count what was admitted before it.
-	logHorizon = 2 * time.Minute
+	logHorizon = limitrules.LogHorizon
 	// maxLog bounds a partition's log; a budget larger than this raises it.
-	maxLog = 4096
+	maxLog = limitrules.MaxLog
 	// idleAfter is how long a partition must have been unconstrained (no
 	// cooldown, no admission within its period) before Memory forgets
 	// it, learned budget included.
-	idleAfter = 10 * time.Minute
+	idleAfter = limitrules.IdleAfter
 	// sweepEvery is how often, in limiter operations, Memory looks for
 	// idle partitions.
 	sweepEvery = 1024
 	// retryJitter is the share of a cooldown over which the retries it
 	// held back spread their slots (see Reservation.Jitter): the additive
 	// jitter a rail0.Client adds to a server-given wait.
-	retryJitter = 0.10
+	retryJitter = limitrules.RetryJitter
 )
 
 // Memory is the in-process Limiter, the one a rail0.Client uses unless
@@ -81,8 +83,15 @@ type partitionState struct {
 	log       []int64 // admissions (sent or held), oldest first; refused ones removed
 	coolStart int64
 	coolUntil int64
-	learned   Budget
-	touched   int64 // the last time anything constrained the partition
+	// told is when the latest instruction the gateway gave ends (a 429's
+	// Retry-After, capped, or an exhausted quota's reset): a clamped retry
+	// goes no earlier (see Reservation.Clamped).
+	told int64
+	// closed is when the gateway's uncapped instruction ends, when it was
+	// longer than the cap (see Observation.Closed).
+	closed  int64
+	learned Budget
+	touched int64 // the last time anything constrained the partition
 
 	// Fixed windows (see alignedAt).
 	fullUntil   int64 // the end of the latest window a 429 showed full
@@ -95,6 +104,10 @@ type partitionState struct {
 	probeFrom  int64         // probes start with the window opening at or after this
 	rampFrom   int64         // the window before probeFrom ramps from then: every retry of the streak has gone
 	undoubled  time.Duration // the period before a short Retry-After doubled it
+	// Alone behind the budget (see lone and behindIn).
+	behind int64 // the slot of the latest retry held after its window's opening
+	probed int   // what went through in the window of the latest refused probe
+	varied bool  // two refused probes found different counts: others share the budget
 	// The cooldown the partition last reopened from, and the budget then:
 	// what a refusal right after a reopening is judged against.
 	reopenStart, reopenUntil int64
@@ -144,7 +157,7 @@ func (m *Memory) sweep(now int64) {
 
 // idle reports whether s has constrained nothing for idleAfter.
 func (s *partitionState) idle(now int64) bool {
-	last := max(s.touched, s.coolUntil)
+	last := max(s.touched, s.coolUntil, s.closed)
 	if n := len(s.log); n > 0 {
 		last = max(last, s.log[n-1])
 	}
@@ -241,6 +254,14 @@ func (s *partitionState) remove(ticket int64) {
 // windows.
 func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	b := effective(r.Budget, s.learned)
+	if wait := time.Duration(s.closed - now); wait > 0 && wait > r.MaxWait {
+		// The gateway said the partition stays closed longer than the
+		// caller may wait: waiting would end in a refusal. Nothing is
+		// held, and a slot being confirmed is given up.
+		s.remove(r.Ticket)
+		s.touched = now
+		return Admission{Wait: wait, Cooldown: true, Budget: b}
+	}
 	if r.FixedWindows && b.enabled() && !s.sliding {
 		return s.reserveAligned(r, b, now)
 	}
@@ -252,7 +273,12 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	if adm, ok := s.confirm(r, b, now, func(t int64) int64 { return confirmAt(s.log, t, b, period) }); ok {
 		return adm
 	}
-	at, hold, cooled := admitAt(s.log, s.coolStart, s.coolUntil, b, period, r, now)
+	coolStart, coolUntil := s.coolStart, s.coolUntil
+	if r.Clamped && r.Retry {
+		// No jitter window: the clamped wait is the retry's own.
+		coolStart, coolUntil = s.reopensFor(r), s.reopensFor(r)
+	}
+	at, hold, cooled := admitAt(s.log, coolStart, coolUntil, b, period, r, now)
 	wait := time.Duration(at - now)
 	if wait > r.MaxWait {
 		return Admission{Wait: wait, Cooldown: cooled, Budget: b}
@@ -278,7 +304,7 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 		return Admission{}, false
 	}
 	s.log = slices.Delete(s.log, i, i+1)
-	if s.coolUntil > r.Ticket {
+	if s.reopensFor(r) > r.Ticket {
 		return Admission{}, false
 	}
 	t := at(max(r.Ticket, now))
@@ -306,29 +332,115 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	counted, _ := slices.BinarySearch(s.log, w.first(now)*w.period-w.late)
 	s.prune(now, max(b.Limit, len(s.log)-counted), b.Period)
 	s.touched = now
-	if adm, ok := s.confirm(r, b, now, func(t int64) int64 { return confirmAligned(s.log, s.fullUntil, w, t) }); ok {
+	w.behind = s.behindIn(w)
+	confirmAt := confirmAligned
+	if r.Ticket != 0 && r.Ticket == s.behind {
+		s.behind = 0
+		if w.behind != 0 {
+			confirmAt = confirmBehind
+		}
+	}
+	if adm, ok := s.confirm(r, b, now, func(t int64) int64 { return confirmAt(s.log, s.fullUntil, w, t) }); ok {
+		if w.behind != 0 && r.Ticket == w.behind && adm.Ticket == r.Ticket && adm.Wait > 0 {
+			s.behind = adm.Ticket // confirmed before it is due: still behind
+		}
 		return adm
 	}
 	from, cooled := now, false
-	if s.coolUntil > now {
+	if reopen := s.reopensFor(r); reopen > now {
 		cooled = true
 		if !r.Retry {
-			wait := time.Duration(s.coolUntil - now)
+			wait := time.Duration(reopen - now)
 			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
 		}
 		// The retry's place is its rank in the window that reopens,
 		// held from its 429 on: no jitter in time (see
 		// Feedback.RetryWait).
-		from = s.coolUntil
+		from = reopen
 	}
 	from = max(from, now+int64(max(r.After, 0)))
 	t := alignedAt(s.log, s.fullUntil, w, from)
+	late := r.Retry && !r.Clamped && r.After > 0 && s.lone() && w.lateIn(t)
+	if late {
+		// Its Retry-After sets it after the opening: the window's probes
+		// need not wait for it (see behindIn), and it goes a step later,
+		// when the answers of those that went before it are back.
+		t = alignedAt(s.log, s.fullUntil, w, t+w.step)
+	}
 	wait := time.Duration(t - now)
 	if wait > r.MaxWait {
 		return Admission{Wait: wait, Cooldown: cooled, Budget: b}
 	}
 	s.insert(t)
+	if late && w.lateIn(t) {
+		s.behind = t
+	}
 	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
+// lone reports whether the partition looks alone behind its budget: no
+// refusal has shown others' requests in its windows (shared), and its
+// refused probes all found the same count (varied). Alone, each window
+// takes exactly the gateway's limit; clients sharing the budget get shares
+// that move from window to window. Once either sign shows, the partition
+// keeps the rule for shared budgets until it is forgotten.
+func (s *partitionState) lone() bool { return !s.shared && !s.varied }
+
+// behindIn is the slot of s's late retry when it is still held, in a window
+// w probes after the first, else zero.
+//
+// Alone behind its budget, a partition's probe beyond it is refused in
+// every window in which more calls wait than the budget admits, and its
+// retry waits the whole Retry-After (see Reservation.After): it lands late
+// in the next window, by the probe's phase plus a round trip. If that
+// window's probes waited for it, as they wait for every other slot, the
+// next refused probe would go later still, and the phase would drift by a
+// round trip and a step per window, delaying the last window's calls (the
+// one-process regression of the probes). So, while the partition looks
+// alone (see lone), such a retry is held a step after its Retry-After and
+// lends its place in the budget to a probe at the window's opening (see
+// probeAt); the probes ramp from there, and the step brings the answer of
+// the one refused back before the retry is due. When a 429 has shown the
+// window full by then, the partition is closed until the next window's
+// opening and the retry queues again from there, its Retry-After being
+// over; when none has, it goes in its place (see confirmBehind). The refused probe goes a step after the opening whatever the phase
+// of the retry, so the phase cannot drift. The first probed window keeps
+// the rule of every other slot: its late retry is the clean window's probe,
+// a call the streak refused, which keeps its place before later calls.
+func (s *partitionState) behindIn(w windows) int64 {
+	if s.behind == 0 || !w.lateIn(s.behind) {
+		return 0
+	}
+	if s.index(s.behind) < 0 {
+		s.behind = 0
+		return 0
+	}
+	return s.behind
+}
+
+// lateIn reports whether a slot at t comes after the opening of a window
+// probed after the first (see behindIn).
+func (w windows) lateIn(t int64) bool {
+	k := floorDiv(t, w.period)
+	return w.step > 0 && k*w.period >= w.from+w.period && t > w.opening(k)
+}
+
+// confirmBehind is when the late retry due at t (see behindIn) may go: at
+// t, its place in the budget, however many probes went before it. A 429
+// that showed the window full before it was due closed the partition until
+// the next window's opening, and the retry queued again from there (see
+// confirm).
+func confirmBehind(_ []int64, _ int64, _ windows, t int64) int64 { return t }
+
+// reopensFor is when the partition reopens for r: when its cooldown ends,
+// or for a clamped retry (see Reservation.Clamped) when the latest
+// instruction the gateway gave ends, if that is sooner: a cooldown a short
+// Retry-After lengthened is the limiter's guess, not the gateway's word.
+func (s *partitionState) reopensFor(r Reservation) int64 {
+	if r.Clamped && r.Retry {
+		return min(s.coolUntil, s.told)
+	}
+	return s.coolUntil
 }
 
 // probes reports whether the partition looks for room beyond its learned
@@ -405,6 +517,7 @@ type windows struct {
 	// to ceiling, until a 429 shows them full.
 	step, from int64
 	clean      int64 // when the last retry of the streak before from goes
+	behind     int64 // a late retry the probes do not wait for (see behindIn); zero when none
 	ceiling    int
 }
 
@@ -439,8 +552,9 @@ func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 // The first admission beyond the budget goes at the window's opening when
 // nothing the window holds is later, racing the other clients' bursts;
 // each further one goes a step after the window's latest admission, so that
-// a probe never goes before a retry whose place the window holds, and each
-// probe's answer is back before the next one goes. The window before from
+// a probe never goes before a retry whose place the window holds (but for
+// the late retry of a partition alone, see behindIn), and each probe's
+// answer is back before the next one goes. The window before from
 // is the clean one, right after a 429 taught the windows: every client goes
 // at the share it learned, and its first probe goes only a step after
 // every retry of the streak (clean) has gone, so that nobody's retry finds
@@ -451,17 +565,22 @@ func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool)
 	}
 	open := w.opening(k)
 	last := open
-	if j, _ := slices.BinarySearch(log, min((k+1)*w.period+w.early, until)); j > 0 && log[j-1] >= k*w.period-w.late {
+	j, _ := slices.BinarySearch(log, min((k+1)*w.period+w.early, until))
+	if j > 0 && log[j-1] == w.behind {
+		j-- // the late retry does not hold the probes back
+	}
+	if j > 0 && log[j-1] >= k*w.period-w.late {
 		last = max(last, log[j-1])
 	}
 	t := last + w.step
 	switch {
 	case k*w.period < w.from:
 		t = max(t, w.clean+w.step)
-	case n == w.limit:
+	case n == w.limit, n == w.limit+1 && w.behind != 0 && floorDiv(w.behind, w.period) == k:
 		// The first probe goes with the window's latest slot: at the
 		// opening, or with the retry of a request refused late in the
-		// window before.
+		// window before. A late retry the probes do not wait for (see
+		// behindIn) lends its place to one more there.
 		t = last
 	}
 	if t >= (k+1)*w.period-w.late {
@@ -589,7 +708,7 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 	}
 	if coolUntil > now {
 		cooled = true
-		at = max(at, coolUntil+int64(window*clampUnit(r.Jitter)))
+		at = max(at, coolUntil+int64(window*jitter.Clamp(r.Jitter)))
 	}
 	if b.enabled() && len(log) >= b.Limit {
 		at = max(at, log[len(log)-b.Limit]+int64(period))
@@ -606,7 +725,16 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 	}
 	fb := Feedback{}
 	cool := o.Reset
+	if o.Reset > 0 {
+		s.told = max(s.told, now+int64(o.Reset))
+	}
 	if o.Throttled {
+		if o.RetryAfter > 0 {
+			s.told = max(s.told, now+int64(o.RetryAfter))
+		}
+		if o.Closed > 0 {
+			s.closed = max(s.closed, now+int64(o.Closed))
+		}
 		if now >= s.coolUntil {
 			// The first 429 since the partition reopened.
 			s.reopenStart, s.reopenUntil, s.reopenBudget = s.coolStart, s.coolUntil, effective(o.Budget, s.learned)
@@ -645,6 +773,10 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 		}
 		if l.cooldown > 0 {
 			cool = l.cooldown
+		}
+		if l.probed > 0 {
+			s.varied = s.varied || s.probed > 0 && l.probed != s.probed
+			s.probed = l.probed
 		}
 		fb.Distrusted = l.distrusted
 		if o.FixedWindows {
@@ -723,15 +855,4 @@ func (s *partitionState) close(now int64, d time.Duration) {
 	if until := now + int64(d); until > s.coolUntil {
 		s.coolStart, s.coolUntil = now, until
 	}
-}
-
-// clampUnit maps a jitter draw into [0, 1).
-func clampUnit(u float64) float64 {
-	switch {
-	case u < 0 || math.IsNaN(u):
-		return 0
-	case u >= 1:
-		return math.Nextafter(1, 0)
-	}
-	return u
 }

@@ -103,6 +103,17 @@ type Reservation struct {
 	// retry's slot, held when its 429 arrives, is not taken before its
 	// Retry-After has passed. A Limiter holds no slot earlier.
 	After time.Duration
+	// Clamped marks the retry of a 429 whose Retry-After the Limiter found
+	// short (Feedback.Distrusted) when its call cannot wait out the
+	// lengthened cooldown: the client clamped its wait to what is left of
+	// the call's allowance or deadline, never below the server's own
+	// instruction. The lengthened cooldown is the Limiter's guess, not the
+	// gateway's word, so a Limiter places such a retry at After or later
+	// without waiting for it, but not before the end of the latest
+	// instruction the gateway gave the partition (a Retry-After, a reset),
+	// and only where the windows have room. Fresh calls and other retries
+	// still wait for the cooldown.
+	Clamped bool
 	// FixedWindows says the gateway counts requests in fixed windows of the
 	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
 	// Limiter may then admit the whole budget in each window (bursts at the
@@ -154,6 +165,17 @@ type Observation struct {
 	// Advertised is the quota the answer's RateLimit fields state; zero when
 	// absent. It replaces the learned budget outright.
 	Advertised Budget
+	// Closed is how long the server's instruction (a 429's Retry-After,
+	// uncapped) says the partition stays closed, when that is longer than
+	// the cap (Capped): the client retries no sooner than the cap allows,
+	// but a call that cannot wait the rest of the instruction would only be
+	// refused again. Until it has passed, a Limiter refuses at once every
+	// reservation whose MaxWait is shorter than what is left of it
+	// (Admission.Wait is then that rest); reservations that can wait it
+	// out are admitted as the cooldown allows. The client bounds it (a
+	// rail0.Client at ten times its RetryAfterCap), so that an absurd header
+	// is not remembered for years. Zero says nothing.
+	Closed time.Duration
 	// Reset closes the partition for this long: the answer's RateLimit
 	// fields said the quota is exhausted until then.
 	Reset time.Duration

@@ -98,13 +98,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rail0/rail0-go/internal/jitter"
+	"github.com/rail0/rail0-go/internal/limitrules"
 	"github.com/rail0/rail0-go/ratelimit"
 )
 
@@ -118,16 +119,16 @@ const DefaultTimeout = 500 * time.Millisecond
 const (
 	// cooldownJitter is the share of a cooldown's length over which retries
 	// spread their admission, as documented on ratelimit.Reservation.Jitter.
-	cooldownJitter = 0.10
+	cooldownJitter = limitrules.RetryJitter
 	// ttlSlack is added to every key's time to live.
 	ttlSlack = time.Second
 	// yieldShare is ratelimit.Memory's: a probing partition refused in a
 	// window gives up this share of what went through in it.
-	yieldShare = 16
+	yieldShare = limitrules.YieldShare
 	// The log's bounds and the idle time, as in ratelimit.Memory.
-	logHorizon = 2 * time.Minute
-	maxLog     = 4096
-	idleAfter  = 10 * time.Minute
+	logHorizon = limitrules.LogHorizon
+	maxLog     = limitrules.MaxLog
+	idleAfter  = limitrules.IdleAfter
 	// firstBackoff and maxBackoff bound how long the Limiter uses its local
 	// fallback after Redis failed.
 	firstBackoff = time.Second
@@ -334,7 +335,7 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		microsCeil(r.Budget.Period),
 		microsCeil(max(r.Margin, 0)),
 		btoi(r.Retry),
-		strconv.FormatFloat(clampUnit(r.Jitter), 'g', -1, 64),
+		strconv.FormatFloat(jitter.Clamp(r.Jitter), 'g', -1, 64),
 		microsFloor(r.MaxWait),
 		r.Ticket,
 		l.nowArg(),
@@ -344,6 +345,7 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		microsCeil(idleAfter),
 		btoi(r.FixedWindows),
 		microsCeil(max(r.After, 0)),
+		btoi(r.Clamped),
 	)
 	if err != nil {
 		return ratelimit.Admission{}, time.Time{}, err
@@ -398,6 +400,7 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o ratelimit.Obs
 		btoi(o.FixedWindows),
 		o.Admitted.Limit,
 		microsCeil(o.Admitted.Period),
+		microsCeil(max(o.Closed, 0)),
 	)
 	if err != nil {
 		return ratelimit.Feedback{}, err
@@ -440,17 +443,6 @@ func microsFloor(d time.Duration) int64 {
 	return us
 }
 
-// clampUnit maps a jitter draw into [0, 1), as the in-memory limiter does.
-func clampUnit(u float64) float64 {
-	switch {
-	case u < 0 || math.IsNaN(u):
-		return 0
-	case u >= 1:
-		return math.Nextafter(1, 0)
-	}
-	return u
-}
-
 // luaCommon holds the helpers every script shares. Times are microseconds
 // since the epoch (exact in a Lua double).
 const luaCommon = `
@@ -477,10 +469,16 @@ end
 -- (fu), contradicted 429s (ct), fallback to the sliding rule (sl), the
 -- learned budget advertised (ad), others' requests seen in our windows
 -- (sh), the start of the probes (pf), when the clean window's ramp may
--- start (rf), the period before a short Retry-After doubled it (ud), and the
+-- start (rf), the period before a short Retry-After doubled it (ud), the
 -- cooldown the partition last reopened from and the budget then (rs, ru,
--- rl, rp).
-local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp'}
+-- rl, rp), when the gateway's latest instruction ends (tu: a clamped retry
+-- goes no earlier), when its uncapped instruction ends (xu: calls that
+-- cannot wait the rest of it are refused at once), and, for a partition
+-- that looks alone behind its budget, the slot of the late retry the
+-- probes do not wait for (bh), what went through in the window of the
+-- latest refused probe (pb) and whether two refused probes found different
+-- counts (vr) (see behindIn and lone in package ratelimit).
+local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp', 'tu', 'xu', 'bh', 'pb', 'vr'}
 -- state reads a partition's state hash, 0 for what is not set.
 local function state(key)
   local v = redis.call('HMGET', key, unpack(fields))
@@ -539,7 +537,7 @@ local function allowance(period) return math.min(math.ceil(period / 500), 100000
 local function windowsOf(limit, period, margin)
   local a = allowance(period)
   return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4)),
-    step = 0, from = 0, clean = 0, ceiling = math.huge}
+    step = 0, from = 0, clean = 0, behind = 0, ceiling = math.huge}
 end
 -- probeWindows is w with the probing geometry when the partition probes
 -- (see probeWindows in package ratelimit).
@@ -557,6 +555,12 @@ local function count(xs, w, k, til)
   return countLog(xs, k * w.period - w.late, math.min((k + 1) * w.period + w.early, til))
 end
 local function opening(w, k) return k * w.period + w.early end
+-- lateIn: a slot at t comes after the opening of a window probed after the
+-- first (see lateIn in package ratelimit).
+local function lateIn(w, t)
+  local k = floorDiv(t, w.period)
+  return w.step > 0 and k * w.period >= w.from + w.period and t > opening(w, k)
+end
 -- probeAt is when window k, holding n admissions of xs before til (n at
 -- least the budget), may take one more; nil when it may not (see probeAt in
 -- package ratelimit).
@@ -565,11 +569,13 @@ local function probeAt(xs, w, k, n, til)
   local open = opening(w, k)
   local lastAt = open
   local j = rank(xs, math.min((k + 1) * w.period + w.early, til), false)
+  -- The late retry does not hold the probes back (see behindIn).
+  if j > 0 and xs[j] == w.behind then j = j - 1 end
   if j > 0 and xs[j] >= k * w.period - w.late then lastAt = math.max(lastAt, xs[j]) end
   local t = lastAt + w.step
   if k * w.period < w.from then
     t = math.max(t, w.clean + w.step)
-  elseif n == w.limit then
+  elseif n == w.limit or (n == w.limit + 1 and w.behind ~= 0 and floorDiv(w.behind, w.period) == k) then
     t = lastAt
   end
   if t >= (k + 1) * w.period - w.late then return nil end
@@ -620,7 +626,7 @@ end
 //	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
 //	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
-//	      13 fixed windows, 14 after µs
+//	      13 fixed windows, 14 after µs, 15 clamped
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
@@ -634,6 +640,18 @@ local maxwait = tonumber(ARGV[6])
 local ticket = tonumber(ARGV[7])
 local slack = tonumber(ARGV[9])
 local idle = tonumber(ARGV[12])
+-- A clamped retry reopens with the gateway's latest instruction, not with
+-- a cooldown lengthened beyond it (see reopensFor in package ratelimit).
+local clamped = retry == 1 and tonumber(ARGV[15]) == 1
+local reopen = cu
+if clamped then reopen = math.min(cu, st.tu) end
+
+-- The gateway said the partition stays closed longer than the caller may
+-- wait: nothing is held, and a slot being confirmed is given up.
+if st.xu - now > 0 and st.xu - now > maxwait then
+  if ticket > 0 then redis.call('LREM', KEYS[2], -1, ARGV[7]) end
+  return {0, st.xu - now, 1, 0, limit, bper, now}
+end
 -- Fixed windows, unless the partition fell back to the sliding rule.
 local aligned = tonumber(ARGV[13]) == 1 and limit > 0 and bper > 0 and sl == 0
 
@@ -675,7 +693,7 @@ if len > keep then
 end
 
 local function keepalive(horizonAt)
-  local ms = math.ceil((math.max(horizonAt, cu, now) - now + idle + lp + slack) / 1000)
+  local ms = math.ceil((math.max(horizonAt, cu, st.xu, now) - now + idle + lp + slack) / 1000)
   expire(KEYS[1], ms)
   expire(KEYS[2], ms)
 end
@@ -689,6 +707,13 @@ if aligned then
   -- tail starts at index off.
   w.size = len
   local off = len - #xs
+  -- behindIn: the late retry's slot, while held, in a window probed after
+  -- the first.
+  if st.bh > 0 and lateIn(w, st.bh) then
+    local j = rank(xs, st.bh, true)
+    if j > 0 and xs[j] == st.bh then w.behind = st.bh end
+  end
+  if st.bh > 0 and w.behind == 0 then redis.call('HSET', KEYS[1], 'bh', '0') end
   local function put(t)
     local j = rank(xs, t, true)
     if j == #xs then
@@ -707,32 +732,47 @@ if aligned then
         table.remove(xs, i - off + 1)
         table.remove(rs, i - off + 1)
       end
-      if cu <= ticket then
-        local t = confirmAligned(xs, fu, w, math.max(ticket, now))
+      local behind = ticket == st.bh and w.behind ~= 0
+      if ticket == st.bh and st.bh > 0 then redis.call('HSET', KEYS[1], 'bh', '0') end
+      if reopen <= ticket then
+        local t
+        if behind then
+          -- confirmBehind: its place, however many probes went before it.
+          t = math.max(ticket, now)
+        else
+          t = confirmAligned(xs, fu, w, math.max(ticket, now))
+        end
         if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
         put(t)
+        if behind and t == ticket and t - now > 0 then redis.call('HSET', KEYS[1], 'bh', str(t)) end
         return {1, t - now, 0, t, limit, bper, now}
       end
     end
   end
   local from, cooled = now, 0
-  if cu > now then
+  if reopen > now then
     cooled = 1
     if retry == 0 then
       -- A fresh call holds nothing and asks again at the reopening.
-      local wait = cu - now
+      local wait = reopen - now
       if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
       return {1, wait, 1, 0, limit, bper, now}
     end
     -- A retry's place is its rank in the window that reopens: no jitter.
-    from = cu
+    from = reopen
   end
   -- A retry's slot is not taken before its Retry-After has passed.
   from = math.max(from, now + math.max(tonumber(ARGV[14]), 0))
   local t = alignedAt(xs, fu, w, from)
+  -- A retry its Retry-After sets after its window's opening, on a
+  -- partition that looks alone: the probes do not wait for it, and it goes
+  -- a step later (see behindIn in package ratelimit).
+  local late = retry == 1 and not clamped and tonumber(ARGV[14]) > 0 and st.sh == 0 and st.vr == 0 and lateIn(w, t)
+  if late then t = alignedAt(xs, fu, w, t + w.step) end
   local wait = t - now
   if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
   put(t)
+  if late and lateIn(w, t) then redis.call('HSET', KEYS[1], 'bh', str(t)) end
   return {1, math.max(wait, 0), cooled, t, limit, bper, now}
 end
 
@@ -741,7 +781,7 @@ if ticket > 0 then
   local i = redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1)
   if i then
     redis.call('LREM', KEYS[2], -1, ARGV[7])
-    if cu <= ticket then
+    if reopen <= ticket then
       -- The slot stands, perhaps a little later (see confirmAt in package
       -- ratelimit); it keeps its place in the queue.
       local xs = {}
@@ -772,19 +812,22 @@ if ticket > 0 then
 end
 
 -- A new slot: first in, first out; retries before fresh calls while the
--- partition is closed; the sliding log.
+-- partition is closed; the sliding log. A clamped retry has no jitter
+-- window: its clamped wait is its own.
+local ru = cu
+if clamped then ru, window = reopen, 0 end
 local at = now
 local last = redis.call('LINDEX', KEYS[2], -1)
 if last then at = math.max(at, tonumber(last)) end
 local cooled = 0
-if retry == 0 and cu + math.floor(window) > now then
-  local wait = math.max(cu + math.floor(window), at) - now
+if retry == 0 and ru + math.floor(window) > now then
+  local wait = math.max(ru + math.floor(window), at) - now
   if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
   return {1, wait, 1, 0, limit, bper, now}
 end
-if cu > now then
+if ru > now then
   cooled = 1
-  at = math.max(at, cu + math.floor(window * jitter))
+  at = math.max(at, ru + math.floor(window * jitter))
 end
 if limit > 0 and redis.call('LLEN', KEYS[2]) >= limit then
   at = math.max(at, tonumber(redis.call('LINDEX', KEYS[2], -limit)) + per)
@@ -815,7 +858,8 @@ return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 //	      5 advertised limit, 6 advertised period µs, 7 reset µs,
 //	      8 configured limit, 9 configured period µs, 10 margin µs,
 //	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped,
-//	      15 fixed windows, 16 admitted limit, 17 admitted period µs
+//	      15 fixed windows, 16 admitted limit, 17 admitted period µs,
+//	      18 closed µs
 //	returns {cooldown left µs, distrusted, learned limit, learned period µs,
 //	         retry wait µs}
 var observeScript = redis.NewScript(luaCommon + luaWindows + `
@@ -828,7 +872,10 @@ local cl, cp = tonumber(ARGV[8]), tonumber(ARGV[9])
 local windowsOn = tonumber(ARGV[15]) == 1
 local distrusted, retrywait = 0, 0
 local cool = tonumber(ARGV[7])
+if cool > 0 then st.tu = math.max(st.tu, now + cool) end
 if tonumber(ARGV[2]) == 1 then
+  if tonumber(ARGV[3]) > 0 then st.tu = math.max(st.tu, now + tonumber(ARGV[3])) end
+  if tonumber(ARGV[18]) > 0 then st.xu = math.max(st.xu, now + tonumber(ARGV[18])) end
   if now >= st.cu then
     -- The first 429 since the partition reopened.
     st.rs, st.ru = st.cs, st.cu
@@ -905,13 +952,20 @@ if tonumber(ARGV[2]) == 1 then
       end
       others = fixed and n == 0
       local lim, taught = n, true
+      local probedN = 0
       if curL == 0 and n == 0 and fixed then lim = 1
       elseif curL == 0 and n == 0 then taught = false
       elseif curL == 0 then
-      elseif sent >= st.cu and probing then lim = n - math.max(1, math.floor(n / ` + strconv.Itoa(yieldShare) + `))
+      elseif sent >= st.cu and probing then
+        lim, probedN = n - math.max(1, math.floor(n / ` + strconv.Itoa(yieldShare) + `)), n
       elseif sent >= st.cu then lim = math.min(curL - 1, n)
       else lim = math.min(curL, n) end
       if taught then budL, budP = math.max(lim, 1), period end
+      if probedN > 0 then
+        -- Alone, every refused probe finds the same count (see lone).
+        if st.pb > 0 and probedN ~= st.pb then st.vr = 1 end
+        st.pb = probedN
+      end
     end
   end
   if budL > 0 and budP > 0 and not advertised then st.ll, st.lp, st.ad = budL, budP, 0 end
@@ -954,7 +1008,7 @@ if tonumber(ARGV[2]) == 1 then
 end
 if cool > 0 and now + cool > st.cu then st.cs, st.cu = now, now + cool end
 save(KEYS[1], st)
-local ms = math.ceil((math.max(st.cu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
+local ms = math.ceil((math.max(st.cu, st.xu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
 expire(KEYS[1], ms)
 if redis.call('EXISTS', KEYS[2]) == 1 then expire(KEYS[2], ms) end
 return {math.max(st.cu - now, 0), distrusted, st.ll, st.lp, retrywait}

@@ -511,6 +511,11 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 			}
 			if rng.IntN(8) == 0 {
 				o.RetryAfter, o.Capped = o.MaxCooldown, true
+				if rng.IntN(2) == 0 {
+					// The uncapped instruction: calls that cannot wait
+					// the rest of it are refused at once.
+					o.Closed = o.MaxCooldown + time.Duration(rng.IntN(10))*time.Second
+				}
 			}
 			admitted := false
 			if fixed && rng.IntN(5) > 0 {
@@ -555,6 +560,9 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 				// Retry-After.
 				r.After = time.Duration(rng.IntN(3000)) * time.Millisecond
 			}
+			// A retry whose distrusted wait was clamped: not before the
+			// gateway's latest instruction, whatever the cooldown.
+			r.Clamped = r.Retry && rng.IntN(3) == 0
 			held := -1
 			if rng.IntN(3) == 0 {
 				held = rng.IntN(1 << 20)
@@ -585,6 +593,10 @@ type twin struct {
 	// 429s that showed others' requests, short Retry-Afters proved in fixed
 	// windows and doubled periods restored, retry waits given.
 	probed, shared, doubled, undoubled, retryWaits int
+	// What the gateway's own instructions did: reservations refused at
+	// once by an uncapped Retry-After, and clamped retries admitted before
+	// the cooldown ends.
+	closedRefusals, clampedEarly int
 }
 
 // fields reads some of a partition's state fields from Redis.
@@ -723,6 +735,11 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 	case o.res != nil:
 		mr, rr := *o.res, *o.res
 		mr.Ticket, rr.Ticket = mt, rt
+		state := w.fields(t, o.part, "cu", "xu")
+		now := time.Now().UnixMicro()
+		if w.red.now != nil {
+			now = w.red.now().UnixMicro()
+		}
 		want, err := w.mem.Reserve(ctx, mr)
 		if err != nil {
 			t.Fatal(err)
@@ -734,6 +751,12 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 		if got.OK != want.OK || got.Cooldown != want.Cooldown || got.Budget != want.Budget ||
 			(got.Ticket == 0) != (want.Ticket == 0) || (got.Wait-want.Wait).Abs() > w.tolerance {
 			t.Fatalf("step %d %+v: redis %+v, memory %+v", i, mr, got, want)
+		}
+		if !want.OK && state[1]-now > mr.MaxWait.Microseconds() {
+			w.closedRefusals++
+		}
+		if want.OK && mr.Clamped && want.Ticket != 0 && got.Ticket < state[0] {
+			w.clampedEarly++
 		}
 		if want.Ticket != 0 {
 			if idx >= 0 {
@@ -809,6 +832,8 @@ func TestDifferentialFakeClock(t *testing.T) {
 		all.doubled += w.doubled
 		all.undoubled += w.undoubled
 		all.retryWaits += w.retryWaits
+		all.closedRefusals += w.closedRefusals
+		all.clampedEarly += w.clampedEarly
 	}
 	// The sequences must exercise every branch for the comparison to mean
 	// anything.
@@ -827,6 +852,12 @@ func TestDifferentialFakeClock(t *testing.T) {
 		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits",
 			w.probed, w.shared, w.retryWaits)
 	}
+	if w.closedRefusals == 0 || w.clampedEarly == 0 {
+		t.Errorf("instructions too tame: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
+			w.closedRefusals, w.clampedEarly)
+	}
+	t.Logf("instructions: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
+		w.closedRefusals, w.clampedEarly)
 	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d retry waits",
 		w.probed, w.shared, w.doubled, w.undoubled, w.retryWaits)
 	t.Logf("%d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported; "+
@@ -1356,28 +1387,10 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 	t.Helper()
 	const s, ms = time.Second, time.Millisecond
 	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	ctx := context.Background()
-	var at []time.Duration
-	var fbs []ratelimit.Feedback
+	sc := &script{t: t, clk: clk, l: l, epoch: epoch}
 	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
-	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
-		t.Helper()
-		adm, err := l.Reserve(ctx, r)
-		if err != nil || !adm.OK {
-			t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
-		}
-		at = append(at, clk.now().Add(adm.Wait).Sub(epoch))
-		return adm
-	}
-	refuse := func(adm ratelimit.Admission, ra time.Duration) {
-		t.Helper()
-		fb, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: ra,
-			MaxCooldown: time.Minute, Margin: ms, FixedWindows: true, Admitted: adm.Budget})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fbs = append(fbs, fb)
-	}
+	reserve := sc.reserve
+	refuse := func(adm ratelimit.Admission, ra time.Duration) { sc.refuse(r.Partition, adm, ra) }
 	// The first window: five go unpaced, the last two are refused.
 	clk.set(epoch)
 	var adms []ratelimit.Admission
@@ -1474,7 +1487,41 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 	}
 	clk.set(epoch.Add(34*s + 10*ms))
 	refuse(probe, 2*s)
-	return at, fbs
+	return sc.at, sc.fbs
+}
+
+// script drives a limiter through a scenario on a fake clock, recording
+// when each reservation was admitted (from epoch) and what each 429 fed
+// back.
+type script struct {
+	t     *testing.T
+	clk   *fakeClock
+	l     ratelimit.Limiter
+	epoch time.Time
+	at    []time.Duration
+	fbs   []ratelimit.Feedback
+}
+
+// reserve reserves r, which must be admitted.
+func (sc *script) reserve(r ratelimit.Reservation) ratelimit.Admission {
+	sc.t.Helper()
+	adm, err := sc.l.Reserve(context.Background(), r)
+	if err != nil || !adm.OK {
+		sc.t.Fatalf("Reserve(%+v) = %+v, %v; want OK", r, adm, err)
+	}
+	sc.at = append(sc.at, sc.clk.now().Add(adm.Wait).Sub(sc.epoch))
+	return adm
+}
+
+// refuse reports a 429 with Retry-After ra for the request admitted as adm.
+func (sc *script) refuse(partition string, adm ratelimit.Admission, ra time.Duration) {
+	sc.t.Helper()
+	fb, err := sc.l.Observe(context.Background(), partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true,
+		RetryAfter: ra, MaxCooldown: time.Minute, Margin: time.Millisecond, FixedWindows: true, Admitted: adm.Budget})
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	sc.fbs = append(sc.fbs, fb)
 }
 
 // Issue 21, item 1, in Redis: the probing rules run in Lua exactly as in
@@ -1508,7 +1555,10 @@ func TestProbingIsShared(t *testing.T) {
 		10 * s, 10 * s, 10 * s, 10 * s, // session:ab: unpaced
 		11*s + 10*ms, 11*s + 10*ms, 11*s + 10*ms, // its reopening, refused whole
 		13*s + 500*ms, 13*s + 500*ms, 13*s + 500*ms, 13*s + 501*ms, // the clean window after the proof
-		16 * s, 16 * s, 17 * s, 17 * s, 17*s + ms, // refused with one of ours sent; three retries held later
+		// Refused with one of ours sent; three retries held later, a step
+		// after their Retry-After: the partition looks alone (see
+		// behindIn in package ratelimit).
+		16 * s, 16 * s, 17*s + ms, 17*s + ms, 17*s + 2*ms,
 		20 * s,           // session:cd: refused with nothing through
 		22*s + 4*ms + ms, // ... its next goes with the probes of the window after
 	}
@@ -1558,5 +1608,287 @@ func TestFallbackProbesToo(t *testing.T) {
 	want, wantFb := probingScenario(t, clk, memoryOn(clk.now))
 	if !slices.Equal(got, want) || !slices.Equal(gotFb, wantFb) {
 		t.Errorf("fallback: admissions %v, feedback %v; want the in-memory rules' %v, %v", got, gotFb, want, wantFb)
+	}
+}
+
+// step of instructionScenario: one reservation's answer, as times from the
+// scenario's epoch, or one observation's feedback.
+type instructed struct {
+	ok       bool
+	wait, at time.Duration // at: when the slot goes; zero when none is held
+	cooldown bool
+	fb       ratelimit.Feedback
+}
+
+// instructionScenario drives the two rules of the gateway's own
+// instructions on l (issue 22, items 2 and 3): a Retry-After beyond the cap
+// closes the partition for the reservations that cannot wait the rest of it
+// (a held slot being confirmed is given up), for as long as it says and no
+// longer; and a retry whose distrusted wait was clamped goes before the
+// lengthened cooldown ends, never before the gateway's instruction, where
+// the windows have room, under the sliding rule as in fixed windows, while
+// other retries still wait for the cooldown.
+func instructionScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []instructed {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ctx := context.Background()
+	var out []instructed
+	reserve := func(r ratelimit.Reservation) ratelimit.Admission {
+		t.Helper()
+		adm, err := l.Reserve(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := instructed{ok: adm.OK, wait: adm.Wait, cooldown: adm.Cooldown}
+		if adm.Ticket != 0 {
+			st.at = clk.now().Add(adm.Wait).Sub(epoch)
+		}
+		out = append(out, st)
+		return adm
+	}
+	observe := func(p string, o ratelimit.Observation) {
+		t.Helper()
+		fb, err := l.Observe(ctx, p, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, instructed{fb: fb})
+	}
+
+	// A Retry-After of 15 s, capped at 2 s: a slot held before it, and
+	// reservations that cannot wait the rest, are refused at once.
+	paced := ratelimit.Reservation{Partition: "public", Budget: ratelimit.Budget{Limit: 1, Period: 10 * s}, MaxWait: time.Hour}
+	clk.set(epoch)
+	reserve(paced)         // 0: goes now
+	held := reserve(paced) // 1: held for 10 s
+	observe("public", ratelimit.Observation{Throttled: true, RetryAfter: 2 * s, Capped: true, Closed: 15 * s, MaxCooldown: 2 * s})
+	short := paced
+	short.MaxWait = 5 * s
+	reserve(short) // 3: refused, 15 s left
+	clk.set(epoch.Add(10 * s))
+	confirm := short
+	confirm.MaxWait, confirm.Ticket = s, held.Ticket
+	reserve(confirm) // 4: given up, 5 s left
+	reserve(short)   // 5: admitted: 5 s left fits; the cooldown is over and the slot given up is free
+	clk.set(epoch.Add(15 * s))
+	reserve(ratelimit.Reservation{Partition: "session:closed", MaxWait: 0}) // 6: another partition is open
+
+	// Under the sliding rule: a 429, its retry refused again after 1 s,
+	// which proves the header short: the cooldown doubles to 2 s.
+	sliding := ratelimit.Reservation{Partition: "session:sl", MaxWait: time.Hour}
+	clk.set(epoch.Add(20 * s))
+	observe("session:sl", ratelimit.Observation{Throttled: true, RetryAfter: s, MaxCooldown: time.Minute}) // 7
+	clk.set(epoch.Add(21 * s))
+	retry := sliding
+	retry.Retry = true
+	adm := reserve(retry)                                                                                                      // 8: goes now
+	observe("session:sl", ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: s, MaxCooldown: time.Minute}) // 9: distrusted
+	clamped := retry
+	clamped.Clamped, clamped.MaxWait, clamped.After = true, 1500*ms, 1500*ms
+	c := reserve(clamped) // 10: at the instruction (22 s), not the cooldown (23 s)
+	unclamped := retry
+	unclamped.MaxWait = 1500 * ms
+	reserve(unclamped) // 11: refused: the cooldown and its jitter
+	unclamped.MaxWait = time.Hour
+	reserve(unclamped) // 12: held at the cooldown's end, after the clamped one
+	clk.set(epoch.Add(22*s + 500*ms))
+	clamped.Ticket, clamped.MaxWait = c.Ticket, 0
+	reserve(clamped) // 13: confirmed, before the slot held after it
+
+	// In fixed windows, as a client sends: one call through, one refused
+	// with Retry-After 1 s, its retry refused again in the same gateway
+	// window: distrusted, the cooldown 2 s from the second 429.
+	fixed := ratelimit.Reservation{Partition: "session:fw", Margin: ms, MaxWait: 3 * time.Minute, FixedWindows: true}
+	clk.set(epoch.Add(30 * s))
+	reserve(fixed)          // 14
+	first := reserve(fixed) // 15
+	refused := func(adm ratelimit.Admission) {
+		observe("session:fw", ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: s, MaxCooldown: time.Minute,
+			Margin: ms, FixedWindows: true, Admitted: adm.Budget})
+	}
+	refused(first) // 16
+	retry = fixed
+	retry.Retry, retry.After, retry.MaxWait = true, s, 3*time.Minute
+	h := reserve(retry) // 17: the retry's slot, held
+	clk.set(epoch.Add(31*s + 2*ms))
+	retry.Ticket, retry.After = h.Ticket, 0
+	again := reserve(retry) // 18: confirmed
+	refused(again)          // 19: distrusted
+	clamped = fixed
+	clamped.Retry, clamped.Clamped, clamped.After, clamped.MaxWait = true, true, 1498*ms, 1498*ms
+	c = reserve(clamped) // 20: in the next gateway window, at the clamped wait
+	unclamped = clamped
+	unclamped.Clamped = false
+	reserve(unclamped) // 21: refused: the cooldown ends 2 s on
+	unclamped.MaxWait = time.Hour
+	reserve(unclamped) // 22: held at the cooldown's end, the window's probe
+	clk.set(epoch.Add(32*s + 500*ms))
+	clamped.Ticket, clamped.After, clamped.MaxWait = c.Ticket, 0, 0
+	reserve(clamped) // 23: confirmed, before the probe held after it
+	return out
+}
+
+// Issue 22, items 2 and 3, in Redis: the gateway's own instructions are
+// kept in Lua exactly as in ratelimit.Memory.
+func TestInstructionsAreShared(t *testing.T) {
+	rdb := newRedis(t)
+	const s, ms = time.Second, time.Millisecond
+	clk := &fakeClock{}
+	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	red.now = clk.now
+	got := instructionScenario(t, clk, red)
+	want := instructionScenario(t, clk, memoryOn(clk.now))
+	if len(got) != len(want) {
+		t.Fatalf("%d steps through Redis, %d in memory", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.ok != w.ok || g.cooldown != w.cooldown || (g.wait-w.wait).Abs() > 2*time.Microsecond || (g.at-w.at).Abs() > 2*time.Microsecond ||
+			g.fb.Distrusted != w.fb.Distrusted || g.fb.Budget != w.fb.Budget || (g.fb.Cooldown-w.fb.Cooldown).Abs() > 2*time.Microsecond {
+			t.Errorf("step %d: redis %+v, memory %+v", i, g, w)
+		}
+	}
+	pins := []struct {
+		step int
+		want instructed
+	}{
+		{3, instructed{wait: 15 * s, cooldown: true}},
+		{4, instructed{wait: 5 * s, cooldown: true}},
+		{5, instructed{ok: true, at: 10 * s}},
+		{6, instructed{ok: true, at: 15 * s}},
+		{10, instructed{ok: true, wait: s, at: 22 * s, cooldown: true}},
+		{12, instructed{ok: true, wait: 2 * s, at: 23 * s, cooldown: true}},
+		{13, instructed{ok: true, at: 22*s + 500*ms}},
+		{20, instructed{ok: true, wait: 1498 * ms, at: 32*s + 500*ms, cooldown: true}},
+		{22, instructed{ok: true, wait: 2 * s, at: 33*s + 2*ms, cooldown: true}},
+		{23, instructed{ok: true, at: 32*s + 500*ms}},
+	}
+	for _, p := range pins {
+		w := want[p.step]
+		w.fb = ratelimit.Feedback{}
+		if w != p.want {
+			t.Errorf("step %d: %+v, want %+v", p.step, w, p.want)
+		}
+	}
+	if !want[9].fb.Distrusted || !want[19].fb.Distrusted {
+		t.Errorf("the second 429s are not distrusted: %+v, %+v", want[9].fb, want[19].fb)
+	}
+	for _, i := range []int{11, 21} {
+		if want[i].ok {
+			t.Errorf("step %d: a retry that is not clamped went before the lengthened cooldown: %+v", i, want[i])
+		}
+	}
+}
+
+// lateRetryScenario drives a partition alone behind its budget through the
+// rule for its late retries (see behindIn in package ratelimit) and returns
+// when each reservation and confirmation was admitted.
+func lateRetryScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []time.Duration {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	sc := &script{t: t, clk: clk, l: l, epoch: epoch}
+	r := ratelimit.Reservation{Partition: "public", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
+	reserve := sc.reserve
+	refuse := func(adm ratelimit.Admission) { sc.refuse(r.Partition, adm, 2*s) }
+	retry := r
+	retry.Retry, retry.After = true, 2*s
+	confirm := func(adm ratelimit.Admission) ratelimit.Admission {
+		t.Helper()
+		c := retry
+		c.After, c.Ticket = 0, adm.Ticket
+		return reserve(c)
+	}
+	// The first window: five go unpaced, two are refused; the clean window
+	// takes their retries and one fresh call, and refuses its probe, with
+	// three through: the budget is two.
+	clk.set(epoch)
+	var adms []ratelimit.Admission
+	for range 5 {
+		adms = append(adms, reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms[3:] {
+		refuse(adm)
+		reserve(retry)
+	}
+	clk.set(epoch.Add(2*s + 4*ms))
+	reserve(r)
+	probe := reserve(r)
+	clk.set(epoch.Add(2*s + 20*ms))
+	refuse(probe)
+	reserve(retry) // the first probed window: its late retry holds the probes back
+	// The first probed window: the share at the opening, two probes after
+	// the retry; the second is refused with three through again.
+	clk.set(epoch.Add(4*s + 4*ms))
+	for range 3 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(4*s + 30*ms))
+	refuse(probe)
+	late := reserve(retry) // a step after its Retry-After: the probes do not wait for it
+	// The next window: the share less the late retry's place, two probes at
+	// the opening and one a step later, refused before the retry is due:
+	// the retry moves to the next window's opening.
+	clk.set(epoch.Add(6*s + 4*ms))
+	for range 4 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(6*s + 10*ms))
+	refuse(probe)
+	clk.set(epoch.Add(6*s + 30*ms))
+	confirm(late)
+	late = reserve(retry)
+	// A window with room: the probes ramp past the late retry, which,
+	// confirmed before it is due and again when it is, keeps its place.
+	clk.set(epoch.Add(8*s + 4*ms))
+	for range 40 {
+		probe = reserve(r)
+	}
+	clk.set(epoch.Add(8*s + 30*ms))
+	late = confirm(late)
+	clk.set(epoch.Add(8*s + 31*ms))
+	confirm(late)
+	// The refused probe finds another count: others share the budget, and
+	// the retry waits its Retry-After exactly.
+	clk.set(epoch.Add(8*s + 50*ms))
+	refuse(probe)
+	reserve(retry)
+	return sc.at
+}
+
+// Issue 21's one-process regression, in Redis: a partition alone behind its
+// budget does not let its late retry hold the probes back, in Lua exactly as
+// in ratelimit.Memory.
+func TestLateRetryIsShared(t *testing.T) {
+	rdb := newRedis(t)
+	clk := &fakeClock{}
+	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	red.now = clk.now
+	got := lateRetryScenario(t, clk, red)
+	want := lateRetryScenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) {
+		t.Errorf("admissions through Redis at %v, in memory at %v", got, want)
+	}
+	const s, ms = time.Second, time.Millisecond
+	wantAt := []time.Duration{
+		0, 0, 0, 0, 0, // the first window, unpaced
+		2*s + 10*ms, 2*s + 10*ms, 2*s + 4*ms, 2*s + 11*ms, // the clean window
+		4*s + 20*ms,                          // the first probed window's late retry, at its Retry-After
+		4*s + 4*ms, 4*s + 20*ms, 4*s + 21*ms, // the share, the probes after the retry
+		6*s + 31*ms,                                    // the next late retry, a step after its Retry-After
+		6*s + 4*ms, 6*s + 4*ms, 6*s + 4*ms, 6*s + 5*ms, // one fresh, two probes at the opening, one a step later
+		8*s + 4*ms,             // the late retry, moved by the 429 before it was due
+		8*s + 31*ms,            // the next one
+		8*s + 4*ms, 8*s + 4*ms, // the window with room: the two retries are the share; two probes at the opening
+	}
+	for i := range 38 {
+		wantAt = append(wantAt, 8*s+5*ms+time.Duration(i)*ms) // the ramp, past the late retry
+	}
+	wantAt = append(wantAt, 8*s+31*ms, 8*s+31*ms, // the late retry keeps its place, confirmed early and when due
+		10*s+50*ms) // others share the budget: the retry at its Retry-After exactly
+	if !slices.Equal(want, wantAt) {
+		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
 }

@@ -8,10 +8,19 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/internal/strictjson"
 )
 
+// maxEventDepth bounds the nesting of a delivery body at encoding/json's
+// own bound, so that the key check refuses nothing for its depth that
+// decoding would have accepted (a payment's metadata nests as its merchant
+// chose).
+const maxEventDepth = 10000
+
 // ErrMalformedEvent means a verified body is not a JSON object with a
-// non-empty string "id". Nothing else in the envelope is required.
+// non-empty string "id", or can be read two ways (a key repeated, or two
+// keys that differ only by case or Unicode folding, at any level). Nothing
+// else in the envelope is required.
 var ErrMalformedEvent = errors.New("webhook: malformed event")
 
 // Event is one decoded delivery. Only ID is guaranteed; every other field
@@ -46,6 +55,14 @@ type Event struct {
 // [ErrMalformedEvent]: acknowledging such a body would lose the event,
 // refusing it lets the gateway retry.
 //
+// Leniency stops at the keys: a body with one key twice, or with two keys
+// that differ only by case or Unicode folding ("topic" beside "Topic", at
+// any level), is refused with [ErrMalformedEvent] before anything is
+// decoded. encoding/json would take the last of them for Topic, while
+// JSON.parse and every exact-key reader of Event.Raw take another, so the
+// topic a subscription's secret vouched for would not be the topic the
+// rest of the application reads. The gateway never sends such a body.
+//
 // DecodeEvent does not verify anything; call it on a body that passed
 // [Verifier.Verify].
 func DecodeEvent(body []byte) (Event, error) {
@@ -55,6 +72,9 @@ func DecodeEvent(body []byte) (Event, error) {
 		Topic       json.RawMessage `json:"topic"`
 		Payment     json.RawMessage `json:"payment"`
 		Transaction json.RawMessage `json:"transaction"`
+	}
+	if err := strictjson.CheckKeys(body, maxEventDepth); err != nil {
+		return Event{}, fmt.Errorf("%w: the body can be read two ways or not at all: %v", ErrMalformedEvent, err)
 	}
 	if err := json.Unmarshal(body, &env); err != nil {
 		return Event{}, fmt.Errorf("%w: body is not a JSON object", ErrMalformedEvent)

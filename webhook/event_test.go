@@ -114,6 +114,14 @@ func TestDecodeEventLenient(t *testing.T) {
 		{name: "array body", body: `[{"id":"e1"}]`, wantErr: true},
 		{name: "not json", body: `id=e1`, wantErr: true},
 		{name: "empty body", body: ``, wantErr: true},
+		// One reading only: a key twice, or keys that differ only by case
+		// or folding, at any level.
+		{name: "topic twice", body: `{"id":"e1","topic":"payments.refunded","topic":"payments.created"}`, wantErr: true},
+		{name: "topic and Topic", body: `{"id":"e1","topic":"payments.refunded","Topic":"payments.created"}`, wantErr: true},
+		{name: "id and ID", body: `{"id":"e1","ID":"e2"}`, wantErr: true},
+		{name: "a folded payment key", body: `{"id":"e1","payment":{"id":"p1","ſtatus":"captured","status":"refunded"}}`, wantErr: true},
+		{name: "nested in a transaction", body: `{"id":"e1","transaction":{"id":"t1","amount":"1","Amount":"1000"}}`, wantErr: true},
+		{name: "invalid UTF-8", body: "{\"id\":\"e1\",\"topic\":\"payments.created\xff\"}", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,9 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -82,5 +84,44 @@ func TestVerifyEventReadsTheTopicFromTheBody(t *testing.T) {
 	}
 	if e.Topic != rail0.TopicPaymentsCaptured || e.ID != "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b" || e.Subscription != (Subscription{}) {
 		t.Errorf("event = %s %s %+v", e.ID, e.Topic, e.Subscription)
+	}
+}
+
+// An event with two readings is refused, not decoded one way: whoever holds
+// the secret of the payments.created subscription (what WithSubscription
+// exists for) signs a body whose "topic" says payments.refunded beside a
+// "Topic" that says payments.created. encoding/json would take the second
+// and route it as created, while every exact-key reader of Event.Raw
+// (JSON.parse, Python's json) reads a refund. Through a Handler on a real
+// server, the delivery is refused with 400 and the receiver never runs.
+func TestEventWithTwoReadingsIsRefused(t *testing.T) {
+	const ts = int64(1789381370)
+	const createdSecret, refundedSecret = "secret-of-created", "secret-of-refunded"
+	v := Verifier{Now: clockAt(ts)}.
+		WithSubscription(Subscription{ID: "w1", Topic: "payments.created"}, createdSecret).
+		WithSubscription(Subscription{ID: "w2", Topic: "payments.refunded"}, refundedSecret)
+	body := []byte(`{"id":"evt-1","topic":"payments.refunded","payment":{"id":"p1","status":"refunded"},"Topic":"payments.created"}`)
+	sig := Sign(body, ts, createdSecret)
+	if ev, err := v.VerifyEvent(body, sig, strconv.FormatInt(ts, 10)); !errors.Is(err, ErrMalformedEvent) {
+		t.Fatalf("VerifyEvent = %q for %q, %v; want ErrMalformedEvent", ev.Topic, ev.Subscription.ID, err)
+	}
+
+	received := 0
+	h := &Handler{Verifier: v, Handle: func(context.Context, Event) error { received++; return nil }}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
+	req.Header.Set(SignatureHeader, sig)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || received != 0 {
+		t.Fatalf("the handler answered %d and received %d events, want 400 and none", resp.StatusCode, received)
 	}
 }

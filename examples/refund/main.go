@@ -65,10 +65,12 @@ func run(ctx context.Context, w io.Writer) error {
 	// Both refund phases in one call: the merchant's ReceiveWithAuthorization
 	// is checked (exactly 20.00, back to the contract, on this chain and
 	// token) and signed, then the refund transaction is checked to carry that
-	// amount and that signature, signed and submitted. The payment is named by
-	// its rail0_id, under which the chain keeps its terms: the refund goes to
-	// this payment's payer or nowhere, whatever the gateway says.
-	tx, err := merchant.Payments.Refund(ctx, p.Rail0ID, rail0.PaymentRefundParams{Amount: "20.00"})
+	// amount and that signature, signed and submitted. The refund is bound to
+	// the payer the merchant's own order record names (Expect.Payer), never
+	// to what a read of the gateway says: a payment of another payer is
+	// refused before anything is signed.
+	tx, err := merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "20.00",
+		Expect: rail0.Expectation{Payer: env.Buyer.Address()}})
 	if err != nil {
 		return fmt.Errorf("refund: %w", err)
 	}

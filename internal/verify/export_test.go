@@ -3,7 +3,6 @@ package verify
 // Exported for the external tests of this package (package verify_test,
 // which imports internal/verifytest, itself built on this package).
 var (
-	FoldKey      = foldKey
 	JSONString   = jsonString
 	DomainFields = domainFields
 	EIP3009Typed = eip3009Typed

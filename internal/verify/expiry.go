@@ -1,0 +1,65 @@
+package verify
+
+import (
+	"fmt"
+	"time"
+)
+
+// ExpiryBounds bound the expiries the payer's signature commits to, as
+// durations from the moment of signing on the signer's own clock. The
+// payment's terms, expiries included, are the gateway's choice (Create
+// takes none), and config_hash only proves them consistent: without a
+// bound, a gateway could have the payer sign an escrow whose authorization
+// never expires (the payer can release it only after authorization_expiry,
+// so the funds are locked for good), or a refund window that closes now
+// (the merchant can then never refund, and the payer never dispute).
+type ExpiryBounds struct {
+	// MaxAuthorization is how far ahead authorization_expiry may be.
+	MaxAuthorization time.Duration
+	// MinRefund and MaxRefund are how far ahead refund_expiry must and may
+	// be.
+	MinRefund, MaxRefund time.Duration
+}
+
+// DefaultExpiryBounds are the bounds without WithExpiryBounds. The
+// contract guide leaves the windows to the gateway, and rail0test, like
+// the hosted gateway's defaults, uses 7 days for the authorization and 30
+// for refunds. The maxima are four and twelve times those (30 days of
+// escrow, a year of refunds): generous enough for a gateway configured
+// for longer holds or a merchant's year of returns, finite enough that the
+// payer's funds come back and a signature does not outlive its purpose.
+// The minimum, one day, refuses a refund window a gateway closed at
+// creation, while a payer signing late in a short window still can.
+var DefaultExpiryBounds = ExpiryBounds{
+	MaxAuthorization: 30 * 24 * time.Hour,
+	MinRefund:        24 * time.Hour,
+	MaxRefund:        365 * 24 * time.Hour,
+}
+
+// CheckExpiries checks t's expiries against b at now, the signer's clock
+// (never a clock learned from the gateway's Date headers, which would let
+// the gateway move the bounds it is held to).
+func CheckExpiries(t *Terms, now time.Time, b ExpiryBounds) error {
+	at := func(d time.Duration) int64 { return now.Add(d).Unix() }
+	fail := func(field, expected string, got uint64, d time.Duration) error {
+		return &Mismatch{PaymentID: t.ID, Artifact: "payment", Field: field,
+			Expected: fmt.Sprintf("%s %d (%s from now)", expected, at(d), days(d)), Got: fmt.Sprint(got)}
+	}
+	switch {
+	case t.AuthExpiry > uint64(max(at(b.MaxAuthorization), 0)):
+		return fail("authorization_expiry", "at most", t.AuthExpiry, b.MaxAuthorization)
+	case t.RefundExpiry > uint64(max(at(b.MaxRefund), 0)):
+		return fail("refund_expiry", "at most", t.RefundExpiry, b.MaxRefund)
+	case t.RefundExpiry < uint64(max(at(b.MinRefund), 0)):
+		return fail("refund_expiry", "at least", t.RefundExpiry, b.MinRefund)
+	}
+	return nil
+}
+
+// days renders d in days, or hours below two days.
+func days(d time.Duration) string {
+	if d < 48*time.Hour {
+		return fmt.Sprintf("%d hours", int64(d/time.Hour))
+	}
+	return fmt.Sprintf("%d days", int64(d/(24*time.Hour)))
+}
