@@ -264,7 +264,7 @@ func TestParseFlags(t *testing.T) {
 		}
 	}
 	if got := strategyKeys(); !slices.Equal(got, []string{"retryablehttp", "naive", "retry", "sdk", "pacing",
-		"redis", "redis-learned", "outage", "outage-learned"}) {
+		"redis", "redis-learned", "outage", "outage-learned", "margin"}) {
 		t.Errorf("strategyKeys = %v", got)
 	}
 }
