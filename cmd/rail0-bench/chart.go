@@ -70,8 +70,12 @@ func writeChart(path, title string, results []result, period time.Duration) erro
 	for i, pn := range panels {
 		p := plot.New()
 		s := pn.r.sum
+		name := pn.r.label
+		if pn.r.processes > 1 {
+			name = fmt.Sprintf("%d processes, %s", pn.r.processes, name)
+		}
 		p.Title.Text = fmt.Sprintf("%s: %d sent, %d x 429, makespan %v",
-			pn.r.label, s.Sent, s.Refused, roundMS(s.Makespan))
+			name, s.Sent, s.Refused, roundMS(s.Makespan))
 		if i == 0 {
 			p.Title.Text = title + "\n\n" + p.Title.Text
 		}

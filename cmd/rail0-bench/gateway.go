@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -31,32 +33,69 @@ func (g gateway) open(o options) (string, func()) {
 	return srv.URL, srv.Close
 }
 
+// errUnavailable is a gateway the bench cannot start on this machine; its
+// rows are skipped with the reason.
+var errUnavailable = errors.New("gateway unavailable")
+
+// rackAttack is the outside throttle: Rack::Attack under Ruby.
+//
+//go:embed rackattack.rb
+var rackAttack []byte
+
 // openGateway prepares gateway kind: nothing for inproc; a child process
-// serving rail0test on loopback for external and short.
+// serving rail0test on loopback for external and short; Rack::Attack in a
+// Ruby process for rackattack.
 func openGateway(ctx context.Context, kind string, o options) (gateway, error) {
 	if kind == "inproc" {
 		return gateway{kind: kind, close: func() {}}, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return gateway{}, err
+	var cmd *exec.Cmd
+	cleanup := func() {}
+	if kind == "rackattack" {
+		if o.period%time.Second != 0 {
+			return gateway{}, fmt.Errorf("%w: Rack::Attack counts in whole seconds, and -period is %v", errUnavailable, o.period)
+		}
+		if err := exec.CommandContext(ctx, "ruby", "-e", "require 'rack/attack'; require 'puma'; require 'puma/server'").Run(); err != nil {
+			return gateway{}, fmt.Errorf("%w: ruby with rack-attack and puma is needed (Debian: ruby-rack-attack puma): %v", errUnavailable, err)
+		}
+		dir, err := os.MkdirTemp("", "rail0-bench-rackattack-")
+		if err != nil {
+			return gateway{}, err
+		}
+		cleanup = func() { os.RemoveAll(dir) }
+		script := filepath.Join(dir, "rackattack.rb")
+		if err := os.WriteFile(script, rackAttack, 0o600); err != nil {
+			cleanup()
+			return gateway{}, err
+		}
+		cmd = exec.CommandContext(ctx, "ruby", script, strconv.Itoa(o.limit), strconv.Itoa(int(o.period/time.Second)))
+	} else {
+		exe, err := os.Executable()
+		if err != nil {
+			return gateway{}, err
+		}
+		cmd = exec.CommandContext(ctx, exe, "-serve", kind, "-limit", strconv.Itoa(o.limit), "-period", o.period.String())
+		cmd.Env = append(os.Environ(), childEnv)
 	}
-	cmd := exec.CommandContext(ctx, exe, "-serve", kind, "-limit", strconv.Itoa(o.limit), "-period", o.period.String(), "-png", "")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		cleanup()
 		return gateway{}, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		cleanup()
 		return gateway{}, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
+		cleanup()
 		return gateway{}, err
 	}
 	stop := func() {
 		stdin.Close() // the child serves until its stdin closes
 		cmd.Wait()
+		cleanup()
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {

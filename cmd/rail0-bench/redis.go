@@ -1,14 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -21,12 +23,24 @@ import (
 	"github.com/rail0/rail0-go/redislimit"
 )
 
-// newRedis returns a client of addr with short timeouts, as the
-// redislimit documentation advises: it gives up quickly when nothing
-// listens there.
-func newRedis(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, DialerRetries: 1,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, PoolTimeout: time.Second, ContextTimeoutEnabled: true})
+// newRedis returns a client of addrs (a Redis Cluster client when cluster
+// is set) with short timeouts, as the redislimit documentation advises: it
+// gives up quickly when nothing listens there.
+func newRedis(addrs []string, cluster bool) redis.UniversalClient {
+	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: cluster,
+		DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		PoolTimeout: time.Second, ContextTimeoutEnabled: true})
+}
+
+// redisAddrs splits the -redis flag: one address, or a cluster's nodes.
+func redisAddrs(s string) []string {
+	var addrs []string
+	for a := range strings.SplitSeq(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
 }
 
 // counter is a go-redis hook that counts the limiter's round trips to the
@@ -66,131 +80,242 @@ func isScript(name string) bool {
 	return false
 }
 
-// runRedis runs the paced SDK in o.processes child processes (this binary
-// again, with -child) that share one budget through redislimit, against one
-// gateway, and merges what they recorded.
-func runRedis(ctx context.Context, o options, workersTotal int, gw gateway) (result, error) {
-	var r result
-	childProcesses := o.processes
-	if workersTotal < childProcesses || o.requests < childProcesses {
-		r.skipped = fmt.Sprintf("needs at least %d workers and calls", childProcesses)
-		return r, nil
-	}
-	rdb := newRedis(o.redisAddr)
-	defer rdb.Close()
-	pingCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	err := rdb.Ping(pingCtx).Err()
-	cancel()
-	if err != nil {
-		r.skipped = fmt.Sprintf("skipped: Redis unreachable at %s (%v)", o.redisAddr, err)
-		return r, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return r, err
-	}
-	url, closeGW := gw.open(o)
-	defer closeGW()
-	prefix := fmt.Sprintf("rail0:bench:%d-%d:", os.Getpid(), time.Now().UnixNano())
-	defer func() { // the keys expire anyway; leave nothing behind sooner
-		it := rdb.Scan(context.Background(), 0, prefix+"*", 100).Iterator()
-		for it.Next(context.Background()) {
-			rdb.Del(context.Background(), it.Val())
+// redisDoer is the SDK with 429 retries on, its limiter a redislimit.Limiter
+// in the Redis (or Redis Cluster) at o.redisAddr under o.prefix, which all
+// the processes of a run share; paced adds pacing at the gateway's budget.
+// A client whose store fails mid-run keeps going on its local fallback; its
+// fail-open warnings are not printed then, one per call.
+func redisDoer(paced bool) doer {
+	return func(o options, url string, rt http.RoundTripper) (caller, error) {
+		if o.prefix == "" {
+			return caller{}, errors.New("a strategy sharing Redis needs -prefix")
 		}
-	}()
-
-	// Leave the children a second to start before the first window.
-	r.start = startAfter(time.Second, o.period)
-	outs := make([]bytes.Buffer, childProcesses)
-	cmds := make([]*exec.Cmd, childProcesses)
-	for i := range childProcesses {
-		// Split the workers and calls as evenly as possible.
-		workers := workersTotal/childProcesses + btoi(i < workersTotal%childProcesses)
-		requests := o.requests/childProcesses + btoi(i < o.requests%childProcesses)
-		cmd := exec.CommandContext(ctx, exe,
-			"-child", strconv.Itoa(i+1),
-			"-url", url,
-			"-start", strconv.FormatInt(r.start, 10),
-			"-prefix", prefix,
-			"-redis", o.redisAddr,
-			"-workers", strconv.Itoa(workers),
-			"-requests", strconv.Itoa(requests),
-			"-limit", strconv.Itoa(o.limit),
-			"-period", o.period.String(),
-			"-png", "",
-		)
-		cmd.Stdout, cmd.Stderr = &outs[i], os.Stderr
-		if err := cmd.Start(); err != nil {
-			return r, err
+		rdb := newRedis(redisAddrs(o.redisAddr), o.cluster)
+		trips := &counter{}
+		rdb.AddHook(trips)
+		lim := redislimit.New(rdb, redislimit.WithKeyPrefix(o.prefix))
+		var logs slog.Handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+		if o.cluster {
+			logs = slog.DiscardHandler
 		}
-		cmds[i] = cmd
-	}
-	var firstErr error
-	for i, cmd := range cmds {
-		if err := cmd.Wait(); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("child %d: %w", i+1, err)
+		opts := []rail0.Option{rail0.WithLimiter(lim), rail0.WithLogger(slog.New(logs))}
+		if paced {
+			opts = append(opts, rail0.WithPacing(budget(o)))
 		}
-	}
-	if firstErr != nil {
-		return r, firstErr
-	}
-	for i := range outs {
-		var rep childReport
-		if err := json.Unmarshal(outs[i].Bytes(), &rep); err != nil {
-			return r, fmt.Errorf("child %d report: %w", i+1, err)
+		c, err := sdkDoer(opts...)(o, url, rt)
+		if err != nil {
+			rdb.Close()
+			return c, err
 		}
-		r.attempts = append(r.attempts, rep.Attempts...)
-		r.calls = append(r.calls, rep.Calls...)
-		r.roundTrips += float64(rep.RoundTrips)
+		// A long-lived process has the limiter's script in Redis's cache;
+		// the first call of a fresh one pays a second round trip to load
+		// it. Load it before the measured calls, on a partition of its own.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		warm := ratelimit.Reservation{Partition: fmt.Sprintf("warm-up-%d", o.child), MaxWait: time.Second}
+		if adm, err := lim.Reserve(ctx, warm); err == nil && adm.Ticket != 0 {
+			lim.Release(ctx, warm.Partition, adm.Ticket)
+		}
+		trips.n.Store(0) // only the calls' round trips
+		c.trips = trips.n.Load
+		c.close = func() { rdb.Close() }
+		return c, nil
 	}
-	if len(r.calls) > 0 {
-		r.roundTrips /= float64(len(r.calls))
-	}
-	return r, nil
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
+// pingRedis reports why the Redis at addr cannot serve a run, or "".
+func pingRedis(ctx context.Context, addr string) string {
+	rdb := newRedis(redisAddrs(addr), false)
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Sprintf("skipped: Redis unreachable at %s (%v)", addr, err)
 	}
-	return 0
+	return ""
 }
 
-// runChild is one process of the redis strategy: it waits for the agreed
-// start, runs its workers through a paced SDK client whose limiter lives in
-// Redis, and prints what it recorded as JSON.
-func runChild(ctx context.Context, o options, stdout io.Writer) error {
-	if o.url == "" || o.start == 0 || o.prefix == "" {
-		return fmt.Errorf("child %d: -url, -start and -prefix are required", o.child)
-	}
-	rdb := newRedis(o.redisAddr)
+// dropKeys deletes the keys under prefix; they expire anyway, but a run
+// should leave nothing behind sooner.
+func dropKeys(addr, prefix string) {
+	rdb := newRedis(redisAddrs(addr), false)
 	defer rdb.Close()
-	trips := &counter{}
-	rdb.AddHook(trips)
-	workers := o.workers[0]
-	rec := newRecorder(workers)
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	lim := redislimit.New(rdb, redislimit.WithKeyPrefix(o.prefix))
-	do, err := sdkDoer(
-		rail0.WithPacing(budget(o)),
-		rail0.WithLimiter(lim),
-		rail0.WithLogger(logger),
-	)(o, o.url, rec)
+	ctx := context.Background()
+	it := rdb.Scan(ctx, 0, prefix+"*", 100).Iterator()
+	for it.Next(ctx) {
+		rdb.Del(ctx, it.Val())
+	}
+}
+
+// cluster is a Redis Cluster of three masters and no replicas on loopback,
+// started by the bench for one run, as the outside check had it:
+// losing a master loses its slots.
+type cluster struct {
+	dir   string
+	addrs []string
+	procs []*exec.Cmd
+}
+
+// clusterTools reports why the bench cannot start a cluster, or "".
+func clusterTools() string {
+	for _, tool := range []string{"redis-server", "redis-cli"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Sprintf("skipped: %s not found, needed to start a Redis Cluster", tool)
+		}
+	}
+	return ""
+}
+
+// clusterPorts picks n ports whose cluster bus ports (port + 10000) are
+// free too.
+func clusterPorts(n int) ([]int, error) {
+	free := func(p int) bool {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+		return true
+	}
+	var ports []int
+	for p := 21000 + os.Getpid()%20000; len(ports) < n && p < 55000; p++ {
+		if free(p) && free(p+10000) {
+			ports = append(ports, p)
+		}
+	}
+	if len(ports) < n {
+		return nil, errors.New("no free ports for a Redis Cluster")
+	}
+	return ports, nil
+}
+
+// startCluster starts three redis-server processes in cluster mode, joins
+// them with redis-cli --cluster create and waits until the cluster serves
+// every slot.
+func startCluster(ctx context.Context) (*cluster, error) {
+	dir, err := os.MkdirTemp("", "rail0-bench-cluster-")
 	if err != nil {
+		return nil, err
+	}
+	c := &cluster{dir: dir}
+	ports, err := clusterPorts(3)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	for _, p := range ports {
+		port := strconv.Itoa(p)
+		log, err := os.Create(filepath.Join(dir, "redis-"+port+".log"))
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+port+".conf",
+			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no")
+		cmd.Stdout, cmd.Stderr = log, log
+		err = cmd.Start()
+		log.Close()
+		if err != nil {
+			c.close()
+			return nil, err
+		}
+		c.procs = append(c.procs, cmd)
+		c.addrs = append(c.addrs, "127.0.0.1:"+port)
+	}
+	for _, a := range c.addrs {
+		if err := waitFor(ctx, func(ctx context.Context) error {
+			rdb := redis.NewClient(&redis.Options{Addr: a})
+			defer rdb.Close()
+			return rdb.Ping(ctx).Err()
+		}); err != nil {
+			c.close()
+			return nil, fmt.Errorf("redis-server %s: %w", a, err)
+		}
+	}
+	create := exec.CommandContext(ctx, "redis-cli", append(append([]string{"--cluster", "create"}, c.addrs...),
+		"--cluster-replicas", "0", "--cluster-yes")...)
+	if out, err := create.CombinedOutput(); err != nil {
+		c.close()
+		return nil, fmt.Errorf("redis-cli --cluster create: %w\n%s", err, out)
+	}
+	for _, a := range c.addrs {
+		if err := waitFor(ctx, func(ctx context.Context) error {
+			rdb := redis.NewClient(&redis.Options{Addr: a})
+			defer rdb.Close()
+			info, err := rdb.ClusterInfo(ctx).Result()
+			if err == nil && !strings.Contains(info, "cluster_state:ok") {
+				err = errors.New("cluster_state is not ok")
+			}
+			return err
+		}); err != nil {
+			c.close()
+			return nil, fmt.Errorf("cluster at %s: %w", a, err)
+		}
+	}
+	return c, nil
+}
+
+// waitFor retries check every 50 ms for up to 10 s.
+func waitFor(ctx context.Context, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// owner returns the index of the master that holds key's slot.
+func (c *cluster) owner(ctx context.Context, key string) (int, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: c.addrs[0]})
+	defer rdb.Close()
+	slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		return 0, err
+	}
+	shards, err := rdb.ClusterShards(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start > slot || slot > r.End {
+				continue
+			}
+			for _, n := range sh.Nodes {
+				if i := slices.Index(c.addrs, fmt.Sprintf("%s:%d", n.IP, n.Port)); i >= 0 && n.Role == "master" {
+					return i, nil
+				}
+			}
+		}
+	}
+	return 0, fmt.Errorf("no master holds slot %d", slot)
+}
+
+// kill ends master i at once, as a crash would.
+func (c *cluster) kill(i int) error {
+	if err := c.procs[i].Process.Kill(); err != nil {
 		return err
 	}
-	// A long-lived process has the limiter's script in Redis's cache; the
-	// first call of a fresh one pays a second round trip to load it. Load
-	// it before the measured calls, on a partition of its own.
-	warm := ratelimit.Reservation{Partition: fmt.Sprintf("warm-up-%d", o.child), MaxWait: time.Second}
-	if adm, err := lim.Reserve(ctx, warm); err == nil && adm.Ticket != 0 {
-		lim.Release(ctx, warm.Partition, adm.Ticket)
+	c.procs[i].Wait()
+	return nil
+}
+
+// close ends every master still running and removes the cluster's files.
+func (c *cluster) close() {
+	for _, p := range c.procs {
+		if p.ProcessState == nil {
+			p.Process.Kill()
+			p.Wait()
+		}
 	}
-	if err := sleepUntil(ctx, o.start); err != nil {
-		return err
-	}
-	// Call ids must not collide across the processes.
-	trips.n.Store(0) // only the calls' round trips
-	calls := runWorkers(ctx, workers, o.requests, int64(o.child)<<32, do)
-	return encodeReport(stdout, childReport{Attempts: rec.recorded(), Calls: calls, RoundTrips: trips.n.Load()})
+	os.RemoveAll(c.dir)
 }

@@ -3,18 +3,20 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
 
-// printTable writes one row per run: W, strategy and the summary.
+// printTable writes one row per run: P, W, strategy and the summary.
 func printTable(w io.Writer, results []result, floor time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "W\tstrategy\tsent\t429s\t429s after 1st window\tearly retries\tearly after 1st\tfailed\tmakespan\t÷ floor\tp50\tp99\tRedis trips/call\t")
+	fmt.Fprintln(tw, "P\tW\tstrategy\tsent\t429s\t429s after 1st window\tearly retries\tearly after 1st\tfailed\tmakespan\t÷ floor\tp50\tp99\tRedis trips/call\t")
 	var skipped []string
 	for _, r := range results {
 		if r.skipped != "" {
-			skipped = append(skipped, fmt.Sprintf("W=%d %s: %s", r.workers, r.label, r.skipped))
+			skipped = append(skipped, fmt.Sprintf("P=%d W=%d %s: %s", r.processes, r.workers, r.label, r.skipped))
 			continue
 		}
 		s := r.sum
@@ -22,7 +24,7 @@ func printTable(w io.Writer, results []result, floor time.Duration) {
 		if s.RoundTrips > 0 {
 			trips = fmt.Sprintf("%.2f", s.RoundTrips)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%.3f\t%v\t%v\t%s\t\n", r.workers, r.label,
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%.3f\t%v\t%v\t%s\t\n", r.processes, r.workers, r.label,
 			s.Sent, s.Refused, s.RefusedAfter, s.EarlyRetries, s.EarlyAfter, s.Failed,
 			roundMS(s.Makespan), ratio(s.Makespan, floor), roundLatency(s.P50), roundLatency(s.P99), trips)
 	}
@@ -30,6 +32,30 @@ func printTable(w io.Writer, results []result, floor time.Duration) {
 	for _, line := range skipped {
 		fmt.Fprintln(w, line)
 	}
+}
+
+// printSurvivals writes one row per survivor run.
+func printSurvivals(w io.Writer, svs []survival) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  gateway\tP\tperiods to the full budget\tsurvivor's requests through, per window after the stop\tparts of the shared windows (÷ fair part)\tfewest through in a shared window")
+	for _, sv := range svs {
+		alone := sv.accepted[0][sv.shared:]
+		shares, fewest, err := sv.parts()
+		part := ""
+		if err == nil {
+			var ps []string
+			for _, s := range shares {
+				ps = append(ps, fmt.Sprintf("%.2f", s))
+			}
+			part = strings.Join(ps, " ")
+		}
+		k := "never"
+		if n := sv.recovery(); n > 0 {
+			k = fmt.Sprint(n)
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%d\n", sv.gateway, sv.processes, k, strings.Trim(fmt.Sprint(alone), "[]"), part, fewest)
+	}
+	tw.Flush()
 }
 
 // ratio is d ÷ floor, or 0 without a floor.
@@ -43,7 +69,7 @@ func ratio(d, floor time.Duration) float64 {
 // roundMS rounds d to 10 ms for display.
 func roundMS(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
 
-// verdict is one of the issue's targets, checked against one run.
+// verdict is one of the issues' targets, checked against one run.
 type verdict struct {
 	label  string
 	target string
@@ -51,20 +77,38 @@ type verdict struct {
 	ok     bool
 }
 
-// floorSlack is the makespan target: at most 1% over the floor.
-const floorSlack = 1.01
+// The makespan targets, as multiples of the floor: one process alone with
+// only RetryOn429 (issue 21: no regression from the 1.002–1.003 measured
+// outside before probing), pacing and processes sharing Redis (issue 13 and
+// 21), processes that share nothing (issue 21), and processes whose shared
+// store fails mid-run (issue 21).
+const (
+	aloneSlack  = 1.003
+	pacedSlack  = 1.01
+	fleetSlack  = 1.02
+	outageSlack = 1.1
+	maxRecovery = 3 // periods until a survivor has the full budget
+)
 
-// checkTargets checks the issue's targets. With only RetryOn429 (sdk): at
-// most W 429s, none after the first window, makespan ≤ 1.01 × floor, p99 no
-// worse than go-retryablehttp's on the same gateway and W, and, against the
-// short Retry-After gateway, no early retry after the first window. With
-// pacing, alone or through Redis: no 429 and makespan ≤ 1.01 × floor; through
-// Redis, at most one round trip per call.
-func checkTargets(results []result, floor time.Duration) []verdict {
+// checkTargets checks the issues' targets.
+//
+// One process with only RetryOn429 (sdk, P = 1): at most W 429s, none after
+// the first window (issue 13), makespan ≤ 1.003 × floor (issue 21), p99 no
+// worse than go-retryablehttp's on the same gateway and W; against the
+// short Retry-After gateway, no early retry after the first window.
+// Several processes with only RetryOn429, sharing nothing (sdk, P > 1):
+// makespan ≤ 1.02 × floor, p99 and 429s after the first window no worse
+// than go-retryablehttp's in as many processes, no failed call. Pacing in
+// one process: no 429, ≤ 1.01 × floor. Processes sharing redislimit: no
+// 429 after the first window (none at all when paced), ≤ 1.01 × floor, and
+// paced, at most one round trip per call. Their store failing mid-run: no
+// call failed, ≤ 1.1 × floor. A survivor at the full budget within three
+// periods of the others stopping.
+func checkTargets(results []result, survivals []survival, floor time.Duration) []verdict {
 	base := map[string]result{}
 	for _, r := range results {
 		if r.key == "retryablehttp" && r.skipped == "" {
-			base[fmt.Sprint(r.gateway, r.workers)] = r
+			base[fmt.Sprint(r.gateway, r.processes, r.workers)] = r
 		}
 	}
 	var vs []verdict
@@ -73,38 +117,65 @@ func checkTargets(results []result, floor time.Duration) []verdict {
 			continue
 		}
 		s := r.sum
-		label := fmt.Sprintf("%s W=%d %s", r.gateway, r.workers, r.label)
+		label := fmt.Sprintf("%s P=%d W=%d %s", r.gateway, r.processes, r.workers, r.label)
 		add := func(target, got string, ok bool) { vs = append(vs, verdict{label, target, got, ok}) }
-		makespan := func() {
-			add(fmt.Sprintf("makespan <= %.2f x floor", floorSlack), fmt.Sprintf("%.3f", ratio(s.Makespan, floor)),
-				ratio(s.Makespan, floor) <= floorSlack)
+		makespan := func(slack float64) {
+			add(fmt.Sprintf("makespan <= %s x floor", strconv.FormatFloat(slack, 'f', -1, 64)), fmt.Sprintf("%.3f", ratio(s.Makespan, floor)),
+				ratio(s.Makespan, floor) <= slack)
 		}
+		b, hasBase := base[fmt.Sprint(r.gateway, r.processes, r.workers)]
 		switch r.key {
 		case "sdk":
 			if r.gateway == "short" {
 				add("early retries after 1st window = 0", fmt.Sprint(s.EarlyAfter), s.EarlyAfter == 0)
 				continue
 			}
-			add(fmt.Sprintf("429s <= W = %d", r.workers), fmt.Sprint(s.Refused), s.Refused <= r.workers)
-			add("429s after 1st window = 0", fmt.Sprint(s.RefusedAfter), s.RefusedAfter == 0)
-			makespan()
-			if b, ok := base[fmt.Sprint(r.gateway, r.workers)]; ok {
+			if r.processes == 1 {
+				add(fmt.Sprintf("429s <= W = %d", r.workers), fmt.Sprint(s.Refused), s.Refused <= r.workers)
+				add("429s after 1st window = 0", fmt.Sprint(s.RefusedAfter), s.RefusedAfter == 0)
+				makespan(aloneSlack)
+			} else {
+				add("failed = 0", fmt.Sprint(s.Failed), s.Failed == 0)
+				makespan(fleetSlack)
+				if hasBase {
+					add(fmt.Sprintf("429s after 1st window <= retryablehttp's %d", b.sum.RefusedAfter), fmt.Sprint(s.RefusedAfter),
+						s.RefusedAfter <= b.sum.RefusedAfter)
+				}
+			}
+			if hasBase {
 				add(fmt.Sprintf("p99 <= retryablehttp's %v", roundLatency(b.sum.P99)), roundLatency(s.P99).String(), s.P99 <= b.sum.P99)
 			}
-		case "pacing", "redis":
+		case "pacing":
 			add("429s = 0", fmt.Sprint(s.Refused), s.Refused == 0)
-			makespan()
+			makespan(pacedSlack)
+		case "redis", "redis-learned":
 			if r.key == "redis" {
+				add("429s = 0", fmt.Sprint(s.Refused), s.Refused == 0)
 				add("Redis round trips per call <= 1", fmt.Sprintf("%.2f", s.RoundTrips), s.RoundTrips <= 1)
+			} else {
+				add("429s after 1st window = 0", fmt.Sprint(s.RefusedAfter), s.RefusedAfter == 0)
 			}
+			makespan(pacedSlack)
+		case "outage", "outage-learned":
+			add("failed = 0", fmt.Sprint(s.Failed), s.Failed == 0)
+			makespan(outageSlack)
 		}
+	}
+	for _, sv := range survivals {
+		k := sv.recovery()
+		got := "never"
+		if k > 0 {
+			got = fmt.Sprint(k)
+		}
+		vs = append(vs, verdict{fmt.Sprintf("%s P=%d survivor", sv.gateway, sv.processes),
+			fmt.Sprintf("full budget within %d periods", maxRecovery), got, k > 0 && k <= maxRecovery})
 	}
 	return vs
 }
 
 // printTargets writes the verdicts and how many were met.
-func printTargets(w io.Writer, results []result, floor time.Duration) {
-	vs := checkTargets(results, floor)
+func printTargets(w io.Writer, results []result, survivals []survival, floor time.Duration) {
+	vs := checkTargets(results, survivals, floor)
 	if len(vs) == 0 {
 		return
 	}

@@ -191,26 +191,42 @@ func TestSummarize(t *testing.T) {
 
 func TestCheckTargets(t *testing.T) {
 	floor := 8 * time.Second
-	ok := 8050 * time.Millisecond
+	ok := 8020 * time.Millisecond
 	results := []result{
-		{key: "retryablehttp", gateway: "inproc", workers: 8, sum: summary{Refused: 32, P99: 2 * time.Second}}, // no target of its own
-		{key: "sdk", gateway: "inproc", workers: 8, sum: summary{Refused: 8, Makespan: ok, P99: 2 * time.Second}},
-		{key: "sdk", gateway: "external", workers: 8, sum: summary{Refused: 9, RefusedAfter: 1, Makespan: 8100 * time.Millisecond}},
-		{key: "sdk", gateway: "short", workers: 8, sum: summary{EarlyRetries: 8, EarlyAfter: 1}},
-		{key: "pacing", gateway: "inproc", workers: 8, sum: summary{Makespan: ok}},
-		{key: "redis", gateway: "inproc", workers: 8, sum: summary{Refused: 1, Makespan: ok, RoundTrips: 1.5}},
-		{key: "redis", gateway: "inproc", workers: 32, skipped: "no redis"},
+		{key: "retryablehttp", gateway: "inproc", processes: 1, workers: 8, sum: summary{Refused: 32, P99: 2 * time.Second}}, // no target of its own
+		{key: "sdk", gateway: "inproc", processes: 1, workers: 8, sum: summary{Refused: 8, Makespan: ok, P99: 2 * time.Second}},
+		{key: "sdk", gateway: "external", processes: 1, workers: 8, sum: summary{Refused: 9, RefusedAfter: 1, Makespan: 8100 * time.Millisecond}},
+		{key: "sdk", gateway: "short", processes: 1, workers: 8, sum: summary{EarlyRetries: 8, EarlyAfter: 1}},
+		{key: "pacing", gateway: "inproc", processes: 1, workers: 8, sum: summary{Makespan: ok}},
+		{key: "retryablehttp", gateway: "external", processes: 4, workers: 32, sum: summary{RefusedAfter: 80, P99: 6 * time.Second}},
+		{key: "sdk", gateway: "external", processes: 4, workers: 32, sum: summary{RefusedAfter: 9, Makespan: 8150 * time.Millisecond, P99: 4 * time.Second}},
+		{key: "sdk", gateway: "external", processes: 2, workers: 32, sum: summary{Failed: 1, RefusedAfter: 9, Makespan: 8170 * time.Millisecond}},
+		{key: "redis", gateway: "inproc", processes: 4, workers: 8, sum: summary{Refused: 1, Makespan: ok, RoundTrips: 1.5}},
+		{key: "redis-learned", gateway: "inproc", processes: 4, workers: 8, sum: summary{Refused: 3, RefusedAfter: 1, Makespan: ok, RoundTrips: 1.5}},
+		{key: "outage", gateway: "inproc", processes: 4, workers: 8, sum: summary{Makespan: 8800 * time.Millisecond}},
+		{key: "outage-learned", gateway: "inproc", processes: 4, workers: 8, sum: summary{Failed: 2, Makespan: 8900 * time.Millisecond}},
+		{key: "redis", gateway: "inproc", processes: 4, workers: 32, skipped: "no redis"},
+	}
+	survivals := []survival{
+		{gateway: "external", processes: 2, shared: 4, limit: 2, accepted: [][]int{{1, 1, 1, 1, 1, 2, 2, 2}}},
+		{gateway: "external", processes: 4, shared: 4, limit: 2, accepted: [][]int{{1, 1, 1, 1, 1, 1, 1, 2}}},
 	}
 	var got []bool
-	for _, v := range checkTargets(results, floor) {
+	for _, v := range checkTargets(results, survivals, floor) {
 		got = append(got, v.ok)
 	}
 	want := []bool{
-		true, true, true, true, // sdk inproc: 429s, after, makespan, p99
+		true, true, true, true, // sdk inproc, one process: 429s, after, makespan (8.02 s ≤ 1.003 × 8 s), p99
 		false, false, false, // sdk external: 429s, after, makespan (no baseline)
 		false,      // sdk short: early after the first window
 		true, true, // pacing: 429s, makespan
-		false, true, false, // redis: 429s, makespan, round trips
+		true, true, true, true, // sdk in 4 processes: failed, makespan, 429s after, p99 against go-retryablehttp in 4 processes
+		false, false, // sdk in 2 processes: failed, makespan 8.17 s (no baseline)
+		false, false, true, // redis: 429s, round trips, makespan
+		false, true, // redis-learned: 429s after the first window, makespan
+		true, true, // outage: failed, makespan ≤ 1.1
+		false, false, // outage-learned: failed, makespan 8.9 s
+		true, false, // survivors: back in 2 periods; back in 3 + 1 periods
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
@@ -218,16 +234,17 @@ func TestCheckTargets(t *testing.T) {
 }
 
 func TestParseFlags(t *testing.T) {
-	o, err := parseFlags([]string{"-workers", "4, 16", "-strategies", "naive, pacing", "-gateways", "inproc", "-period", "500ms"})
+	o, err := parseFlags([]string{"-workers", "4, 16", "-processes", "1,3", "-strategies", "naive, pacing", "-gateways", "inproc", "-period", "500ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(o.workers, []int{4, 16}) || o.requests != 100 || o.period != 500*time.Millisecond ||
-		!slices.Equal(o.strategies, []string{"naive", "pacing"}) || !slices.Equal(o.gateways, []string{"inproc"}) || o.processes != 4 {
+	if !slices.Equal(o.workers, []int{4, 16}) || !slices.Equal(o.processes, []int{1, 3}) || o.requests != 100 || o.period != 500*time.Millisecond ||
+		!slices.Equal(o.strategies, []string{"naive", "pacing"}) || !slices.Equal(o.gateways, []string{"inproc"}) {
 		t.Errorf("parseFlags = %+v", o)
 	}
-	if o, _ := parseFlags([]string{"-limit", "7"}); o.requests != 35 || len(o.workers) != 4 || len(o.gateways) != 3 {
-		t.Errorf("defaults with -limit 7 = %+v, want 35 calls, 4 Ws, 3 gateways", o)
+	if o, _ := parseFlags([]string{"-limit", "7"}); o.requests != 35 || len(o.workers) != 4 || len(o.gateways) != 4 ||
+		!slices.Equal(o.processes, []int{1, 2, 4, 8}) || o.survivor != 10 || o.alone != 5 || o.outageAt != 3*time.Second {
+		t.Errorf("defaults with -limit 7 = %+v, want 35 calls, 4 Ws, 4 gateways, P = 1,2,4,8, survivor 10 + 5 windows, outage at 3 s", o)
 	}
 	for _, bad := range [][]string{
 		{"-strategies", "fastest"},
@@ -235,18 +252,47 @@ func TestParseFlags(t *testing.T) {
 		{"-gateways", "cloud"},
 		{"-workers", "8,x"},
 		{"-workers", "0"},
+		{"-processes", "0"},
 		{"-limit", "0"},
+		{"-survivor", "3"},
+		{"-survivor", "10", "-alone", "2"},
+		{"-outage-at", "-1s"},
 		{"extra"},
 	} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) = nil error", bad)
 		}
 	}
-	if got := strategyKeys(); !slices.Equal(got, []string{"retryablehttp", "naive", "retry", "sdk", "pacing", "redis"}) {
+	if got := strategyKeys(); !slices.Equal(got, []string{"retryablehttp", "naive", "retry", "sdk", "pacing",
+		"redis", "redis-learned", "outage", "outage-learned", "margin"}) {
 		t.Errorf("strategyKeys = %v", got)
 	}
-	if applies("redis", "external") || applies("pacing", "short") || !applies("sdk", "short") || !applies("redis", "inproc") {
-		t.Error("applies: wrong gateway for a strategy")
+}
+
+func TestApplies(t *testing.T) {
+	tests := []struct {
+		key, gateway string
+		processes    int
+		want         bool
+	}{
+		{"sdk", "inproc", 1, true},
+		{"sdk", "short", 1, true},
+		{"pacing", "short", 1, false},
+		{"pacing", "external", 1, true},
+		{"pacing", "external", 2, false}, // each process would take the whole budget
+		{"sdk", "external", 4, true},
+		{"retryablehttp", "rackattack", 8, true},
+		{"sdk", "inproc", 2, false},
+		{"sdk", "short", 2, false},
+		{"redis", "inproc", 1, false},
+		{"redis", "inproc", 4, true},
+		{"redis-learned", "external", 4, false},
+		{"outage", "inproc", 3, true},
+	}
+	for _, tt := range tests {
+		if got := applies(tt.key, tt.gateway, tt.processes); got != tt.want {
+			t.Errorf("applies(%s, %s, %d) = %v, want %v", tt.key, tt.gateway, tt.processes, got, tt.want)
+		}
 	}
 }
 
@@ -256,7 +302,7 @@ func TestParseFlags(t *testing.T) {
 // and is recorded with its attempts.
 func TestPacedStrategyEndToEnd(t *testing.T) {
 	o := options{requests: 6, limit: 3, period: 200 * time.Millisecond}
-	r, err := strategies["pacing"].run(context.Background(), o, 2, gateway{kind: "inproc"})
+	r, err := runLocal(context.Background(), o, "pacing", 2, gateway{kind: "inproc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,22 +349,22 @@ func TestRoundLatency(t *testing.T) {
 func TestPrintTable(t *testing.T) {
 	var b strings.Builder
 	printTable(&b, []result{
-		{label: "naive", workers: 8, sum: summary{Sent: 180, Refused: 80, RefusedAfter: 60, EarlyRetries: 40, EarlyAfter: 30,
+		{label: "naive", processes: 1, workers: 8, sum: summary{Sent: 180, Refused: 80, RefusedAfter: 60, EarlyRetries: 40, EarlyAfter: 30,
 			Makespan: 8020 * time.Millisecond, P50: 300 * time.Microsecond, P99: 6010 * time.Millisecond}},
-		{label: "redis", workers: 8, sum: summary{Sent: 100, Makespan: 8 * time.Second, RoundTrips: 1.25}},
-		{label: "redis", workers: 32, skipped: "skipped: Redis unreachable"},
+		{label: "redis", processes: 4, workers: 8, sum: summary{Sent: 100, Makespan: 8 * time.Second, RoundTrips: 1.25}},
+		{label: "redis", processes: 4, workers: 32, skipped: "skipped: Redis unreachable"},
 	}, 8*time.Second)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	if len(lines) != 4 {
 		t.Fatalf("table has %d lines, want header, two rows and the skip note:\n%s", len(lines), b.String())
 	}
-	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"8", "naive", "180", "80", "60", "40", "30", "0", "8.02s", "1.002", "300µs", "6.01s"}) {
+	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"1", "8", "naive", "180", "80", "60", "40", "30", "0", "8.02s", "1.002", "300µs", "6.01s"}) {
 		t.Errorf("row = %q", got)
 	}
 	if got := strings.Fields(lines[2]); got[len(got)-1] != "1.25" {
 		t.Errorf("redis row = %q, want the round trips last", got)
 	}
-	if lines[3] != "W=32 redis: skipped: Redis unreachable" {
+	if lines[3] != "P=4 W=32 redis: skipped: Redis unreachable" {
 		t.Errorf("skip note = %q", lines[3])
 	}
 }

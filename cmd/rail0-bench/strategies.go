@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,11 +19,12 @@ import (
 type result struct {
 	key, label string
 	gateway    string
-	workers    int
+	processes  int   // the processes the calls were made from; 1 is the bench's own
+	workers    int   // all processes together
 	start      int64 // Unix nanoseconds when the workers were let go
 	attempts   []attempt
 	calls      []call
-	roundTrips float64 // Redis round trips per call (redis strategy)
+	roundTrips float64 // Redis round trips per call (strategies sharing Redis)
 	skipped    string  // why the strategy did not run, if it did not
 	sum        summary
 }
@@ -33,17 +33,33 @@ type result struct {
 type strategy struct {
 	order int
 	label string
-	run   func(ctx context.Context, o options, workers int, gw gateway) (result, error)
+	doer  doer
+	// store is what the processes share: nothing (""), the Redis at -redis
+	// ("redis"), or a Redis Cluster of three masters that the bench starts
+	// and whose master holding the partition it kills mid-run ("outage").
+	store string
+	// alone is true for a strategy that needs the whole budget to itself:
+	// it runs in one process only (pacing at the gateway's budget, which
+	// processes that share nothing would each take whole).
+	alone bool
 }
 
 // strategies are the contenders, by the name -strategies uses.
 var strategies = map[string]strategy{
-	"retryablehttp": {0, "go-retryablehttp defaults", local(retryableDoer)},
-	"naive":         {1, "naive: sleep 1 s on 429", local(naiveDoer)},
-	"retry":         {2, "SDK RetryOn429, no cooldown", local(sdkDoer(rail0.WithCooldown(false)))},
-	"sdk":           {3, "SDK RetryOn429 (learns the budget)", local(sdkDoer())},
-	"pacing":        {4, "SDK + pacing (budget given)", local(pacedDoer)},
-	"redis":         {5, "SDK + pacing via Redis", runRedis},
+	"retryablehttp":  {0, "go-retryablehttp defaults", retryableDoer, "", false},
+	"naive":          {1, "naive: sleep 1 s on 429", naiveDoer, "", false},
+	"retry":          {2, "SDK RetryOn429, no cooldown", sdkDoer(rail0.WithCooldown(false)), "", false},
+	"sdk":            {3, "SDK RetryOn429 (learns the budget)", sdkDoer(), "", false},
+	"pacing":         {4, "SDK + pacing (budget given)", pacedDoer, "", true},
+	"redis":          {5, "SDK + pacing via Redis", redisDoer(true), "redis", false},
+	"redis-learned":  {6, "SDK RetryOn429 via Redis (learns the budget)", redisDoer(false), "redis", false},
+	"outage":         {7, "SDK + pacing via Redis Cluster, master killed", redisDoer(true), "outage", false},
+	"outage-learned": {8, "SDK RetryOn429 via Redis Cluster, master killed", redisDoer(false), "outage", false},
+	// margin is a diagnosis, not advice: sdk with the pacing margin fixed
+	// at 2 ms, which is also the step between a window's probes. The
+	// margin guards the windows' boundaries too, so a real deployment
+	// leaves it measured.
+	"margin": {9, "SDK RetryOn429, Pacing.Margin 2 ms", sdkDoer(rail0.WithPacing(rail0.Pacing{Margin: 2 * time.Millisecond})), "", false},
 }
 
 // strategyKeys returns the strategy names in table order.
@@ -56,7 +72,7 @@ func strategyKeys() []string {
 }
 
 // path is the endpoint every call reads: public, so limited per client IP,
-// which the child processes of the redis strategy share.
+// which all the bench's processes share on loopback.
 const path = "/blockchains"
 
 // callKey carries a call's id in the request context to the recorder.
@@ -96,12 +112,20 @@ func (r *recorder) recorded() []attempt {
 	return append([]attempt(nil), r.attempts...)
 }
 
-// doer builds a strategy's call function for a gateway at url whose
-// requests go through rt.
-type doer func(o options, url string, rt http.RoundTripper) (func(context.Context) error, error)
+// caller is one process's client of a strategy.
+type caller struct {
+	do    func(context.Context) error // one call
+	trips func() int64                // Redis round trips so far; nil without Redis
+	close func()
+}
 
-// runWorkers lets workers goroutines make requests calls in total with do,
-// numbering them from firstID, and returns what each call did.
+// doer builds a strategy's client for a gateway at url whose requests go
+// through rt.
+type doer func(o options, url string, rt http.RoundTripper) (caller, error)
+
+// runWorkers lets workers goroutines make requests calls in total with do
+// (requests ≤ 0: until ctx ends), numbering them from firstID, and returns
+// what each call did.
 func runWorkers(ctx context.Context, workers, requests int, firstID int64, do func(context.Context) error) []call {
 	var (
 		next  atomic.Int64
@@ -113,7 +137,7 @@ func runWorkers(ctx context.Context, workers, requests int, firstID int64, do fu
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
-				if i >= int64(requests) || ctx.Err() != nil {
+				if requests > 0 && i >= int64(requests) || ctx.Err() != nil {
 					return
 				}
 				id := firstID + i
@@ -158,36 +182,36 @@ func startAfter(lead, period time.Duration) int64 {
 	return nextBoundary(time.Now().Add(lead).UnixNano(), period) + int64(5*time.Millisecond)
 }
 
-// local runs a strategy in this process against gw.
-func local(d doer) func(context.Context, options, int, gateway) (result, error) {
-	return func(ctx context.Context, o options, workers int, gw gateway) (result, error) {
-		var r result
-		url, closeGW := gw.open(o)
-		defer closeGW()
-		rec := newRecorder(workers)
-		do, err := d(o, url, rec)
-		if err != nil {
-			return r, err
-		}
-		r.start = startAfter(10*time.Millisecond, o.period)
-		if err := sleepUntil(ctx, r.start); err != nil {
-			return r, err
-		}
-		r.calls = runWorkers(ctx, workers, o.requests, 0, do)
-		r.attempts = rec.recorded()
-		return r, ctx.Err()
+// runLocal runs strategy key in this process against gw: W workers, one
+// client.
+func runLocal(ctx context.Context, o options, key string, workers int, gw gateway) (result, error) {
+	var r result
+	url, closeGW := gw.open(o)
+	defer closeGW()
+	rec := newRecorder(workers)
+	c, err := strategies[key].doer(o, url, rec)
+	if err != nil {
+		return r, err
 	}
+	defer c.close()
+	r.start = startAfter(10*time.Millisecond, o.period)
+	if err := sleepUntil(ctx, r.start); err != nil {
+		return r, err
+	}
+	r.calls = runWorkers(ctx, workers, o.requests, 0, c.do)
+	r.attempts = rec.recorded()
+	return r, ctx.Err()
 }
 
 // retryableDoer is go-retryablehttp as NewClient configures it: up to 4
 // retries, exponential backoff from 1 s to 30 s, and Retry-After honoured on
 // 429 and 503. Only its transport is replaced, to record the requests, and
 // its logger silenced.
-func retryableDoer(_ options, url string, rt http.RoundTripper) (func(context.Context) error, error) {
+func retryableDoer(_ options, url string, rt http.RoundTripper) (caller, error) {
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = &http.Client{Transport: rt}
 	rc.Logger = nil
-	return func(ctx context.Context) error {
+	return caller{do: func(ctx context.Context) error {
 		req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, url+path, nil)
 		if err != nil {
 			return err
@@ -197,7 +221,7 @@ func retryableDoer(_ options, url string, rt http.RoundTripper) (func(context.Co
 			return err
 		}
 		return drain(resp)
-	}, nil
+	}, close: func() {}}, nil
 }
 
 // naiveMaxAttempts bounds the naive loop so that a run always ends.
@@ -205,9 +229,9 @@ const naiveMaxAttempts = 50
 
 // naiveDoer retries every 429 after a fixed second, as hand-written loops
 // often do.
-func naiveDoer(_ options, url string, rt http.RoundTripper) (func(context.Context) error, error) {
+func naiveDoer(_ options, url string, rt http.RoundTripper) (caller, error) {
 	hc := &http.Client{Transport: rt}
-	return func(ctx context.Context) error {
+	return caller{do: func(ctx context.Context) error {
 		var err error
 		for range naiveMaxAttempts {
 			var req *http.Request
@@ -231,7 +255,7 @@ func naiveDoer(_ options, url string, rt http.RoundTripper) (func(context.Contex
 			}
 		}
 		return err
-	}, nil
+	}, close: func() {}}, nil
 }
 
 // drain reads and closes a response body, and turns a non-2xx into an error.
@@ -246,19 +270,19 @@ func drain(resp *http.Response) error {
 
 // sdkDoer calls through this SDK with 429 retries on and the given options.
 func sdkDoer(opts ...rail0.Option) doer {
-	return func(_ options, url string, rt http.RoundTripper) (func(context.Context) error, error) {
+	return func(_ options, url string, rt http.RoundTripper) (caller, error) {
 		all := append([]rail0.Option{
 			rail0.WithHTTPClient(&http.Client{Transport: rt}),
 			rail0.WithRetryOn429(true),
 		}, opts...)
 		c, err := rail0.NewClient(url, all...)
 		if err != nil {
-			return nil, err
+			return caller{}, err
 		}
-		return func(ctx context.Context) error {
+		return caller{do: func(ctx context.Context) error {
 			_, err := c.Chains.List(ctx, rail0.ChainListParams{})
 			return err
-		}, nil
+		}, close: func() {}}, nil
 	}
 }
 
@@ -268,18 +292,6 @@ func budget(o options) rail0.Pacing {
 }
 
 // pacedDoer is sdkDoer with pacing at the gateway's budget.
-func pacedDoer(o options, url string, rt http.RoundTripper) (func(context.Context) error, error) {
+func pacedDoer(o options, url string, rt http.RoundTripper) (caller, error) {
 	return sdkDoer(rail0.WithPacing(budget(o)))(o, url, rt)
-}
-
-// childReport is what a child process of the redis strategy prints.
-type childReport struct {
-	Attempts   []attempt `json:"attempts"`
-	Calls      []call    `json:"calls"`
-	RoundTrips int64     `json:"round_trips"`
-}
-
-// encodeReport writes a child's report as JSON.
-func encodeReport(w io.Writer, rep childReport) error {
-	return json.NewEncoder(w).Encode(rep)
 }
