@@ -25,8 +25,9 @@
 // several processes behind one budget that share nothing each learn only
 // theirs. So a learned budget is probed: each window takes one request
 // beyond it at its opening (racing the other clients' requests), and while
-// no 429 shows the window full, one more every round trip after it; a 429
-// then teaches what went through, less a sixteenth (at least one), which
+// no 429 shows the window full, rounds a round trip apart that double the
+// probes (1, 1, 2, 4, ...), so a window others left fills in a few round
+// trips rather than one request per round trip; a 429 then teaches what went through, less a sixteenth (at least one), which
 // the probes of every client share again. That keeps every process near
 // its fair part, lets a process take the others' parts back within the
 // window they fall silent in, and costs a client alone behind its budget one
