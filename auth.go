@@ -174,7 +174,9 @@ func (s *AuthService) verify(ctx context.Context, params AuthVerifyParams, onRat
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
 	var sess Session
-	resp, err := s.client.do(ctx, &request{op: verifySiwe, body: params, anonymous: true, secretAnswer: true, onRateWait: onRateWait}, &sess)
+	r := &request{op: verifySiwe, body: params, anonymous: true, secretAnswer: true, onRateWait: onRateWait}
+	r.identify = func() string { return notASession(&sess) }
+	resp, err := s.client.do(ctx, r, &sess)
 	if err != nil {
 		return nil, err
 	}

@@ -91,6 +91,20 @@ func notTheTransaction(tx *Transaction, op Operation, hash verify.Word) string {
 // creation, is not the PaymentDetail the operation promises; "" when it is
 // one: it must carry the payment's id and its rail0_id (0x + 64 hex), which
 // the gateway assigns when it creates the payment.
+// notASession is the identify check of POST /auth: a 2xx without a token
+// or an expiry (a proxy's {} or message) is no session. Taken as one, the
+// token source would find it never fresh and have the signer sign a new
+// SIWE message on every later call, each call going out without a token.
+func notASession(s *Session) string {
+	if s.Token() == "" {
+		return "carries no token"
+	}
+	if s.ExpiresAt.IsZero() {
+		return "carries no expires_at"
+	}
+	return ""
+}
+
 func notThePayment(p *PaymentDetail) string {
 	if p.ID == "" {
 		return "carries no payment id"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -277,6 +278,41 @@ func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
 			require.Len(t, srv.requests(), 1)
 			assert.NotEmpty(t, unknown.IdempotencyKey)
 			assert.Equal(t, srv.requests()[0].header.Get("Idempotency-Key"), unknown.IdempotencyKey)
+		})
+	}
+}
+
+// A sign-in answered 2xx by something that is not a session ({} from a
+// proxy, a session without its expiry) is refused, its body dropped: taken
+// as a session it would never be fresh, and a client WithSigner would have
+// its key sign a new SIWE message on every later call.
+func TestSignInAnswerThatIsNotASession(t *testing.T) {
+	ctx := context.Background()
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"token":"tok-SECRET","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","expires_at":"` + future + `"}`, true},
+		{`{}`, false},
+		{`{"message":"OK"}`, false},
+		{`{"token":"","expires_at":"` + future + `"}`, false},
+		{`{"token":"tok-SECRET","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"}`, false},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: 200, body: tc.body})
+			c := newTestClient(t, srv.URL)
+			sess, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "m", Signature: "0x01"})
+			if tc.ok {
+				require.NoError(t, err)
+				assert.Equal(t, "tok-SECRET", sess.Token())
+				return
+			}
+			var decodeErr *DecodeError
+			require.ErrorAs(t, err, &decodeErr)
+			assert.Contains(t, err.Error(), "not the resource the operation promises")
+			assert.Empty(t, decodeErr.Body)
+			assert.NotContains(t, err.Error(), "tok-SECRET")
 		})
 	}
 }
