@@ -39,3 +39,30 @@ func mustJSON(t testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// A payment's amounts are base units as a decimal integer string (the
+// contract's "integer string"): the same number in 0x form is refused, so
+// the SDK never signs an amount that a reader of the field as documented
+// reads differently.
+func TestPaymentAmountsAreDecimal(t *testing.T) {
+	for _, field := range []string{"amount", "capturable_amount", "refundable_amount"} {
+		for _, tc := range []struct {
+			value string
+			ok    bool
+		}{{"25000000", true}, {"0x17d7840", false}, {"0X17D7840", false}, {"", false}, {"+25000000", false}, {"25e6", false}} {
+			p := verifytest.Payment(verify.ModeAuthorize, payer.Address(), payee.Address())
+			switch field {
+			case "amount":
+				p.Amount = tc.value
+			case "capturable_amount":
+				p.CapturableAmount = tc.value
+			case "refundable_amount":
+				p.RefundableAmount = tc.value
+			}
+			_, err := verify.DecodeTerms(p)
+			if (err == nil) != tc.ok {
+				t.Errorf("%s %q: err = %v, want ok %v", field, tc.value, err, tc.ok)
+			}
+		}
+	}
+}

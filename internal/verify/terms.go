@@ -154,6 +154,12 @@ func DecodeTerms(p *Payment) (*Terms, error) {
 		name, value string
 		dst         **big.Int
 	}{{"amount", p.Amount, &t.Amount}, {"capturable_amount", p.CapturableAmount, &t.Capturable}, {"refundable_amount", p.RefundableAmount, &t.Refundable}} {
+		// Base units are a decimal integer string on the wire: a 0x form
+		// would be read as one number here and as another by whoever
+		// reads the field as the contract documents it.
+		if !IsDigits(f.value) {
+			return fail(f.name, "", "", fmt.Sprintf("%q is not a decimal integer", Clip(f.value)))
+		}
 		if *f.dst, err = ParseUintText(f.value, 120); err != nil {
 			return fail(f.name, "", "", err.Error())
 		}
