@@ -359,18 +359,7 @@ type PartitionState struct {
 // isToken reports whether s is an HTTP field name (RFC 9110 token): a
 // name net/http would refuse would make the attempt fail before it is
 // sent, and on a write the SDK could not tell that from a lost answer.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+func isToken(s string) bool { return s != "" && tokenLen(s) == len(s) }
 
 // AttemptHeader lets an Observer add headers to one attempt, such as
 // traceparent. It cannot read the request's headers, and it will not set

@@ -97,19 +97,16 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	}
 	margin := int64(max(o.Margin, 0))
 	prevLen := coolUntil - coolStart
-	// In fixed windows, what counts is what went since the reopening or
-	// since the refused request's window opened, whichever is later: a
-	// refusal in a window we had not used proves the windows too short.
-	since := coolUntil
-	if p := int64(max(cur.Period, ra)); fixed && p > 0 {
-		since = max(since, floorDiv(sent, p)*p)
-	}
+	// Fixed windows have their own proof (distrustWindows). In a sliding
+	// window what counts is what went since the reopening: a refusal in
+	// the period right after it, with fewer than the budget sent since,
+	// proves the Retry-After short.
 	if fixed {
 		if l, ok := distrustWindows(log, coolStart, coolUntil, cur, o, sent, e, until); ok {
 			return l
 		}
 	} else if ra > 0 && coolUntil > 0 && sent >= coolUntil && sent < coolUntil+prevLen &&
-		countIn(log, since, sent) < max(cur.Limit, 1) {
+		countIn(log, coolUntil, sent) < max(cur.Limit, 1) {
 		return distrusted(ra, prevLen, cur, o)
 	}
 	period := cur.Period

@@ -278,7 +278,8 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	coolStart, coolUntil := s.coolStart, s.coolUntil
 	if r.Clamped && r.Retry {
 		// No jitter window: the clamped wait is the retry's own.
-		coolStart, coolUntil = s.reopensFor(r), s.reopensFor(r)
+		t := s.reopensFor(r)
+		coolStart, coolUntil = t, t
 	}
 	at, hold, cooled := admitAt(s.log, coolStart, coolUntil, b, period, r, now)
 	wait := time.Duration(at - now)
@@ -793,9 +794,10 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 		if o.Closed > 0 {
 			s.closed = max(s.closed, now+int64(o.Closed))
 		}
+		cur, first := effective(o.Budget, s.learned), s.coolUntil == 0
 		if now >= s.coolUntil {
 			// The first 429 since the partition reopened.
-			s.reopenStart, s.reopenUntil, s.reopenBudget = s.coolStart, s.coolUntil, effective(o.Budget, s.learned)
+			s.reopenStart, s.reopenUntil, s.reopenBudget = s.coolStart, s.coolUntil, cur
 		}
 		sent := now
 		if i := s.index(o.Ticket); i >= 0 {
@@ -810,7 +812,6 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 		e := estimate{fixed: fixed, probing: fixed && s.probes(o.Budget), shared: s.shared,
 			trusted: fixed && s.coolUntil > 0 && sent >= s.probeFrom, now: now,
 			reopenStart: s.reopenStart, reopenUntil: s.reopenUntil, reopened: s.reopenBudget}
-		cur, first := effective(o.Budget, s.learned), s.coolUntil == 0
 		l := learnFrom(s.log, s.coolStart, s.coolUntil, cur, o, sent, e)
 		if l.budget.enabled() && !o.Advertised.enabled() {
 			s.learned, s.advertised = l.budget, false
