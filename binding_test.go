@@ -803,6 +803,17 @@ func TestCreatedLogIsBounded(t *testing.T) {
 	if _, _, ok := l.lookup(fixtureReason); ok {
 		t.Error("another rail0_id found a record")
 	}
+	// A gateway that answered two Creates with one rail0_id: the rail0_id
+	// names neither record (a flow given it needs Expect), not a random one.
+	var twins createdLog
+	twins.remember("a", Expectation{ChainID: 98, Rail0ID: artRail0ID})
+	twins.remember("b", Expectation{ChainID: 99, Rail0ID: artRail0ID})
+	if a, key, ok := twins.lookup(artRail0ID); ok {
+		t.Errorf("a rail0_id of two records found %+v under %q", a, key)
+	}
+	if a, key, ok := twins.lookup("b"); !ok || a.ChainID != 99 || key != "b" {
+		t.Errorf("lookup(b) = %+v, %q, %v", a, key, ok)
+	}
 	l.forget("20")
 	if _, _, ok := l.lookup("20"); ok || len(l.order) != maxCreated-1 || len(l.m) != maxCreated-1 {
 		t.Errorf("after forget: %d ids in order, %d remembered", len(l.order), len(l.m))

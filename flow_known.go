@@ -187,17 +187,28 @@ func (r *recent[V]) modify(key string, change func(*V)) {
 	}
 }
 
-// find returns the first entry, in no particular order, that match accepts.
+// find returns the one entry match accepts, and nothing when none or
+// several do: a key the gateway gave two entries (one rail0_id answered for
+// two Creates) names neither, where the first found would be the map's
+// random choice.
 func (r *recent[V]) find(match func(key string, v V) bool) (string, V, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var (
+		key   string
+		found V
+		n     int
+	)
 	for k, v := range r.m {
 		if match(k, v) {
-			return k, v, true
+			key, found, n = k, v, n+1
 		}
 	}
-	var zero V
-	return "", zero, false
+	if n != 1 {
+		var zero V
+		return "", zero, false
+	}
+	return key, found, true
 }
 
 func (r *recent[V]) forget(key string) {
