@@ -422,11 +422,8 @@ type rateWait struct {
 // refusal is the 429 a caller gets that does not wait, for a wait on the
 // request of w with left to go: its own request was not sent.
 func (w rateWait) refusal(left time.Duration) *APIError {
-	return &APIError{
-		StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
-		Detail:     "not sent: the sign-in this call needs is waiting out a rate limit for longer than the call may wait",
-		RetryAfter: left, Method: w.method, Path: w.path, NotSent: true,
-	}
+	return notSentError(w.method, w.path, left,
+		"not sent: the sign-in this call needs is waiting out a rate limit for longer than the call may wait")
 }
 
 // sessionRefusal is what a client tells its token source after a 401:

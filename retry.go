@@ -465,9 +465,16 @@ func (c *Client) admit(ctx context.Context, st *callState) error {
 // notSent is the 429 of a call that its rate limit held back, for why:
 // wait is what it would still have had to wait.
 func (c *Client) notSent(st *callState, wait time.Duration, why string) *APIError {
+	return notSentError(st.method, st.path, wait, why)
+}
+
+// notSentError is the 429 the SDK answers itself for a request it did not
+// send (method, path) because of a rate limit, for why: wait is what is
+// left of that limit's wait.
+func notSentError(method, path string, wait time.Duration, why string) *APIError {
 	return &APIError{
 		StatusCode: http.StatusTooManyRequests, Code: CodeRateLimited, Title: "Too many requests",
-		Detail: why, RetryAfter: wait, Method: st.method, Path: st.path, NotSent: true,
+		Detail: why, RetryAfter: wait, Method: method, Path: path, NotSent: true,
 	}
 }
 
