@@ -508,8 +508,10 @@ var (
 // Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
 // records it as a pending Transaction. Sign its UnsignedTransaction with the
 // acting party's key and send it with Submit (or broadcast it yourself and
-// report it with SubmitByHash). Preparing again while one is pending returns
-// that same transaction with Reused set.
+// report it with SubmitByHash), passing its ID as the params'
+// TransactionID. Preparing again while one is pending returns that same
+// transaction with Reused set. A 2xx answer without a transaction id is a
+// *DecodeError.
 //
 // op may be any Operation: the six generic steps use
 // POST /payments/{id}/{operation}/prepare, OpDispute uses
@@ -535,7 +537,16 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 		body = params
 	}
 	var out PreparedTransaction
-	resp, err := s.client.do(ctx, &request{op: route, args: args, body: body}, &out.Transaction)
+	r := &request{op: route, args: args, body: body}
+	// The prepared row's id is what its submit's answer must name (see
+	// notTheTransaction): an answer without one is no prepared transaction.
+	r.identify = func() string {
+		if out.ID == "" {
+			return "carries no transaction id"
+		}
+		return ""
+	}
+	resp, err := s.client.do(ctx, r, &out.Transaction)
 	if err != nil {
 		return nil, err
 	}
@@ -599,6 +610,12 @@ type PaymentSubmitParams struct {
 	// SignedTransaction is 0x02… hex: the RLP of the signed EIP-1559
 	// transaction.
 	SignedTransaction string `json:"signed_transaction"`
+	// TransactionID is the id of the prepared Transaction that
+	// SignedTransaction signs (PreparedTransaction.ID); it is not sent.
+	// The gateway answers a submit with that row, so when it is set an
+	// answer naming another transaction is not taken for the submit's (see
+	// Submit). The flows always set it.
+	TransactionID string `json:"-"`
 }
 
 // Submit sends the signed transaction of a prepared step for broadcast. The gateway checks
@@ -618,9 +635,26 @@ type PaymentSubmitParams struct {
 // payment (GET /payments/{id}) and returns the transaction of op that
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
+//
+// The answer must be the transaction sent: of op, carrying this signed
+// transaction's hash once it has one, and, when params.TransactionID is
+// set, that transaction, of the payment id names (when id is its UUID). A
+// 2xx that is not (null, a proxy's JSON, another transaction) proves
+// nothing about the submit: the payment is read as for a refusal, and
+// without the transaction there the call is an *OutcomeUnknownError over a
+// *DecodeError, never a success; do not submit again before reading the
+// payment.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
+	return s.submitSigned(ctx, id, op, params, paymentUUIDOf(id))
+}
+
+// submitSigned is Submit for the payment whose UUID is paymentID ("" when
+// unknown): a flow knows it from the payment it read, whatever name the
+// caller gave the payment.
+func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operation, params PaymentSubmitParams, paymentID string) (*Transaction, error) {
 	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
-	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+	prepared := preparedRow{id: params.TransactionID, paymentID: paymentID}
+	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
 		if err := checkSignedTransaction(params.SignedTransaction); err != nil {
 			return verify.Word{}, err
 		}
@@ -639,6 +673,11 @@ var (
 type PaymentSubmitByHashParams struct {
 	// TransactionHash is 0x + 64 hex.
 	TransactionHash string `json:"transaction_hash"`
+	// TransactionID is the id of the prepared Transaction that the hash is
+	// the transaction of (PreparedTransaction.ID); it is not sent. When it
+	// is set, an answer naming another transaction is not taken for the
+	// report's, as for Submit.
+	TransactionID string `json:"-"`
 }
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
@@ -661,7 +700,8 @@ type PaymentSubmitByHashParams struct {
 // carrying params.TransactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
 	routes := [3]*operation{submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash}
-	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+	prepared := preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id)}
+	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
 		if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
 			return verify.Word{}, err
 		}
@@ -673,10 +713,10 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 // (the generic step's, the dispute's, the dispute close's, as stepRoute
 // takes them), then body checked by checked, which returns the hash the
 // chain and the gateway know the transaction by, then the send, whose
-// answer must be that transaction (notTheTransaction); a send that fails
-// is reconciled by that hash (reconcileSubmit), for a repeat whose first
-// answer was lost.
-func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, checked func() (verify.Word, error)) (*Transaction, error) {
+// answer must be that transaction, the prepared row where it is known
+// (notTheTransaction); a send that fails is reconciled by that hash
+// (reconcileSubmit), for a repeat whose first answer was lost.
+func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, prepared preparedRow, checked func() (verify.Word, error)) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, routes[0], routes[1], routes[2])
 	if err != nil {
 		return nil, err
@@ -687,7 +727,7 @@ func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, r
 	}
 	var tx Transaction
 	r := &request{op: route, args: args, body: body}
-	r.identify = func() string { return notTheTransaction(&tx, op, hash) }
+	r.identify = func() string { return notTheTransaction(&tx, op, hash, prepared) }
 	resp, err := s.client.do(ctx, r, &tx)
 	if err != nil {
 		return s.reconcileSubmit(ctx, id, op, hash, err)
@@ -764,6 +804,16 @@ func checkSignedTransaction(s string) error {
 		return &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
 	}
 	return nil
+}
+
+// paymentUUIDOf returns id when it names a payment by its UUID, "" when it
+// is a rail0_id (section 7 of the contract: every /payments/{id} route
+// takes either).
+func paymentUUIDOf(id string) string {
+	if _, ok := rail0IDOf(id); ok {
+		return ""
+	}
+	return id
 }
 
 // isHex reports whether s is made only of hex digits.
