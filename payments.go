@@ -3,7 +3,6 @@ package rail0
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -748,7 +747,10 @@ type PaymentPrepareRefundParams struct {
 // transaction yet. Check it with VerifyPayload, sign the digest, and pass
 // the signature with the same amount to Prepare(OpRefund) for the second
 // phase; Refund does all of it. An empty or malformed amount is a
-// *ValidationError before any request.
+// *ValidationError before any request. A 2xx answer without a
+// signing_payload is a *DecodeError, as any answer that is not the
+// resource the operation promises (request.identify): with the answer's
+// status, body and request id, and the call's transcript (CallOf).
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
 func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareRefundParams) (*RefundAuthorization, error) {
@@ -757,15 +759,17 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params P
 	}
 	var out RefundAuthorization
 	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: params}
+	r.identify = func() string {
+		if !hasJSON(out.SigningPayload) {
+			return "carries no signing_payload"
+		}
+		return ""
+	}
 	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err
 	}
 	out.Response = resp
-	if len(out.SigningPayload) == 0 || string(out.SigningPayload) == "null" {
-		return nil, &DecodeError{Method: r.method, Path: r.path, StatusCode: http.StatusOK,
-			Err: errors.New("refund phase 1 answer carries no signing_payload")}
-	}
 	return &out, nil
 }
 

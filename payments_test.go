@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -724,14 +725,51 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 	}
 }
 
+// A refund's first phase answered 2xx without a signing_payload is refused
+// through request.identify, as the other prepares are: a *DecodeError with
+// the answer's own status, body and request id and the call's transcript,
+// and the call ends as failed for its observers.
 func TestPrepareRefundWithoutPayloadIsDecodeError(t *testing.T) {
 	t.Parallel()
-	srv, c := newMuxServer(t)
-	srv.on("POST /payments/p/refund/prepare", muxOK(`{"signing_payload": null}`))
-	_, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareRefundParams{Amount: "1"})
-	var de *DecodeError
-	if !errors.As(err, &de) || de.StatusCode != http.StatusOK {
-		t.Fatalf("error = %v, want a *DecodeError for the 200 answer", err)
+	for _, tc := range []struct {
+		status int
+		body   string
+	}{
+		{http.StatusOK, `{"signing_payload": null}`},
+		{http.StatusOK, `{"signing_payload": {}}`},
+		{http.StatusOK, `{}`},
+		{http.StatusOK, `null`},
+		{http.StatusCreated, `{"message": "Created"}`},
+		{http.StatusAccepted, `{"signing_payload": null}`},
+	} {
+		t.Run(fmt.Sprintf("%d %s", tc.status, tc.body), func(t *testing.T) {
+			t.Parallel()
+			srv, c := newMuxServer(t)
+			srv.on("POST /payments/p/refund/prepare", muxReply{status: tc.status, body: tc.body,
+				header: map[string]string{"X-Request-Id": "req-7"}})
+			auth, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareRefundParams{Amount: "1"})
+			if tc.body == `{"signing_payload": {}}` {
+				// An object is a payload, for VerifyPayload to judge.
+				if err != nil || string(auth.SigningPayload) != `{}` {
+					t.Fatalf("PrepareRefund = %v, %v, want the payload {}", auth, err)
+				}
+				return
+			}
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error = %v, want a *DecodeError", err)
+			}
+			if de.StatusCode != tc.status || de.RequestID != "req-7" || string(de.Body) != tc.body || CallOf(err) == nil {
+				t.Errorf("DecodeError{StatusCode: %d, RequestID: %q, Body: %q}, transcript %v: want the answer's own status, request id and body, and the call's transcript",
+					de.StatusCode, de.RequestID, de.Body, CallOf(err) != nil)
+			}
+			if want := "not the resource the operation promises: the answer carries no signing_payload"; !strings.Contains(err.Error(), want) {
+				t.Errorf("error = %v, want it to say %q", err, want)
+			}
+			if n := len(srv.requests()); n != 1 {
+				t.Errorf("sent %d requests, want 1", n)
+			}
+		})
 	}
 }
 
