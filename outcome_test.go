@@ -193,7 +193,7 @@ func repeatHex(s string, n int) string {
 }
 
 func TestNotTheResource(t *testing.T) {
-	hash := transactionHash(fixtureSignedTx)
+	hash := fixtureSignedHash()
 	other := "0x" + strings.Repeat("ab", 32)
 	str := func(s string) *string { return &s }
 	txs := []struct {
@@ -255,7 +255,7 @@ func TestNotTheResource(t *testing.T) {
 // payment does not show it, the outcome is unknown. A Create so answered is
 // an *OutcomeUnknownError with the key it sent.
 func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
-	hash := transactionHash(fixtureSignedTx).String()
+	hash := fixtureSignedHash().String()
 	withTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": [` + submittedTxJSON(OpVoid, hash) + `]}`
 	withoutTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": []}`
 	ctx := context.Background()
@@ -311,7 +311,7 @@ func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
 // payment named by its rail0_id cannot tell, and the id decides.
 func TestSubmitAnswerNamingAnotherTransaction(t *testing.T) {
 	ctx := context.Background()
-	hash := transactionHash(fixtureSignedTx).String()
+	hash := fixtureSignedHash().String()
 	const otherTx, otherPayment = "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", "0191f0a2-3c4d-7e5f-8a6b-000000000000"
 	answer := func(id, paymentID string) string {
 		return `{"id":"` + id + `","payment_id":"` + paymentID + `","operation":"void","status":"submitting"}`

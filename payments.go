@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
@@ -654,10 +655,7 @@ func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operat
 	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
 	prepared := preparedRow{id: params.TransactionID, paymentID: paymentID}
 	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
-		if err := checkSignedTransaction(params.SignedTransaction); err != nil {
-			return verify.Word{}, err
-		}
-		return transactionHash(params.SignedTransaction), nil
+		return signedTransactionHash(params.SignedTransaction)
 	})
 }
 
@@ -800,14 +798,18 @@ func checkHex(field, s string, n int) error {
 	return nil
 }
 
-func checkSignedTransaction(s string) error {
+// signedTransactionHash checks s, a submit's signed transaction (0x and
+// the hex of at least one byte), and returns its hash: what the chain and
+// the gateway know it by.
+func signedTransactionHash(s string) (verify.Word, error) {
 	if s == "" {
-		return &ValidationError{Field: "signed_transaction", Reason: "is required"}
+		return verify.Word{}, &ValidationError{Field: "signed_transaction", Reason: "is required"}
 	}
-	if len(s) < 4 || (s[:2] != "0x" && s[:2] != "0X") || len(s)%2 != 0 || !isHex(s[2:]) {
-		return &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
+	raw, err := verify.DecodeHex(s)
+	if err != nil || len(raw) == 0 {
+		return verify.Word{}, &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
 	}
-	return nil
+	return evm.Keccak256(raw), nil
 }
 
 // paymentUUIDOf returns id when it names a payment by its UUID, "" when it
@@ -819,6 +821,3 @@ func paymentUUIDOf(id string) string {
 	}
 	return id
 }
-
-// isHex reports whether s is made only of hex digits.
-func isHex(s string) bool { return verify.IsHex(s) }

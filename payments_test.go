@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // Fixtures: the gateway guide's examples (README section 13).
@@ -41,6 +43,16 @@ const (
 
 	fixtureOpenDisputeJSON = `{"id": "0191f6c1-1b2c-7d3e-8f4a-5b6c7d8e9f0b", "payment_id": "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "status": "open", "reason": "0x0000000000000000000000000000000000000000000000000000000000000000", "opened_block": null, "opened_at": "2026-09-18T09:00:00Z", "closed_by": null, "close_reason": null, "closed_block": null, "closed_at": null}`
 )
+
+// fixtureSignedHash is the hash of fixtureSignedTx, as a submit of it
+// computes it.
+func fixtureSignedHash() verify.Word {
+	h, err := signedTransactionHash(fixtureSignedTx)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
 
 // paymentDetailJSON returns the example payment as a PaymentDetail with the
 // given status, transactions and signing payload (raw JSON).
@@ -279,7 +291,7 @@ func TestPaymentsRequests(t *testing.T) {
 	prepared := muxReply{status: http.StatusCreated, body: fixturePendingTxJSON}
 	// The answer to a submit is the transaction of its step, carrying the
 	// hash of the transaction sent (or reported).
-	signedHash := transactionHash(fixtureSignedTx).String()
+	signedHash := fixtureSignedHash().String()
 	accepted := func(op Operation, hash string) muxReply {
 		return muxReply{status: http.StatusAccepted, body: submittedTxJSON(op, hash)}
 	}
