@@ -472,7 +472,9 @@ type request struct {
 	// (ids through pathSegment).
 	path  string
 	query url.Values
-	// body is JSON-encoded once and replayed on every attempt; nil sends none.
+	// body is JSON-encoded once and replayed on every attempt; nil sends
+	// none. A json.RawMessage is JSON already (Raw's body, encoded before
+	// the call starts) and is sent as it is.
 	body any
 	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
 	idempotencyKey string
