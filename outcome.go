@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
@@ -85,16 +86,18 @@ type preparedRow struct{ id, paymentID string }
 // another id, or another payment, is about another transaction, even of
 // the same operation and without a hash yet: taken for the submit's answer,
 // it would have the caller wait for that other transaction (one confirmed
-// long ago, say) and believe this step done.
+// long ago, say) and believe this step done. The ids are UUIDs, which
+// compare case-insensitively (RFC 9562): a caller may write the payment's
+// in capitals.
 func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared preparedRow) string {
 	switch {
 	case tx.ID == "":
 		return "carries no transaction id"
 	case tx.Operation != op:
 		return fmt.Sprintf("is a transaction of operation %q, not %s", clip(oneLine(string(tx.Operation))), op)
-	case prepared.id != "" && tx.ID != prepared.id:
+	case prepared.id != "" && !strings.EqualFold(tx.ID, prepared.id):
 		return fmt.Sprintf("is transaction %q, not %s, the one prepared", clip(oneLine(tx.ID)), clip(oneLine(prepared.id)))
-	case prepared.paymentID != "" && tx.PaymentID != "" && tx.PaymentID != prepared.paymentID:
+	case prepared.paymentID != "" && tx.PaymentID != "" && !strings.EqualFold(tx.PaymentID, prepared.paymentID):
 		return fmt.Sprintf("is a transaction of payment %q, not %s", clip(oneLine(tx.PaymentID)), clip(oneLine(prepared.paymentID)))
 	case tx.TransactionHash != nil && *tx.TransactionHash != "":
 		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {

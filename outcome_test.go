@@ -219,7 +219,7 @@ func TestNotTheResource(t *testing.T) {
 		{"a submit not tied to a prepare", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"", "p1"}},
 		{"another transaction of the step, no hash", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1"}},
 		{"another transaction of the step, the hash sent", Transaction{ID: "t2", Operation: OpCapture, TransactionHash: str(hash.String())}, false, preparedRow{"t1", ""}},
-		{"the prepared id in upper case: ids compare exactly, as namedBy does", Transaction{ID: "T1", Operation: OpCapture}, false, preparedRow{"t1", ""}},
+		{"the prepared id in capitals: UUIDs compare case-insensitively", Transaction{ID: "T1", PaymentID: "P1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
 		{"another payment's transaction", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"t1", "p1"}},
 		{"another payment, not tied to a prepare", Transaction{ID: "t2", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"", "p1"}},
 		{"another id that is not one", Transaction{ID: "t2\x1b[2J", Operation: OpCapture}, false, preparedRow{"t1", ""}},
@@ -332,6 +332,7 @@ func TestSubmitAnswerNamingAnotherTransaction(t *testing.T) {
 		{"untied, as before", fixturePaymentID, answer(otherTx, fixturePaymentID), "", "", otherTx, 1},
 		{"by rail0_id, another row", rail0ID, answer(otherTx, fixturePaymentID), fixtureTxID, withoutTx, "", 2},
 		{"by rail0_id, the prepared row", rail0ID, answer(fixtureTxID, fixturePaymentID), fixtureTxID, "", fixtureTxID, 1},
+		{"the payment's UUID in capitals", strings.ToUpper(fixturePaymentID), answer(fixtureTxID, fixturePaymentID), strings.ToUpper(fixtureTxID), "", fixtureTxID, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			steps := []step{{status: 202, body: tc.answer}}
