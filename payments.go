@@ -636,10 +636,10 @@ type PaymentSubmitParams struct {
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
 //
-// The answer must be the transaction sent: of op, carrying this signed
-// transaction's hash once it has one, and, when params.TransactionID is
-// set, that transaction, of the payment id names (when id is its UUID). A
-// 2xx that is not (null, a proxy's JSON, another transaction) proves
+// The answer must be the transaction sent: of op, of the payment id names
+// (when id is its UUID), carrying this signed transaction's hash once it
+// has one, and, when params.TransactionID is set, that very row. A 2xx
+// that is not (null, a proxy's JSON, another transaction) proves
 // nothing about the submit: the payment is read as for a refusal, and
 // without the transaction there the call is an *OutcomeUnknownError over a
 // *DecodeError, never a success; do not submit again before reading the
