@@ -197,46 +197,51 @@ func (e *UntrustedError) Is(target error) bool {
 // parse and apply to the operation (one that does not apply is refused: a
 // caller who set Amount for the payer's signature believed it checked), and
 // a well-formed expectation. Nothing is fetched for a call refused here.
-func checkRequest(payment *PaymentDetail, in Intent, onChain bool) error {
+// It returns the payment's terms as decoded, for checkIntent to check
+// against the pins: the payment is decoded once.
+func checkRequest(payment *PaymentDetail, in Intent, onChain bool) (*verify.Terms, error) {
 	if payment == nil {
-		return &ValidationError{Field: "payment", Reason: "is required"}
+		return nil, &ValidationError{Field: "payment", Reason: "is required"}
 	}
 	t, err := verify.DecodeTerms(paymentOf(payment))
 	if err != nil {
-		return fromVerify(err)
+		return nil, fromVerify(err)
 	}
 	switch known := verify.OnChain(string(in.Operation)); {
 	case onChain && !known:
-		return &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
+		return nil, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
 	case !onChain && in.Operation != "" && in.Operation != OpRefund:
-		return &ValidationError{Field: "operation", Reason: fmt.Sprintf("%s has no signing payload", in.Operation)}
+		return nil, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%s has no signing payload", in.Operation)}
 	}
 	if who, _ := verify.Signers(t, string(in.Operation)); in.Signer != "" || len(who) != 1 {
 		if _, err := checkSigner(t, in.Operation, in.Signer); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := inapplicable(in, onChain); err != nil {
-		return err
+		return nil, err
 	}
 	switch in.Operation {
 	case OpCapture, OpRefund:
 		if err := checkHumanAmount("amount", in.Amount); err != nil {
-			return err
+			return nil, err
 		}
 	case OpDispute, OpCloseDispute:
 		if in.Reason != "" {
 			if err := checkHex("reason", in.Reason, 32); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	if onChain && in.Operation == OpRefund {
 		if _, err := verify.DecodeSignatureHex(in.Signature); err != nil {
-			return &ValidationError{Field: "signature", Reason: err.Error()}
+			return nil, &ValidationError{Field: "signature", Reason: err.Error()}
 		}
 	}
-	return in.Expect.check()
+	if err := in.Expect.check(); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // inapplicable refuses an Intent field that the operation does not use:
@@ -338,13 +343,14 @@ func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 //
 // It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
-	if err := checkRequest(payment, intent, false); err != nil {
+	decoded, err := checkRequest(payment, intent, false)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.requireBinding(payment, intent); err != nil {
 		return nil, err
 	}
-	t, in, _, err := s.checkIntent(payment, intent)
+	t, in, _, err := s.checkIntent(payment, decoded, intent)
 	if err != nil {
 		return nil, err
 	}
@@ -377,13 +383,14 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 //
 // It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) (*VerifiedTransaction, error) {
-	if err := checkRequest(payment, intent, true); err != nil {
+	decoded, err := checkRequest(payment, intent, true)
+	if err != nil {
 		return nil, err
 	}
 	if err := s.requireBinding(payment, intent); err != nil {
 		return nil, err
 	}
-	t, in, tr, err := s.checkIntent(payment, intent)
+	t, in, tr, err := s.checkIntent(payment, decoded, intent)
 	if err != nil {
 		return nil, err
 	}
@@ -407,13 +414,15 @@ func (s *PaymentsService) requireBinding(payment *PaymentDetail, intent Intent) 
 	return fmt.Errorf("%w: %s; nothing was signed", ErrUnbound, bindHow(intent.Operation, oneLine(payment.ID), "Intent.Expect", false))
 }
 
-// checkIntent checks the payment, binds it to what the caller meant
-// (intent.Expect, and this client's record of the Create, as a flow's
-// bind does), turns intent's human amount into base units and returns the
-// trust it checked with.
-func (s *PaymentsService) checkIntent(payment *PaymentDetail, intent Intent) (*verify.Terms, Intent, *verify.Trust, error) {
+// checkIntent checks the payment, whose terms checkRequest decoded (t),
+// against the pins (as checkPayment does), binds it to what the caller
+// meant (intent.Expect, and this client's record of the Create, as a
+// flow's bind does), turns intent's human amount into base units and
+// returns the terms, the intent so completed and the trust it checked
+// with.
+func (s *PaymentsService) checkIntent(payment *PaymentDetail, t *verify.Terms, intent Intent) (*verify.Terms, Intent, *verify.Trust, error) {
 	tr := s.client.trust()
-	t, err := checkPayment(payment, tr)
+	err := fromVerify(verify.CheckTerms(t, tr))
 	if err != nil {
 		return nil, intent, nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
@@ -363,15 +362,6 @@ func (f *flow) signedAlready(ctx context.Context, checked *verify.Terms, cause e
 
 // isSigned reports whether p carries the payer's signature.
 func isSigned(p *PaymentDetail) bool { return p.Status != StatusUnsigned && p.SignedAt != nil }
-
-// transactionHash is the hash of a signed transaction (0x-prefixed hex, as
-// checkSignedTransaction accepts it): what the chain and the gateway know
-// it by.
-func transactionHash(signed string) verify.Word {
-	raw := make([]byte, (len(signed)-2)/2)
-	_ = verify.DecodeFixedHex(signed, raw)
-	return evm.Keccak256(raw)
-}
 
 // reconcileSubmit reports a submit of op on payment id, failed with cause,
 // as what happened when the gateway refused it because the transaction is

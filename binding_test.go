@@ -636,7 +636,7 @@ func TestPayerSignPollSettings(t *testing.T) {
 // transaction stands.
 func TestSubmitReconcilesAKnownTransaction(t *testing.T) {
 	t.Parallel()
-	ours := transactionHash(fixtureSignedTx).String()
+	ours := fixtureSignedHash().String()
 	withHash := func(hash string, op Operation, status TransactionStatus) string {
 		return strings.Replace(txJSON("tx9", op, status, ""), `"transaction_hash": null`, `"transaction_hash": "`+hash+`"`, 1)
 	}

@@ -472,7 +472,9 @@ type request struct {
 	// (ids through pathSegment).
 	path  string
 	query url.Values
-	// body is JSON-encoded once and replayed on every attempt; nil sends none.
+	// body is JSON-encoded once and replayed on every attempt; nil sends
+	// none. A json.RawMessage is JSON already (Raw's body, encoded before
+	// the call starts) and is sent as it is.
 	body any
 	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
 	idempotencyKey string
@@ -513,7 +515,11 @@ type request struct {
 // token do not discard a fresh one). When the operation is safe to repeat (its declaration's class), do
 // asks the source for a token at once, which makes its tokenSource sign in
 // again (one sign-in shared by all callers), and sends the call once more
-// if the token is a new one. The gateway answers a 401 before it runs
+// if the token is a new one. A source that answers the refused token again,
+// or none (""), has no other session to offer, and the 401 stands, as it
+// does for a fixed token: the call was made as the caller, and sent again
+// without a token it would act as nobody, on the public partition. A source
+// that fails returns its error. The gateway answers a 401 before it runs
 // anything, but a proxy or a broken gateway might not: a write that must not
 // run twice (a submit, a secret rotation) comes back with its 401 instead
 // (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
@@ -547,7 +553,7 @@ func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error)
 			_, _ = c.bearer(ctx, refused, false) // the session is dropped; the answer is not used
 		} else if tok, srcErr := c.bearer(ctx, refused, true); srcErr != nil {
 			err = srcErr
-		} else if tok != refused {
+		} else if tok != refused && tok != "" {
 			// The send after a sign-in is a retry like any other: in the
 			// transcript, logged and observed as one, and within the
 			// call's attempts and allowance. Its attempt is reported only

@@ -451,3 +451,64 @@ func TestSessionRefusedResendKeepsOutcomeUnknown(t *testing.T) {
 		assert.Equal(t, 3, sent())
 	})
 }
+
+// A call made with a token and answered 401 asks the token source once
+// more; a source that then answers "" (it has no token any more) does not
+// turn the call into a public one: the 401 is returned and nothing more is
+// sent. It went out without a token before, on the public partition, where
+// a caller who meant to act as itself got the gateway's answer to nobody.
+func TestUnauthorizedThenNoTokenSendsNothingMore(t *testing.T) {
+	var mu sync.Mutex
+	var withToken, without int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("Authorization") == "" {
+			without++
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"data": [], "pagination": {"total": 0, "limit": 20, "offset": 0}}`))
+			return
+		}
+		withToken++
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"code": "unauthorized", "title": "Unauthorized", "detail": "The session has expired.", "status": "unauthorized"}`))
+	}))
+	t.Cleanup(srv.Close)
+	asked := 0
+	source := func(context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked++
+		if asked == 1 {
+			return "tok-1", nil
+		}
+		return "", nil
+	}
+	c := newTestClient(t, srv.URL, WithTokenSource(source))
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"a read", func() error { _, err := c.Payments.Get(context.Background(), "p1"); return err }},
+		{"a list", func() error { _, err := c.Payments.List(context.Background(), PaymentListParams{}); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			withToken, without, asked = 0, 0, 0
+			mu.Unlock()
+			err := tc.call()
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, http.StatusUnauthorized, apiErr.StatusCode)
+			assert.ErrorIs(t, err, ErrUnauthorized)
+			require.NotNil(t, apiErr.Call)
+			assert.Len(t, apiErr.Call.Attempts, 1)
+			mu.Lock()
+			defer mu.Unlock()
+			assert.Equal(t, 1, withToken, "the call went out once, with its token")
+			assert.Equal(t, 0, without, "nothing went out without a token")
+			assert.Equal(t, 2, asked, "the source was asked for the call and once after the 401")
+		})
+	}
+}

@@ -234,7 +234,7 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if err != nil {
 		return nil, f.fail(StepSign, err)
 	}
-	sent, err := f.s.Submit(ctx, f.id, f.op, PaymentSubmitParams{SignedTransaction: raw})
+	sent, err := f.s.submitSigned(ctx, f.id, f.op, PaymentSubmitParams{SignedTransaction: raw, TransactionID: prep.ID}, f.paymentID)
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}

@@ -170,24 +170,27 @@ func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params P
 	if err != nil {
 		return nil, err
 	}
-	return s.wait(ctx, id, waitCondition{statuses: slices.Clone(params.Statuses)}, cfg)
+	p, _, err := s.wait(ctx, id, waitCondition{statuses: slices.Clone(params.Statuses)}, cfg)
+	return p, err
 }
 
-// wait polls the payment until cond holds, paced by cfg.
-func (s *PaymentsService) wait(ctx context.Context, id string, cond waitCondition, cfg *waitConfig) (*PaymentDetail, error) {
+// wait polls the payment until cond holds, paced by cfg, and returns the
+// last payment read with the transaction cond waited for (nil when it
+// waits for a status).
+func (s *PaymentsService) wait(ctx context.Context, id string, cond waitCondition, cfg *waitConfig) (*PaymentDetail, *Transaction, error) {
 	for {
 		payment, err := s.Get(ctx, id)
 		wait := cfg.next()
 		var throttled *APIError // the 429 this wait honours
 		if err == nil {
 			s.client.learnPayment(id, payment) // a later flow's read, done
-			done, err := cond.check(payment)
+			tx, done, err := cond.check(payment)
 			if done || err != nil {
-				return payment, err
+				return payment, tx, err
 			}
 		} else {
 			if !errors.As(err, &throttled) || throttled.StatusCode != http.StatusTooManyRequests {
-				return nil, err
+				return nil, nil, err
 			}
 			// Wait at least the gateway's instruction, bounded like every
 			// server-given wait by the client's RetryAfterCap. As for a
@@ -196,23 +199,24 @@ func (s *PaymentsService) wait(ctx context.Context, id string, cond waitConditio
 			// now.
 			wait = max(wait, min(throttled.RetryAfter, s.client.policy.retryAfterCap))
 			if wait >= timeLeft(ctx, s.client.now()) {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		if err := cfg.sleep(ctx, wait); err != nil {
 			if throttled != nil && isContextErr(err) {
-				return nil, throttled.withCause(err) // the 429 it was waiting out, and ctx's error
+				return nil, nil, throttled.withCause(err) // the 429 it was waiting out, and ctx's error
 			}
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
 
 // check reports whether the condition holds for p, or the error that ends
-// the wait.
-func (c waitCondition) check(p *PaymentDetail) (bool, error) {
+// the wait, with the transaction it waits for (nil when it waits for a
+// status or the payment does not show it).
+func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 	if c.transactionID == "" {
-		return slices.Contains(c.statuses, p.Status), nil
+		return nil, slices.Contains(c.statuses, p.Status), nil
 	}
 	for i := range p.Transactions {
 		tx := &p.Transactions[i]
@@ -221,9 +225,9 @@ func (c waitCondition) check(p *PaymentDetail) (bool, error) {
 		}
 		switch tx.Status {
 		case TxConfirmed:
-			return true, nil
+			return tx, true, nil
 		case TxFailed:
-			return true, &TransactionFailedError{
+			return tx, true, &TransactionFailedError{
 				PaymentID:   p.ID,
 				Transaction: tx,
 				Code:        deref(tx.ErrorCode),
@@ -231,9 +235,9 @@ func (c waitCondition) check(p *PaymentDetail) (bool, error) {
 				Detail:      firstNonEmpty(deref(tx.ErrorDetail), deref(tx.ErrorMessage)),
 			}
 		}
-		return false, nil
+		return tx, false, nil
 	}
-	return true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID))
+	return nil, true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID))
 }
 
 // PaymentWaitForTransactionParams says how often WaitForTransaction polls.
@@ -257,18 +261,13 @@ func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID strin
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.wait(ctx, id, waitCondition{transactionID: txID}, cfg)
+	p, found, err := s.wait(ctx, id, waitCondition{transactionID: txID}, cfg)
 	if err != nil {
 		return nil, err
 	}
-	for i := range p.Transactions {
-		if p.Transactions[i].ID == txID {
-			tx := p.Transactions[i]
-			tx.Response = p.Response // the last poll's
-			return &tx, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, txID, id)
+	tx := *found             // a copy: p may be the client's known terms' payment
+	tx.Response = p.Response // the last poll's
+	return &tx, nil
 }
 
 func deref[T any](p *T) T {

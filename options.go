@@ -71,8 +71,10 @@ func WithToken(token string) Option {
 //
 // A call answered 401 asks the source once more: if the operation is safe to
 // repeat and the source returns another token, the call is sent once more
-// with it; a second 401 is returned. A write that must not run twice is not
-// sent again.
+// with it; a second 401 is returned. When it returns the same token or
+// none (""), the 401 is returned and nothing more is sent: a call made
+// with a token never goes out again without one. A write that must not run
+// twice is not sent again.
 func WithTokenSource(source func(context.Context) (string, error)) Option {
 	return func(c *config) error {
 		if source == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
@@ -67,18 +68,37 @@ func provesNotRun(status int, body []byte) bool {
 // *OutcomeUnknownError carrying the key, over a *DecodeError that says what
 // is missing. The checks below say what; do applies them (request.identify).
 
+// preparedRow is what the SDK knows of the prepared transaction a submit
+// sends: its id and its payment's UUID, each "" when unknown (a low-level
+// Submit not tied to a Prepare, a payment named by its rail0_id).
+type preparedRow struct{ id, paymentID string }
+
 // notTheTransaction reports why tx, the decoded 2xx answer to a submit of
 // op (or a report of it by hash) whose transaction hash is hash, is not the
 // Transaction the operation promises; "" when it is one. The gateway's
 // answer carries the transaction's id and its operation, and its hash once
 // known: a hash that is there must be the hash of what was signed or
 // reported, since the answer is about that transaction.
-func notTheTransaction(tx *Transaction, op Operation, hash verify.Word) string {
+//
+// The contract answers a submit with the Transaction "as it stands": the
+// row that prepare recorded (prepare again while it is pending returns that
+// same row). So where the SDK knows that row (prepared), an answer naming
+// another id, or another payment, is about another transaction, even of
+// the same operation and without a hash yet: taken for the submit's answer,
+// it would have the caller wait for that other transaction (one confirmed
+// long ago, say) and believe this step done. The ids are UUIDs, which
+// compare case-insensitively (RFC 9562): a caller may write the payment's
+// in capitals.
+func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared preparedRow) string {
 	switch {
 	case tx.ID == "":
 		return "carries no transaction id"
 	case tx.Operation != op:
 		return fmt.Sprintf("is a transaction of operation %q, not %s", clip(oneLine(string(tx.Operation))), op)
+	case prepared.id != "" && !strings.EqualFold(tx.ID, prepared.id):
+		return fmt.Sprintf("is transaction %q, not %s, the one prepared", clip(oneLine(tx.ID)), clip(oneLine(prepared.id)))
+	case prepared.paymentID != "" && tx.PaymentID != "" && !strings.EqualFold(tx.PaymentID, prepared.paymentID):
+		return fmt.Sprintf("is a transaction of payment %q, not %s", clip(oneLine(tx.PaymentID)), clip(oneLine(prepared.paymentID)))
 	case tx.TransactionHash != nil && *tx.TransactionHash != "":
 		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
 			return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)

@@ -193,28 +193,40 @@ func repeatHex(s string, n int) string {
 }
 
 func TestNotTheResource(t *testing.T) {
-	hash := transactionHash(fixtureSignedTx)
+	hash := fixtureSignedHash()
 	other := "0x" + strings.Repeat("ab", 32)
 	str := func(s string) *string { return &s }
 	txs := []struct {
-		name string
-		tx   Transaction
-		ok   bool
+		name     string
+		tx       Transaction
+		ok       bool
+		prepared preparedRow
 	}{
-		{"the step's transaction with the hash sent", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(hash.String())}, true},
-		{"the hash in upper case", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("0x" + strings.ToUpper(hash.String()[2:]))}, true},
-		{"no hash yet", Transaction{ID: "t1", Operation: OpCapture}, true},
-		{"an empty hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("")}, true},
-		{"null, {} or a proxy's message: no id", Transaction{}, false},
-		{"no id", Transaction{Operation: OpCapture, TransactionHash: str(hash.String())}, false},
-		{"no operation", Transaction{ID: "t1"}, false},
-		{"another step", Transaction{ID: "t1", Operation: OpVoid, TransactionHash: str(hash.String())}, false},
-		{"another hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(other)}, false},
-		{"a hash that is not one", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("pending\x1b[2J")}, false},
+		{"the step's transaction with the hash sent", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(hash.String())}, true, preparedRow{}},
+		{"the hash in upper case", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("0x" + strings.ToUpper(hash.String()[2:]))}, true, preparedRow{}},
+		{"no hash yet", Transaction{ID: "t1", Operation: OpCapture}, true, preparedRow{}},
+		{"an empty hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("")}, true, preparedRow{}},
+		{"null, {} or a proxy's message: no id", Transaction{}, false, preparedRow{}},
+		{"no id", Transaction{Operation: OpCapture, TransactionHash: str(hash.String())}, false, preparedRow{}},
+		{"no operation", Transaction{ID: "t1"}, false, preparedRow{}},
+		{"another step", Transaction{ID: "t1", Operation: OpVoid, TransactionHash: str(hash.String())}, false, preparedRow{}},
+		{"another hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(other)}, false, preparedRow{}},
+		{"a hash that is not one", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("pending\x1b[2J")}, false, preparedRow{}},
+		// The submit's answer is the prepared row (contract section 5).
+		{"the prepared row", Transaction{ID: "t1", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
+		{"the prepared row without its payment_id", Transaction{ID: "t1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
+		{"the prepared row, the payment named by rail0_id", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, true, preparedRow{"t1", ""}},
+		{"a submit not tied to a prepare", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"", "p1"}},
+		{"another transaction of the step, no hash", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1"}},
+		{"another transaction of the step, the hash sent", Transaction{ID: "t2", Operation: OpCapture, TransactionHash: str(hash.String())}, false, preparedRow{"t1", ""}},
+		{"the prepared id in capitals: UUIDs compare case-insensitively", Transaction{ID: "T1", PaymentID: "P1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
+		{"another payment's transaction", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"t1", "p1"}},
+		{"another payment, not tied to a prepare", Transaction{ID: "t2", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"", "p1"}},
+		{"another id that is not one", Transaction{ID: "t2\x1b[2J", Operation: OpCapture}, false, preparedRow{"t1", ""}},
 	}
 	for _, tc := range txs {
 		t.Run("transaction: "+tc.name, func(t *testing.T) {
-			why := notTheTransaction(&tc.tx, OpCapture, hash)
+			why := notTheTransaction(&tc.tx, OpCapture, hash, tc.prepared)
 			assert.Equal(t, tc.ok, why == "", why)
 			assert.NotContains(t, why, "\x1b")
 		})
@@ -243,7 +255,7 @@ func TestNotTheResource(t *testing.T) {
 // payment does not show it, the outcome is unknown. A Create so answered is
 // an *OutcomeUnknownError with the key it sent.
 func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
-	hash := transactionHash(fixtureSignedTx).String()
+	hash := fixtureSignedHash().String()
 	withTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": [` + submittedTxJSON(OpVoid, hash) + `]}`
 	withoutTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": []}`
 	ctx := context.Background()
@@ -267,6 +279,14 @@ func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
 			require.ErrorAs(t, err, &decodeErr)
 			assert.Contains(t, err.Error(), "not the resource the operation promises")
 		})
+		t.Run("submit of another prepared row, ran: "+body, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: 202, body: body}, step{status: 200, body: withTx})
+			c := newTestClient(t, srv.URL)
+			tx, err := c.Payments.Submit(ctx, fixturePaymentID, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx, TransactionID: fixtureTxID})
+			require.NoError(t, err)
+			assert.Equal(t, fixtureTxID, tx.ID)
+			assert.Len(t, srv.requests(), 2)
+		})
 		t.Run("create: "+body, func(t *testing.T) {
 			srv := newScriptServer(t, step{status: 201, body: body})
 			c := newTestClient(t, srv.URL)
@@ -278,6 +298,61 @@ func TestTwoHundredNotTheResourceEndToEnd(t *testing.T) {
 			require.Len(t, srv.requests(), 1)
 			assert.NotEmpty(t, unknown.IdempotencyKey)
 			assert.Equal(t, srv.requests()[0].header.Get("Idempotency-Key"), unknown.IdempotencyKey)
+		})
+	}
+}
+
+// A submit tied to its prepared row (TransactionID), answered 202 with
+// another transaction of the same step and payment and no hash yet, is not
+// that submit's answer: the payment is read, and the prepared row carrying
+// the hash sent is the result; when the read does not show it, the
+// outcome is unknown. A payment named by its UUID refuses an answer of
+// another payment even when the submit is not tied to a prepare; a
+// payment named by its rail0_id cannot tell, and the id decides.
+func TestSubmitAnswerNamingAnotherTransaction(t *testing.T) {
+	ctx := context.Background()
+	hash := fixtureSignedHash().String()
+	const otherTx, otherPayment = "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", "0191f0a2-3c4d-7e5f-8a6b-000000000000"
+	answer := func(id, paymentID string) string {
+		return `{"id":"` + id + `","payment_id":"` + paymentID + `","operation":"void","status":"submitting"}`
+	}
+	withTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": [` + submittedTxJSON(OpVoid, hash) + `]}`
+	withoutTx := strings.TrimSuffix(fixturePaymentJSON, "}") + `, "transactions": []}`
+	rail0ID := "0x9f2c4e1a7b3d5c8e0f6a2b4d6c8e0a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e2f"
+	for _, tc := range []struct {
+		name, id, answer, txID, read string
+		want                         string // the result's id; "" for an unknown outcome
+		requests                     int
+	}{
+		{"the prepared row", fixturePaymentID, answer(fixtureTxID, fixturePaymentID), fixtureTxID, "", fixtureTxID, 1},
+		{"another row, found by hash", fixturePaymentID, answer(otherTx, fixturePaymentID), fixtureTxID, withTx, fixtureTxID, 2},
+		{"another row, not found", fixturePaymentID, answer(otherTx, fixturePaymentID), fixtureTxID, withoutTx, "", 2},
+		{"another payment's row", fixturePaymentID, answer(fixtureTxID, otherPayment), fixtureTxID, withoutTx, "", 2},
+		{"another payment's row, untied", fixturePaymentID, answer(otherTx, otherPayment), "", withoutTx, "", 2},
+		{"untied, as before", fixturePaymentID, answer(otherTx, fixturePaymentID), "", "", otherTx, 1},
+		{"by rail0_id, another row", rail0ID, answer(otherTx, fixturePaymentID), fixtureTxID, withoutTx, "", 2},
+		{"by rail0_id, the prepared row", rail0ID, answer(fixtureTxID, fixturePaymentID), fixtureTxID, "", fixtureTxID, 1},
+		{"the payment's UUID in capitals", strings.ToUpper(fixturePaymentID), answer(fixtureTxID, fixturePaymentID), strings.ToUpper(fixtureTxID), "", fixtureTxID, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			steps := []step{{status: 202, body: tc.answer}}
+			if tc.read != "" {
+				steps = append(steps, step{status: 200, body: tc.read})
+			}
+			srv := newScriptServer(t, steps...)
+			c := newTestClient(t, srv.URL)
+			tx, err := c.Payments.Submit(ctx, tc.id, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx, TransactionID: tc.txID})
+			assert.Len(t, srv.requests(), tc.requests)
+			if tc.want != "" {
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, tx.ID)
+				return
+			}
+			var unknown *OutcomeUnknownError
+			var decodeErr *DecodeError
+			require.ErrorAs(t, err, &unknown)
+			require.ErrorAs(t, err, &decodeErr)
+			assert.Contains(t, err.Error(), "not the resource the operation promises")
 		})
 	}
 }

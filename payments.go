@@ -3,7 +3,6 @@ package rail0
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
@@ -508,8 +508,10 @@ var (
 // Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
 // records it as a pending Transaction. Sign its UnsignedTransaction with the
 // acting party's key and send it with Submit (or broadcast it yourself and
-// report it with SubmitByHash). Preparing again while one is pending returns
-// that same transaction with Reused set.
+// report it with SubmitByHash), passing its ID as the params'
+// TransactionID. Preparing again while one is pending returns that same
+// transaction with Reused set. A 2xx answer without a transaction id is a
+// *DecodeError.
 //
 // op may be any Operation: the six generic steps use
 // POST /payments/{id}/{operation}/prepare, OpDispute uses
@@ -535,7 +537,16 @@ func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, 
 		body = params
 	}
 	var out PreparedTransaction
-	resp, err := s.client.do(ctx, &request{op: route, args: args, body: body}, &out.Transaction)
+	r := &request{op: route, args: args, body: body}
+	// The prepared row's id is what its submit's answer must name (see
+	// notTheTransaction): an answer without one is no prepared transaction.
+	r.identify = func() string {
+		if out.ID == "" {
+			return "carries no transaction id"
+		}
+		return ""
+	}
+	resp, err := s.client.do(ctx, r, &out.Transaction)
 	if err != nil {
 		return nil, err
 	}
@@ -599,6 +610,12 @@ type PaymentSubmitParams struct {
 	// SignedTransaction is 0x02… hex: the RLP of the signed EIP-1559
 	// transaction.
 	SignedTransaction string `json:"signed_transaction"`
+	// TransactionID is the id of the prepared Transaction that
+	// SignedTransaction signs (PreparedTransaction.ID); it is not sent.
+	// The gateway answers a submit with that row, so when it is set an
+	// answer naming another transaction is not taken for the submit's (see
+	// Submit). The flows always set it.
+	TransactionID string `json:"-"`
 }
 
 // Submit sends the signed transaction of a prepared step for broadcast. The gateway checks
@@ -618,13 +635,27 @@ type PaymentSubmitParams struct {
 // payment (GET /payments/{id}) and returns the transaction of op that
 // carries this signed transaction's hash, as the gateway recorded it; with
 // no such transaction the refusal stands.
+//
+// The answer must be the transaction sent: of op, of the payment id names
+// (when id is its UUID), carrying this signed transaction's hash once it
+// has one, and, when params.TransactionID is set, that very row. A 2xx
+// that is not (null, a proxy's JSON, another transaction) proves
+// nothing about the submit: the payment is read as for a refusal, and
+// without the transaction there the call is an *OutcomeUnknownError over a
+// *DecodeError, never a success; do not submit again before reading the
+// payment.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
+	return s.submitSigned(ctx, id, op, params, paymentUUIDOf(id))
+}
+
+// submitSigned is Submit for the payment whose UUID is paymentID ("" when
+// unknown): a flow knows it from the payment it read, whatever name the
+// caller gave the payment.
+func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operation, params PaymentSubmitParams, paymentID string) (*Transaction, error) {
 	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
-	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
-		if err := checkSignedTransaction(params.SignedTransaction); err != nil {
-			return verify.Word{}, err
-		}
-		return transactionHash(params.SignedTransaction), nil
+	prepared := preparedRow{id: params.TransactionID, paymentID: paymentID}
+	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
+		return signedTransactionHash(params.SignedTransaction)
 	})
 }
 
@@ -639,6 +670,11 @@ var (
 type PaymentSubmitByHashParams struct {
 	// TransactionHash is 0x + 64 hex.
 	TransactionHash string `json:"transaction_hash"`
+	// TransactionID is the id of the prepared Transaction that the hash is
+	// the transaction of (PreparedTransaction.ID); it is not sent. When it
+	// is set, an answer naming another transaction is not taken for the
+	// report's, as for Submit.
+	TransactionID string `json:"-"`
 }
 
 // SubmitByHash reports a prepared step that the caller signed and broadcast
@@ -661,7 +697,8 @@ type PaymentSubmitByHashParams struct {
 // carrying params.TransactionHash is returned; with none the refusal stands.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
 	routes := [3]*operation{submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash}
-	return s.submit(ctx, id, op, routes, params, func() (verify.Word, error) {
+	prepared := preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id)}
+	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
 		if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
 			return verify.Word{}, err
 		}
@@ -673,10 +710,10 @@ func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operat
 // (the generic step's, the dispute's, the dispute close's, as stepRoute
 // takes them), then body checked by checked, which returns the hash the
 // chain and the gateway know the transaction by, then the send, whose
-// answer must be that transaction (notTheTransaction); a send that fails
-// is reconciled by that hash (reconcileSubmit), for a repeat whose first
-// answer was lost.
-func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, checked func() (verify.Word, error)) (*Transaction, error) {
+// answer must be that transaction, the prepared row where it is known
+// (notTheTransaction); a send that fails is reconciled by that hash
+// (reconcileSubmit), for a repeat whose first answer was lost.
+func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, prepared preparedRow, checked func() (verify.Word, error)) (*Transaction, error) {
 	route, args, err := stepRoute(op, id, routes[0], routes[1], routes[2])
 	if err != nil {
 		return nil, err
@@ -687,7 +724,7 @@ func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, r
 	}
 	var tx Transaction
 	r := &request{op: route, args: args, body: body}
-	r.identify = func() string { return notTheTransaction(&tx, op, hash) }
+	r.identify = func() string { return notTheTransaction(&tx, op, hash, prepared) }
 	resp, err := s.client.do(ctx, r, &tx)
 	if err != nil {
 		return s.reconcileSubmit(ctx, id, op, hash, err)
@@ -708,7 +745,10 @@ type PaymentPrepareRefundParams struct {
 // transaction yet. Check it with VerifyPayload, sign the digest, and pass
 // the signature with the same amount to Prepare(OpRefund) for the second
 // phase; Refund does all of it. An empty or malformed amount is a
-// *ValidationError before any request.
+// *ValidationError before any request. A 2xx answer without a
+// signing_payload is a *DecodeError, as any answer that is not the
+// resource the operation promises (request.identify): with the answer's
+// status, body and request id, and the call's transcript (CallOf).
 //
 // POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
 func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareRefundParams) (*RefundAuthorization, error) {
@@ -717,15 +757,17 @@ func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params P
 	}
 	var out RefundAuthorization
 	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: params}
+	r.identify = func() string {
+		if !hasJSON(out.SigningPayload) {
+			return "carries no signing_payload"
+		}
+		return ""
+	}
 	resp, err := s.client.do(ctx, r, &out)
 	if err != nil {
 		return nil, err
 	}
 	out.Response = resp
-	if len(out.SigningPayload) == 0 || string(out.SigningPayload) == "null" {
-		return nil, &DecodeError{Method: r.method, Path: r.path, StatusCode: http.StatusOK,
-			Err: errors.New("refund phase 1 answer carries no signing_payload")}
-	}
 	return &out, nil
 }
 
@@ -756,15 +798,26 @@ func checkHex(field, s string, n int) error {
 	return nil
 }
 
-func checkSignedTransaction(s string) error {
+// signedTransactionHash checks s, a submit's signed transaction (0x and
+// the hex of at least one byte), and returns its hash: what the chain and
+// the gateway know it by.
+func signedTransactionHash(s string) (verify.Word, error) {
 	if s == "" {
-		return &ValidationError{Field: "signed_transaction", Reason: "is required"}
+		return verify.Word{}, &ValidationError{Field: "signed_transaction", Reason: "is required"}
 	}
-	if len(s) < 4 || (s[:2] != "0x" && s[:2] != "0X") || len(s)%2 != 0 || !isHex(s[2:]) {
-		return &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
+	raw, err := verify.DecodeHex(s)
+	if err != nil || len(raw) == 0 {
+		return verify.Word{}, &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
 	}
-	return nil
+	return evm.Keccak256(raw), nil
 }
 
-// isHex reports whether s is made only of hex digits.
-func isHex(s string) bool { return verify.IsHex(s) }
+// paymentUUIDOf returns id when it names a payment by its UUID, "" when it
+// is a rail0_id (section 7 of the contract: every /payments/{id} route
+// takes either).
+func paymentUUIDOf(id string) string {
+	if _, ok := rail0IDOf(id); ok {
+		return ""
+	}
+	return id
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // Fixtures: the gateway guide's examples (README section 13).
@@ -40,6 +43,16 @@ const (
 
 	fixtureOpenDisputeJSON = `{"id": "0191f6c1-1b2c-7d3e-8f4a-5b6c7d8e9f0b", "payment_id": "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "status": "open", "reason": "0x0000000000000000000000000000000000000000000000000000000000000000", "opened_block": null, "opened_at": "2026-09-18T09:00:00Z", "closed_by": null, "close_reason": null, "closed_block": null, "closed_at": null}`
 )
+
+// fixtureSignedHash is the hash of fixtureSignedTx, as a submit of it
+// computes it.
+func fixtureSignedHash() verify.Word {
+	h, err := signedTransactionHash(fixtureSignedTx)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
 
 // paymentDetailJSON returns the example payment as a PaymentDetail with the
 // given status, transactions and signing payload (raw JSON).
@@ -278,7 +291,7 @@ func TestPaymentsRequests(t *testing.T) {
 	prepared := muxReply{status: http.StatusCreated, body: fixturePendingTxJSON}
 	// The answer to a submit is the transaction of its step, carrying the
 	// hash of the transaction sent (or reported).
-	signedHash := transactionHash(fixtureSignedTx).String()
+	signedHash := fixtureSignedHash().String()
 	accepted := func(op Operation, hash string) muxReply {
 		return muxReply{status: http.StatusAccepted, body: submittedTxJSON(op, hash)}
 	}
@@ -724,14 +737,51 @@ func TestPaymentsClientSideValidation(t *testing.T) {
 	}
 }
 
+// A refund's first phase answered 2xx without a signing_payload is refused
+// through request.identify, as the other prepares are: a *DecodeError with
+// the answer's own status, body and request id and the call's transcript,
+// and the call ends as failed for its observers.
 func TestPrepareRefundWithoutPayloadIsDecodeError(t *testing.T) {
 	t.Parallel()
-	srv, c := newMuxServer(t)
-	srv.on("POST /payments/p/refund/prepare", muxOK(`{"signing_payload": null}`))
-	_, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareRefundParams{Amount: "1"})
-	var de *DecodeError
-	if !errors.As(err, &de) || de.StatusCode != http.StatusOK {
-		t.Fatalf("error = %v, want a *DecodeError for the 200 answer", err)
+	for _, tc := range []struct {
+		status int
+		body   string
+	}{
+		{http.StatusOK, `{"signing_payload": null}`},
+		{http.StatusOK, `{"signing_payload": {}}`},
+		{http.StatusOK, `{}`},
+		{http.StatusOK, `null`},
+		{http.StatusCreated, `{"message": "Created"}`},
+		{http.StatusAccepted, `{"signing_payload": null}`},
+	} {
+		t.Run(fmt.Sprintf("%d %s", tc.status, tc.body), func(t *testing.T) {
+			t.Parallel()
+			srv, c := newMuxServer(t)
+			srv.on("POST /payments/p/refund/prepare", muxReply{status: tc.status, body: tc.body,
+				header: map[string]string{"X-Request-Id": "req-7"}})
+			auth, err := c.Payments.PrepareRefund(context.Background(), "p", PaymentPrepareRefundParams{Amount: "1"})
+			if tc.body == `{"signing_payload": {}}` {
+				// An object is a payload, for VerifyPayload to judge.
+				if err != nil || string(auth.SigningPayload) != `{}` {
+					t.Fatalf("PrepareRefund = %v, %v, want the payload {}", auth, err)
+				}
+				return
+			}
+			var de *DecodeError
+			if !errors.As(err, &de) {
+				t.Fatalf("error = %v, want a *DecodeError", err)
+			}
+			if de.StatusCode != tc.status || de.RequestID != "req-7" || string(de.Body) != tc.body || CallOf(err) == nil {
+				t.Errorf("DecodeError{StatusCode: %d, RequestID: %q, Body: %q}, transcript %v: want the answer's own status, request id and body, and the call's transcript",
+					de.StatusCode, de.RequestID, de.Body, CallOf(err) != nil)
+			}
+			if want := "not the resource the operation promises: the answer carries no signing_payload"; !strings.Contains(err.Error(), want) {
+				t.Errorf("error = %v, want it to say %q", err, want)
+			}
+			if n := len(srv.requests()); n != 1 {
+				t.Errorf("sent %d requests, want 1", n)
+			}
+		})
 	}
 }
 

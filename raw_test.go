@@ -55,6 +55,14 @@ func TestRawRequest(t *testing.T) {
 	assert.Equal(t, OutcomeOK, resp.Call.Outcome)
 	assert.Len(t, resp.Call.Attempts, 1)
 
+	// The body is what encoding/json writes, encoded once: a caller's
+	// json.RawMessage is compacted, a string's <, > and & escaped.
+	for _, body := range []any{json.RawMessage(` {"note" : "<b>&</b>"} `), map[string]string{"note": "<b>&</b>"}} {
+		_, err := c.Raw(context.Background(), RawRequest{Method: http.MethodPost, Path: []string{"notes"}, Body: body, Class: Idempotent}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, `{"note":"\u003cb\u003e\u0026\u003c/b\u003e"}`, s.requests()[len(s.requests())-1].body)
+	}
+
 	// A *json.RawMessage keeps the answer as it is; a nil out discards it.
 	var raw json.RawMessage
 	_, err = c.Raw(context.Background(), RawRequest{Method: http.MethodGet, Path: []string{"receipts"}}, &raw)

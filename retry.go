@@ -152,9 +152,12 @@ func (st *callState) send(ctx context.Context, r *request, out any, token string
 		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 	}
 	if r.body != nil && st.requestBody == nil {
-		b, err := json.Marshal(r.body)
-		if err != nil {
-			return nil, fmt.Errorf("rail0: %s %s: encoding the request body: %w", st.method, st.path, err)
+		b, encoded := r.body.(json.RawMessage)
+		if !encoded {
+			var err error
+			if b, err = json.Marshal(r.body); err != nil {
+				return nil, fmt.Errorf("rail0: %s %s: encoding the request body: %w", st.method, st.path, err)
+			}
 		}
 		st.requestBody = b
 	}

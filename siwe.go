@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // SIWE statements. The gateway ties each statement to one purpose and
@@ -157,5 +159,6 @@ func isSpaceOrControl(r rune) bool { return r <= ' ' || r == 0x7f }
 
 // isAddress reports whether s is "0x" followed by 40 hex digits (any case).
 func isAddress(s string) bool {
-	return len(s) == 42 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isHex(s[2:])
+	_, err := verify.ParseAddress(s)
+	return err == nil
 }

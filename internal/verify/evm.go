@@ -33,10 +33,25 @@ func (a Address) Word() Word {
 // String returns w in lower-case 0x hex.
 func (w Word) String() string { return "0x" + hex.EncodeToString(w[:]) }
 
+// has0x reports whether s starts with 0x or 0X, the prefix of every hex
+// string of the contract.
+func has0x(s string) bool { return len(s) >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') }
+
+// DecodeHex reads 0x followed by an even number of hex digits, in any
+// case: bytes of any length ("0x" is none).
+func DecodeHex(s string) ([]byte, error) {
+	if has0x(s) {
+		if b, err := hex.DecodeString(s[2:]); err == nil {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("%q is not 0x-prefixed hex", Clip(s))
+}
+
 // DecodeFixedHex reads exactly 0x followed by 2·len(dst) hex digits, in
 // any case, into dst.
 func DecodeFixedHex(s string, dst []byte) error {
-	if len(s) != 2+2*len(dst) || (s[:2] != "0x" && s[:2] != "0X") || !IsHex(s[2:]) {
+	if len(s) != 2+2*len(dst) || !has0x(s) || !IsHex(s[2:]) {
 		return fmt.Errorf("%q is not 0x followed by %d hex digits", Clip(s), 2*len(dst))
 	}
 	_, _ = hex.Decode(dst, []byte(s[2:])) // cannot fail: checked above
@@ -98,7 +113,7 @@ func ParseUintText(s string, bits int) (*big.Int, error) {
 	n := new(big.Int)
 	ok := false
 	switch {
-	case len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") && IsHex(s[2:]) && len(s) <= 2+bits/4+64:
+	case len(s) > 2 && has0x(s) && IsHex(s[2:]) && len(s) <= 2+bits/4+64:
 		_, ok = n.SetString(s[2:], 16)
 	case s != "" && IsDigits(s) && len(s) <= 80:
 		_, ok = n.SetString(s, 10)

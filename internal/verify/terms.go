@@ -112,13 +112,25 @@ func CheckPayment(p *Payment, tr *Trust) (*Terms, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.Decimals, err = tr.Pins.Anchor(t); err != nil {
+	if err := CheckTerms(t, tr); err != nil {
 		return nil, err
 	}
-	if want := t.ComputeConfigHash(); want != t.ConfigHash {
-		return nil, &Mismatch{PaymentID: p.ID, Artifact: "payment", Field: "config_hash", Expected: want.String(), Got: t.ConfigHash.String()}
-	}
 	return t, nil
+}
+
+// CheckTerms is CheckPayment's check of terms already decoded
+// (DecodeTerms), for a caller that decoded them to check a request first:
+// the pins anchor the chain, contract and token and give the decimals (set
+// in t), and config_hash must be the hash of the terms.
+func CheckTerms(t *Terms, tr *Trust) error {
+	var err error
+	if t.Decimals, err = tr.Pins.Anchor(t); err != nil {
+		return err
+	}
+	if want := t.ComputeConfigHash(); want != t.ConfigHash {
+		return &Mismatch{PaymentID: t.ID, Artifact: "payment", Field: "config_hash", Expected: want.String(), Got: t.ConfigHash.String()}
+	}
+	return nil
 }
 
 // DecodeTerms decodes p's terms and checks that they are well formed and

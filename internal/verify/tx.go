@@ -113,10 +113,9 @@ func ParseUnsignedTx(s string) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(data) < 2 || (data[:2] != "0x" && data[:2] != "0X") || len(data)%2 != 0 || !IsHex(data[2:]) {
+	if tx.data, err = DecodeHex(data); err != nil {
 		return nil, &fieldError{field: "data", got: Clip(data), reason: "is not 0x-prefixed hex"}
 	}
-	tx.data, _ = hex.DecodeString(data[2:])
 	if raw, ok := fields["from"]; ok && string(bytes.TrimSpace(raw)) != "null" {
 		from, err := str("from")
 		if err != nil {

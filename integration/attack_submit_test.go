@@ -1,0 +1,129 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rail0/rail0-go"
+	"github.com/rail0/rail0-go/rail0test"
+)
+
+// The review's submit attack: a proxy answers a capture's submit with
+// another capture of the same payment (the one confirmed earlier), its id
+// rewritten and no hash, the rest as rail0test wrote it. The SDK took it for
+// the submit's answer, so the caller waited for that older capture, saw it
+// confirmed at once and took the new capture for done. The contract answers
+// a submit with the prepared row, so now that answer is not the submit's:
+// the flow reads the payment and returns the row carrying the hash it sent,
+// and a low-level Submit tied to its prepared row (TransactionID) does the
+// same.
+func TestAttackSubmitAnswerNamesAnotherTransaction(t *testing.T) {
+	clock := rail0test.NewManualClock(time.Now())
+	gw := rail0test.NewServer(rail0test.WithoutRateLimits(), rail0test.WithClock(clock))
+	defer gw.Close()
+	proxy := newRewritingProxy(t, gw)
+	ctx := context.Background()
+	buyer, merchant := signingClients(t, gw, proxy.URL)
+	e := escrow{gw, clock, buyer, gw.Buyer.Address, merchant}
+	p := e.authorized(t, "25.00")
+	first, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.confirmed(t, p.ID, first)
+
+	// answerAsFirst rewrites the answer of the capture's submit into the
+	// first capture: its id, and no hash.
+	answerAsFirst := func(route string, body map[string]any) bool {
+		if route != "POST /payments/"+p.ID+"/capture" {
+			return false
+		}
+		body["id"] = first.ID
+		delete(body, "transaction_hash")
+		return true
+	}
+	check := func(what string, tx *rail0.Transaction, err error, captures int) {
+		t.Helper()
+		proxy.mu.Lock()
+		hits := proxy.hits
+		proxy.mu.Unlock()
+		if hits != 1 {
+			t.Fatalf("%s: the proxy rewrote %d answers, want 1", what, hits)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v, want the capture sent, found on the payment by its hash", what, err)
+		}
+		if tx.ID == first.ID || tx.TransactionHash == nil || *tx.TransactionHash == *first.TransactionHash {
+			t.Fatalf("%s: returned transaction %s (hash %v), the earlier capture %s: the caller would wait for that one", what, tx.ID, tx.TransactionHash, first.ID)
+		}
+		if n := gw.Ledger.CountOperation(p.ID, "capture"); n != captures {
+			t.Fatalf("%s: %d capture submits ran, want %d", what, n, captures)
+		}
+		clock.Advance(time.Minute)
+		got, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{})
+		if err != nil || got.Amount == nil || *got.Amount != "5000000" {
+			t.Fatalf("%s: waiting for the capture returned %+v, %v, want the capture of 5.00", what, got, err)
+		}
+	}
+
+	proxy.set(answerAsFirst)
+	tx, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "5.00"})
+	check("Capture", tx, err, 2)
+	proxy.set(nil)
+
+	// The low-level path: Prepare, sign elsewhere, Submit tied to the row.
+	prep, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "5.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := signRaw(gw.Merchant.PrivateKey, *prep.UnsignedTransaction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.set(answerAsFirst)
+	tx, err = merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw, TransactionID: prep.ID})
+	check("Submit", tx, err, 3)
+	proxy.set(nil)
+	if tx.ID != prep.ID {
+		t.Fatalf("Submit returned transaction %s, want the prepared %s", tx.ID, prep.ID)
+	}
+
+	// The payment moved by what was captured, not more.
+	got, err := merchant.Payments.Get(ctx, p.ID)
+	if err != nil || got.CapturableAmount != "5000000" {
+		t.Fatalf("capturable after the captures: %v, %v, want 5000000", got, err)
+	}
+}
+
+// A prepare answer without the row's id gives the flow nothing to bind its
+// submit's answer to (see above): it is refused before anything is signed.
+func TestAttackPreparedTransactionWithoutAnID(t *testing.T) {
+	gw := rail0test.NewServer(rail0test.WithoutRateLimits())
+	defer gw.Close()
+	proxy := newRewritingProxy(t, gw)
+	ctx := context.Background()
+	buyer, merchant := signingClients(t, gw, proxy.URL)
+	p := escrow{gw, nil, buyer, gw.Buyer.Address, merchant}.authorized(t, "25.00")
+	proxy.set(func(route string, body map[string]any) bool {
+		if route != "POST /payments/"+p.ID+"/capture/prepare" {
+			return false
+		}
+		delete(body, "id")
+		return true
+	})
+	_, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
+	proxy.mu.Lock()
+	hits := proxy.hits
+	proxy.mu.Unlock()
+	proxy.set(nil)
+	var fe *rail0.FlowError
+	var decodeErr *rail0.DecodeError
+	if hits == 0 || !errors.As(err, &fe) || fe.Step != rail0.StepPrepare || !errors.As(err, &decodeErr) {
+		t.Fatalf("Capture prepared without an id (%d rewritten): %v, want a *FlowError at prepare over a *DecodeError", hits, err)
+	}
+	if n := gw.Ledger.CountOperation(p.ID, "capture"); n != 0 {
+		t.Fatalf("%d capture submits ran, want none", n)
+	}
+}
