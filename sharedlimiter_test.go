@@ -55,24 +55,41 @@ func (s *store) do(f func() error) error {
 }
 
 // storeClient is one process's limiter on the store: what redislimit.Limiter
-// does, with the store modelled. While the store fails it uses a
-// ratelimit.Memory of its own, asking the store again after a backoff (1 s
-// doubling to 30 s), as redislimit does.
+// does, with the store modelled. From a failure of the store on it answers
+// from a ratelimit.Memory of its own, and once a backoff (1 s doubling to
+// 30 s) has passed it checks the store in the background, its callers
+// keeping the fallback until the store answers, as redislimit does.
 type storeClient struct {
 	s     *store
 	local *ratelimit.Memory
 
-	mu   sync.Mutex
-	wait time.Duration
-	back time.Time // the store is not asked before this
+	mu       sync.Mutex
+	wait     time.Duration
+	back     time.Time // the store is not checked before this
+	checking bool      // a check of the store runs
 }
 
 var _ ratelimit.Limiter = (*storeClient)(nil)
 
+// useLocal is redislimit's rule: the fallback from a failure until a check
+// of the store succeeds.
 func (c *storeClient) useLocal() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return time.Now().Before(c.back)
+	if c.wait == 0 {
+		return false
+	}
+	if !time.Now().Before(c.back) && !c.checking {
+		c.checking = true
+		go func() {
+			err := c.s.do(func() error { return nil })
+			c.mu.Lock()
+			c.checking = false
+			c.mu.Unlock()
+			c.result(err)
+		}()
+	}
+	return true
 }
 
 // result notes a store failure or success.
@@ -178,15 +195,22 @@ func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 
 // Issue 21: when the shared store fails mid-run (3 s in, the store 0.5 ms
 // away), no call fails and the run stays within 1.1 × the floor: each
-// process falls back to a limiter of its own, as redislimit does.
+// process falls back to a limiter of its own, as redislimit does, whether
+// the dead store answers at once or only at redislimit's default timeout
+// (half a second, a killed master until the failover). A stalled store
+// costs the calls in flight when it fails that stall once; the callers do
+// not ask it again until a background check finds it back (1.13-1.19 × for
+// 4 and 8 processes at W = 8 when they did).
 func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
-	for _, processes := range []int{2, 4, 8} {
-		for _, workers := range []int{8, 32, 128, 512} {
-			t.Run(fmt.Sprintf("P=%d W=%d", processes, workers), func(t *testing.T) {
-				r := runShared(t, processes, workers, 500*time.Microsecond, 3*time.Second, 0)
-				t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", r.makespan, r.ratio(), r.refused)
-				assert.LessOrEqual(t, r.ratio(), 1.1)
-			})
+	for _, stall := range []time.Duration{0, 500 * time.Millisecond} {
+		for _, processes := range []int{2, 4, 8} {
+			for _, workers := range []int{8, 32, 128, 512} {
+				t.Run(fmt.Sprintf("stall %v P=%d W=%d", stall, processes, workers), func(t *testing.T) {
+					r := runShared(t, processes, workers, 500*time.Microsecond, 3*time.Second, stall)
+					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", r.makespan, r.ratio(), r.refused)
+					assert.LessOrEqual(t, r.ratio(), 1.1)
+				})
+			}
 		}
 	}
 }
