@@ -105,7 +105,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 			c.release(ctx, st, adm.Ticket)
 			return adm, ctx.Err()
 		}
-		if adm.Ticket != 0 && c.limitGen.Load() == gen {
+		if adm.Ticket != 0 && c.limitGen.Load() == gen && !c.othersLearn(b, adm.Budget) {
 			// Nothing this client heard about rate limits changed during
 			// the sleep: the slot stands, and a shared limiter is spared a
 			// round trip.
@@ -115,6 +115,21 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		}
 		r.Ticket = adm.Ticket
 	}
+}
+
+// othersLearn reports whether news this client does not hear may have
+// moved a slot held under the budget in force: when the limiter was given
+// by WithLimiter, which other processes (or other clients) may share, and
+// the budget is learned rather than the configured one. Processes sharing
+// a limiter are one client to the gateway: the 429 one of them gets for a
+// probe shows the window full for all, and the slots the others hold later
+// in that window must move to the next one, which only a confirmation
+// tells them. Without it they send those slots into a full window (5 to 35
+// 429s after the first window for 2 to 8 processes, where one process
+// alone gets 3). A configured budget is not probed, so a slot paced by it
+// stands, and a paced process asks the store once per call.
+func (c *Client) othersLearn(configured, inForce Budget) bool {
+	return c.sharedLimiter && inForce != configured
 }
 
 // holdRetrySlot takes the slot of a 429's retry as soon as the answer

@@ -219,11 +219,14 @@ type clientState struct {
 	rand        func() float64
 	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
 	limiter     ratelimit.Limiter
-	pacing      Pacing
-	pacingOn    bool
-	cooldown    bool
-	delays      delayLog      // recent round trips, for the pacing margin
-	limitGen    atomic.Uint64 // bumped by every rate-limit news; see takeTurn
+	// sharedLimiter: the limiter came from WithLimiter, and others may
+	// share it (see othersLearn).
+	sharedLimiter bool
+	pacing        Pacing
+	pacingOn      bool
+	cooldown      bool
+	delays        delayLog      // recent round trips, for the pacing margin
+	limitGen      atomic.Uint64 // bumped by every rate-limit news; see takeTurn
 
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.
@@ -361,6 +364,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		expiries:    cfg.expiries,
 		quota:       newRetryQuota(),
 	}
+	state.sharedLimiter = state.limiter != nil
 	if state.limiter == nil {
 		state.limiter = ratelimit.NewMemory()
 	}

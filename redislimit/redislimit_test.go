@@ -1336,15 +1336,56 @@ func TestStalledRedisIsBounded(t *testing.T) {
 	if n := dials.Load(); n != 1 {
 		t.Errorf("%d dials during the backoff, want only the first", n)
 	}
-	// After the backoff, the store is tried again.
+	// After the backoff, the store is checked again in the background
+	// while the callers keep the fallback: none of them waits for a store
+	// that may still stall.
 	clk.advance(firstBackoff)
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*minStall)
 	defer cancel2()
-	if _, err := l.Reserve(ctx2, paced("public")); !errors.As(err, &e) {
-		t.Errorf("Reserve after the backoff = %v, want the store asked (and failing)", err)
+	if a, err := l.Reserve(ctx2, paced("public")); err != nil || !a.OK {
+		t.Errorf("Reserve after the backoff = %+v, %v; want the local fallback while the store is checked", a, err)
 	}
-	if l.wait != 2*firstBackoff {
-		t.Errorf("backoff after a second failure = %v, want doubled", l.wait)
+	if _, err := l.Reserve(ctx2, paced("public")); err != nil {
+		t.Errorf("Reserve during the check = %v, want the local fallback", err)
+	}
+	// The check fails when the store goes away: the backoff doubles.
+	stop()
+	l.inflight.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wait != 2*firstBackoff || l.checking {
+		t.Errorf("backoff after the check failed = %v (checking %v), want doubled", l.wait, l.checking)
+	}
+}
+
+// Issue 21: once the backoff has passed, a store that answers again ends
+// the fallback through the background check, and the next operation goes
+// to the store.
+func TestCheckEndsTheFallback(t *testing.T) {
+	rdb := newRedis(t)
+	clk := &fakeClock{t: time.Now()}
+	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	l.wall = clk.now
+	t.Cleanup(l.inflight.Wait)
+	l.failed() // as if the store had failed
+	ctx := context.Background()
+	if !l.useLocal("public") {
+		t.Fatal("fallback not used during the backoff")
+	}
+	l.inflight.Wait()
+	if l.down.IsZero() {
+		t.Fatal("store checked during the backoff")
+	}
+	clk.advance(firstBackoff)
+	if !l.useLocal("public") {
+		t.Error("the first caller after the backoff asked the store; want the fallback while it is checked")
+	}
+	l.inflight.Wait()
+	if l.useLocal("public") {
+		t.Error("fallback still used after the store answered the check")
+	}
+	if _, err := l.Reserve(ctx, paced("public")); err != nil {
+		t.Errorf("Reserve after the check = %v", err)
 	}
 }
 
@@ -1399,7 +1440,7 @@ func TestTinyDeadlineDoesNotMarkTheStoreDown(t *testing.T) {
 	if _, err := l.Reserve(ctx, paced("public")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reserve = %v, want the caller's deadline", err)
 	}
-	if l.useLocal() {
+	if l.useLocal("public") {
 		t.Fatal("a caller's tiny deadline marked the store down")
 	}
 }
