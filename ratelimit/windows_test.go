@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -437,9 +438,9 @@ func TestStartsRound(t *testing.T) {
 
 // Issue 21's multi-process target, in probeAt: while no 429 shows the
 // window full, each round of probes is as large as all the probes before
-// it, and goes a step after the previous round. Budget 2 per 10 s, a step
-// of 5 ms, probes from the window that opens at 20 s (allowance 20 ms), no
-// ceiling.
+// it, and goes a step after the previous round (after the first, a pace
+// after it when one is set). Budget 2 per 10 s, a step of 5 ms, probes from
+// the window that opens at 20 s (allowance 20 ms), no ceiling.
 func TestProbeRounds(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
@@ -463,14 +464,44 @@ func TestProbeRounds(t *testing.T) {
 		{"a round that went late: the next one a step after it",
 			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 205*ms},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := times(tt.log)
-			k := floorDiv(ns(0), w.period) + 2
-			got, ok := w.probeAt(log, k, len(log), math.MaxInt64)
-			require.True(t, ok)
-			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
-		})
+	// Paced: the round after the opening probe goes a step (the margin,
+	// the longest recent round trip) after it, the later rounds a pace (the
+	// typical round trip, 2 ms here) apart; under a heavy tail the margin
+	// is many times the typical one.
+	paced := w
+	paced.pace = int64(2 * ms)
+	pacedTests := []struct {
+		name string
+		log  []time.Duration
+		want time.Duration
+	}{
+		{"the second round (one probe): a step later", []time.Duration{open, open, open}, open + 5*ms},
+		{"the third round (two probes): a pace after the second", []time.Duration{open, open, open, open + 5*ms}, open + 7*ms},
+		{"the third round's second probe: with the first", []time.Duration{open, open, open, open + 5*ms, open + 7*ms}, open + 7*ms},
+		{"the fourth round (four probes): a pace after the third",
+			[]time.Duration{open, open, open, open + 5*ms, open + 7*ms, open + 7*ms}, open + 9*ms},
+		{"a round never before its time from the opening",
+			[]time.Duration{open, open, open, open + 5*ms, open + 5*ms}, open + 7*ms},
+		{"a round that went late: the next one a pace after it",
+			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 202*ms},
+	}
+	for _, set := range []struct {
+		w     windows
+		tests []struct {
+			name string
+			log  []time.Duration
+			want time.Duration
+		}
+	}{{w, tests}, {paced, pacedTests}} {
+		for _, tt := range set.tests {
+			t.Run(fmt.Sprintf("pace %v: %s", time.Duration(set.w.pace), tt.name), func(t *testing.T) {
+				log := times(tt.log)
+				k := floorDiv(ns(0), set.w.period) + 2
+				got, ok := set.w.probeAt(log, k, len(log), math.MaxInt64)
+				require.True(t, ok)
+				assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+			})
+		}
 	}
 }
 
@@ -591,44 +622,6 @@ func TestRetryWait(t *testing.T) {
 		{60 * s, 59999 * ms, 59999 * ms},
 	} {
 		assert.Equal(t, tt.want, retryWait(tt.retryAfter, tt.cooldown), "Retry-After %v, cooldown %v", tt.retryAfter, tt.cooldown)
-	}
-}
-
-// Issue 21, the pace of the probe rounds, in probeAt: the round after the
-// opening probe goes a step (the margin, the longest recent round trip)
-// after it, the later rounds a pace (the typical round trip) apart; under
-// a heavy tail the margin is many times the typical one. Budget 2 per
-// 10 s, a step of 5 ms, a pace of 2 ms, probes from the window that opens
-// at 20 s (allowance 20 ms), no ceiling.
-func TestProbeRoundsPaced(t *testing.T) {
-	const s, ms = time.Second, time.Millisecond
-	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
-	w.step, w.pace, w.from, w.ceiling = int64(5*ms), int64(2*ms), ns(20*s), math.MaxInt
-	open := 20*s + 20*ms
-	tests := []struct {
-		name string
-		log  []time.Duration // after epoch
-		want time.Duration
-	}{
-		{"the first probe: at the opening", []time.Duration{open, open}, open},
-		{"the second round (one probe): a step later", []time.Duration{open, open, open}, open + 5*ms},
-		{"the third round (two probes): a pace after the second", []time.Duration{open, open, open, open + 5*ms}, open + 7*ms},
-		{"the third round's second probe: with the first", []time.Duration{open, open, open, open + 5*ms, open + 7*ms}, open + 7*ms},
-		{"the fourth round (four probes): a pace after the third",
-			[]time.Duration{open, open, open, open + 5*ms, open + 7*ms, open + 7*ms}, open + 9*ms},
-		{"a round never before its time from the opening",
-			[]time.Duration{open, open, open, open + 5*ms, open + 5*ms}, open + 7*ms},
-		{"a round that went late: the next one a pace after it",
-			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 202*ms},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := times(tt.log)
-			k := floorDiv(ns(0), w.period) + 2
-			got, ok := w.probeAt(log, k, len(log), math.MaxInt64)
-			require.True(t, ok)
-			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
-		})
 	}
 }
 
