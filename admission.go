@@ -79,6 +79,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		now := c.now()
 		room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
 		r.Margin, r.MaxWait = c.margin(inForce(b, st.turn.budget)), room
+		r.Step = c.delays.median()
 		// Read before the limiter decides: news that arrives after it
 		// did makes the slot confirmed again.
 		gen := c.limitGen.Load()
@@ -144,7 +145,7 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		Margin: c.margin(inForce(b, st.turn.budget)), MaxWait: room, After: wait, Clamped: st.clamped}
+		Margin: c.margin(inForce(b, st.turn.budget)), Step: c.delays.median(), MaxWait: room, After: wait, Clamped: st.clamped}
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)
 	cancel()

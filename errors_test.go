@@ -350,7 +350,9 @@ func TestDialRefusedIsNotSent(t *testing.T) {
 // With a 60 s instruction and a 150 s allowance: waits of 60 s fit twice
 // (60 <= 150, 60 <= 90), and then not (60 > 30). The client's limiter keeps
 // the gateway's fixed windows, where a retry's place is held by count, so
-// the wait is the instruction, without additive jitter.
+// the wait is until the refused request's window reopens, without additive
+// jitter: never more than the instruction, and the final error's RetryAfter
+// is still the server's.
 func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("60"))
@@ -372,7 +374,8 @@ func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
 		require.Len(t, events, 3)
 		for _, e := range events[:2] {
 			assert.True(t, e.Retry)
-			assert.Equal(t, 60*time.Second, e.Wait)
+			assert.LessOrEqual(t, e.Wait, 60*time.Second)
+			assert.Greater(t, e.Wait, 60*time.Second-200*time.Millisecond, "the window reopens within two clock allowances of the instruction")
 		}
 		assert.False(t, events[2].Retry)
 		assert.Equal(t, ReasonAllowance, events[2].Reason)

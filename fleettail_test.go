@@ -197,16 +197,36 @@ func runTailCell(t *testing.T, processes, workers, calls int, seed uint64) (base
 // nothing, with round trips of 0.3 ms plus 50 µs per request in flight
 // plus a heavy-tailed draw (0.5 to 40 ms, Pareto index 1.2) each way, and a
 // heavy-tailed scheduling delay (0.2 to 20 ms, index 1.5) before each
-// request leaves its process. It holds what the engine meets here in every
-// cell: no call fails, and no more 429s after the first window than
-// go-retryablehttp's defaults get in the same scenario (one worker per
-// process: one per process and window at most). It logs the makespan and
-// the p99 latency beside go-retryablehttp's: these are issue 21's other
-// targets (within 1.02 × the floor, p99 no worse), which the engine misses
-// in this scenario in the cells where rail0-bench misses them with real
-// processes (see "Several processes, nothing shared" in docs/ratelimit.md).
+// request leaves its process. It holds issue 21's targets in every cell:
+// no call fails; the makespan is within 1.02 × the floor; no more 429s
+// after the first window than go-retryablehttp's defaults get in the same
+// scenario (one worker per process: one per process and window at most);
+// and at W ≥ 128 the p99 latency is no worse than go-retryablehttp's but
+// for maxP99Excess.
+//
+// At W = 8 and 32 the p99 is not compared: with a few workers per process
+// the 99th percentile is one call or two, and whether that call waited for
+// one more window flips it by a whole period (2 s) either way from seed to
+// seed, for both strategies; at W ≥ 128 every call waits for windows
+// anyway and the p99 is the last window's tail, which the probe rounds'
+// pace sets.
+//
+// Under the rule before the probe rounds were paced by the typical round
+// trip and a retry went at its window's reopening rather than a whole
+// Retry-After later (the margin paced them: the longest of 32 round trips,
+// many times the typical one under this tail), 4 of these 12 cells missed
+// the makespan (1.022 to 1.86 ×) and 5 of the 6 cells at W ≥ 128 the p99
+// (by 47 to 189 ms); see "Several processes, nothing shared" in
+// docs/ratelimit.md.
 func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 	const calls = 100
+	// maxP99Excess: the p99 is one call's latency, and the same seeded
+	// draws fall to other requests in each strategy's run, so the call
+	// ranked there may have drawn a tail of up to 40 ms on a leg in one run
+	// and not in the other, whatever the rule. Half of that cap is above
+	// what this rule shows over seeds 0, 7, 13 and 21 (at most 6 ms) and
+	// below what the rule before it lost (30 to 130 ms in 22 of 24 cells).
+	const maxP99Excess = 20 * time.Millisecond
 	floor := time.Duration(calls/20-1) * 2 * time.Second
 	for _, processes := range []int{2, 4, 8} {
 		for _, workers := range []int{8, 32, 128, 512} {
@@ -219,6 +239,10 @@ func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 					assert.LessOrEqual(t, sdk.refused, base.refused)
 				} else {
 					assert.LessOrEqual(t, sdk.refused, processes*(calls/20-1))
+				}
+				assert.LessOrEqual(t, float64(sdk.makespan)/float64(floor), 1.02, "makespan %v, floor %v", sdk.makespan, floor)
+				if workers >= 128 {
+					assert.LessOrEqual(t, sdk.p99, base.p99+maxP99Excess, "p99 %v, go-retryablehttp's %v", sdk.p99, base.p99)
 				}
 			})
 		}

@@ -37,6 +37,27 @@ func TestMarginFrom(t *testing.T) {
 	assert.Equal(t, 99*ms, d.margin(10*time.Second), "a negative round trip (clock step) is ignored")
 }
 
+// The median paces the probe rounds (Reservation.Step): the typical round
+// trip, which one slow answer in 32 does not move, where the margin is the
+// longest one.
+func TestDelayLogMedian(t *testing.T) {
+	ms := time.Millisecond
+	var d delayLog
+	assert.Zero(t, d.median(), "nothing observed: the margin paces")
+	for _, rtt := range []time.Duration{9 * ms, 2 * ms, 5 * ms} {
+		d.add(rtt)
+	}
+	assert.Equal(t, 5*ms, d.median(), "odd count: the middle one")
+	d.add(7 * ms)
+	assert.Equal(t, 7*ms, d.median(), "even count: the upper middle one")
+	for range 31 {
+		d.add(3 * ms)
+	}
+	d.add(400 * ms)
+	assert.Equal(t, 3*ms, d.median(), "the last 32 only, and a tail draw does not move it")
+	assert.Equal(t, 400*ms, d.margin(time.Hour), "where it sets the margin")
+}
+
 // A short Retry-After's lesson applied to a 429's retry: the lengthened
 // cooldown plus jitter when it fits, else (issue 22, item 3) the wait
 // clamped to what is left of the allowance, or of the deadline less a

@@ -328,7 +328,7 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 // the streak holds its slot, so fresh calls only get what the retries
 // leave, in whatever order the jitter sends the retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
-	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin)
+	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin, r.Step)
 	// The bound on the log's length must not drop admissions that the
 	// current and later windows count: with more than maxLog slots held,
 	// it would reopen the current window.
@@ -460,18 +460,29 @@ func (s *partitionState) probes(configured Budget) bool {
 // probeWindows is w with the probing geometry when the partition probes:
 // one admission beyond the budget at each window's opening, racing the
 // other clients' bursts, and while no 429 shows the window full, rounds of
-// probes a margin (at least a millisecond) apart, each as large as all the
-// probes before it (see startsRound), so that each round's answers are back
-// before the next goes, up to the configured budget. A partition that does
-// not look alone sends them ahead of the slots held later in the window
-// (see heldUntil).
-func (s *partitionState) probeWindows(w windows, configured Budget, margin time.Duration) windows {
+// probes, each as large as all the probes before it (see startsRound), up
+// to the configured budget. The first round goes a margin (the longest
+// recent round trip) after the opening, the later ones a pace apart: the
+// typical round trip (Reservation.Step), at most the margin and at least a
+// millisecond. Under a heavy tail of round trips the margin is many times
+// the typical one and the rounds would come too late to fill a window
+// others left; a round sent before a slow answer of the previous one is
+// back costs at most its own size in 429s, the same bound as doubling. A
+// partition that does not look alone sends them ahead of the slots held
+// later in the window (see heldUntil); one whose windows others' requests
+// have filled sends up to its share at the opening (see probeAt).
+func (s *partitionState) probeWindows(w windows, configured Budget, margin, pace time.Duration) windows {
 	if !s.probes(configured) {
 		return w
 	}
 	w.step = int64(max(margin, time.Millisecond))
+	w.pace = w.step
+	if pace > 0 {
+		w.pace = int64(max(min(pace, margin), time.Millisecond))
+	}
 	w.from, w.clean = s.probeFrom, s.rampFrom
 	w.ahead = !s.lone()
+	w.burst = s.shared
 	w.ceiling = math.MaxInt
 	if configured.enabled() {
 		w.ceiling = configured.Limit
@@ -526,9 +537,14 @@ type windows struct {
 	clean      int64 // when the last retry of the streak before from goes
 	behind     int64 // a late retry the probes do not wait for (see behindIn); zero when none
 	ceiling    int
+	pace       int64 // the step of the rounds after the first (see probeAt)
 	// ahead: the probes do not wait for the slots held later in the
 	// window (see heldUntil).
 	ahead bool
+	// burst: the window's first round of probes is up to the learned
+	// share, at the opening (see probeAt); set only when others' requests
+	// have filled the partition's windows.
+	burst bool
 }
 
 // heldUntil is the bound on the admissions that set when a probe at t may
@@ -584,10 +600,17 @@ func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 // The first admission beyond the budget goes at the window's opening when
 // nothing the window holds (before until) is later, racing the other
 // clients' bursts; the further ones go in rounds (see startsRound): a probe
-// that opens a round goes a step after the window's latest admission, so
-// that the previous round's answers are back before it goes, and never
-// before the round's time counted from the opening, and the others of its
-// round go with it. A partition alone gives the whole log as until, so that
+// that opens a round goes after the window's latest admission, so that the
+// previous round's answers are back before it goes (a step after it for the
+// first round, a pace after it for the later ones, the pace being the step
+// when unset), and never before the round's time counted from the opening,
+// and the others of its round go with it. A partition whose windows
+// others' requests have filled (burst) sends an opening round of up to its
+// share (the window's first probes, up to twice the budget in all, while
+// less than a pace has passed since the opening), then rounds a pace
+// apart, each a multiple of the opening round's size: after an idle
+// neighbour, the window fills in a round or two instead of log₂ of the
+// share. A partition alone gives the whole log as until, so that
 // a probe never goes before a retry whose place the window holds (but for
 // its one late retry, see behindIn); a partition sharing its budget only
 // what is at or before the probe (see heldUntil). The window before from
@@ -619,9 +642,27 @@ func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool)
 	case k*w.period < w.from:
 		t = max(last+w.step, w.clean+w.step)
 	case probes > 0:
-		t = max(t, open+int64(bits.Len(uint(probes)))*w.step)
-		if startsRound(probes) {
-			t = max(t, last+w.step)
+		pace := w.pace
+		if pace <= 0 {
+			pace = w.step
+		}
+		first := w.step // the first round's step
+		unit := 1       // the rounds after the opening one are multiples of its size
+		if w.burst {
+			first = pace
+			if countIn(log, k*w.period-w.late, until) < 2*w.limit && until-1 < open+first {
+				break // one more of the opening round
+			}
+			unit = max(countIn(log, k*w.period-w.late, open+first)-w.limit, 1)
+		}
+		round := bits.Len(uint(probes / unit))
+		t = max(t, open+first+int64(round-1)*pace)
+		if probes%unit == 0 && startsRound(probes/unit) {
+			if round == 1 {
+				t = max(t, last+first)
+			} else {
+				t = max(t, last+pace)
+			}
 		}
 	}
 	if t >= (k+1)*w.period-w.late {
@@ -872,9 +913,23 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 	s.close(now, cool)
 	fb.Cooldown, fb.Budget = time.Duration(max(s.coolUntil-now, 0)), s.learned
 	if o.Throttled && o.FixedWindows && !s.sliding && !fb.Distrusted && s.learned.enabled() {
-		fb.RetryWait = o.RetryAfter
+		fb.RetryWait = retryWait(o.RetryAfter, fb.Cooldown)
 	}
 	return fb
+}
+
+// retryWait is Feedback.RetryWait under a learned budget in fixed windows:
+// until the refused request's window reopens for the partition (the
+// cooldown, at least a millisecond), never more than the Retry-After.
+// Rack::Attack sends the whole period as Retry-After, not the time left in
+// the window, so waiting it exactly puts the retry of a request refused
+// 40 ms after an opening 40 ms after the next one, behind the probes of the
+// window it lands in; the contract (gateway README §10) makes Retry-After
+// an upper bound, and the partition's fresh calls go at the reopening too.
+// The retry's time in the window is still the limiter's (alignedAt, with
+// the delivery-delay band).
+func retryWait(retryAfter, cooldown time.Duration) time.Duration {
+	return min(retryAfter, max(cooldown, time.Millisecond))
 }
 
 // learnWindows is what a 429 says about fixed windows, given the budget in

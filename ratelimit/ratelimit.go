@@ -87,6 +87,11 @@ type Reservation struct {
 	Budget Budget
 	// Margin stretches the period to absorb the spread of delivery delays.
 	Margin time.Duration
+	// Step is the typical round trip (the median of the recent ones): it
+	// paces the rounds of probes beyond a learned budget after the first
+	// (at most Margin, which is the longest round trip and grows with a
+	// heavy tail the typical probe does not have). Zero means Margin.
+	Step time.Duration
 	// Retry is true for the retry of a call the gateway refused: retries go
 	// before fresh calls when a partition reopens.
 	Retry bool
@@ -204,11 +209,14 @@ type Feedback struct {
 	// Budget is the learned budget after the observation; zero when none.
 	Budget Budget
 	// RetryWait is how long the refused request waits before its retry
-	// when the limiter keeps the gateway's fixed windows for the
-	// partition: the Retry-After exactly. The retry's place in the window
-	// that reopens is held by count, so spreading retries in time (the
-	// additive jitter a client adds to a server-given wait) buys nothing
-	// there and only delays the window's last calls. Zero leaves the wait
-	// to the client's retry policy.
+	// when the limiter keeps the gateway's fixed windows for a budget it
+	// learned (not distrusted): until the refused request's window reopens
+	// for the partition, never more than the Retry-After, which the
+	// contract makes an upper bound (Rack::Attack sends the whole period,
+	// not the time left). The retry's place in the window that reopens is
+	// held by count, so spreading retries in time (the additive jitter a
+	// client adds to a server-given wait) buys nothing there and only
+	// delays the window's last calls. Zero leaves the wait to the client's
+	// retry policy.
 	RetryWait time.Duration
 }

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -374,8 +375,8 @@ func TestProbeAt(t *testing.T) {
 // opening and probes once every retry of the streak has gone; later windows
 // take one more at their opening; a refusal closes the partition until its
 // window ends (Rack::Attack's Retry-After is the whole period, not the time
-// left), and its retry waits the Retry-After exactly, its slot held for
-// then.
+// left), and its retry waits until then (no longer than the Retry-After,
+// without jitter), its slot held for then.
 func TestMemoryProbesBeyondTheLearnedBudget(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	clk := &fakeClock{t: epoch}
@@ -395,8 +396,8 @@ func TestMemoryProbesBeyondTheLearnedBudget(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, Budget{3, 2 * s}, fb.Budget)
-	assert.Equal(t, 2*s, fb.RetryWait, "the retry waits the instruction, without jitter")
 	assert.Equal(t, 2*s+4*ms-10*ms, fb.Cooldown, "closed until its window ends, plus the clock allowance")
+	assert.Equal(t, fb.Cooldown, fb.RetryWait, "the retry waits until the window reopens, less than the instruction, without jitter")
 	// The two retries hold their slots when their 429s come: at their
 	// Retry-After.
 	retry := r
@@ -437,9 +438,9 @@ func TestStartsRound(t *testing.T) {
 
 // Issue 21's multi-process target, in probeAt: while no 429 shows the
 // window full, each round of probes is as large as all the probes before
-// it, and goes a step after the previous round. Budget 2 per 10 s, a step
-// of 5 ms, probes from the window that opens at 20 s (allowance 20 ms), no
-// ceiling.
+// it, and goes a step after the previous round (after the first, a pace
+// after it when one is set). Budget 2 per 10 s, a step of 5 ms, probes from
+// the window that opens at 20 s (allowance 20 ms), no ceiling.
 func TestProbeRounds(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
@@ -463,14 +464,44 @@ func TestProbeRounds(t *testing.T) {
 		{"a round that went late: the next one a step after it",
 			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 205*ms},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			log := times(tt.log)
-			k := floorDiv(ns(0), w.period) + 2
-			got, ok := w.probeAt(log, k, len(log), math.MaxInt64)
-			require.True(t, ok)
-			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
-		})
+	// Paced: the round after the opening probe goes a step (the margin,
+	// the longest recent round trip) after it, the later rounds a pace (the
+	// typical round trip, 2 ms here) apart; under a heavy tail the margin
+	// is many times the typical one.
+	paced := w
+	paced.pace = int64(2 * ms)
+	pacedTests := []struct {
+		name string
+		log  []time.Duration
+		want time.Duration
+	}{
+		{"the second round (one probe): a step later", []time.Duration{open, open, open}, open + 5*ms},
+		{"the third round (two probes): a pace after the second", []time.Duration{open, open, open, open + 5*ms}, open + 7*ms},
+		{"the third round's second probe: with the first", []time.Duration{open, open, open, open + 5*ms, open + 7*ms}, open + 7*ms},
+		{"the fourth round (four probes): a pace after the third",
+			[]time.Duration{open, open, open, open + 5*ms, open + 7*ms, open + 7*ms}, open + 9*ms},
+		{"a round never before its time from the opening",
+			[]time.Duration{open, open, open, open + 5*ms, open + 5*ms}, open + 7*ms},
+		{"a round that went late: the next one a pace after it",
+			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 202*ms},
+	}
+	for _, set := range []struct {
+		w     windows
+		tests []struct {
+			name string
+			log  []time.Duration
+			want time.Duration
+		}
+	}{{w, tests}, {paced, pacedTests}} {
+		for _, tt := range set.tests {
+			t.Run(fmt.Sprintf("pace %v: %s", time.Duration(set.w.pace), tt.name), func(t *testing.T) {
+				log := times(tt.log)
+				k := floorDiv(ns(0), set.w.period) + 2
+				got, ok := set.w.probeAt(log, k, len(log), math.MaxInt64)
+				require.True(t, ok)
+				assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+			})
+		}
 	}
 }
 
@@ -509,4 +540,163 @@ func TestProbesGoAheadOfHeldRetries(t *testing.T) {
 func TestHeldUntil(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), windows{}.heldUntil(42))
 	assert.Equal(t, int64(43), windows{ahead: true}.heldUntil(42))
+}
+
+// Issue 21, the retry after a 429 in fixed windows (Feedback.RetryWait),
+// through Memory: five calls unpaced, the fifth refused 10 ms into the
+// window [0, 2 s) with Retry-After: 2 s (Rack::Attack's whole period).
+// Under a budget it learned, the partition's window reopens at 2 s plus
+// the clock allowance, 6 ms before the Retry-After ends: the retry waits
+// until then, and its slot is the window's opening, where every request is
+// counted in the new window whatever its delivery delay. Where the limiter
+// does not keep learned fixed windows, the wait is left to the retry
+// policy (zero), as before; never is it more than the Retry-After.
+func TestRetryWaitUntilTheWindowReopens(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	tests := []struct {
+		name      string
+		fixed     bool
+		budget    Budget // configured
+		sliding   bool
+		distrust  bool // a second 429 after the first's Retry-After was honoured
+		wait      time.Duration
+		distrusts bool
+	}{
+		{"learned fixed windows: until the window reopens", true, Budget{}, false, false, 2*s + 4*ms - 10*ms, false},
+		{"cooldown past the Retry-After: the Retry-After, never more", true, Budget{3, 2 * s}, false, false, 2 * s, false},
+		{"the sliding rule: the retry policy's", true, Budget{}, true, false, 0, false},
+		{"not fixed windows: the retry policy's", false, Budget{}, false, false, 0, false},
+		{"distrusted: the retry policy's (the lengthened cooldown)", true, Budget{}, false, true, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &fakeClock{t: epoch}
+			m := newMemory(clk.Now)
+			r := Reservation{Partition: "public", Budget: tt.budget, Margin: 150 * ms, MaxWait: time.Minute, FixedWindows: tt.fixed}
+			var tickets []int64
+			for range 5 {
+				tickets = append(tickets, reserve(t, m, r).Ticket)
+			}
+			clk.Advance(10 * ms)
+			o := Observation{Throttled: true, RetryAfter: 2 * s, Margin: 150 * ms, FixedWindows: tt.fixed, Ticket: tickets[4], Budget: tt.budget}
+			if tt.sliding {
+				m.ps["public"].sliding = true
+			}
+			fb, err := m.Observe(t.Context(), "public", o)
+			require.NoError(t, err)
+			if tt.distrust {
+				clk.Advance(fb.Cooldown)
+				retry := r
+				retry.Retry = true
+				adm := reserve(t, m, retry)
+				clk.Advance(adm.Wait + 5*ms)
+				o.Ticket = adm.Ticket
+				fb, err = m.Observe(t.Context(), "public", o)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.distrusts, fb.Distrusted)
+			assert.Equal(t, tt.wait, fb.RetryWait)
+			assert.LessOrEqual(t, fb.RetryWait, o.RetryAfter)
+			if fb.RetryWait == 0 {
+				return
+			}
+			// The retry's slot, held when its 429 came: at the window's
+			// opening, not in the band before it.
+			retry := r
+			retry.Retry, retry.After = true, fb.RetryWait
+			adm := reserve(t, m, retry)
+			require.True(t, adm.OK)
+			assert.GreaterOrEqual(t, time.Duration(adm.Ticket-ns(0)), 2*s+clockAllowance(2*s))
+		})
+	}
+}
+
+// retryWait as a pure function: the cooldown, at least a millisecond,
+// never more than the Retry-After.
+func TestRetryWait(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	for _, tt := range []struct{ retryAfter, cooldown, want time.Duration }{
+		{2 * s, 1994 * ms, 1994 * ms},
+		{2 * s, 2001 * ms, 2 * s},
+		{2 * s, 0, ms},
+		{60 * s, 59999 * ms, 59999 * ms},
+	} {
+		assert.Equal(t, tt.want, retryWait(tt.retryAfter, tt.cooldown), "Retry-After %v, cooldown %v", tt.retryAfter, tt.cooldown)
+	}
+}
+
+// Issue 21, a partition whose windows others' requests have filled
+// (burst), in probeAt: while less than a pace has passed since the opening,
+// its probes go at the opening, up to its share (twice the budget in all):
+// others may have fallen silent, and a window they left fills in a round
+// instead of log₂ of the share. Then rounds a pace apart, each a multiple
+// of the opening round's size. Budget 2 per 10 s, a step of 5 ms, a pace
+// of 2 ms, probes from 20 s; until is the probe's own time plus one, as
+// heldUntil gives a partition that does not look alone.
+func TestProbeOpeningRound(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
+	w.step, w.pace, w.from, w.ceiling = int64(5*ms), int64(2*ms), ns(20*s), math.MaxInt
+	w.ahead, w.burst = true, true
+	open := 20*s + 20*ms
+	tests := []struct {
+		name  string
+		burst bool
+		log   []time.Duration // after epoch
+		at    time.Duration   // when the probe would go (until is at + 1)
+		want  time.Duration
+	}{
+		{"the opening round: a second probe at the opening", true, []time.Duration{open, open, open}, open, open},
+		{"the opening round full (the share): the next round a pace later, as large",
+			true, []time.Duration{open, open, open, open}, open, open + 2*ms},
+		{"the next round's second probe: with the first", true, []time.Duration{open, open, open, open, open + 2*ms}, open + 2*ms, open + 2*ms},
+		{"the round after: a pace later, twice the opening round",
+			true, []time.Duration{open, open, open, open, open + 2*ms, open + 2*ms}, open + 2*ms, open + 4*ms},
+		{"a pace after the opening: the opening round is what went then",
+			true, []time.Duration{open, open, open}, open + 3*ms, open + 2*ms},
+		{"no burst (alone or varied counts): one probe at the opening, the next round a step later",
+			false, []time.Duration{open, open, open}, open, open + 5*ms},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := w
+			w.burst = tt.burst
+			log := times(tt.log)
+			k := floorDiv(ns(0), w.period) + 2
+			got, ok := w.probeAt(log, k, len(log), ns(tt.at)+1)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, time.Duration(got-ns(0)))
+		})
+	}
+}
+
+// probeWindows sends an opening round (burst) only for a partition whose
+// windows others' requests have filled, not for one whose refused probes
+// merely found different counts (varied): delivery delays alone vary the
+// counts of a client alone, which would then send a whole share of 429s.
+// Both probe ahead of held slots; the pace is the step at most.
+func TestProbeWindowsBurstOnlyWhenShared(t *testing.T) {
+	const s, ms = time.Second, time.Millisecond
+	for _, tt := range []struct {
+		name               string
+		shared, varied     bool
+		pace               time.Duration
+		ahead, burst       bool
+		wantStep, wantPace time.Duration
+	}{
+		{"alone", false, false, 2 * ms, false, false, 5 * ms, 2 * ms},
+		{"varied counts", false, true, 2 * ms, true, false, 5 * ms, 2 * ms},
+		{"shared", true, false, 2 * ms, true, true, 5 * ms, 2 * ms},
+		{"no pace: the step", true, false, 0, true, true, 5 * ms, 5 * ms},
+		{"a pace beyond the margin: the margin", false, false, 9 * ms, false, false, 5 * ms, 5 * ms},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &partitionState{learned: Budget{Limit: 2, Period: 10 * s}, shared: tt.shared, varied: tt.varied}
+			w := st.probeWindows(windowsOf(st.learned, 5*ms), Budget{}, 5*ms, tt.pace)
+			assert.Equal(t, tt.ahead, w.ahead)
+			assert.Equal(t, tt.burst, w.burst)
+			assert.Equal(t, int64(tt.wantStep), w.step)
+			assert.Equal(t, int64(tt.wantPace), w.pace)
+		})
+	}
 }

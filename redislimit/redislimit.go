@@ -392,6 +392,7 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		btoi(r.FixedWindows),
 		microsCeil(max(r.After, 0)),
 		btoi(r.Clamped),
+		microsCeil(max(r.Step, 0)),
 	)
 	if err != nil {
 		return ratelimit.Admission{}, time.Time{}, err
@@ -583,14 +584,17 @@ local function allowance(period) return math.min(math.ceil(period / 500), 100000
 local function windowsOf(limit, period, margin)
   local a = allowance(period)
   return {limit = limit, period = period, early = a, late = math.min(a + margin, math.ceil(period / 4)),
-    step = 0, from = 0, clean = 0, behind = 0, ceiling = math.huge, ahead = false}
+    step = 0, pace = 0, from = 0, clean = 0, behind = 0, ceiling = math.huge, ahead = false, burst = false}
 end
 -- probeWindows is w with the probing geometry when the partition probes
 -- (see probeWindows in package ratelimit).
-local function probeWindows(w, st, cl, cp, margin)
+local function probeWindows(w, st, cl, cp, margin, pace)
   if not probes(st, cl, cp) then return w end
   w.step, w.from, w.clean = math.max(margin, 1000), st.pf, st.rf
+  w.pace = w.step
+  if pace > 0 then w.pace = math.max(math.min(pace, margin), 1000) end
   w.ahead = st.sh ~= 0 or st.vr ~= 0
+  w.burst = st.sh ~= 0
   if cl > 0 and cp > 0 then w.ceiling = cl end
   return w
 end
@@ -626,11 +630,27 @@ local function probeAt(xs, w, k, n, til)
   if k * w.period < w.from then
     t = math.max(lastAt + w.step, w.clean + w.step)
   elseif probed > 0 then
-    -- Rounds of 1, 1, 2, 4, ... probes, a step apart (see startsRound).
-    local round, x = 0, probed
-    while x > 0 do round, x = round + 1, math.floor(x / 2) end
-    t = math.max(t, open + round * w.step)
-    if 2 ^ (round - 1) == probed then t = math.max(t, lastAt + w.step) end
+    -- Rounds of 1, 1, 2, 4, ... probes, the first a step after the
+    -- opening, the others a pace apart; sharing, an opening round of up
+    -- to the share, and rounds multiples of its size (see probeAt in
+    -- package ratelimit).
+    local pace = w.pace
+    if pace <= 0 then pace = w.step end
+    local firstStep, unit, opening = w.step, 1, false
+    if w.burst then
+      firstStep = pace
+      opening = countLog(xs, k * w.period - w.late, til) < 2 * w.limit and til - 1 < open + firstStep
+      unit = math.max(countLog(xs, k * w.period - w.late, open + firstStep) - w.limit, 1)
+    end
+    if not opening then
+      local q = math.floor(probed / unit)
+      local round, x = 0, q
+      while x > 0 do round, x = round + 1, math.floor(x / 2) end
+      t = math.max(t, open + firstStep + (round - 1) * pace)
+      if probed % unit == 0 and 2 ^ (round - 1) == q then
+        if round == 1 then t = math.max(t, lastAt + firstStep) else t = math.max(t, lastAt + pace) end
+      end
+    end
   end
   if t >= (k + 1) * w.period - w.late then return nil end
   return t
@@ -682,7 +702,8 @@ end
 //	ARGV: 1 configured limit, 2 configured period µs, 3 margin µs, 4 retry,
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
 //	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
-//	      13 fixed windows, 14 after µs, 15 clamped
+//	      13 fixed windows, 14 after µs, 15 clamped, 16 step µs (the
+//	      pace of probe rounds after the first; 0: the margin)
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
@@ -726,7 +747,7 @@ local len = redis.call('LLEN', KEYS[2])
 -- on the log keeps them all (see reserveAligned in package ratelimit).
 local w, xs, rs = nil, {}, {}
 if aligned then
-  w = probeWindows(windowsOf(limit, bper, tonumber(ARGV[3])), st, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+  w = probeWindows(windowsOf(limit, bper, tonumber(ARGV[3])), st, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[16]))
   local band = first(w, now) * bper - w.late
   local raw, m = {}, 64
   while true do
@@ -1063,6 +1084,9 @@ if tonumber(ARGV[2]) == 1 then
   if windowsOn and st.sl == 0 and distrusted == 0 and st.ll > 0 and st.lp > 0 then retrywait = ra end
 end
 if cool > 0 and now + cool > st.cu then st.cs, st.cu = now, now + cool end
+-- The retry waits until its window reopens, never more than the
+-- Retry-After (see retryWait in package ratelimit).
+if retrywait > 0 then retrywait = math.min(retrywait, math.max(st.cu - now, 1000)) end
 save(KEYS[1], st)
 local ms = math.ceil((math.max(st.cu, st.xu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
 expire(KEYS[1], ms)

@@ -550,6 +550,9 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 				// Up to a quarter of the period: slots near a boundary
 				// count in both windows.
 				r.Margin = time.Duration(rng.IntN(6)) * 100 * time.Millisecond
+				// The typical round trip paces the probe rounds after the
+				// first: none, or one below, at or above the margin.
+				r.Step = time.Duration(rng.IntN(4)) * 70 * time.Millisecond
 			}
 			if rng.IntN(10) > 0 { // now and then a call without pacing
 				r.Budget = budgets[p]
@@ -596,6 +599,10 @@ type twin struct {
 	// Probes of a partition sharing its budget that went ahead of a slot
 	// held later in their window (see heldUntil in package ratelimit).
 	ahead int
+	// Probes reserved with a pace (Step) below the margin; probes of an
+	// opening round beyond the first at a window's opening; retry waits
+	// shorter than the Retry-After (until the window reopens).
+	paced, burst, reopenWaits int
 	// What the gateway's own instructions did: reservations refused at
 	// once by an uncapped Retry-After, and clamped retries admitted before
 	// the cooldown ends.
@@ -740,6 +747,9 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 		}
 		if want.RetryWait > 0 {
 			w.retryWaits++
+			if want.RetryWait < mo.RetryAfter {
+				w.reopenWaits++
+			}
 		}
 		if want.Budget.Limit > 1 {
 			w.learned++
@@ -796,8 +806,16 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 			}
 			if p := want.Budget.Period.Microseconds(); mr.FixedWindows && p > 0 && w.inWindow(t, o.part, got.Ticket, p) > want.Budget.Limit {
 				w.probed++
-				if sh := w.fields(t, o.part, "sh", "vr"); (sh[0] != 0 || sh[1] != 0) && w.heldLater(t, o.part, got.Ticket, p) {
+				sh := w.fields(t, o.part, "sh", "vr")
+				if (sh[0] != 0 || sh[1] != 0) && w.heldLater(t, o.part, got.Ticket, p) {
 					w.ahead++
+				}
+				if mr.Step > 0 && mr.Step < mr.Margin {
+					w.paced++
+				}
+				if sh[0] != 0 && got.Ticket%p == allowance(want.Budget.Period).Microseconds() &&
+					w.inWindow(t, o.part, got.Ticket, p) > want.Budget.Limit+1 {
+					w.burst++
 				}
 			}
 		}
@@ -861,6 +879,9 @@ func TestDifferentialFakeClock(t *testing.T) {
 		all.undoubled += w.undoubled
 		all.retryWaits += w.retryWaits
 		all.ahead += w.ahead
+		all.paced += w.paced
+		all.burst += w.burst
+		all.reopenWaits += w.reopenWaits
 		all.closedRefusals += w.closedRefusals
 		all.clampedEarly += w.clampedEarly
 	}
@@ -881,6 +902,12 @@ func TestDifferentialFakeClock(t *testing.T) {
 		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits, %d probes ahead of held slots",
 			w.probed, w.shared, w.retryWaits, w.ahead)
 	}
+	if w.paced == 0 || w.burst == 0 || w.reopenWaits == 0 {
+		t.Errorf("probe rounds too tame: %d probes paced below the margin, %d in an opening round, %d retry waits until a reopening",
+			w.paced, w.burst, w.reopenWaits)
+	}
+	t.Logf("probe rounds: %d probes paced below the margin, %d in an opening round, %d retry waits until a reopening",
+		w.paced, w.burst, w.reopenWaits)
 	if w.closedRefusals == 0 || w.clampedEarly == 0 {
 		t.Errorf("instructions too tame: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
 			w.closedRefusals, w.clampedEarly)
@@ -1642,8 +1669,8 @@ func TestProbingIsShared(t *testing.T) {
 	if !slices.Equal(want, wantAt) {
 		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
-	if fb := wantFb[1]; fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.RetryWait != 2*s {
-		t.Errorf("the first window teaches %+v, want the 3 that went through, retries waiting 2 s", fb)
+	if fb := wantFb[1]; fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.RetryWait != 2*s-6*ms {
+		t.Errorf("the first window teaches %+v, want the 3 that went through, retries waiting until the window reopens (1.994 s, not the 2 s Retry-After)", fb)
 	}
 	if fb := wantFb[3]; fb.Budget != (ratelimit.Budget{Limit: 2, Period: 2 * s}) {
 		t.Errorf("the refused probe leaves %+v, want the 3 through, less one", fb)
