@@ -11,6 +11,38 @@ import (
 	"github.com/rail0/rail0-go/rail0test"
 )
 
+// capturedBehindAProxy is a payment of 25.00, authorized and captured for
+// 10.00 (first, confirmed) by merchant through proxy, which rewrites
+// nothing yet, in front of rail0test on a manual clock.
+func capturedBehindAProxy(t *testing.T) (*rail0test.Server, *rail0test.ManualClock, *rewritingProxy, *rail0.Client, *rail0.PaymentDetail, *rail0.Transaction) {
+	t.Helper()
+	clock := rail0test.NewManualClock(time.Now())
+	e, proxy, p := authorizedBehindAProxy(t, clock)
+	first, err := e.merchant.Payments.Capture(context.Background(), p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.confirmed(t, p.ID, first)
+	return e.gw, clock, proxy, e.merchant, p, first
+}
+
+// authorizedBehindAProxy is a payment of 25.00 authorized through proxy,
+// which rewrites nothing yet, in front of rail0test on clock (nil: the
+// gateway's own, which confirms at once).
+func authorizedBehindAProxy(t *testing.T, clock *rail0test.ManualClock) (escrow, *rewritingProxy, *rail0.PaymentDetail) {
+	t.Helper()
+	opts := []rail0test.Option{rail0test.WithoutRateLimits()}
+	if clock != nil {
+		opts = append(opts, rail0test.WithClock(clock))
+	}
+	gw := rail0test.NewServer(opts...)
+	t.Cleanup(gw.Close)
+	proxy := newRewritingProxy(t, gw)
+	buyer, merchant := signingClients(t, gw, proxy.URL)
+	e := escrow{gw, clock, buyer, gw.Buyer.Address, merchant}
+	return e, proxy, e.authorized(t, "25.00")
+}
+
 // The review's submit attack: a proxy answers a capture's submit with
 // another capture of the same payment (the one confirmed earlier), its id
 // rewritten and no hash, the rest as rail0test wrote it. The SDK took it for
@@ -21,19 +53,8 @@ import (
 // and a low-level Submit tied to its prepared row (TransactionID) does the
 // same.
 func TestAttackSubmitAnswerNamesAnotherTransaction(t *testing.T) {
-	clock := rail0test.NewManualClock(time.Now())
-	gw := rail0test.NewServer(rail0test.WithoutRateLimits(), rail0test.WithClock(clock))
-	defer gw.Close()
-	proxy := newRewritingProxy(t, gw)
+	gw, clock, proxy, merchant, p, first := capturedBehindAProxy(t)
 	ctx := context.Background()
-	buyer, merchant := signingClients(t, gw, proxy.URL)
-	e := escrow{gw, clock, buyer, gw.Buyer.Address, merchant}
-	p := e.authorized(t, "25.00")
-	first, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.confirmed(t, p.ID, first)
 
 	// answerAsFirst rewrites the answer of the capture's submit into the
 	// first capture: its id, and no hash.
@@ -75,14 +96,7 @@ func TestAttackSubmitAnswerNamesAnotherTransaction(t *testing.T) {
 	proxy.set(nil)
 
 	// The low-level path: Prepare, sign elsewhere, Submit tied to the row.
-	prep, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "5.00"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := signRaw(gw.Merchant.PrivateKey, *prep.UnsignedTransaction)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prep, raw := preparedCapture(t, gw, merchant, p.ID, "5.00")
 	proxy.set(answerAsFirst)
 	tx, err = merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw, TransactionID: prep.ID})
 	check("Submit", tx, err, 3)
@@ -101,12 +115,8 @@ func TestAttackSubmitAnswerNamesAnotherTransaction(t *testing.T) {
 // A prepare answer without the row's id gives the flow nothing to bind its
 // submit's answer to (see above): it is refused before anything is signed.
 func TestAttackPreparedTransactionWithoutAnID(t *testing.T) {
-	gw := rail0test.NewServer(rail0test.WithoutRateLimits())
-	defer gw.Close()
-	proxy := newRewritingProxy(t, gw)
-	ctx := context.Background()
-	buyer, merchant := signingClients(t, gw, proxy.URL)
-	p := escrow{gw, nil, buyer, gw.Buyer.Address, merchant}.authorized(t, "25.00")
+	e, proxy, p := authorizedBehindAProxy(t, nil)
+	gw, merchant, ctx := e.gw, e.merchant, context.Background()
 	proxy.set(func(route string, body map[string]any) bool {
 		if route != "POST /payments/"+p.ID+"/capture/prepare" {
 			return false
@@ -140,19 +150,8 @@ func TestAttackPreparedTransactionWithoutAnID(t *testing.T) {
 // the wait: the earlier row is confirmed under another hash, so the wait
 // ends with ErrUnknownTransaction, never with this step confirmed.
 func TestAttackPrepareAndSubmitNameAnEarlierRow(t *testing.T) {
-	clock := rail0test.NewManualClock(time.Now())
-	gw := rail0test.NewServer(rail0test.WithoutRateLimits(), rail0test.WithClock(clock))
-	defer gw.Close()
-	proxy := newRewritingProxy(t, gw)
+	gw, clock, proxy, merchant, p, first := capturedBehindAProxy(t)
 	ctx := context.Background()
-	buyer, merchant := signingClients(t, gw, proxy.URL)
-	e := escrow{gw, clock, buyer, gw.Buyer.Address, merchant}
-	p := e.authorized(t, "25.00")
-	first, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "10.00"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.confirmed(t, p.ID, first)
 	firstHash := *first.TransactionHash
 
 	// hide, while set, drops the earlier row from the payment's reads.
@@ -201,7 +200,7 @@ func TestAttackPrepareAndSubmitNameAnEarlierRow(t *testing.T) {
 	// The flow on the client that saw the earlier capture sent and
 	// confirmed: refused before signing, nothing submitted.
 	proxy.set(asFirst)
-	_, err = merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "5.00"})
+	_, err := merchant.Payments.Capture(ctx, p.ID, rail0.PaymentCaptureParams{Amount: "5.00"})
 	proxy.set(nil)
 	var fe *rail0.FlowError
 	var ae *rail0.ArtifactError
@@ -227,14 +226,7 @@ func TestAttackPrepareAndSubmitNameAnEarlierRow(t *testing.T) {
 
 	// The low-level path: Prepare and a Submit tied to the row it named.
 	proxy.set(asFirst)
-	prep, err := merchant.Payments.Prepare(ctx, p.ID, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: "5.00"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := signRaw(gw.Merchant.PrivateKey, *prep.UnsignedTransaction)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prep, raw := preparedCapture(t, gw, merchant, p.ID, "5.00")
 	tx, err = merchant.Payments.Submit(ctx, p.ID, rail0.OpCapture, rail0.PaymentSubmitParams{SignedTransaction: raw, TransactionID: prep.ID})
 	proxy.set(nil)
 	if err != nil {
@@ -251,12 +243,8 @@ func TestAttackPrepareAndSubmitNameAnEarlierRow(t *testing.T) {
 // used to be taken, and the wait then failed with ErrUnknownTransaction
 // after the money was sent).
 func TestAttackSubmitAnswerNamesThePreparedRowInCapitals(t *testing.T) {
-	gw := rail0test.NewServer(rail0test.WithoutRateLimits())
-	defer gw.Close()
-	proxy := newRewritingProxy(t, gw)
-	ctx := context.Background()
-	buyer, merchant := signingClients(t, gw, proxy.URL)
-	p := escrow{gw, nil, buyer, gw.Buyer.Address, merchant}.authorized(t, "25.00")
+	e, proxy, p := authorizedBehindAProxy(t, nil)
+	merchant, ctx := e.merchant, context.Background()
 	proxy.set(func(route string, body map[string]any) bool {
 		if route != "POST /payments/"+p.ID+"/capture" {
 			return false
@@ -277,4 +265,20 @@ func TestAttackSubmitAnswerNamesThePreparedRowInCapitals(t *testing.T) {
 	if err != nil || got.Status != rail0.TxConfirmed {
 		t.Fatalf("waiting for %s = %+v, %v; want it confirmed", tx.ID, got, err)
 	}
+}
+
+// preparedCapture prepares a capture of amount on payment id through c and
+// signs it with the gateway's merchant key, as a program signing elsewhere
+// does: the prepared row and the signed transaction.
+func preparedCapture(t *testing.T, gw *rail0test.Server, c *rail0.Client, id, amount string) (*rail0.PreparedTransaction, string) {
+	t.Helper()
+	prep, err := c.Payments.Prepare(context.Background(), id, rail0.OpCapture, rail0.PaymentPrepareParams{Amount: amount})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := signRaw(gw.Merchant.PrivateKey, *prep.UnsignedTransaction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prep, raw
 }
