@@ -125,7 +125,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 // a limiter are one client to the gateway: the 429 one of them gets for a
 // probe shows the window full for all, and the slots the others hold later
 // in that window must move to the next one, which only a confirmation
-// tells them. Without it they send those slots into a full window (5 to 35
+// tells them. Without it they send those slots into a full window (5 to 34
 // 429s after the first window for 2 to 8 processes, where one process
 // alone gets 3). A configured budget is not probed, so a slot paced by it
 // stands, and a paced process asks the store once per call.

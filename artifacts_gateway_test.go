@@ -61,6 +61,10 @@ type artGateway struct {
 	catalogReads int
 	// paymentReads counts GET /payments/p1; prepares, the prepare calls.
 	paymentReads, prepares int
+	// prepared is the id of each route's last prepared row, which its
+	// submit answers with: each prepare records a new row, as the
+	// gateway's do (a pending one handed back keeps its id).
+	prepared map[string]string
 	// decimals is what GET /tokens lists for the token and what the
 	// gateway scales human amounts with; zero means the token's real 6.
 	decimals int64
@@ -254,6 +258,14 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		g.mu.Lock()
 		pending, tamper := g.pending, g.tamperTx
+		if g.prepared == nil {
+			g.prepared = map[string]string{}
+		}
+		id, reused := g.prepared[route]
+		if pending == nil || !reused {
+			id = fmt.Sprintf("tx-%s-%d", route, g.prepares)
+			g.prepared[route] = id
+		}
 		g.mu.Unlock()
 		fields, status := g.txFields(op, body), http.StatusCreated
 		if pending != nil {
@@ -263,7 +275,7 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 			tamper(op, fields)
 		}
 		unsigned, _ := json.Marshal(fields)
-		tx := map[string]any{"id": "tx-" + route, "payment_id": artPayment, "operation": op, "status": "pending",
+		tx := map[string]any{"id": id, "payment_id": artPayment, "operation": op, "status": "pending",
 			"unsigned_transaction": string(unsigned)}
 		if body.Amount != "" {
 			base, _ := ToBaseUnits(body.Amount, g.tokenDecimals())
@@ -292,7 +304,10 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 	if rest == "dispute/close" {
 		op = OpCloseDispute
 	}
-	reply(202, map[string]any{"id": "tx-" + rest, "payment_id": artPayment, "operation": op, "status": "submitted"})
+	g.mu.Lock()
+	id := g.prepared[rest]
+	g.mu.Unlock()
+	reply(202, map[string]any{"id": id, "payment_id": artPayment, "operation": op, "status": "submitted"})
 }
 
 // rewrite changes the payment the gateway serves from now on, keeping it

@@ -183,14 +183,15 @@ func rail0IDOf(id string) (verify.Word, bool) {
 	return w, err == nil
 }
 
-// namedBy reports whether p is the payment id names: its rail0_id when id
-// is one, its UUID otherwise.
+// namedBy reports whether p is the payment id, as the caller typed it,
+// names: its rail0_id when id is one, its UUID otherwise (ignoring case, as
+// sameUUID).
 func namedBy(p *PaymentDetail, id string) bool {
 	if w, ok := rail0IDOf(id); ok {
 		got, err := verify.ParseWord(p.Rail0ID)
 		return err == nil && got == w
 	}
-	return p.ID == id
+	return sameUUID(id, p.ID)
 }
 
 // maxCreated bounds how many payments a client remembers having created
@@ -314,7 +315,7 @@ func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
 	if err := checkBound(p, f.id, f.op, t, expected...); err != nil {
 		return err
 	}
-	f.paymentID = p.ID
+	f.paymentID, f.payment = p.ID, p
 	return nil
 }
 

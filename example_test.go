@@ -180,10 +180,13 @@ func ExamplePaymentsService_WaitForTransaction() {
 		log.Fatal(err)
 	}
 
-	// The id comes from the Transaction that a flow such as Capture (or
-	// Submit) returned.
+	// The id and the hash come from the Transaction that a flow such as
+	// Capture (or Submit) returned: only the row carrying the hash sent
+	// counts.
 	tx, err := client.Payments.WaitForTransaction(context.Background(),
-		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", rail0.PaymentWaitForTransactionParams{})
+		"0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", rail0.PaymentWaitForTransactionParams{
+			TransactionHash: "0x8d1f3a5c7e9b0d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c0e2b4d6f8a1c3e5b7d9f",
+		})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
@@ -16,8 +17,9 @@ import (
 // the step, checks what the gateway prepared against the payment and the
 // request (package internal/verify), signs the digest of what it checked,
 // and submits. Nothing the gateway hands over is signed unchecked.
-// Submitting is not confirmation: follow a flow with WaitForTransaction
-// before the next step (flow_wait.go).
+// Submitting is not confirmation: follow a flow with WaitForTransaction,
+// tied to the hash the returned transaction carries (the one sent), before
+// the next step (flow_wait.go).
 //
 // The steps themselves are in flow_steps.go (the on-chain steps),
 // flow_refund.go and flow_payersign.go. Callers who sign elsewhere (a
@@ -114,8 +116,11 @@ type flow struct {
 	expect   Expectation
 	asked    *Expectation
 	askedKey string
-	// paymentID is the UUID of the payment read, once bound.
+	// paymentID is the UUID of the payment read, once bound; payment is
+	// that payment (this flow's read, or the one the client holds), whose
+	// transactions say which rows were sent already.
 	paymentID string
+	payment   *PaymentDetail
 	txID      string
 }
 
@@ -220,6 +225,14 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if prep.PaymentID != "" && prep.PaymentID != f.paymentID {
 		return nil, art("payment_id", f.paymentID, prep.PaymentID)
 	}
+	// A row the payment shows sent (confirmed, failed, carrying a hash) is
+	// not this step's: its submit's answer would name it, its wait would
+	// find it settled, and the caller would take an old step for this one.
+	if i := slices.IndexFunc(f.payment.Transactions, func(tx Transaction) bool { return tx.ID == prep.ID }); i >= 0 && wasSent(&f.payment.Transactions[i]) {
+		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
+			Reason: fmt.Sprintf("names transaction %s, %s on the payment already: a prepare answers with a new row, or the pending one not yet sent",
+				clip(oneLine(prep.ID)), clip(oneLine(string(f.payment.Transactions[i].Status))))})
+	}
 	if in.Amount != "" && prep.Amount != nil && *prep.Amount != in.Amount {
 		// A pending transaction prepared earlier for another amount is
 		// handed back rather than a new one (Reused): never sign it.
@@ -234,10 +247,11 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if err != nil {
 		return nil, f.fail(StepSign, err)
 	}
-	sent, err := f.s.submitSigned(ctx, f.id, f.op, PaymentSubmitParams{SignedTransaction: raw, TransactionID: prep.ID}, f.paymentID)
+	sent, err := f.s.submitSigned(ctx, f.id, f.op, PaymentSubmitParams{SignedTransaction: raw}, preparedRow{id: prep.ID, paymentID: f.paymentID})
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}
 	f.s.client.known.stepped(f.id, f.op, in.Amount)
+	f.s.client.known.sent(f.id, prep.ID)
 	return sent, nil
 }

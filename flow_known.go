@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/big"
+	"slices"
 	"sync"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -31,9 +32,11 @@ const maxKnown = 1024
 
 // knownPayment is what a client holds of one payment.
 type knownPayment struct {
-	// payment is the checked record without what changes (its
-	// transactions, its signing payload, its metadata): the fields a
-	// binding compares.
+	// payment is the checked record without what changes (its signing
+	// payload, its metadata): the fields a binding compares. Of its
+	// transactions it keeps only the rows seen sent (see spentRows): a row
+	// once sent stays so, and a prepare that hands one back is refused
+	// (flow.prepareSignSubmit).
 	payment *PaymentDetail
 	// terms are its terms as checked with the client's pins, Refundable the
 	// balance as last read or as this client's own steps moved it.
@@ -52,8 +55,54 @@ type knownPayments struct {
 func (k *knownPayments) remember(id string, p *PaymentDetail, t *verify.Terms) {
 	kept := &PaymentDetail{Payment: p.Payment, ChainID: p.ChainID, Rail0Contract: p.Rail0Contract}
 	kept.Metadata, kept.Description, kept.LastErrorCode, kept.LastErrorMessage = nil, nil, nil, nil
+	var earlier []Transaction
+	if kp, ok := k.get(id); ok {
+		earlier = kp.payment.Transactions
+	}
+	kept.Transactions = spentRows(earlier, p.Transactions)
 	terms := *t
 	k.put(maxKnown, id, knownPayment{payment: kept, terms: &terms})
+}
+
+// sent records that this client sent the prepared row txID of the payment
+// named id, so that a later prepare handing it back is refused even before
+// a read shows it sent.
+func (k *knownPayments) sent(id, txID string) {
+	k.modify(id, func(kp *knownPayment) {
+		p := *kp.payment // a copy: flows may be reading the one kept
+		p.Transactions = spentRows(p.Transactions, []Transaction{{ID: txID, Status: TxSubmitted}})
+		kp.payment = &p
+	})
+}
+
+// maxSpentRows bounds the rows a client keeps per payment (spentRows); a
+// payment has a handful, so only a gateway inventing rows reaches it, and
+// the oldest go first.
+const maxSpentRows = 256
+
+// spentRows returns the rows of kept, then those of read not among them,
+// that a prepare may not hand out again (wasSent), each reduced to its id,
+// operation, status and hash, at most maxSpentRows of them.
+func spentRows(kept, read []Transaction) []Transaction {
+	out := slices.Clone(kept)
+	for i := range read {
+		tx := &read[i]
+		if !wasSent(tx) || slices.ContainsFunc(out, func(k Transaction) bool { return k.ID == tx.ID }) {
+			continue
+		}
+		out = append(out, Transaction{ID: tx.ID, Operation: tx.Operation, Status: tx.Status, TransactionHash: tx.TransactionHash})
+	}
+	if len(out) > maxSpentRows {
+		out = slices.Clone(out[len(out)-maxSpentRows:])
+	}
+	return out
+}
+
+// wasSent reports whether tx was sent: it carries a hash, or is no longer
+// pending. A prepare answers with a new row, or with the pending one not
+// yet sent (Reused), never with one of these.
+func wasSent(tx *Transaction) bool {
+	return tx.Status != TxPending || (tx.TransactionHash != nil && *tx.TransactionHash != "")
 }
 
 // lookup returns the payment named id and a copy of its terms, with the

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/verify"
 )
 
 // This file waits for what a flow started: a payment's status, or the
@@ -87,7 +89,10 @@ func pollSleep(ctx context.Context, d time.Duration) error {
 // confirmation of a transaction.
 type waitCondition struct {
 	transactionID string
-	statuses      []PaymentStatus
+	// hash, when set, is the hash the transaction must carry to count: the
+	// one the caller sent.
+	hash     *verify.Word
+	statuses []PaymentStatus
 }
 
 // ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
@@ -220,8 +225,13 @@ func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 	}
 	for i := range p.Transactions {
 		tx := &p.Transactions[i]
-		if tx.ID != c.transactionID {
+		if !sameUUID(c.transactionID, tx.ID) {
 			continue
+		}
+		if c.hash != nil {
+			if reason := notSentAs(tx, *c.hash); reason != "" {
+				return nil, true, fmt.Errorf("%w: %s on payment %s %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID), reason)
+			}
 		}
 		switch tx.Status {
 		case TxConfirmed:
@@ -240,8 +250,33 @@ func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 	return nil, true, fmt.Errorf("%w: %s on payment %s", ErrUnknownTransaction, oneLine(c.transactionID), oneLine(p.ID))
 }
 
-// PaymentWaitForTransactionParams says how often WaitForTransaction polls.
+// notSentAs reports why tx, the row a wait found, is not the transaction
+// whose hash is hash; "" when it may be (it carries hash, or no hash yet
+// and is not confirmed). A row carrying another hash is another
+// transaction, however its id reads, and a confirmed row without a hash
+// proves nothing about what was sent; neither changes with more polls.
+func notSentAs(tx *Transaction, hash verify.Word) string {
+	switch {
+	case tx.TransactionHash != nil && *tx.TransactionHash != "":
+		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
+			return fmt.Sprintf("carries transaction_hash %q, not %s, the hash sent", clip(oneLine(*tx.TransactionHash)), hash)
+		}
+	case tx.Status == TxConfirmed:
+		return fmt.Sprintf("is confirmed without a transaction_hash, not shown to be %s, the hash sent", hash)
+	}
+	return ""
+}
+
+// PaymentWaitForTransactionParams says which transaction WaitForTransaction
+// waits for, besides its id, and how often it polls.
 type PaymentWaitForTransactionParams struct {
+	// TransactionHash, 0x + 64 hex, is the hash of the transaction sent:
+	// the Transaction a flow, Submit or SubmitByHash returned carries it.
+	// When set, only the row txID carrying it counts: a row confirmed
+	// under another hash is another step (a gateway or proxy naming an
+	// earlier, confirmed row in its answers), not this one. Set it
+	// whenever you have it; empty waits for txID alone, as before.
+	TransactionHash string
 	// PollInterval and MaxPollInterval pace the polls as they pace
 	// WaitForStatus's (see PaymentWaitForStatusParams).
 	PollInterval, MaxPollInterval time.Duration
@@ -250,18 +285,32 @@ type PaymentWaitForTransactionParams struct {
 // WaitForTransaction waits until the payment's transaction txID is
 // confirmed and returns it; a failed transaction is a
 // *TransactionFailedError, returned as soon as the gateway reports it. It
-// polls as WaitForStatus does.
+// polls as WaitForStatus does. txID is a UUID and compares ignoring case.
+//
+// With params.TransactionHash, the row must carry that hash: a row txID
+// that carries another, or is confirmed without one, ends the wait with
+// ErrUnknownTransaction, never a success; the payment having no row txID
+// does too, with or without it. A malformed hash is a *ValidationError
+// before any request.
 //
 // GET /payments/{id} — a participant.
 func (s *PaymentsService) WaitForTransaction(ctx context.Context, id, txID string, params PaymentWaitForTransactionParams) (*Transaction, error) {
 	if txID == "" {
 		return nil, &ValidationError{Field: "transaction id", Reason: "is required"}
 	}
+	cond := waitCondition{transactionID: txID}
+	if params.TransactionHash != "" {
+		h, err := parseTransactionHash(params.TransactionHash)
+		if err != nil {
+			return nil, err
+		}
+		cond.hash = &h
+	}
 	cfg, err := s.client.newWaitConfig(params.PollInterval, params.MaxPollInterval)
 	if err != nil {
 		return nil, err
 	}
-	p, found, err := s.wait(ctx, id, waitCondition{transactionID: txID}, cfg)
+	p, found, err := s.wait(ctx, id, cond, cfg)
 	if err != nil {
 		return nil, err
 	}

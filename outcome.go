@@ -70,8 +70,30 @@ func provesNotRun(status int, body []byte) bool {
 
 // preparedRow is what the SDK knows of the prepared transaction a submit
 // sends: its id and its payment's UUID, each "" when unknown (a low-level
-// Submit not tied to a Prepare, a payment named by its rail0_id).
-type preparedRow struct{ id, paymentID string }
+// Submit not tied to a Prepare, a payment named by its rail0_id). typed
+// says the caller wrote them (a low-level Submit's params and path), who
+// may write a UUID in capitals; a flow's are the gateway's own answers'
+// (Prepare's id, the payment read's), which its later answers must repeat
+// exactly: a flow's wait then finds the row the submit's answer names.
+type preparedRow struct {
+	id, paymentID string
+	typed         bool
+}
+
+// same reports whether got, an id in the gateway's answer, is want, an id
+// of the prepared row: ignoring case where the caller typed it.
+func (r preparedRow) same(want, got string) bool {
+	if r.typed {
+		return sameUUID(want, got)
+	}
+	return want == got
+}
+
+// sameUUID reports whether typed, a UUID the caller gave, names the
+// gateway's id: UUIDs compare ignoring case (RFC 9562), so a caller who
+// writes one in capitals is not refused the gateway's own answer. Ids
+// that come from the gateway are compared with what it later says exactly.
+func sameUUID(typed, id string) bool { return strings.EqualFold(typed, id) }
 
 // notTheTransaction reports why tx, the decoded 2xx answer to a submit of
 // op (or a report of it by hash) whose transaction hash is hash, is not the
@@ -86,18 +108,17 @@ type preparedRow struct{ id, paymentID string }
 // another id, or another payment, is about another transaction, even of
 // the same operation and without a hash yet: taken for the submit's answer,
 // it would have the caller wait for that other transaction (one confirmed
-// long ago, say) and believe this step done. The ids are UUIDs, which
-// compare case-insensitively (RFC 9562): a caller may write the payment's
-// in capitals.
+// long ago, say) and believe this step done. Ids the caller typed compare
+// ignoring case, the gateway's own exactly (preparedRow.same).
 func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared preparedRow) string {
 	switch {
 	case tx.ID == "":
 		return "carries no transaction id"
 	case tx.Operation != op:
 		return fmt.Sprintf("is a transaction of operation %q, not %s", clip(oneLine(string(tx.Operation))), op)
-	case prepared.id != "" && !strings.EqualFold(tx.ID, prepared.id):
+	case prepared.id != "" && !prepared.same(prepared.id, tx.ID):
 		return fmt.Sprintf("is transaction %q, not %s, the one prepared", clip(oneLine(tx.ID)), clip(oneLine(prepared.id)))
-	case prepared.paymentID != "" && tx.PaymentID != "" && !strings.EqualFold(tx.PaymentID, prepared.paymentID):
+	case prepared.paymentID != "" && tx.PaymentID != "" && !prepared.same(prepared.paymentID, tx.PaymentID):
 		return fmt.Sprintf("is a transaction of payment %q, not %s", clip(oneLine(tx.PaymentID)), clip(oneLine(prepared.paymentID)))
 	case tx.TransactionHash != nil && *tx.TransactionHash != "":
 		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {

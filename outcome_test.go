@@ -213,16 +213,22 @@ func TestNotTheResource(t *testing.T) {
 		{"another hash", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str(other)}, false, preparedRow{}},
 		{"a hash that is not one", Transaction{ID: "t1", Operation: OpCapture, TransactionHash: str("pending\x1b[2J")}, false, preparedRow{}},
 		// The submit's answer is the prepared row (contract section 5).
-		{"the prepared row", Transaction{ID: "t1", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
-		{"the prepared row without its payment_id", Transaction{ID: "t1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
-		{"the prepared row, the payment named by rail0_id", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, true, preparedRow{"t1", ""}},
-		{"a submit not tied to a prepare", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"", "p1"}},
-		{"another transaction of the step, no hash", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1"}},
-		{"another transaction of the step, the hash sent", Transaction{ID: "t2", Operation: OpCapture, TransactionHash: str(hash.String())}, false, preparedRow{"t1", ""}},
-		{"the prepared id in capitals: UUIDs compare case-insensitively", Transaction{ID: "T1", PaymentID: "P1", Operation: OpCapture}, true, preparedRow{"t1", "p1"}},
-		{"another payment's transaction", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"t1", "p1"}},
-		{"another payment, not tied to a prepare", Transaction{ID: "t2", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"", "p1"}},
-		{"another id that is not one", Transaction{ID: "t2\x1b[2J", Operation: OpCapture}, false, preparedRow{"t1", ""}},
+		{"the prepared row", Transaction{ID: "t1", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"t1", "p1", false}},
+		{"the prepared row without its payment_id", Transaction{ID: "t1", Operation: OpCapture}, true, preparedRow{"t1", "p1", false}},
+		{"the prepared row, the payment named by rail0_id", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, true, preparedRow{"t1", "", false}},
+		{"a submit not tied to a prepare", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"", "p1", false}},
+		{"another transaction of the step, no hash", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1", false}},
+		{"another transaction of the step, the hash sent", Transaction{ID: "t2", Operation: OpCapture, TransactionHash: str(hash.String())}, false, preparedRow{"t1", "", false}},
+		// Ids the caller typed compare ignoring case; the gateway's own
+		// (a flow's Prepare and read) exactly, as the flow's wait compares
+		// the row the answer names.
+		{"the prepared ids typed in capitals", Transaction{ID: "t1", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"T1", "P1", true}},
+		{"the typed ids answered in capitals", Transaction{ID: "T1", PaymentID: "P1", Operation: OpCapture}, true, preparedRow{"t1", "p1", true}},
+		{"the gateway's prepared id answered in capitals", Transaction{ID: "T1", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1", false}},
+		{"the gateway's payment id answered in capitals", Transaction{ID: "t1", PaymentID: "P1", Operation: OpCapture}, false, preparedRow{"t1", "p1", false}},
+		{"another payment's transaction", Transaction{ID: "t1", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"t1", "p1", false}},
+		{"another payment, not tied to a prepare", Transaction{ID: "t2", PaymentID: "p2", Operation: OpCapture}, false, preparedRow{"", "p1", false}},
+		{"another id that is not one", Transaction{ID: "t2\x1b[2J", Operation: OpCapture}, false, preparedRow{"t1", "", false}},
 	}
 	for _, tc := range txs {
 		t.Run("transaction: "+tc.name, func(t *testing.T) {

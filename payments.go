@@ -643,17 +643,19 @@ type PaymentSubmitParams struct {
 // nothing about the submit: the payment is read as for a refusal, and
 // without the transaction there the call is an *OutcomeUnknownError over a
 // *DecodeError, never a success; do not submit again before reading the
-// payment.
+// payment. An answer without a hash comes back carrying the hash of the
+// transaction sent: wait for the step with it
+// (PaymentWaitForTransactionParams.TransactionHash), since an id proves
+// nothing a rewritten Prepare answer did not also say.
 func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
-	return s.submitSigned(ctx, id, op, params, paymentUUIDOf(id))
+	return s.submitSigned(ctx, id, op, params, preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id), typed: true})
 }
 
-// submitSigned is Submit for the payment whose UUID is paymentID ("" when
-// unknown): a flow knows it from the payment it read, whatever name the
-// caller gave the payment.
-func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operation, params PaymentSubmitParams, paymentID string) (*Transaction, error) {
+// submitSigned is Submit of the prepared row prepared: a flow knows it
+// from the gateway's answers (Prepare's, and the payment it read, whatever
+// name the caller gave the payment).
+func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operation, params PaymentSubmitParams, prepared preparedRow) (*Transaction, error) {
 	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
-	prepared := preparedRow{id: params.TransactionID, paymentID: paymentID}
 	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
 		return signedTransactionHash(params.SignedTransaction)
 	})
@@ -695,15 +697,23 @@ type PaymentSubmitByHashParams struct {
 // whose first answer was lost while the transaction confirmed) is
 // reconciled as Submit's is: the payment is read and the transaction of op
 // carrying params.TransactionHash is returned; with none the refusal stands.
+// An answer without a hash comes back carrying params.TransactionHash, as
+// Submit's carries the hash sent.
 func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
 	routes := [3]*operation{submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash}
-	prepared := preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id)}
+	prepared := preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id), typed: true}
 	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
-		if err := checkHex("transaction_hash", params.TransactionHash, 32); err != nil {
-			return verify.Word{}, err
-		}
-		return verify.ParseWord(params.TransactionHash)
+		return parseTransactionHash(params.TransactionHash)
 	})
+}
+
+// parseTransactionHash reads a transaction hash the caller gave (0x + 64
+// hex); anything else is a *ValidationError.
+func parseTransactionHash(s string) (verify.Word, error) {
+	if err := checkHex("transaction_hash", s, 32); err != nil {
+		return verify.Word{}, err
+	}
+	return verify.ParseWord(s)
 }
 
 // submit is what Submit and SubmitByHash share: op's route among routes
@@ -728,6 +738,13 @@ func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, r
 	resp, err := s.client.do(ctx, r, &tx)
 	if err != nil {
 		return s.reconcileSubmit(ctx, id, op, hash, err)
+	}
+	if tx.TransactionHash == nil || *tx.TransactionHash == "" {
+		// What ties this step to its confirmation is the hash sent, not an
+		// id the answer names: the caller's wait looks for it
+		// (PaymentWaitForTransactionParams.TransactionHash).
+		sent := hash.String()
+		tx.TransactionHash = &sent
 	}
 	tx.Response = resp
 	return &tx, nil

@@ -134,6 +134,9 @@ func (e escrow) confirmed(t *testing.T, id string, tx *rail0.Transaction) {
 		e.clock.Advance(time.Minute)
 	}
 	poll := rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}
+	if tx.TransactionHash != nil {
+		poll.TransactionHash = *tx.TransactionHash // as README waits
+	}
 	if _, err := e.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, poll); err != nil {
 		t.Fatal(err)
 	}

@@ -263,16 +263,31 @@ func (l *Limiter) useLocal(partition string) bool {
 	return true
 }
 
-// check asks the store whether it answers, within the Limiter's timeout,
-// with a read of partition's state key: its answer ends the fallback, and
-// a failure lengthens the backoff.
+// check asks the store whether it answers, with a read of partition's
+// state key: an answer within the Limiter's timeout ends the fallback; an
+// error, or no answer by then, doubles the backoff. Either way the check
+// is over within the timeout, so the next caller after the backoff starts
+// another. The read runs on its own goroutine, as run's scripts do: go-redis
+// ignores context deadlines unless ContextTimeoutEnabled is set, and with no
+// read timeout a stalled store would hold the check, and so keep the
+// fallback, for as long as it stalls. The read finishes in the background.
 func (l *Limiter) check(partition string) {
 	defer l.inflight.Done()
 	err := errNilClient
 	if l.rdb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 		state, _ := l.keys(partition)
-		err = l.rdb.Exists(ctx, state).Err()
+		done := make(chan error, 1)
+		l.inflight.Add(1)
+		go func() {
+			defer l.inflight.Done()
+			done <- l.rdb.Exists(ctx, state).Err()
+		}()
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 		cancel()
 	}
 	if err != nil {
