@@ -67,7 +67,10 @@ func run(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		tx, err = merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
-			PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval})
+			TransactionHash: *tx.TransactionHash, // the hash sent: only that row counts
+			PollInterval:    demo.PollInterval,
+			MaxPollInterval: demo.MaxPollInterval,
+		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -59,7 +59,10 @@ func run(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		if _, err := c.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
-			PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
+			TransactionHash: *tx.TransactionHash, // the hash sent: only that row counts
+			PollInterval:    demo.PollInterval,
+			MaxPollInterval: demo.MaxPollInterval,
+		}); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		cur, err := c.Payments.Get(ctx, p.ID)

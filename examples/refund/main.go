@@ -76,7 +76,10 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintln(w, "refund transaction", tx.Status)
 	if _, err := merchant.Payments.WaitForTransaction(ctx, p.ID, tx.ID, rail0.PaymentWaitForTransactionParams{
-		PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
+		TransactionHash: *tx.TransactionHash, // the hash sent: only that row counts
+		PollInterval:    demo.PollInterval,
+		MaxPollInterval: demo.MaxPollInterval,
+	}); err != nil {
 		return err
 	}
 	if p, err = merchant.Payments.Get(ctx, p.ID); err != nil {
