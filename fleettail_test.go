@@ -224,7 +224,7 @@ func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 	// draws fall to other requests in each strategy's run, so the call
 	// ranked there may have drawn a tail of up to 40 ms on a leg in one run
 	// and not in the other, whatever the rule. Half of that cap is above
-	// what this rule shows over seeds 0, 7, 13 and 21 (at most 6 ms) and
+	// what this rule shows over seeds 0, 7, 13 and 21 (at most 10 ms) and
 	// below what the rule before it lost (30 to 130 ms in 22 of 24 cells).
 	const maxP99Excess = 20 * time.Millisecond
 	floor := time.Duration(calls/20-1) * 2 * time.Second

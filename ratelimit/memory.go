@@ -462,8 +462,9 @@ func (s *partitionState) probes(configured Budget) bool {
 // other clients' bursts, and while no 429 shows the window full, rounds of
 // probes, each as large as all the probes before it (see startsRound), up
 // to the configured budget. The first round goes a margin (the longest
-// recent round trip) after the opening, the later ones a pace apart: the
-// typical round trip (Reservation.Step), at most the margin and at least a
+// recent round trip) after the opening, two paces in a partition that
+// looks alone (see probeAt), the later ones a pace apart: the typical
+// round trip (Reservation.Step), at most the margin and at least a
 // millisecond. Under a heavy tail of round trips the margin is many times
 // the typical one and the rounds would come too late to fill a window
 // others left; a round sent before a slow answer of the previous one is
@@ -604,7 +605,15 @@ func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 // previous round's answers are back before it goes (a step after it for the
 // first round, a pace after it for the later ones, the pace being the step
 // when unset), and never before the round's time counted from the opening,
-// and the others of its round go with it. A partition whose windows
+// and the others of its round go with it. In a partition that looks alone
+// (not ahead) the first round's step is two paces, at most the margin: the
+// calls beyond its share in the last window wait for that round, and a
+// margin the round trips' tail sets put them tens of milliseconds behind a
+// retrying client's (issue 21's p99); the opening probe goes into every
+// client's burst, whose queue lengthens its round trip, and two typical
+// round trips leave its answer room to come back (one alone let more
+// rounds go before a 429 and cost a tail of its own in the noisy
+// scenario). A partition whose windows
 // others' requests have filled (burst) sends an opening round of up to its
 // share (the window's first probes, up to twice the budget in all, while
 // less than a pace has passed since the opening), then rounds a pace
@@ -648,6 +657,10 @@ func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool)
 		}
 		first := w.step // the first round's step
 		unit := 1       // the rounds after the opening one are multiples of its size
+		if !w.ahead {
+			// Alone: two typical round trips, not the margin.
+			first = min(2*pace, w.step)
+		}
 		if w.burst {
 			first = pace
 			if countIn(log, k*w.period-w.late, until) < 2*w.limit && until-1 < open+first {

@@ -436,6 +436,14 @@ func TestStartsRound(t *testing.T) {
 	}
 }
 
+// probeRow is a row of TestProbeRounds: the window's log (after epoch) and
+// when its next probe goes.
+type probeRow struct {
+	name string
+	log  []time.Duration
+	want time.Duration
+}
+
 // Issue 21's multi-process target, in probeAt: while no 429 shows the
 // window full, each round of probes is as large as all the probes before
 // it, and goes a step after the previous round (after the first, a pace
@@ -446,11 +454,7 @@ func TestProbeRounds(t *testing.T) {
 	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
 	w.step, w.from, w.ceiling = int64(5*ms), ns(20*s), math.MaxInt
 	open := 20*s + 20*ms
-	tests := []struct {
-		name string
-		log  []time.Duration // after epoch
-		want time.Duration
-	}{
+	tests := []probeRow{
 		{"the first probe: at the opening", []time.Duration{open, open}, open},
 		{"the second round (one probe): a step later", []time.Duration{open, open, open}, open + 5*ms},
 		{"the third round (two probes): a step after the second", []time.Duration{open, open, open, open + 5*ms}, open + 10*ms},
@@ -464,17 +468,15 @@ func TestProbeRounds(t *testing.T) {
 		{"a round that went late: the next one a step after it",
 			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 205*ms},
 	}
-	// Paced: the round after the opening probe goes a step (the margin,
-	// the longest recent round trip) after it, the later rounds a pace (the
-	// typical round trip, 2 ms here) apart; under a heavy tail the margin
-	// is many times the typical one.
+	// Paced, in a partition that does not look alone (ahead): the round
+	// after the opening probe goes a step (the margin, the longest recent
+	// round trip) after it, the later rounds a pace (the typical round
+	// trip, 2 ms here) apart; under a heavy tail the margin is many times
+	// the typical one.
 	paced := w
 	paced.pace = int64(2 * ms)
-	pacedTests := []struct {
-		name string
-		log  []time.Duration
-		want time.Duration
-	}{
+	paced.ahead = true
+	pacedTests := []probeRow{
 		{"the second round (one probe): a step later", []time.Duration{open, open, open}, open + 5*ms},
 		{"the third round (two probes): a pace after the second", []time.Duration{open, open, open, open + 5*ms}, open + 7*ms},
 		{"the third round's second probe: with the first", []time.Duration{open, open, open, open + 5*ms, open + 7*ms}, open + 7*ms},
@@ -485,16 +487,31 @@ func TestProbeRounds(t *testing.T) {
 		{"a round that went late: the next one a pace after it",
 			[]time.Duration{open, open, open, open + 5*ms, open + 200*ms, open + 200*ms}, open + 202*ms},
 	}
+	// Paced, in a partition that looks alone: the round after the opening
+	// probe goes two paces after it (at most the step), not the margin:
+	// the last window's calls beyond the share wait for that round, and
+	// the margin is the tail of the round trips, not their typical length.
+	alone := paced
+	alone.ahead = false
+	aloneTests := []probeRow{
+		{"the second round (one probe): two paces later", []time.Duration{open, open, open}, open + 4*ms},
+		{"the third round (two probes): a pace after the second", []time.Duration{open, open, open, open + 4*ms}, open + 6*ms},
+		{"a round never before its time from the opening",
+			[]time.Duration{open, open, open, open + 4*ms, open + 4*ms}, open + 6*ms},
+		{"a round that went late: the next one a pace after it",
+			[]time.Duration{open, open, open, open + 4*ms, open + 200*ms, open + 200*ms}, open + 202*ms},
+	}
+	slow := alone
+	slow.pace = int64(3 * ms)
+	slowTests := []probeRow{
+		{"alone, the second round: at most the step", []time.Duration{open, open, open}, open + 5*ms},
+	}
 	for _, set := range []struct {
 		w     windows
-		tests []struct {
-			name string
-			log  []time.Duration
-			want time.Duration
-		}
-	}{{w, tests}, {paced, pacedTests}} {
+		tests []probeRow
+	}{{w, tests}, {paced, pacedTests}, {alone, aloneTests}, {slow, slowTests}} {
 		for _, tt := range set.tests {
-			t.Run(fmt.Sprintf("pace %v: %s", time.Duration(set.w.pace), tt.name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("pace %v, ahead %v: %s", time.Duration(set.w.pace), set.w.ahead, tt.name), func(t *testing.T) {
 				log := times(tt.log)
 				k := floorDiv(ns(0), set.w.period) + 2
 				got, ok := set.w.probeAt(log, k, len(log), math.MaxInt64)

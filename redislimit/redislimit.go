@@ -646,12 +646,13 @@ local function probeAt(xs, w, k, n, til)
     t = math.max(lastAt + w.step, w.clean + w.step)
   elseif probed > 0 then
     -- Rounds of 1, 1, 2, 4, ... probes, the first a step after the
-    -- opening, the others a pace apart; sharing, an opening round of up
-    -- to the share, and rounds multiples of its size (see probeAt in
-    -- package ratelimit).
+    -- opening (alone, two paces, at most the step), the others a pace
+    -- apart; sharing, an opening round of up to the share, and rounds
+    -- multiples of its size (see probeAt in package ratelimit).
     local pace = w.pace
     if pace <= 0 then pace = w.step end
     local firstStep, unit, opening = w.step, 1, false
+    if not w.ahead then firstStep = math.min(2 * pace, w.step) end
     if w.burst then
       firstStep = pace
       opening = countLog(xs, k * w.period - w.late, til) < 2 * w.limit and til - 1 < open + firstStep

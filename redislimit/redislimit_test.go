@@ -1708,6 +1708,69 @@ func TestFallbackProbesToo(t *testing.T) {
 	}
 }
 
+// Issue 21, the last window's tail, in Redis: a partition that looks
+// alone sends the first round of probes after the opening one two typical
+// round trips (Reservation.Step) after the opening, not the margin, as
+// ratelimit.Memory does. 34 of 36 through in the window at 30 s; the
+// window at 34 s probes one beyond the share at its opening and the next
+// 20 ms later (a step of 10 ms, a margin of 100 ms).
+func TestFirstProbeRoundIsShared(t *testing.T) {
+	want := sameInRedis(t, firstRoundScenario)
+	const s, ms = time.Second, time.Millisecond
+	var wantAt []time.Duration
+	for range 36 {
+		wantAt = append(wantAt, 30*s)
+	}
+	for range 35 { // the share (34) and one beyond it at the opening
+		wantAt = append(wantAt, 34*s+4*ms)
+	}
+	wantAt = append(wantAt, 34*s+24*ms) // two steps later, not the margin (100 ms)
+	if !slices.Equal(want, wantAt) {
+		t.Errorf("admissions at %v, want %v", want, wantAt)
+	}
+}
+
+// sameInRedis runs scenario on Redis and on ratelimit.Memory, each on a
+// fake clock from its start, and returns the in-memory admissions after
+// checking that Redis made the same.
+func sameInRedis(t *testing.T, scenario func(*testing.T, *fakeClock, ratelimit.Limiter) []time.Duration) []time.Duration {
+	t.Helper()
+	rdb := newRedis(t)
+	clk := &fakeClock{}
+	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	red.now = clk.now
+	got := scenario(t, clk, red)
+	want := scenario(t, clk, memoryOn(clk.now))
+	if !slices.Equal(got, want) {
+		t.Errorf("admissions through Redis at %v, in memory at %v", got, want)
+	}
+	return want
+}
+
+// firstRoundScenario is TestFirstProbeRoundIsShared's sequence on l.
+func firstRoundScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []time.Duration {
+	t.Helper()
+	const s, ms = time.Second, time.Millisecond
+	epoch := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	sc := &script{t: t, clk: clk, l: l, epoch: epoch}
+	r := ratelimit.Reservation{Partition: "session:gh", Margin: ms, MaxWait: time.Minute, FixedWindows: true}
+	clk.set(epoch.Add(30 * s))
+	var adms []ratelimit.Admission
+	for range 36 {
+		adms = append(adms, sc.reserve(r))
+	}
+	clk.advance(10 * ms)
+	for _, adm := range adms[34:] {
+		sc.refuse(r.Partition, adm, 2*s)
+	}
+	clk.set(epoch.Add(34*s + 4*ms))
+	r.Margin, r.Step = 100*ms, 10*ms
+	for range 36 {
+		sc.reserve(r)
+	}
+	return sc.at
+}
+
 // step of instructionScenario: one reservation's answer, as times from the
 // scenario's epoch, or one observation's feedback.
 type instructed struct {
@@ -1959,15 +2022,7 @@ func lateRetryScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []time
 // budget does not let its late retry hold the probes back, in Lua exactly as
 // in ratelimit.Memory.
 func TestLateRetryIsShared(t *testing.T) {
-	rdb := newRedis(t)
-	clk := &fakeClock{}
-	red := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
-	red.now = clk.now
-	got := lateRetryScenario(t, clk, red)
-	want := lateRetryScenario(t, clk, memoryOn(clk.now))
-	if !slices.Equal(got, want) {
-		t.Errorf("admissions through Redis at %v, in memory at %v", got, want)
-	}
+	want := sameInRedis(t, lateRetryScenario)
 	const s, ms = time.Second, time.Millisecond
 	wantAt := []time.Duration{
 		0, 0, 0, 0, 0, // the first window, unpaced
