@@ -228,7 +228,7 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	// A row the payment shows sent (confirmed, failed, carrying a hash) is
 	// not this step's: its submit's answer would name it, its wait would
 	// find it settled, and the caller would take an old step for this one.
-	if i := slices.IndexFunc(f.payment.Transactions, func(tx Transaction) bool { return tx.ID == prep.ID }); i >= 0 && wasSent(&f.payment.Transactions[i]) {
+	if i := slices.IndexFunc(f.payment.Transactions, func(tx Transaction) bool { return sameUUID(prep.ID, tx.ID) && wasSent(&tx) }); i >= 0 {
 		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
 			Reason: fmt.Sprintf("names transaction %s, %s on the payment already: a prepare answers with a new row, or the pending one not yet sent",
 				clip(oneLine(prep.ID)), clip(oneLine(string(f.payment.Transactions[i].Status))))})

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/big"
-	"slices"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
@@ -75,27 +77,76 @@ func (k *knownPayments) sent(id, txID string) {
 	})
 }
 
-// maxSpentRows bounds the rows a client keeps per payment (spentRows); a
-// payment has a handful, so only a gateway inventing rows reaches it, and
-// the oldest go first.
+// maxSpentRows bounds the rows a client keeps per payment (spentRows) and
+// the ids it keeps of those it sent itself (ownRows); a payment has a
+// handful, so only a gateway inventing rows reaches it.
 const maxSpentRows = 256
 
-// spentRows returns the rows of kept, then those of read not among them,
+// maxRowID bounds the length of a transaction id the client keeps: the
+// contract's ids are UUIDs (36 bytes), and a longer one is not kept, so
+// that an answer cannot make the kept rows large.
+const maxRowID = 64
+
+// spentRows returns the rows of read, then those of kept not among them,
 // that a prepare may not hand out again (wasSent), each reduced to its id,
-// operation, status and hash, at most maxSpentRows of them.
+// operation, status and hash: at most maxSpentRows of them, none with an id
+// longer than maxRowID. Ids compare ignoring case (sameUUID), as the wait
+// matches them. It runs on every read by a client with a signer (each poll
+// of a wait), so its work is bounded by the rows it looks at, never their
+// square: an answer of half a million rows costs one pass over them.
 func spentRows(kept, read []Transaction) []Transaction {
-	out := slices.Clone(kept)
-	for i := range read {
-		tx := &read[i]
-		if !wasSent(tx) || slices.ContainsFunc(out, func(k Transaction) bool { return k.ID == tx.ID }) {
-			continue
+	out := make([]Transaction, 0, min(len(kept)+len(read), maxSpentRows))
+	seen := make(map[string]struct{}, cap(out))
+	add := func(tx *Transaction) bool {
+		if len(out) == maxSpentRows {
+			return false
 		}
+		if len(tx.ID) > maxRowID || !wasSent(tx) {
+			return true
+		}
+		key := foldID(tx.ID)
+		if _, dup := seen[key]; dup {
+			return true
+		}
+		seen[key] = struct{}{}
 		out = append(out, Transaction{ID: tx.ID, Operation: tx.Operation, Status: tx.Status, TransactionHash: tx.TransactionHash})
+		return true
 	}
-	if len(out) > maxSpentRows {
-		out = slices.Clone(out[len(out)-maxSpentRows:])
+	for i := range read {
+		if !add(&read[i]) {
+			return out
+		}
+	}
+	for i := range kept {
+		if !add(&kept[i]) {
+			break
+		}
 	}
 	return out
+}
+
+// foldID returns id with each letter replaced by one chosen of the letters
+// it equals ignoring case (the lower-case one for ASCII): two ids get the
+// same foldID exactly when sameUUID says they name one row, so a map keyed
+// by it finds what sameUUID would. A lower-case UUID comes back as it is,
+// with no copy.
+func foldID(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			return r + 'a' - 'A'
+		case r < utf8.RuneSelf:
+			return r
+		}
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		if 'A' <= least && least <= 'Z' {
+			least += 'a' - 'A' // K (Kelvin) as k, ſ as s
+		}
+		return least
+	}, id)
 }
 
 // wasSent reports whether tx was sent: it carries a hash, or is no longer
