@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/big"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
@@ -36,9 +37,10 @@ const maxKnown = 1024
 type knownPayment struct {
 	// payment is the checked record without what changes (its signing
 	// payload, its metadata): the fields a binding compares. Of its
-	// transactions it keeps only the rows seen sent (see spentRows): a row
-	// once sent stays so, and a prepare that hands one back is refused
-	// (flow.prepareSignSubmit).
+	// transactions it keeps only the rows reads showed sent (see
+	// spentRows): a row once sent stays so, and a prepare that hands one
+	// back is refused (flow.sentAlready). They came from answers, any of
+	// which may have lied, so they go with the entry when it is forgotten.
 	payment *PaymentDetail
 	// terms are its terms as checked with the client's pins, Refundable the
 	// balance as last read or as this client's own steps moved it.
@@ -50,6 +52,12 @@ type knownPayment struct {
 // name.
 type knownPayments struct {
 	recent[knownPayment]
+	// own maps a payment's UUID (foldID) to the ids of the rows this client
+	// sent on it, oldest first, at most maxSpentRows: what the client did
+	// itself is no answer's claim, so it is kept apart from what reads
+	// showed, is found whatever name a flow gives the payment, and is not
+	// forgotten with the entry when a flow refuses what it was prepared.
+	own recent[[]string]
 }
 
 // remember keeps p, named id, whose terms t were checked with the client's
@@ -57,24 +65,38 @@ type knownPayments struct {
 func (k *knownPayments) remember(id string, p *PaymentDetail, t *verify.Terms) {
 	kept := &PaymentDetail{Payment: p.Payment, ChainID: p.ChainID, Rail0Contract: p.Rail0Contract}
 	kept.Metadata, kept.Description, kept.LastErrorCode, kept.LastErrorMessage = nil, nil, nil, nil
-	var earlier []Transaction
-	if kp, ok := k.get(id); ok {
-		earlier = kp.payment.Transactions
-	}
-	kept.Transactions = spentRows(earlier, p.Transactions)
 	terms := *t
-	k.put(maxKnown, id, knownPayment{payment: kept, terms: &terms})
+	// The rows kept before are merged under the lock that stores the
+	// result, so that no concurrent remember is lost between.
+	k.merge(maxKnown, id, func(earlier knownPayment, ok bool) knownPayment {
+		var rows []Transaction
+		if ok {
+			rows = earlier.payment.Transactions
+		}
+		kept.Transactions = spentRows(rows, p.Transactions)
+		return knownPayment{payment: kept, terms: &terms}
+	})
 }
 
 // sent records that this client sent the prepared row txID of the payment
-// named id, so that a later prepare handing it back is refused even before
-// a read shows it sent.
-func (k *knownPayments) sent(id, txID string) {
-	k.modify(id, func(kp *knownPayment) {
-		p := *kp.payment // a copy: flows may be reading the one kept
-		p.Transactions = spentRows(p.Transactions, []Transaction{{ID: txID, Status: TxSubmitted}})
-		kp.payment = &p
+// whose UUID is paymentID, so that a later prepare handing it back is
+// refused whatever a read shows, under whatever name the payment is given.
+// The oldest of more than maxSpentRows go first.
+func (k *knownPayments) sent(paymentID, txID string) {
+	k.own.merge(maxKnown, foldID(paymentID), func(ids []string, _ bool) []string {
+		if slices.ContainsFunc(ids, func(id string) bool { return sameUUID(txID, id) }) {
+			return ids
+		}
+		ids = ids[max(0, len(ids)+1-maxSpentRows):]
+		return append(slices.Clip(ids), txID) // a new array: sentBy may be reading the old
 	})
+}
+
+// sentBy reports whether this client sent the row txID of the payment
+// whose UUID is paymentID.
+func (k *knownPayments) sentBy(paymentID, txID string) bool {
+	ids, _ := k.own.get(foldID(paymentID))
+	return slices.ContainsFunc(ids, func(id string) bool { return sameUUID(txID, id) })
 }
 
 // maxSpentRows bounds the rows a client keeps per payment (spentRows) and
@@ -235,7 +257,7 @@ func (f *flow) terms(ctx context.Context) (t *verify.Terms, tr *verify.Trust, kn
 // flow, acting on them, refused what the gateway prepared: terms that never
 // change cannot be stale, so either the gateway is lying now or an earlier
 // read of this name was; the next flow reads the payment again and binds
-// it afresh, and err stands.
+// it afresh, and err stands. The rows this client sent stay (own).
 func (f *flow) forgetOnRefusal(known bool, err error) error {
 	var fe *FlowError
 	if known && errors.As(err, &fe) && fe.Step == StepVerify {
@@ -255,19 +277,28 @@ type recent[V any] struct {
 
 // put stores v under key, forgetting the oldest entry when limit are kept.
 func (r *recent[V]) put(limit int, key string, v V) {
+	r.merge(limit, key, func(V, bool) V { return v })
+}
+
+// merge stores change(old, ok) under key, old the value kept there (ok when
+// there is one), all under one hold of the lock: two merges of one key
+// each see the other's result. It forgets the oldest entry when limit are
+// kept and key is new.
+func (r *recent[V]) merge(limit int, key string, change func(old V, ok bool) V) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[string]V{}
 	}
-	if _, ok := r.m[key]; !ok {
+	old, ok := r.m[key]
+	if !ok {
 		if len(r.order) >= limit {
 			delete(r.m, r.order[0])
 			r.order = r.order[1:]
 		}
 		r.order = append(r.order, key)
 	}
-	r.m[key] = v
+	r.m[key] = change(old, ok)
 }
 
 func (r *recent[V]) get(key string) (V, bool) {

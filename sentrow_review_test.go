@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rail0/rail0-go/internal/verifytest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -142,4 +144,137 @@ func BenchmarkSpentRows(b *testing.B) {
 	for b.Loop() {
 		spentRows(nil, read)
 	}
+}
+
+// The review, finding 2: the rows this client sent are its own knowledge,
+// not an answer's. They were kept in the entry of the name the caller
+// typed, dropped with it when a flow refused a prepare, and not consulted
+// when a flow read the payment: a second capture whose prepare named the
+// first's row was refused, and a third, reading a payment that did not
+// list the row, signed and submitted it again. They are now kept by the
+// payment's UUID and checked on every flow, whatever name it is given.
+func TestPreparedRowSentByThisClientIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	again := func(g *artGateway) { // the next prepare names tx-capture-1
+		g.mu.Lock()
+		g.prepares = 0
+		g.mu.Unlock()
+	}
+	refused := func(t *testing.T, g *artGateway, err error) {
+		t.Helper()
+		var fe *FlowError
+		var ae *ArtifactError
+		require.ErrorAs(t, err, &fe)
+		require.ErrorAs(t, err, &ae)
+		assert.Equal(t, StepVerify, fe.Step)
+		assert.Equal(t, "id", ae.Field)
+		assert.Contains(t, err.Error(), "tx-capture-1")
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		assert.Len(t, g.submits, 1, "only the first capture submitted")
+	}
+	t.Run("after a refusal, on a flow that reads", func(t *testing.T) {
+		t.Parallel()
+		g, c := capturedOnce(t) // sent tx-capture-1; the read lists no row
+		again(g)
+		_, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
+		refused(t, g, err)
+		again(g)
+		reads, _ := g.counts()
+		_, err = c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
+		refused(t, g, err)
+		after, _ := g.counts()
+		assert.Equal(t, reads+1, after, "the refusal dropped what reads showed: the third capture reads")
+	})
+	for name, id := range map[string]string{
+		"named by its rail0_id":         verifytest.Rail0ID.String(),
+		"named by its UUID in capitals": strings.ToUpper(artPayment),
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			g, c := capturedOnce(t) // named by its UUID
+			again(g)
+			_, err := c.Payments.Capture(ctx, id, PaymentCaptureParams{Amount: "1.00"})
+			refused(t, g, err)
+		})
+	}
+	t.Run("a read lying about the rows does not forget them", func(t *testing.T) {
+		t.Parallel()
+		g, c := capturedOnce(t)
+		_, err := c.Payments.WaitForStatus(ctx, artPayment, PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusPartiallyCaptured}})
+		require.NoError(t, err) // remembered afresh from a read listing no row
+		again(g)
+		_, err = c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
+		refused(t, g, err)
+	})
+}
+
+// remember merges the rows kept with those read under the lock that stores
+// them: concurrent reads of one payment (polls of several waits) each add
+// their rows, and none is lost between another's read and write.
+func TestKnownPaymentsRememberConcurrently(t *testing.T) {
+	t.Parallel()
+	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+	var k knownPayments
+	const n = 64
+	done := make(chan struct{})
+	for i := range n {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			p := *g.payment
+			p.Transactions = []Transaction{{ID: fmt.Sprintf("tx-%d", i), Operation: OpCapture, Status: TxSubmitted}}
+			k.remember("p1", &p, g.terms())
+		}()
+	}
+	for range n {
+		<-done
+	}
+	p, _, ok := k.lookup("p1")
+	require.True(t, ok)
+	assert.Len(t, p.Transactions, n, "rows lost between a read of the entry and its write")
+}
+
+// The ids a client sent are kept per payment, at most maxSpentRows, the
+// oldest going first, each once however it is written.
+func TestOwnRowsBounded(t *testing.T) {
+	t.Parallel()
+	var k knownPayments
+	for i := range maxSpentRows + 5 {
+		k.sent("P1", fmt.Sprintf("tx-%d", i))
+	}
+	k.sent("p1", "TX-10")
+	ids, _ := k.own.get(foldID("p1"))
+	assert.Len(t, ids, maxSpentRows)
+	assert.False(t, k.sentBy("p1", "tx-4"), "the oldest go first")
+	assert.True(t, k.sentBy("p1", "tx-5"))
+	assert.True(t, k.sentBy("P1", "Tx-10"))
+	assert.False(t, k.sentBy("p2", "tx-10"), "another payment's")
+}
+
+// A prepared row whose id is longer than a UUID can be is refused before
+// signing: the client keeps the ids it sends (knownPayments.sent) and, to
+// keep them small, keeps none that long (maxRowID).
+func TestPreparedRowIDTooLong(t *testing.T) {
+	t.Parallel()
+	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+	fields := g.txFields(OpCapture, PaymentPrepareParams{Amount: "1.00"})
+	g.mu.Lock()
+	g.pending, g.prepared = fields, map[string]string{"capture": strings.Repeat("a", maxRowID+1)}
+	g.mu.Unlock()
+	c := g.client(g.payee)
+	_, err := c.Payments.Capture(context.Background(), artPayment, PaymentCaptureParams{Amount: "1.00"})
+	var fe *FlowError
+	var ae *ArtifactError
+	require.ErrorAs(t, err, &fe)
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, StepVerify, fe.Step)
+	assert.Equal(t, "id", ae.Field)
+	assert.Empty(t, g.submitted(), "nothing submitted")
+
+	g.mu.Lock()
+	g.prepared = map[string]string{"capture": strings.Repeat("a", maxRowID)}
+	g.mu.Unlock()
+	_, err = c.Payments.Capture(context.Background(), artPayment, PaymentCaptureParams{Amount: "1.00"})
+	require.NoError(t, err, "an id of maxRowID bytes")
 }
