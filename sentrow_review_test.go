@@ -195,6 +195,9 @@ func TestPreparedRowSentByThisClientIsRefused(t *testing.T) {
 			t.Parallel()
 			g, c := capturedOnce(t) // named by its UUID
 			again(g)
+			g.mu.Lock()
+			g.otherNames = true
+			g.mu.Unlock()
 			_, err := c.Payments.Capture(ctx, id, PaymentCaptureParams{Amount: "1.00"})
 			refused(t, g, err)
 		})
