@@ -12,6 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// requireRowRefused checks that err is a flow's refusal, before signing, of
+// the transaction it was prepared (an *ArtifactError on its id at
+// StepVerify), and that g then holds submits submitted rows in all.
+func requireRowRefused(t *testing.T, g *artGateway, err error, submits int) {
+	t.Helper()
+	var fe *FlowError
+	var ae *ArtifactError
+	require.ErrorAs(t, err, &fe)
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, StepVerify, fe.Step)
+	assert.Equal(t, "id", ae.Field)
+	assert.Len(t, g.submitted(), submits, "nothing more submitted")
+}
+
 // The review of the sent-row check (issue 21's F1a), finding 1: the wait
 // matches a row ignoring case (sameUUID), so the check that a prepared row
 // was not sent already must too. A prepare answering a confirmed row's id
@@ -24,25 +38,13 @@ func TestPreparedRowSentAlreadyInOtherCapitals(t *testing.T) {
 	confirmed := func(id string) Transaction {
 		return Transaction{ID: id, PaymentID: artPayment, Operation: OpCapture, Status: TxConfirmed, TransactionHash: &hash}
 	}
-	refused := func(t *testing.T, g *artGateway, err error, submits int) {
-		t.Helper()
-		var fe *FlowError
-		var ae *ArtifactError
-		require.ErrorAs(t, err, &fe)
-		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, StepVerify, fe.Step)
-		assert.Equal(t, "id", ae.Field)
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		assert.Len(t, g.submits, submits, "nothing more submitted")
-	}
 	t.Run("on the payment the flow reads", func(t *testing.T) {
 		t.Parallel()
 		g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 		g.payment.Transactions = []Transaction{confirmed("TX-CAPTURE-1")} // the next prepare names tx-capture-1
 		c := g.client(g.payee)
 		_, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
-		refused(t, g, err, 0)
+		requireRowRefused(t, g, err, 0)
 	})
 	t.Run("on the payment the client holds from a wait", func(t *testing.T) {
 		t.Parallel()
@@ -54,7 +56,7 @@ func TestPreparedRowSentAlreadyInOtherCapitals(t *testing.T) {
 		require.NoError(t, err)
 		reads, _ := g.counts()
 		_, err = c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
-		refused(t, g, err, 1)
+		requireRowRefused(t, g, err, 1)
 		again, _ := g.counts()
 		assert.Equal(t, reads, again, "refused from what the client holds, with no read")
 	})
@@ -163,16 +165,8 @@ func TestPreparedRowSentByThisClientIsRefused(t *testing.T) {
 	}
 	refused := func(t *testing.T, g *artGateway, err error) {
 		t.Helper()
-		var fe *FlowError
-		var ae *ArtifactError
-		require.ErrorAs(t, err, &fe)
-		require.ErrorAs(t, err, &ae)
-		assert.Equal(t, StepVerify, fe.Step)
-		assert.Equal(t, "id", ae.Field)
+		requireRowRefused(t, g, err, 1) // only the first capture
 		assert.Contains(t, err.Error(), "tx-capture-1")
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		assert.Len(t, g.submits, 1, "only the first capture submitted")
 	}
 	t.Run("after a refusal, on a flow that reads", func(t *testing.T) {
 		t.Parallel()
@@ -267,13 +261,7 @@ func TestPreparedRowIDTooLong(t *testing.T) {
 	g.mu.Unlock()
 	c := g.client(g.payee)
 	_, err := c.Payments.Capture(context.Background(), artPayment, PaymentCaptureParams{Amount: "1.00"})
-	var fe *FlowError
-	var ae *ArtifactError
-	require.ErrorAs(t, err, &fe)
-	require.ErrorAs(t, err, &ae)
-	assert.Equal(t, StepVerify, fe.Step)
-	assert.Equal(t, "id", ae.Field)
-	assert.Empty(t, g.submitted(), "nothing submitted")
+	requireRowRefused(t, g, err, 0)
 
 	g.mu.Lock()
 	g.prepared = map[string]string{"capture": strings.Repeat("a", maxRowID)}
