@@ -65,6 +65,9 @@ type artGateway struct {
 	// submit answers with: each prepare records a new row, as the
 	// gateway's do (a pending one handed back keeps its id).
 	prepared map[string]string
+	// otherNames, when set, serves the payment by its rail0_id and its
+	// UUID in capitals too, as the gateway does; by its UUID only when not.
+	otherNames bool
 	// decimals is what GET /tokens lists for the token and what the
 	// gateway scales human amounts with; zero means the token's real 6.
 	decimals int64
@@ -191,6 +194,14 @@ func (g *artGateway) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	path := strings.TrimPrefix(r.URL.Path, "/")
+	g.mu.Lock()
+	otherNames := g.otherNames
+	g.mu.Unlock()
+	for _, name := range []string{verifytest.Rail0ID.String(), strings.ToUpper(artPayment)} {
+		if rest, ok := strings.CutPrefix(path, "payments/"+name); ok && otherNames {
+			path = "payments/" + artPayment + rest
+		}
+	}
 	if path == "blockchains" || path == "tokens" {
 		g.mu.Lock()
 		g.catalogReads++

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
@@ -216,6 +215,12 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if prep.UnsignedTransaction == nil || *prep.UnsignedTransaction == "" {
 		return nil, f.fail(StepPrepare, ErrNoUnsignedTransaction)
 	}
+	if len(prep.ID) > maxRowID {
+		// The contract's ids are UUIDs; the client keeps the ids it sends
+		// (knownPayments.sent), and keeps none this long.
+		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
+			Reason: fmt.Sprintf("is %d bytes long, longer than a transaction id (a UUID) can be", len(prep.ID))})
+	}
 	art := func(field, expected, got string) error {
 		return f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: field, Expected: expected, Got: got})
 	}
@@ -225,13 +230,12 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if prep.PaymentID != "" && prep.PaymentID != f.paymentID {
 		return nil, art("payment_id", f.paymentID, prep.PaymentID)
 	}
-	// A row the payment shows sent (confirmed, failed, carrying a hash) is
-	// not this step's: its submit's answer would name it, its wait would
-	// find it settled, and the caller would take an old step for this one.
-	if i := slices.IndexFunc(f.payment.Transactions, func(tx Transaction) bool { return tx.ID == prep.ID }); i >= 0 && wasSent(&f.payment.Transactions[i]) {
+	// A row sent already (confirmed, failed, carrying a hash) is not this
+	// step's: its submit's answer would name it, its wait would find it
+	// settled, and the caller would take an old step for this one.
+	if why := f.sentAlready(prep.ID); why != "" {
 		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
-			Reason: fmt.Sprintf("names transaction %s, %s on the payment already: a prepare answers with a new row, or the pending one not yet sent",
-				clip(oneLine(prep.ID)), clip(oneLine(string(f.payment.Transactions[i].Status))))})
+			Reason: fmt.Sprintf("names transaction %s, %s: a prepare answers with a new row, or the pending one not yet sent", clip(oneLine(prep.ID)), why)})
 	}
 	if in.Amount != "" && prep.Amount != nil && *prep.Amount != in.Amount {
 		// A pending transaction prepared earlier for another amount is
@@ -252,6 +256,22 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 		return nil, f.fail(StepSubmit, err)
 	}
 	f.s.client.known.stepped(f.id, f.op, in.Amount)
-	f.s.client.known.sent(f.id, prep.ID)
+	f.s.client.known.sent(f.paymentID, prep.ID)
 	return sent, nil
+}
+
+// sentAlready reports why the row id, a prepare's answer, was sent already:
+// the payment the flow bound (its read, or the rows the client holds) shows
+// it sent, or this client sent it; "" when neither. Ids match ignoring
+// case, as the wait matches them (sameUUID).
+func (f *flow) sentAlready(id string) string {
+	for i := range f.payment.Transactions {
+		if tx := &f.payment.Transactions[i]; sameUUID(id, tx.ID) && wasSent(tx) {
+			return clip(oneLine(string(tx.Status))) + " on the payment already"
+		}
+	}
+	if f.s.client.known.sentBy(f.paymentID, id) {
+		return "sent by this client already"
+	}
+	return ""
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"math/big"
 	"slices"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
@@ -34,9 +37,10 @@ const maxKnown = 1024
 type knownPayment struct {
 	// payment is the checked record without what changes (its signing
 	// payload, its metadata): the fields a binding compares. Of its
-	// transactions it keeps only the rows seen sent (see spentRows): a row
-	// once sent stays so, and a prepare that hands one back is refused
-	// (flow.prepareSignSubmit).
+	// transactions it keeps only the rows reads showed sent (see
+	// spentRows): a row once sent stays so, and a prepare that hands one
+	// back is refused (flow.sentAlready). They came from answers, any of
+	// which may have lied, so they go with the entry when it is forgotten.
 	payment *PaymentDetail
 	// terms are its terms as checked with the client's pins, Refundable the
 	// balance as last read or as this client's own steps moved it.
@@ -48,6 +52,12 @@ type knownPayment struct {
 // name.
 type knownPayments struct {
 	recent[knownPayment]
+	// own maps a payment's UUID (foldID) to the ids of the rows this client
+	// sent on it, oldest first, at most maxSpentRows: what the client did
+	// itself is no answer's claim, so it is kept apart from what reads
+	// showed, is found whatever name a flow gives the payment, and is not
+	// forgotten with the entry when a flow refuses what it was prepared.
+	own recent[[]string]
 }
 
 // remember keeps p, named id, whose terms t were checked with the client's
@@ -55,47 +65,110 @@ type knownPayments struct {
 func (k *knownPayments) remember(id string, p *PaymentDetail, t *verify.Terms) {
 	kept := &PaymentDetail{Payment: p.Payment, ChainID: p.ChainID, Rail0Contract: p.Rail0Contract}
 	kept.Metadata, kept.Description, kept.LastErrorCode, kept.LastErrorMessage = nil, nil, nil, nil
-	var earlier []Transaction
-	if kp, ok := k.get(id); ok {
-		earlier = kp.payment.Transactions
-	}
-	kept.Transactions = spentRows(earlier, p.Transactions)
 	terms := *t
-	k.put(maxKnown, id, knownPayment{payment: kept, terms: &terms})
-}
-
-// sent records that this client sent the prepared row txID of the payment
-// named id, so that a later prepare handing it back is refused even before
-// a read shows it sent.
-func (k *knownPayments) sent(id, txID string) {
-	k.modify(id, func(kp *knownPayment) {
-		p := *kp.payment // a copy: flows may be reading the one kept
-		p.Transactions = spentRows(p.Transactions, []Transaction{{ID: txID, Status: TxSubmitted}})
-		kp.payment = &p
+	// The rows kept before are merged under the lock that stores the
+	// result, so that no concurrent remember is lost between.
+	k.merge(maxKnown, id, func(earlier knownPayment, ok bool) knownPayment {
+		var rows []Transaction
+		if ok {
+			rows = earlier.payment.Transactions
+		}
+		kept.Transactions = spentRows(rows, p.Transactions)
+		return knownPayment{payment: kept, terms: &terms}
 	})
 }
 
-// maxSpentRows bounds the rows a client keeps per payment (spentRows); a
-// payment has a handful, so only a gateway inventing rows reaches it, and
-// the oldest go first.
+// sent records that this client sent the prepared row txID of the payment
+// whose UUID is paymentID, so that a later prepare handing it back is
+// refused whatever a read shows, under whatever name the payment is given.
+// The oldest of more than maxSpentRows go first.
+func (k *knownPayments) sent(paymentID, txID string) {
+	k.own.merge(maxKnown, foldID(paymentID), func(ids []string, _ bool) []string {
+		if slices.ContainsFunc(ids, func(id string) bool { return sameUUID(txID, id) }) {
+			return ids
+		}
+		ids = ids[max(0, len(ids)+1-maxSpentRows):]
+		return append(slices.Clip(ids), txID) // a new array: sentBy may be reading the old
+	})
+}
+
+// sentBy reports whether this client sent the row txID of the payment
+// whose UUID is paymentID.
+func (k *knownPayments) sentBy(paymentID, txID string) bool {
+	ids, _ := k.own.get(foldID(paymentID))
+	return slices.ContainsFunc(ids, func(id string) bool { return sameUUID(txID, id) })
+}
+
+// maxSpentRows bounds the rows a client keeps per payment (spentRows) and
+// the ids it keeps of those it sent itself (ownRows); a payment has a
+// handful, so only a gateway inventing rows reaches it.
 const maxSpentRows = 256
 
-// spentRows returns the rows of kept, then those of read not among them,
+// maxRowID bounds the length of a transaction id the client keeps: the
+// contract's ids are UUIDs (36 bytes), and a longer one is not kept, so
+// that an answer cannot make the kept rows large.
+const maxRowID = 64
+
+// spentRows returns the rows of read, then those of kept not among them,
 // that a prepare may not hand out again (wasSent), each reduced to its id,
-// operation, status and hash, at most maxSpentRows of them.
+// operation, status and hash: at most maxSpentRows of them, none with an id
+// longer than maxRowID. Ids compare ignoring case (sameUUID), as the wait
+// matches them. It runs on every read by a client with a signer (each poll
+// of a wait), so its work is bounded by the rows it looks at, never their
+// square: an answer of half a million rows costs one pass over them.
 func spentRows(kept, read []Transaction) []Transaction {
-	out := slices.Clone(kept)
-	for i := range read {
-		tx := &read[i]
-		if !wasSent(tx) || slices.ContainsFunc(out, func(k Transaction) bool { return k.ID == tx.ID }) {
-			continue
+	out := make([]Transaction, 0, min(len(kept)+len(read), maxSpentRows))
+	seen := make(map[string]struct{}, cap(out))
+	add := func(tx *Transaction) bool {
+		if len(out) == maxSpentRows {
+			return false
 		}
+		if len(tx.ID) > maxRowID || !wasSent(tx) {
+			return true
+		}
+		key := foldID(tx.ID)
+		if _, dup := seen[key]; dup {
+			return true
+		}
+		seen[key] = struct{}{}
 		out = append(out, Transaction{ID: tx.ID, Operation: tx.Operation, Status: tx.Status, TransactionHash: tx.TransactionHash})
+		return true
 	}
-	if len(out) > maxSpentRows {
-		out = slices.Clone(out[len(out)-maxSpentRows:])
+	for i := range read {
+		if !add(&read[i]) {
+			return out
+		}
+	}
+	for i := range kept {
+		if !add(&kept[i]) {
+			break
+		}
 	}
 	return out
+}
+
+// foldID returns id with each letter replaced by one chosen of the letters
+// it equals ignoring case (the lower-case one for ASCII): two ids get the
+// same foldID exactly when sameUUID says they name one row, so a map keyed
+// by it finds what sameUUID would. A lower-case UUID comes back as it is,
+// with no copy.
+func foldID(id string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			return r + 'a' - 'A'
+		case r < utf8.RuneSelf:
+			return r
+		}
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		if 'A' <= least && least <= 'Z' {
+			least += 'a' - 'A' // K (Kelvin) as k, ſ as s
+		}
+		return least
+	}, id)
 }
 
 // wasSent reports whether tx was sent: it carries a hash, or is no longer
@@ -184,7 +257,7 @@ func (f *flow) terms(ctx context.Context) (t *verify.Terms, tr *verify.Trust, kn
 // flow, acting on them, refused what the gateway prepared: terms that never
 // change cannot be stale, so either the gateway is lying now or an earlier
 // read of this name was; the next flow reads the payment again and binds
-// it afresh, and err stands.
+// it afresh, and err stands. The rows this client sent stay (own).
 func (f *flow) forgetOnRefusal(known bool, err error) error {
 	var fe *FlowError
 	if known && errors.As(err, &fe) && fe.Step == StepVerify {
@@ -204,19 +277,28 @@ type recent[V any] struct {
 
 // put stores v under key, forgetting the oldest entry when limit are kept.
 func (r *recent[V]) put(limit int, key string, v V) {
+	r.merge(limit, key, func(V, bool) V { return v })
+}
+
+// merge stores change(old, ok) under key, old the value kept there (ok when
+// there is one), all under one hold of the lock: two merges of one key
+// each see the other's result. It forgets the oldest entry when limit are
+// kept and key is new.
+func (r *recent[V]) merge(limit int, key string, change func(old V, ok bool) V) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
 		r.m = map[string]V{}
 	}
-	if _, ok := r.m[key]; !ok {
+	old, ok := r.m[key]
+	if !ok {
 		if len(r.order) >= limit {
 			delete(r.m, r.order[0])
 			r.order = r.order[1:]
 		}
 		r.order = append(r.order, key)
 	}
-	r.m[key] = v
+	r.m[key] = change(old, ok)
 }
 
 func (r *recent[V]) get(key string) (V, bool) {

@@ -92,7 +92,10 @@ func (r preparedRow) same(want, got string) bool {
 // sameUUID reports whether typed, a UUID the caller gave, names the
 // gateway's id: UUIDs compare ignoring case (RFC 9562), so a caller who
 // writes one in capitals is not refused the gateway's own answer. Ids
-// that come from the gateway are compared with what it later says exactly.
+// that come from the gateway are compared with its answer to the submit
+// exactly; a payment's rows are matched to an id with sameUUID, by the
+// wait and by the check that a prepared row was not sent already, so that
+// no row passes one and is found by the other.
 func sameUUID(typed, id string) bool { return strings.EqualFold(typed, id) }
 
 // notTheTransaction reports why tx, the decoded 2xx answer to a submit of

@@ -220,8 +220,10 @@ func TestNotTheResource(t *testing.T) {
 		{"another transaction of the step, no hash", Transaction{ID: "t2", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1", false}},
 		{"another transaction of the step, the hash sent", Transaction{ID: "t2", Operation: OpCapture, TransactionHash: str(hash.String())}, false, preparedRow{"t1", "", false}},
 		// Ids the caller typed compare ignoring case; the gateway's own
-		// (a flow's Prepare and read) exactly, as the flow's wait compares
-		// the row the answer names.
+		// (a flow's Prepare and read) exactly, since its answer repeats
+		// what it said. The wait and the sent-row check match a payment's
+		// rows ignoring case (sameUUID), and so must not be passed an id
+		// that differs only in capitals from another row's.
 		{"the prepared ids typed in capitals", Transaction{ID: "t1", PaymentID: "p1", Operation: OpCapture}, true, preparedRow{"T1", "P1", true}},
 		{"the typed ids answered in capitals", Transaction{ID: "T1", PaymentID: "P1", Operation: OpCapture}, true, preparedRow{"t1", "p1", true}},
 		{"the gateway's prepared id answered in capitals", Transaction{ID: "T1", PaymentID: "p1", Operation: OpCapture}, false, preparedRow{"t1", "p1", false}},

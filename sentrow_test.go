@@ -42,22 +42,13 @@ func TestPreparedRowSentAlreadyIsRefused(t *testing.T) {
 			g.payment.Transactions = []Transaction{row}
 			c := g.client(g.payee)
 			_, err := c.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
-			g.mu.Lock()
-			submits := len(g.submits)
-			g.mu.Unlock()
 			if tc.ok {
 				require.NoError(t, err)
-				assert.Equal(t, 1, submits)
+				assert.Len(t, g.submitted(), 1)
 				return
 			}
-			var fe *FlowError
-			var ae *ArtifactError
-			require.ErrorAs(t, err, &fe)
-			require.ErrorAs(t, err, &ae)
-			assert.Equal(t, StepVerify, fe.Step)
-			assert.Equal(t, "id", ae.Field)
+			requireRowRefused(t, g, err, 0)
 			assert.Contains(t, err.Error(), "tx-capture-1")
-			assert.Equal(t, 0, submits, "nothing submitted")
 		})
 	}
 	t.Run("the client's own earlier step, handed back with no read", func(t *testing.T) {

@@ -133,10 +133,11 @@ func (e escrow) confirmed(t *testing.T, id string, tx *rail0.Transaction) {
 	if e.clock != nil {
 		e.clock.Advance(time.Minute)
 	}
-	poll := rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond}
-	if tx.TransactionHash != nil {
-		poll.TransactionHash = *tx.TransactionHash // as README waits
+	if tx.TransactionHash == nil || *tx.TransactionHash == "" {
+		t.Fatalf("transaction %s came back without the hash sent: a flow's answer carries it", tx.ID)
 	}
+	poll := rail0.PaymentWaitForTransactionParams{PollInterval: 200 * time.Millisecond, MaxPollInterval: 200 * time.Millisecond,
+		TransactionHash: *tx.TransactionHash} // as README waits
 	if _, err := e.merchant.Payments.WaitForTransaction(context.Background(), id, tx.ID, poll); err != nil {
 		t.Fatal(err)
 	}
