@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -118,24 +117,16 @@ func (f tailFleet) run(do func(process, call int) error) (time.Duration, []time.
 	var errs []error
 	var wg sync.WaitGroup
 	for i := range f.processes {
-		calls := f.share(f.calls, i)
-		var next atomic.Int64
-		for range max(f.share(f.workers, i), 1) {
-			wg.Go(func() {
-				for {
-					n := int(next.Add(1)) - 1
-					if n >= calls {
-						return
-					}
-					t0 := time.Now()
-					err := do(i, n)
-					mu.Lock()
-					lat = append(lat, time.Since(t0))
-					errs = append(errs, err)
-					mu.Unlock()
-				}
+		wg.Go(func() {
+			eachCall(max(f.share(f.workers, i), 1), f.share(f.calls, i), func(n int) {
+				t0 := time.Now()
+				err := do(i, n)
+				mu.Lock()
+				lat = append(lat, time.Since(t0))
+				errs = append(errs, err)
+				mu.Unlock()
 			})
-		}
+		})
 	}
 	wg.Wait()
 	return time.Since(start), lat, errs

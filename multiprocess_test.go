@@ -98,22 +98,14 @@ func (f fleet) runRetryablehttp(t *testing.T) time.Duration {
 		rc := retryablehttp.NewClient()
 		rc.Logger = nil
 		rc.HTTPClient = pipeClient(t, f.handler())
-		calls := f.share(f.calls, i)
-		var next atomic.Int64
-		for range max(f.share(f.workers, i), 1) {
-			wg.Go(func() {
-				for {
-					n := int(next.Add(1)) - 1
-					if n >= calls {
-						return
-					}
-					resp, err := rc.Get(fmt.Sprintf("http://gateway.test/payments/r%d-%03d", i, n))
-					if err == nil {
-						resp.Body.Close()
-					}
+		wg.Go(func() {
+			eachCall(max(f.share(f.workers, i), 1), f.share(f.calls, i), func(n int) {
+				resp, err := rc.Get(fmt.Sprintf("http://gateway.test/payments/r%d-%03d", i, n))
+				if err == nil {
+					resp.Body.Close()
 				}
 			})
-		}
+		})
 	}
 	wg.Wait()
 	return time.Since(start)

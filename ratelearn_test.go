@@ -138,22 +138,31 @@ func runCalls(c *Client, workers, calls int) []error {
 
 // runCallsNamed is runCalls with the payment ids prefixed by prefix.
 func runCallsNamed(c *Client, prefix string, workers, calls int) []error {
-	var next atomic.Int64
 	errs := make([]error, calls)
+	eachCall(workers, calls, func(i int) {
+		_, errs[i] = c.Payments.Get(context.Background(), fmt.Sprintf("%s%03d", prefix, i))
+	})
+	return errs
+}
+
+// eachCall runs do for the calls 0 to calls-1 on workers goroutines, each
+// taking the next call as it finishes one, and returns when all are done:
+// the worker pool of every multi-process scenario.
+func eachCall(workers, calls int, do func(call int)) {
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= calls {
+				n := int(next.Add(1)) - 1
+				if n >= calls {
 					return
 				}
-				_, errs[i] = c.Payments.Get(context.Background(), fmt.Sprintf("%s%03d", prefix, i))
+				do(n)
 			}
 		})
 	}
 	wg.Wait()
-	return errs
 }
 
 // Issue 13, items 1, 2 and 5, with issue 21, item 1: with only
