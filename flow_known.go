@@ -117,6 +117,9 @@ const maxRowID = 64
 // of a wait), so its work is bounded by the rows it looks at, never their
 // square: an answer of half a million rows costs one pass over them.
 func spentRows(kept, read []Transaction) []Transaction {
+	if len(kept) == 0 && !slices.ContainsFunc(read, func(tx Transaction) bool { return wasSent(&tx) }) {
+		return nil // the common poll: nothing sent yet, nothing to keep
+	}
 	out := make([]Transaction, 0, min(len(kept)+len(read), maxSpentRows))
 	seen := make(map[string]struct{}, cap(out))
 	add := func(tx *Transaction) bool {

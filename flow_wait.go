@@ -256,12 +256,10 @@ func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 // transaction, however its id reads, and a confirmed row without a hash
 // proves nothing about what was sent; neither changes with more polls.
 func notSentAs(tx *Transaction, hash verify.Word) string {
-	switch {
-	case tx.TransactionHash != nil && *tx.TransactionHash != "":
-		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
-			return fmt.Sprintf("carries transaction_hash %q, not %s, the hash sent", clip(oneLine(*tx.TransactionHash)), hash)
-		}
-	case tx.Status == TxConfirmed:
+	if tx.TransactionHash != nil && *tx.TransactionHash != "" {
+		return wrongHash(tx, hash)
+	}
+	if tx.Status == TxConfirmed {
 		return fmt.Sprintf("is confirmed without a transaction_hash, not shown to be %s, the hash sent", hash)
 	}
 	return ""

@@ -123,18 +123,23 @@ func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared
 		return fmt.Sprintf("is transaction %q, not %s, the one prepared", clip(oneLine(tx.ID)), clip(oneLine(prepared.id)))
 	case prepared.paymentID != "" && tx.PaymentID != "" && !prepared.same(prepared.paymentID, tx.PaymentID):
 		return fmt.Sprintf("is a transaction of payment %q, not %s", clip(oneLine(tx.PaymentID)), clip(oneLine(prepared.paymentID)))
-	case tx.TransactionHash != nil && *tx.TransactionHash != "":
-		if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
-			return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)
-		}
+	}
+	return wrongHash(tx, hash)
+}
+
+// wrongHash reports why tx does not carry hash, the hash of the
+// transaction sent; "" when it carries it or no hash yet. A hash that is
+// there must be that one: the answer or the row is about that transaction.
+func wrongHash(tx *Transaction, hash verify.Word) string {
+	if tx.TransactionHash == nil || *tx.TransactionHash == "" {
+		return ""
+	}
+	if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
+		return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)
 	}
 	return ""
 }
 
-// notThePayment reports why p, the decoded 2xx answer to a payment's
-// creation, is not the PaymentDetail the operation promises; "" when it is
-// one: it must carry the payment's id and its rail0_id (0x + 64 hex), which
-// the gateway assigns when it creates the payment.
 // notASession is the identify check of POST /auth: a 2xx without a token
 // or an expiry (a proxy's {} or message) is no session. Taken as one, the
 // token source would find it never fresh and have the signer sign a new
@@ -149,6 +154,10 @@ func notASession(s *Session) string {
 	return ""
 }
 
+// notThePayment reports why p, the decoded 2xx answer to a payment's
+// creation, is not the PaymentDetail the operation promises; "" when it is
+// one: it must carry the payment's id and its rail0_id (0x + 64 hex), which
+// the gateway assigns when it creates the payment.
 func notThePayment(p *PaymentDetail) string {
 	if p.ID == "" {
 		return "carries no payment id"
