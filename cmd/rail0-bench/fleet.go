@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -147,7 +148,7 @@ func runFleet(ctx context.Context, o options, key string, processes, workers int
 			return r, err
 		}
 		defer c.close()
-		f.redis, f.cluster, f.prefix = joinAddrs(c.addrs), true, newPrefix()
+		f.redis, f.cluster, f.prefix = strings.Join(c.addrs, ","), true, newPrefix()
 		i, err := c.owner(ctx, f.prefix+"{public}:state")
 		if err != nil {
 			return r, err
@@ -203,18 +204,6 @@ func (o options) childLead() time.Duration {
 // newPrefix is a redislimit key prefix of the bench's own for one run.
 func newPrefix() string {
 	return fmt.Sprintf("rail0:bench:%d-%d:", os.Getpid(), time.Now().UnixNano())
-}
-
-// joinAddrs is the -redis flag for a cluster's nodes.
-func joinAddrs(addrs []string) string {
-	b := []byte{}
-	for i, a := range addrs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, a...)
-	}
-	return string(b)
 }
 
 // runChild is one client process: it builds its strategy's client, waits

@@ -247,7 +247,7 @@ func applies(key, g string, processes int) bool {
 	case processes == 1:
 		return g != "short" || key != "pacing"
 	default:
-		return !s.alone && (g == "external" || g == "rackattack")
+		return !s.alone && survives(g)
 	}
 }
 
