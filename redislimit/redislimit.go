@@ -275,20 +275,10 @@ func (l *Limiter) check(partition string) {
 	defer l.inflight.Done()
 	err := errNilClient
 	if l.rdb != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
 		state, _ := l.keys(partition)
-		done := make(chan error, 1)
-		l.inflight.Add(1)
-		go func() {
-			defer l.inflight.Done()
-			done <- l.rdb.Exists(ctx, state).Err()
-		}()
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		cancel()
+		err = l.within(context.Background(), func(ctx context.Context) error {
+			return l.rdb.Exists(ctx, state).Err()
+		})
 	}
 	if err != nil {
 		l.failed()
@@ -298,6 +288,28 @@ func (l *Limiter) check(partition string) {
 	l.mu.Lock()
 	l.checking = false
 	l.mu.Unlock()
+}
+
+// within runs do within ctx and the Limiter's timeout, on its own
+// goroutine, so that a Redis client that ignores context deadlines
+// (go-redis does unless ContextTimeoutEnabled is set) cannot hold the
+// caller past the bound: do finishes in the background, and its error is
+// the deadline's when the bound came first.
+func (l *Limiter) within(ctx context.Context, do func(context.Context) error) error {
+	bctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	l.inflight.Add(1)
+	go func() {
+		defer l.inflight.Done()
+		done <- do(bctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-bctx.Done():
+		return bctx.Err()
+	}
 }
 
 // failed starts or lengthens the failure backoff.
@@ -343,26 +355,12 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < minStall {
 		fair = false
 	}
-	bctx, cancel := context.WithTimeout(ctx, l.timeout)
-	defer cancel()
-	type result struct {
-		v   []int64
-		err error
-	}
-	done := make(chan result, 1)
-	l.inflight.Add(1)
-	go func() {
-		defer l.inflight.Done()
-		v, err := script.Run(bctx, l.rdb, keys, args...).Int64Slice()
-		done <- result{v, err}
-	}()
-	var r result
-	select {
-	case r = <-done:
-	case <-bctx.Done():
-		r.err = bctx.Err()
-	}
-	if r.err != nil {
+	var v []int64
+	err := l.within(ctx, func(bctx context.Context) (err error) {
+		v, err = script.Run(bctx, l.rdb, keys, args...).Int64Slice()
+		return err
+	})
+	if err != nil {
 		if ctx.Err() == nil || (!errors.Is(ctx.Err(), context.Canceled) && fair) {
 			// An error, or no answer within the Limiter's timeout or
 			// within a caller's deadline that left the store a fair
@@ -371,10 +369,10 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 			// few microseconds), says nothing about the store.
 			l.failed()
 		}
-		return fail(r.err)
+		return fail(err)
 	}
 	l.recovered()
-	return r.v, nil
+	return v, nil
 }
 
 // Reserve implements ratelimit.Limiter.
