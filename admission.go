@@ -53,6 +53,16 @@ func (c *Client) margin(b Budget) time.Duration {
 	return c.delays.margin(b.Period)
 }
 
+// timing is a reservation's margin (see margin) and step, the median round
+// trip (see delayLog.timing), read from the round trips once.
+func (c *Client) timing(b Budget) (margin, step time.Duration) {
+	margin, step = c.delays.timing(b.Period)
+	if c.pacing.Margin > 0 {
+		margin = c.pacing.Margin
+	}
+	return margin, step
+}
+
 // bounded returns ctx bounded by room, what the call can still spend on rate
 // limiting (at least a millisecond, so that a limiter in memory still
 // answers): a stalled shared store must not hold the call longer.
@@ -78,8 +88,8 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 	for {
 		now := c.now()
 		room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, now)), 0)
-		r.Margin, r.MaxWait = c.margin(inForce(b, st.turn.budget)), room
-		r.Step = c.delays.median()
+		r.Margin, r.Step = c.timing(inForce(b, st.turn.budget))
+		r.MaxWait = room
 		// Read before the limiter decides: news that arrives after it
 		// did makes the slot confirmed again.
 		gen := c.limitGen.Load()
@@ -145,7 +155,8 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		Margin: c.margin(inForce(b, st.turn.budget)), Step: c.delays.median(), MaxWait: room, After: wait, Clamped: st.clamped}
+		MaxWait: room, After: wait, Clamped: st.clamped}
+	r.Margin, r.Step = c.timing(inForce(b, st.turn.budget))
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)
 	cancel()

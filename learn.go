@@ -58,24 +58,25 @@ func (d *delayLog) add(rtt time.Duration) {
 	d.mu.Unlock()
 }
 
-// median returns the median of the recorded round trips (the upper one of
-// an even count), zero when none. It paces the rounds of probes beyond a
-// learned budget after the first (Reservation.Step): the longest round
-// trip, which the margin is, grows with a heavy tail that the typical
-// round trip of a probe round does not have. It sorts a copy on the stack:
-// it runs once per admission.
-func (d *delayLog) median() time.Duration {
+// timing returns, from one copy of the recorded round trips, the margin
+// (marginFrom, the longest) and the median (the upper one of an even count;
+// zero when none). The median paces the rounds of probes beyond a learned
+// budget after the first (Reservation.Step): the longest round trip, which
+// the margin is, grows with a heavy tail that the typical round trip of a
+// probe round does not have. It sorts a copy on the stack, once per
+// admission, and takes the lock once for both.
+func (d *delayLog) timing(period time.Duration) (margin, median time.Duration) {
 	var ring [len(d.ring)]time.Duration
 	d.mu.Lock()
 	n := min(d.n, len(d.ring))
 	copy(ring[:], d.ring[:n])
 	d.mu.Unlock()
-	if n == 0 {
-		return 0
-	}
 	rtts := ring[:n]
 	slices.Sort(rtts)
-	return rtts[n/2]
+	if n > 0 {
+		median = rtts[n/2]
+	}
+	return marginFrom(rtts, period), median
 }
 
 // margin returns marginFrom over the recorded round trips.
