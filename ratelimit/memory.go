@@ -651,10 +651,7 @@ func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool)
 	case k*w.period < w.from:
 		t = max(last+w.step, w.clean+w.step)
 	case probes > 0:
-		pace := w.pace
-		if pace <= 0 {
-			pace = w.step
-		}
+		pace := w.pace  // at least a millisecond (probeWindows)
 		first := w.step // the first round's step
 		unit := 1       // the rounds after the opening one are multiples of its size
 		if !w.ahead {

@@ -335,6 +335,7 @@ func TestProbeAt(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms) // allowance 20 ms
 	w.step, w.from, w.clean, w.ceiling = int64(5*ms), ns(20*s), ns(10*s+300*ms), 4
+	w.pace = w.step // unpaced: probeWindows sets the pace to the step
 	tests := []struct {
 		name  string
 		log   []time.Duration // after epoch
@@ -453,6 +454,7 @@ func TestProbeRounds(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
 	w.step, w.from, w.ceiling = int64(5*ms), ns(20*s), math.MaxInt
+	w.pace = w.step // unpaced: probeWindows sets the pace to the step
 	open := 20*s + 20*ms
 	tests := []probeRow{
 		{"the first probe: at the opening", []time.Duration{open, open}, open},
@@ -532,6 +534,7 @@ func TestProbesGoAheadOfHeldRetries(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	w := windowsOf(Budget{Limit: 2, Period: 10 * s}, 5*ms)
 	w.step, w.from, w.ceiling = int64(5*ms), ns(20*s), math.MaxInt
+	w.pace = w.step // unpaced: probeWindows sets the pace to the step
 	open := 30*s + 20*ms
 	for _, tt := range []struct {
 		name  string

@@ -647,8 +647,7 @@ local function probeAt(xs, w, k, n, til)
     -- opening (alone, two paces, at most the step), the others a pace
     -- apart; sharing, an opening round of up to the share, and rounds
     -- multiples of its size (see probeAt in package ratelimit).
-    local pace = w.pace
-    if pace <= 0 then pace = w.step end
+    local pace = w.pace -- at least a millisecond (probeWindows)
     local firstStep, unit, opening = w.step, 1, false
     if not w.ahead then firstStep = math.min(2 * pace, w.step) end
     if w.burst then
