@@ -4,11 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
+	"testing"
 
 	rail0 "github.com/rail0/rail0-go"
 )
@@ -294,4 +302,346 @@ func ExampleClient_Raw() {
 	fmt.Println(resp.StatusCode, resp.Call.Route, receipt.URL)
 	// Output:
 	// 200 /payments/0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b/receipt https://receipts.example/1042.pdf
+}
+
+// localChecks are the service methods that send nothing: they take what
+// they check (the payment, the caller's intent and the artifact) and return
+// what they checked, which no call's metadata goes with.
+var localChecks = map[string]bool{
+	"PaymentsService.VerifyPayload":     true,
+	"PaymentsService.VerifyTransaction": true,
+}
+
+// sourceDecls parses the package's own source files (not its tests).
+func sourceDecls(t *testing.T) (funcs []*ast.FuncDecl, types map[string]*ast.TypeSpec) {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	types = map[string]*ast.TypeSpec{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				funcs = append(funcs, d)
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					if ts, ok := s.(*ast.TypeSpec); ok {
+						types[ts.Name.Name] = ts
+					}
+				}
+			}
+		}
+	}
+	return funcs, types
+}
+
+// resourceOf names the resource of a service type, the prefix of its
+// params types: PaymentsService is Payment, AnalyticsService Analytics.
+func resourceOf(service string) string {
+	r := strings.TrimSuffix(service, "Service")
+	switch r {
+	case "Analytics", "Auth", "Health", "Discovery":
+		return r
+	}
+	return strings.TrimSuffix(r, "s")
+}
+
+// paramsName is the name the rule gives the params of method on service: an
+// iterator (All…) takes the params of its page-level call (List…).
+func paramsName(service, method string) string {
+	if rest, ok := strings.CutPrefix(method, "All"); ok {
+		method = "List" + rest
+	}
+	return resourceOf(service) + method + "Params"
+}
+
+// exprString prints a type expression as written.
+func exprString(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.StarExpr:
+		return "*" + exprString(e.X)
+	case *ast.SelectorExpr:
+		return exprString(e.X) + "." + e.Sel.Name
+	case *ast.IndexExpr:
+		return exprString(e.X) + "[" + exprString(e.Index) + "]"
+	case *ast.IndexListExpr:
+		var args []string
+		for _, a := range e.Indices {
+			args = append(args, exprString(a))
+		}
+		return exprString(e.X) + "[" + strings.Join(args, ", ") + "]"
+	case *ast.ArrayType:
+		return "[]" + exprString(e.Elt)
+	case *ast.Ellipsis:
+		return "..." + exprString(e.Elt)
+	case *ast.InterfaceType:
+		return "any"
+	}
+	return "?"
+}
+
+// carriesResponse reports whether the struct type name has its own
+// Response *Response field: the call's metadata, on the value it returns.
+func carriesResponse(types map[string]*ast.TypeSpec, name string) bool {
+	ts, ok := types[name]
+	if !ok {
+		return false
+	}
+	st, ok := ts.Type.(*ast.StructType)
+	if !ok {
+		return false
+	}
+	for _, f := range st.Fields.List {
+		for _, n := range f.Names {
+			if n.Name == "Response" && exprString(f.Type) == "*Response" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// The package doc's rule for call shapes, held against every method of
+// every service: ctx first; then the path's arguments (ids as strings, and
+// the step of the generic routes, an Operation op; WaitForTransaction's
+// transaction id counts as one); then, when the operation
+// takes anything else, one params value (never a pointer, never a variadic
+// tail of options) named <Resource><Method>Params (an All… iterator takes
+// its List…'s). A call returns a pointer to a struct that carries the call's
+// metadata in its Response field, a *Page[T] or *List[T], its bare
+// *Response when the answer has no body, or an iter.Seq2[T, error] for an
+// All… iterator, and an error. Every exported …Params type is some method's.
+func TestCallShapes(t *testing.T) {
+	funcs, types := sourceDecls(t)
+	used := map[string]bool{}
+	methods := 0
+	for _, fn := range funcs {
+		if fn.Recv == nil || !fn.Name.IsExported() {
+			continue
+		}
+		recv := strings.TrimPrefix(exprString(fn.Recv.List[0].Type), "*")
+		if !strings.HasSuffix(recv, "Service") {
+			continue
+		}
+		methods++
+		name := recv + "." + fn.Name.Name
+		var params, names []string
+		for _, f := range fn.Type.Params.List {
+			for i := range max(len(f.Names), 1) {
+				params = append(params, exprString(f.Type))
+				if i < len(f.Names) {
+					names = append(names, f.Names[i].Name)
+				} else {
+					names = append(names, "_")
+				}
+			}
+		}
+		var results []string
+		if fn.Type.Results != nil {
+			for _, f := range fn.Type.Results.List {
+				for range max(len(f.Names), 1) {
+					results = append(results, exprString(f.Type))
+				}
+			}
+		}
+		if localChecks[name] {
+			continue
+		}
+		if len(params) == 0 || params[0] != "context.Context" {
+			t.Errorf("%s: the first parameter must be ctx context.Context, got %v", name, params)
+			continue
+		}
+		// The path's arguments: ids (id, accountID, …) as strings, and
+		// the step of the generic routes (op). A string that is not an id
+		// is a value the body carries, which belongs in the params.
+		rest, restNames := params[1:], names[1:]
+		for len(rest) > 0 && (rest[0] == "string" && (restNames[0] == "id" || strings.HasSuffix(restNames[0], "ID")) ||
+			rest[0] == "Operation" && restNames[0] == "op") {
+			rest, restNames = rest[1:], restNames[1:]
+		}
+		switch {
+		case len(rest) == 0:
+		case len(rest) == 1 && rest[0] == paramsName(recv, fn.Name.Name):
+			used[rest[0]] = true
+		default:
+			t.Errorf("%s(%s): after ctx and the path's arguments, one params value %s", name, strings.Join(params, ", "), paramsName(recv, fn.Name.Name))
+		}
+		if strings.HasPrefix(fn.Name.Name, "All") {
+			if len(results) != 1 || !strings.HasPrefix(results[0], "iter.Seq2[") || !strings.HasSuffix(results[0], ", error]") {
+				t.Errorf("%s returns %v: an iterator is an iter.Seq2[T, error]", name, results)
+			}
+			continue
+		}
+		if len(results) != 2 || results[1] != "error" {
+			t.Errorf("%s returns %v: one result and an error", name, results)
+			continue
+		}
+		switch res := results[0]; {
+		case strings.HasPrefix(res, "*Page[") || strings.HasPrefix(res, "*List["), res == "*Response":
+		case strings.HasPrefix(res, "*") && carriesResponse(types, res[1:]):
+		default:
+			t.Errorf("%s returns %s: a pointer to a struct with a Response field, a *Page[T], a *List[T] or a *Response", name, results[0])
+		}
+	}
+	if methods < 60 {
+		t.Fatalf("found %d service methods: the source was not read", methods)
+	}
+	var orphans []string
+	for name := range types {
+		if ast.IsExported(name) && strings.HasSuffix(name, "Params") && !used[name] {
+			orphans = append(orphans, name)
+		}
+	}
+	sort.Strings(orphans)
+	if len(orphans) > 0 {
+		t.Errorf("params types no method takes (or named against the rule): %v", orphans)
+	}
+}
+
+// Module paths that only the integrations (modules of their own: rail0test,
+// rail0otel, redislimit, cmd/..., integration, examples) may need. None of
+// them may reach a program that imports only the SDK's own packages.
+var heavyModules = []string{
+	"github.com/ethereum/go-ethereum",
+	"go.opentelemetry.io/",
+	"github.com/redis/go-redis/",
+	"github.com/getkin/kin-openapi",
+	"gonum.org/",
+	"github.com/golang-jwt/",
+}
+
+func isHeavy(path string) bool {
+	for _, h := range heavyModules {
+		if strings.HasPrefix(path, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRootPackageImports pins the dependencies of the SDK's own packages:
+// the root package imports the standard library, go-retryablehttp,
+// internal/evm, internal/verify (the checks, on internal/evm, registry and
+// internal/strictjson, the key check webhook deliveries share),
+// internal/secret, registry and the rate-limit engine (package ratelimit,
+// with internal/limitclock, which lends its clock to redislimit's tests,
+// and internal/jitter, the draw rule it shares with the root and
+// redislimit), those last four on the standard library only; internal/evm and signing do
+// their Ethereum cryptography with decred's secp256k1 and x/crypto's Keccak.
+// None of these packages, nor any of their tests, imports go-ethereum or
+// another integration's dependency (OpenTelemetry is package rail0otel's,
+// go-ethereum the integration tests'), so that programs that only use the
+// SDK do not download them.
+func TestRootPackageImports(t *testing.T) {
+	const (
+		root      = "github.com/rail0/rail0-go"
+		evm       = root + "/internal/evm"
+		verify    = root + "/internal/verify"
+		strict    = root + "/internal/strictjson"
+		secret    = root + "/internal/secret"
+		ratelimit = root + "/ratelimit"
+		limclock  = root + "/internal/limitclock"
+		limrules  = root + "/internal/limitrules"
+		jitter    = root + "/internal/jitter"
+		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
+		ecdsa     = secp256k1 + "/ecdsa"
+		sha3      = "golang.org/x/crypto/sha3"
+	)
+	allow := func(paths ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, p := range paths {
+			m[p] = true
+		}
+		return m
+	}
+	for dir, allowed := range map[string]map[string]bool{
+		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit, jitter),
+		"internal/verify":     allow(evm, strict, root+"/registry"),
+		"internal/strictjson": allow(),
+		"internal/verifytest": allow(verify),
+		"webhook":             allow(root, secret, strict), // its types are the root package's
+		"internal/secret":     allow(),
+		"registry":            allow(),
+		"signing":             allow(root, evm, secp256k1, ecdsa),
+		"internal/evm":        allow(secp256k1, ecdsa, sha3),
+		"internal/evmtest":    allow(evm, secp256k1, ecdsa),
+		"ratelimit":           allow(limclock, limrules, jitter),
+		"internal/limitclock": allow(),
+		"internal/limitrules": allow(),
+		"internal/jitter":     allow(),
+	} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Fatalf("no Go files in %s", dir)
+		}
+		for _, f := range files {
+			test := strings.HasSuffix(f, "_test.go")
+			file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				if isHeavy(path) {
+					t.Errorf("%s imports %s, which only an integration's module may need", f, path)
+				}
+				if test {
+					continue
+				}
+				first := strings.Split(path, "/")[0]
+				if !strings.Contains(first, ".") || allowed[path] {
+					continue // standard library, or allowed
+				}
+				t.Errorf("%s imports %s", f, path)
+			}
+		}
+	}
+}
+
+// TestRootModuleRequiresNoIntegrationDependency reads go.mod: with module
+// graph pruning, what the root module requires is what a user's
+// `go list -m all` names besides the SDK, so the integrations' dependencies
+// must be required by their own modules' go.mod files instead. .ci/rootcost
+// checks the same on a real user module.
+func TestRootModuleRequiresNoIntegrationDependency(t *testing.T) {
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inBlock := false
+	for _, line := range strings.Split(string(gomod), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+			continue
+		case fields[0] == "require" && len(fields) > 1 && fields[1] == "(":
+			inBlock = true
+			continue
+		case inBlock && fields[0] == ")":
+			inBlock = false
+			continue
+		case fields[0] == "require" && len(fields) > 1:
+			fields = fields[1:]
+		case !inBlock:
+			continue
+		}
+		if isHeavy(fields[0]) {
+			t.Errorf("go.mod requires %s; only an integration's own module may", fields[0])
+		}
+	}
 }

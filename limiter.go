@@ -3,28 +3,20 @@ package rail0
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/rail0/rail0-go/ratelimit"
 )
 
-// This file connects a call to the client's Limiter: takeTurn waits for the
-// call's slot before each attempt, observe tells the limiter what each
-// answer said, and distrust carries a short Retry-After's lesson into the
-// retry decision.
+// This file is a call's admission by the client's Limiter: takeTurn waits
+// for the call's slot before each attempt, holdRetrySlot keeps a 429's
+// retry its place, and release gives back a slot the call will not use.
+// What each answer tells the limiter is limiter_feedback.go's; the pacing
+// margin, limiter_margin.go's.
 
 // releaseTimeout bounds giving a slot back after the caller gave up: the
 // caller's own context is over by then.
 const releaseTimeout = 100 * time.Millisecond
-
-// closureMemory bounds, in RetryAfterCaps, how long a partition stays
-// closed by a Retry-After beyond the cap (ratelimit.Observation.Closed):
-// ten minutes at the default cap, which covers a ban of that length, while
-// an absurd or hostile header (a year) costs the client one request per ten
-// minutes on the partition instead of parking every call that retries 429s
-// for as long as it says.
-const closureMemory = 10
 
 // turn is the standing of a call's attempt with the limiter.
 type turn struct {
@@ -43,24 +35,6 @@ func (c *Client) configuredBudget(st *callState) Budget {
 		return c.pacing.Public
 	}
 	return c.pacing.Session
-}
-
-// margin is the period stretch: the configured one, else measured.
-func (c *Client) margin(b Budget) time.Duration {
-	if c.pacing.Margin > 0 {
-		return c.pacing.Margin
-	}
-	return c.delays.margin(b.Period)
-}
-
-// timing is a reservation's margin (see margin) and step, the median round
-// trip (see delayLog.timing), read from the round trips once.
-func (c *Client) timing(b Budget) (margin, step time.Duration) {
-	margin, step = c.delays.timing(b.Period)
-	if c.pacing.Margin > 0 {
-		margin = c.pacing.Margin
-	}
-	return margin, step
 }
 
 // bounded returns ctx bounded by room, what the call can still spend on rate
@@ -176,119 +150,4 @@ func (c *Client) release(ctx context.Context, st *callState, ticket int64) {
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; slot not released",
 			callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
 	}
-}
-
-// observe records the answer's round trip (for the margin) and tells the
-// limiter what the answer says about its partition: a 429 closes it for
-// min(Retry-After, cap) and teaches the budget; advertised exhaustion closes
-// it until the advertised reset (Retry-After wins on a 429); an advertised
-// quota that differs from the budget in force replaces the learned one.
-// Answers that say nothing new cost the limiter nothing.
-//
-// An answer that closes the partition (a 429, advertised exhaustion) is
-// always told, even while no view of the client waits for the limiter: a
-// view that does may be made later (one per call, say), and its first call
-// must not go into a window the gateway said is closed.
-func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
-	st.turn.fb = ratelimit.Feedback{}
-	if !st.turn.sentAt.IsZero() {
-		c.delays.add(c.now().Sub(st.turn.sentAt))
-	}
-	closes := o.status == http.StatusTooManyRequests || (st.rateLimit != nil && st.rateLimit.Exhausted())
-	if !closes && !st.gated && !c.waiters.Load() {
-		return // no view of this client waits for the limiter: only closings matter
-	}
-	ob := ratelimit.Observation{Ticket: st.turn.ticket, Budget: c.configuredBudget(st), MaxCooldown: c.policy.retryAfterCap,
-		FixedWindows: true, Admitted: st.turn.budget}
-	ob.Margin = c.margin(inForce(ob.Budget, st.turn.budget))
-	tell := false
-	if o.status == http.StatusTooManyRequests {
-		ob.Throttled, tell = true, true
-		if o.hasRetryAfter {
-			ob.RetryAfter = min(o.retryAfter, c.policy.retryAfterCap)
-			ob.Capped = o.retryAfter > c.policy.retryAfterCap
-			if ob.Capped {
-				// Calls that cannot wait the rest of it are refused at
-				// once; remembered for closureMemory caps at most.
-				ob.Closed = o.retryAfter
-				if cp := c.policy.retryAfterCap; cp <= maxDuration/closureMemory {
-					ob.Closed = min(ob.Closed, closureMemory*cp)
-				}
-			}
-		}
-	}
-	if rl := st.rateLimit; rl != nil {
-		if rl.Exhausted() {
-			ob.Reset, tell = min(rl.Reset, c.policy.retryAfterCap), true
-		}
-		// An advertised window longer than RetryAfterCap teaches nothing,
-		// like such a Retry-After: one absurd header must not close the
-		// partition for years.
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}); paced(adv) &&
-			adv.Period <= c.policy.retryAfterCap && adv != st.turn.budget {
-			ob.Advertised, tell = adv, true
-		}
-	}
-	if !tell {
-		return
-	}
-	room := max(min(c.policy.maxRetryWait-st.waited, timeLeft(ctx, c.now())), 0)
-	lctx, cancel := bounded(ctx, room)
-	fb, err := c.limiter.Observe(lctx, st.partitionKey(), ob)
-	cancel()
-	// Sleepers confirm their slots, once the limiter knows: one that
-	// confirmed meanwhile read the count before this.
-	c.limitGen.Add(1)
-	if err != nil {
-		if c.logger != nil {
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; answer not recorded",
-				callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
-		}
-		return
-	}
-	st.turn.fb = fb
-	if n := len(st.call.Attempts); n > 0 {
-		// The transcript keeps what the answer told the limiter; observers
-		// read it there (EndAttempt).
-		ps := &PartitionState{Partition: st.partitionKey(), Budget: fb.Budget, Distrusted: fb.Distrusted}
-		if fb.Cooldown > 0 {
-			ps.CooldownUntil = c.now().Add(fb.Cooldown)
-		}
-		st.call.Attempts[n-1].PartitionState = ps
-	}
-}
-
-// distrust applies the limiter's verdict on a short Retry-After to a 429
-// retry decision: the wait becomes at least the lengthened cooldown plus
-// additive jitter, reported as ReasonRetryAfterDistrusted. When that does
-// not fit what is left of the allowance or the deadline, the wait is
-// clamped to what is left (of the deadline, less a round trip for the
-// retry's answer), never below the wait decided on the server's own
-// instruction, which decide found to fit, and reported as
-// ReasonRetryAfterDistrustedClamped: the lengthened cooldown is the
-// limiter's guess, and a call whose room the instruction fits makes its
-// last try rather than giving up with time left. Its retry is admitted
-// before the lengthened cooldown ends (ratelimit.Reservation.Clamped).
-func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
-	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
-		// In fixed windows the limiter holds the retry's place by count:
-		// the instruction, exactly, without jitter.
-		d.wait = min(d.wait, fb.RetryWait)
-		return d
-	}
-	if !fb.Distrusted || !d.retry || !d.rateWait {
-		return d
-	}
-	room, limit := roomFor(p, b)
-	if w, ok := serverWait(fb.Cooldown, maxDuration, room, u); ok {
-		d.wait = max(d.wait, w)
-		d.reason = ReasonRetryAfterDistrusted
-		return d
-	}
-	if limit == ReasonDeadline {
-		room -= max(b.rtt, 0)
-	}
-	d.wait = max(d.wait, room)
-	d.reason = ReasonRetryAfterDistrustedClamped
-	return d
 }

@@ -4,21 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // These tests run a real http.Server and the client's real transport over
@@ -234,146 +231,6 @@ func TestLearnedBudgetEndToEnd(t *testing.T) {
 	}
 }
 
-// delayed holds each request and each answer up to max, as a long network
-// path does.
-type delayed struct {
-	h   http.Handler
-	max time.Duration
-
-	mu  sync.Mutex
-	rng *rand.Rand
-}
-
-func (d *delayed) delay() time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return time.Duration(d.rng.Int64N(int64(d.max)))
-}
-
-func (d *delayed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	time.Sleep(d.delay())
-	d.h.ServeHTTP(w, r)
-	time.Sleep(d.delay())
-}
-
-// Issue 13, item 4: delivery delays of up to 150 ms each way move no
-// request into a full window (the band at a window's end widens with the
-// measured round trips) but the probe (issue 21, item 1): one refusal per
-// window after the first at most. The delays cost the makespan about one
-// round trip per window, the probes' drift (each goes with the retry of the
-// previous window's probe, which came a round trip after that one went),
-// not one margin per window as under the sliding rule (which stretches each
-// period by the longest round trip: 0.2 s a window here), and not a whole
-// window.
-func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const limit, period, calls, maxDelay = 20, 2 * time.Second, 100, 150 * time.Millisecond
-		g := newFixedWindow(limit, period)
-		h := &delayed{h: g, rng: rand.New(rand.NewPCG(1, 2)), max: maxDelay}
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true))
-		start := time.Now()
-
-		errs := runCalls(c, 32, calls)
-
-		for _, err := range errs {
-			require.NoError(t, err)
-		}
-		refused := map[int]int{}
-		for _, a := range g.arrivals() {
-			if a.status == http.StatusTooManyRequests {
-				refused[g.window(a)]++
-			}
-		}
-		for w, n := range refused {
-			if w > 0 {
-				assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
-			}
-		}
-		windows := calls / limit
-		floor := time.Duration(windows-1) * period
-		assert.LessOrEqual(t, time.Since(start), floor+time.Duration(windows)*2*maxDelay+allowance(period))
-	})
-}
-
-// Issue 13, item 1, the estimator's failure mode: a gateway whose windows
-// are not where the client's clock puts them (its clock is off by more than
-// the allowance). Slots near the client's window boundaries then land in
-// the gateway's full windows and are refused. A partition that probes (its
-// budget learned from 429s) takes such a refusal for others' requests in
-// its windows (a client cannot tell the two apart) and keeps the windows,
-// learning what goes through: after the first windows, one refusal per
-// window at most, the probe; every call done, and the makespan at the floor
-// (the fallback to the sliding rule is left to budgets that do not probe:
-// TestContradictedWindowsFallBackToTheSlidingRule).
-func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
-	for _, offset := range []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond} {
-		t.Run(offset.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				const limit, period, calls = 5, 2 * time.Second, 60
-				g := newFixedWindow(limit, period)
-				g.offset = offset
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
-					withRand(func() float64 { return 0.5 }))
-				start := time.Now()
-
-				errs := runCalls(c, 8, calls)
-				makespan := time.Since(start)
-
-				for _, err := range errs {
-					require.NoError(t, err)
-				}
-				refused := map[int]int{}
-				for _, a := range g.arrivals() {
-					if a.status == http.StatusTooManyRequests {
-						refused[g.window(a)]++
-					}
-				}
-				t.Logf("refused per window %v, makespan %v", refused, makespan)
-				for w, n := range refused {
-					if w > 1 {
-						assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
-					}
-				}
-				assert.Zero(t, g.earlyRetries(-1))
-				windows := calls / limit
-				floor := time.Duration(windows-1) * period
-				assert.LessOrEqual(t, makespan, floor+allowance(period)+time.Duration(2*windows)*time.Millisecond)
-			})
-		})
-	}
-}
-
-// A retry holds its slot from the moment its 429 comes back; a call whose
-// context ends during the backoff gives that slot back, and a fresh call
-// then takes it in the window that reopens.
-func TestHeldRetrySlotIsReleasedWhenTheCallEnds(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const period = 2 * time.Second
-		g := newFixedWindow(1, period)
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
-			withRand(func() float64 { return 0 }))
-		_, err := c.Payments.Get(context.Background(), "first")
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(time.Second, cancel)
-		_, err = c.Payments.Get(ctx, "gives-up")
-		require.ErrorIs(t, err, context.Canceled)
-		time.Sleep(500 * time.Millisecond)
-
-		_, err = c.Payments.Get(context.Background(), "fresh")
-
-		require.NoError(t, err)
-		sent := map[string]int{}
-		for _, a := range g.arrivals() {
-			sent[a.path]++
-			if a.path == "/payments/fresh" {
-				assert.Equal(t, 1, g.window(a), "the fresh call did not get the slot the cancelled retry held")
-			}
-		}
-		assert.Equal(t, 1, sent["/payments/gives-up"], "the cancelled call's retry was sent")
-	})
-}
-
 // Issue 13, item 3: a gateway whose Retry-After is half its window. The
 // first reopening is refused; the client then doubles the wait, says so,
 // and no retry is early again.
@@ -458,87 +315,6 @@ func TestConfiguredBudgetLoweredByA429(t *testing.T) {
 	})
 }
 
-// Issue 12, item 20: callers who give up while queued give their turn
-// back. Pacing at 5 per second, 50 callers queue and cancel; a new call
-// with a 3 s deadline goes within the next period.
-func TestCancelledTurnsAreReleased(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		g := newFixedWindow(1000, time.Second)
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)),
-			WithPacing(Pacing{Public: Budget{Limit: 5, Period: time.Second}}))
-		errs := runCalls(c, 5, 5)
-		for _, err := range errs {
-			require.NoError(t, err)
-		}
-		var wg sync.WaitGroup
-		for i := range 50 {
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(100*time.Millisecond, cancel)
-			wg.Go(func() {
-				_, err := c.Payments.Get(ctx, fmt.Sprintf("q%02d", i))
-				assert.ErrorIs(t, err, context.Canceled)
-			})
-		}
-		wg.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		start := time.Now()
-
-		_, err := c.Payments.Get(ctx, "late")
-
-		require.NoError(t, err)
-		assert.LessOrEqual(t, time.Since(start), time.Second+50*time.Millisecond)
-		for _, a := range g.arrivals() {
-			assert.False(t, strings.HasPrefix(a.path, "/payments/q"), "a cancelled call was sent")
-		}
-	})
-}
-
-// Issue 13, item 2: a slot decided before a sleep is checked again after it
-// when a 429 arrived meanwhile: the calls queued for the next period do not
-// go into a partition that closed while they slept.
-func TestQueuedCallsObeyA429ThatArrivedDuringTheirSleep(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		var mu sync.Mutex
-		var seen []arrival
-		var boomed atomic.Bool
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			mu.Lock()
-			seen = append(seen, arrival{at: time.Since(start), path: r.URL.Path})
-			mu.Unlock()
-			if r.URL.Path == "/payments/boom" && boomed.CompareAndSwap(false, true) {
-				time.Sleep(500 * time.Millisecond) // answered while the queue sleeps
-				w.Header().Set("Retry-After", "3")
-				w.WriteHeader(http.StatusTooManyRequests)
-				io.WriteString(w, rateLimitedBody)
-				return
-			}
-			io.WriteString(w, paymentBody)
-		})
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
-			WithPacing(Pacing{Public: Budget{Limit: 5, Period: time.Second}, Margin: time.Millisecond}))
-		var wg sync.WaitGroup
-		for _, id := range []string{"boom", "a", "b", "c", "d", "q0", "q1", "q2", "q3", "q4"} {
-			wg.Go(func() {
-				_, err := c.Payments.Get(context.Background(), id)
-				assert.NoError(t, err)
-			})
-			time.Sleep(time.Millisecond) // in this order
-		}
-		wg.Wait()
-
-		mu.Lock()
-		defer mu.Unlock()
-		for _, a := range seen {
-			if strings.HasPrefix(a.path, "/payments/q") {
-				// The 429 came at 0.5 s and closed the partition for 3 s.
-				assert.GreaterOrEqual(t, a.at, 3500*time.Millisecond, "%s sent into the closed partition", a.path)
-			}
-		}
-	})
-}
-
 // One answer advertising an absurd window (a billion seconds) must not close
 // the partition: a window longer than RetryAfterCap teaches nothing, like
 // such a Retry-After, and the next call goes out.
@@ -556,49 +332,183 @@ func TestAbsurdAdvertisedWindowTeachesNothing(t *testing.T) {
 	})
 }
 
-// newsLimiter reports a 429 to the client the way observe does (the limiter
-// first, then the client's news counter) right after the limiter admitted a
-// slot for later and before its caller starts to sleep: news that arrives
-// while a call is being admitted.
-type newsLimiter struct {
-	ratelimit.Limiter
-	c        *Client
-	closeFor time.Duration
-	once     sync.Once
+// Issue 22, items 2 and 3: the server's own instruction (its Retry-After)
+// is what a call is measured against, end to end through NewClient.
+
+// refusedAtOnce calls c and checks the call comes back at once, unsent, as
+// a 429 whose RetryAfter is what is left of the server's instruction.
+func refusedAtOnce(t *testing.T, c *Client, srv *scriptServer, left time.Duration) {
+	t.Helper()
+	before, start := len(srv.requests()), time.Now()
+	_, err := c.Payments.Get(context.Background(), "p2")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+	assert.True(t, apiErr.NotSent)
+	assert.ErrorIs(t, err, ErrRateLimited)
+	assert.Equal(t, left, apiErr.RetryAfter, "what is left of the server's instruction")
+	assert.Equal(t, ReasonLimiter, apiErr.Call.NotRetried(), "the transcript says why")
+	require.NotEmpty(t, apiErr.Call.Limiter)
+	lw := apiErr.Call.Limiter[len(apiErr.Call.Limiter)-1]
+	assert.True(t, lw.Refused && lw.Cooldown)
+	assert.Equal(t, left, lw.Wait)
+	assert.Zero(t, time.Since(start), "a fresh call never waits for a refusal")
+	assert.Len(t, srv.requests(), before, "nothing was sent")
 }
 
-func (l *newsLimiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
-	adm, err := l.Limiter.Reserve(ctx, r)
-	if err == nil && adm.Ticket != 0 && adm.Wait > 0 && r.Ticket == 0 {
-		l.once.Do(func() {
-			_, oerr := l.Limiter.Observe(ctx, r.Partition, ratelimit.Observation{Throttled: true, RetryAfter: l.closeFor,
-				FixedWindows: r.FixedWindows, Budget: r.Budget})
-			if oerr != nil {
-				panic(oerr)
-			}
-			l.c.limitGen.Add(1)
+// Item 2, the seed: a Retry-After of 600 s, with an allowance of 3 min and
+// a cap of 60 s. The call that got it comes back at once (the capped 60 s
+// would end in another 429), and so does every later call on the
+// partition that cannot wait the rest of it, for as long as the server
+// said and no longer. A call that can wait it out goes as the capped
+// cooldown allows, and a call with RetryOn429 off still goes to the server.
+func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, viaPipe := newPipeScript(t, throttled("600"), step{status: 200, body: paymentBody})
+		ev := &eventLog{}
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithObserver(ev), withRand(half))
+		start := time.Now()
+
+		_, err := c.Payments.Get(context.Background(), "p1")
+
+		var first *APIError
+		require.ErrorAs(t, err, &first)
+		assert.False(t, first.NotSent, "that 429 came from the server")
+		assert.Equal(t, ReasonAllowance, first.Call.NotRetried())
+		refusedAtOnce(t, c, srv, 600*time.Second)
+		time.Sleep(5 * time.Minute)
+		refusedAtOnce(t, c, srv, 5*time.Minute)
+
+		// A request/response handler decides itself: it still goes.
+		_, err = c.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p3")
+		require.NoError(t, err)
+		// A job that may wait longer than the rest goes as the capped
+		// cooldown allows: at once, its 60 s being over.
+		before := time.Now()
+		_, err = c.With(WithMaxRetryWait(15*time.Minute)).Payments.Get(context.Background(), "p4")
+		require.NoError(t, err)
+		assert.Zero(t, time.Since(before))
+		assert.Len(t, srv.requests(), 3)
+
+		// A call that may not wait at all is refused until the last
+		// moment of the instruction, and no longer.
+		never := c.With(WithMaxRetryWait(0))
+		time.Sleep(time.Until(start.Add(600*time.Second - time.Millisecond)))
+		refusedAtOnce(t, never, srv, time.Millisecond)
+		time.Sleep(time.Millisecond)
+		_, err = never.Payments.Get(context.Background(), "p5")
+		require.NoError(t, err, "the server's instruction is over")
+		assert.Len(t, srv.requests(), 4)
+		assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1, ReasonLimiter: 3}, ev.refusals())
+	})
+}
+
+// Item 2, the cap's purpose: an absurd Retry-After (a year) must not park
+// the client. The partition stays closed for ten RetryAfterCaps at most:
+// then a call goes to the server again (and would learn a new instruction
+// from its answer).
+func TestAbsurdRetryAfterClosesForTenCapsAtMost(t *testing.T) {
+	for _, cap := range []time.Duration{DefaultRetryAfterCap, 2 * time.Minute} {
+		t.Run(fmt.Sprint("cap ", cap), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv, viaPipe := newPipeScript(t, throttled("31536000"), step{status: 200, body: paymentBody})
+				c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true), WithRetryAfterCap(cap), withRand(half))
+				_, err := c.Payments.Get(context.Background(), "p1")
+				require.ErrorIs(t, err, ErrRateLimited)
+
+				refusedAtOnce(t, c, srv, 10*cap)
+				time.Sleep(10 * cap)
+				_, err = c.Payments.Get(context.Background(), "p5")
+				require.NoError(t, err)
+				assert.Len(t, srv.requests(), 2)
+			})
 		})
 	}
-	return adm, err
 }
 
-// A slot held across a sleep is confirmed again when a 429 arrived while its
-// caller was being admitted: the call waits for the reopening instead of
-// going into the window the 429 showed full.
-func TestNewsDuringAdmissionIsHeard(t *testing.T) {
+// A client that neither paces nor retries 429s never waits for the
+// limiter, so it tells it only what closes a partition (a 429, advertised
+// exhaustion), for the views of the client that wait, made then or later
+// (TestHandlersEarlier429ClosesThePartitionForAJobViewMadeLater): RateLimit
+// fields that close nothing cost a shared store no round trip.
+func TestUngatedClientTellsTheLimiterOnlyWhatClosesAPartition(t *testing.T) {
+	srv := newScriptServer(t,
+		step{status: http.StatusTooManyRequests, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}},
+		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=5;t=30`}},
+		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=0;t=30`}})
+	l := &countingLimiter{Limiter: ratelimit.NewMemory()}
+	c := newTestClient(t, srv.URL, WithLimiter(l))
+	_, err := c.Payments.Get(context.Background(), "a")
+	require.ErrorIs(t, err, ErrRateLimited)
+	assert.EqualValues(t, 1, l.calls.Load(), "the 429 is told")
+	_, err = c.Payments.Get(context.Background(), "b")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, l.calls.Load(), "an answer that closes nothing is not")
+	_, err = c.Payments.Get(context.Background(), "c")
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, l.calls.Load(), "advertised exhaustion is told")
+}
+
+// Issue 6, rule 4: advertised exhaustion closes the partition until the
+// advertised reset; the parsed fields reach the caller.
+func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const period = 2 * time.Second
-		g := newFixedWindow(100, period)
-		l := &newsLimiter{Limiter: ratelimit.NewMemory(), closeFor: 10 * time.Second}
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithLimiter(l),
-			WithPacing(Pacing{Public: Budget{Limit: 1, Period: period}}))
-		l.c = c
-		for _, id := range []string{"first", "second"} {
-			_, err := c.Payments.Get(context.Background(), id)
-			require.NoError(t, err)
-		}
-		seen := g.arrivals()
-		require.Len(t, seen, 2)
-		assert.GreaterOrEqual(t, seen[1].at, 10*time.Second, "the second call waited for the reopening")
+		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			if r.URL.Path == "/payments/a" {
+				w.Header().Set("RateLimit-Policy", `"default";q=2;w=1`)
+				w.Header().Set("RateLimit", `"default";r=0;t=1`)
+			}
+			io.WriteString(w, paymentBody)
+		})
+		c := newTestClient(t, srv.URL, viaPipe, WithRetryOn429(true))
+		p, err := c.Payments.Get(context.Background(), "a")
+		require.NoError(t, err)
+		meta := p.Response
+		require.NotNil(t, meta.RateLimit)
+		assert.Equal(t, RateLimitInfo{Policy: "default", Limit: 2, Window: time.Second, Remaining: 0, Reset: time.Second, HasRemaining: true}, *meta.RateLimit)
+
+		_, err = c.Payments.Get(context.Background(), "b")
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, srv.at("/payments/b")[0].Sub(srv.at("/payments/a")[0]), time.Second)
+	})
+}
+
+// Retry-After wins over RateLimit fields on a 429; the error carries the
+// first, its transcript the second.
+func TestRetryAfterWinsOverRateLimit(t *testing.T) {
+	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Retry-After", "60")
+		w.Header().Set("RateLimit", `"default";r=0;t=1`)
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	c := newTestClient(t, srv.URL, WithRetryOn429(true), WithMaxRetryWait(2*time.Second))
+	_, err := c.Payments.Get(context.Background(), "a")
+	var apiErr *APIError
+	require.ErrorAs(t, err, &apiErr)
+	assert.Equal(t, 60*time.Second, apiErr.RetryAfter)
+	rl := apiErr.Call.Attempts[0].RateLimit
+	require.NotNil(t, rl)
+	assert.Equal(t, time.Second, rl.Reset)
+	// The partition is closed for the Retry-After (60 s), not the reset (1 s).
+	_, err = c.Payments.Get(context.Background(), "b")
+	require.ErrorAs(t, err, &apiErr)
+	assert.True(t, apiErr.NotSent)
+}
+
+// A view may be made per call: a 429 the handler's call got before any
+// view that waits existed still closes the partition for a job's view made
+// afterwards, whose first call waits out the window the gateway gave.
+func TestHandlersEarlier429ClosesThePartitionForAJobViewMadeLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("30"), step{status: 200, body: paymentBody})
+		c := newTestClient(t, memURL, memClient(srv), WithToken("tok"), withRand(half))
+		_, err := c.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p1") // the handler's view
+		require.ErrorIs(t, err, ErrRateLimited)
+		start := time.Now()
+		_, err = c.With(WithRetryOn429(true)).Payments.Get(context.Background(), "p2") // the job's, made per call
+		require.NoError(t, err)
+		reqs := srv.requests()
+		require.Len(t, reqs, 2)
+		assert.GreaterOrEqual(t, reqs[1].at.Sub(start), 30*time.Second, "the job's call went into the closed window")
 	})
 }

@@ -1,11 +1,15 @@
 package rail0
 
 import (
+	"math/rand/v2"
+	"net/http"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestMarginFrom(t *testing.T) {
@@ -63,48 +67,111 @@ func TestDelayLogMedian(t *testing.T) {
 	assert.Equal(t, 400*ms, d.margin(time.Hour), "where it sets the margin")
 }
 
-// A short Retry-After's lesson applied to a 429's retry: the lengthened
-// cooldown plus jitter when it fits, else (issue 22, item 3) the wait
-// clamped to what is left of the allowance, or of the deadline less a
-// round trip for the retry's answer, never below the wait decided on the
-// server's instruction.
-func TestDistrust(t *testing.T) {
-	const s, ms = time.Second, time.Millisecond
-	retry := decision{relevant: true, retry: true, wait: 1100 * ms, reason: ReasonRateLimited, rateWait: true}
-	clamped := func(w time.Duration) decision {
-		return decision{relevant: true, retry: true, wait: w, reason: ReasonRetryAfterDistrustedClamped, rateWait: true}
-	}
-	tests := []struct {
-		name                     string
-		d                        decision
-		fb                       ratelimit.Feedback
-		allowance, deadline, rtt time.Duration
-		want                     decision
-	}{
-		{"trusted: unchanged", retry, ratelimit.Feedback{Cooldown: s}, time.Minute, maxDuration, 0, retry},
-		{"trusted, in fixed windows: the instruction exactly", retry, ratelimit.Feedback{Cooldown: s, RetryWait: s}, time.Minute, maxDuration, 0,
-			decision{relevant: true, retry: true, wait: s, reason: ReasonRateLimited, rateWait: true}},
-		{"distrusted: the lengthened wait plus jitter, and said so", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
-			decision{relevant: true, retry: true, wait: 2100 * ms, reason: ReasonRetryAfterDistrusted, rateWait: true}},
-		{"the jitter shrinks to fit", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 2050 * ms, maxDuration, 0,
-			decision{relevant: true, retry: true, wait: 2050 * ms, reason: ReasonRetryAfterDistrusted, rateWait: true}},
-		{"does not fit the allowance: clamped to what is left", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 1500 * ms, maxDuration, 100 * ms,
-			clamped(1500 * ms)},
-		{"does not fit the deadline: clamped to what is left, less a round trip", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, 1500 * ms, 100 * ms,
-			clamped(1400 * ms)},
-		{"the deadline less a round trip is below the instruction: the instruction", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, 1150 * ms, 100 * ms,
-			clamped(1100 * ms)},
-		{"the seed: 1 s asked, 2 s distrusted, 1.45 s left", decision{relevant: true, retry: true, wait: 1050 * ms, reason: ReasonRateLimited, rateWait: true},
-			ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 1450 * ms, maxDuration, 0, clamped(1450 * ms)},
-		{"not a retry: unchanged", decision{relevant: true, reason: ReasonAllowance}, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
-			decision{relevant: true, reason: ReasonAllowance}},
-		{"a guessed wait: unchanged", decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonServerError}, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
-			decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonServerError}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := distrust(tt.d, tt.fb, policy{maxRetryWait: tt.allowance}, budget{deadline: tt.deadline, rtt: tt.rtt}, 0.5)
-			assert.Equal(t, tt.want, got)
+// delayed holds each request and each answer up to max, as a long network
+// path does.
+type delayed struct {
+	h   http.Handler
+	max time.Duration
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (d *delayed) delay() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return time.Duration(d.rng.Int64N(int64(d.max)))
+}
+
+func (d *delayed) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(d.delay())
+	d.h.ServeHTTP(w, r)
+	time.Sleep(d.delay())
+}
+
+// Issue 13, item 4: delivery delays of up to 150 ms each way move no
+// request into a full window (the band at a window's end widens with the
+// measured round trips) but the probe (issue 21, item 1): one refusal per
+// window after the first at most. The delays cost the makespan about one
+// round trip per window, the probes' drift (each goes with the retry of the
+// previous window's probe, which came a round trip after that one went),
+// not one margin per window as under the sliding rule (which stretches each
+// period by the longest round trip: 0.2 s a window here), and not a whole
+// window.
+func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period, calls, maxDelay = 20, 2 * time.Second, 100, 150 * time.Millisecond
+		g := newFixedWindow(limit, period)
+		h := &delayed{h: g, rng: rand.New(rand.NewPCG(1, 2)), max: maxDelay}
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true))
+		start := time.Now()
+
+		errs := runCalls(c, 32, calls)
+
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		refused := map[int]int{}
+		for _, a := range g.arrivals() {
+			if a.status == http.StatusTooManyRequests {
+				refused[g.window(a)]++
+			}
+		}
+		for w, n := range refused {
+			if w > 0 {
+				assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
+			}
+		}
+		windows := calls / limit
+		floor := time.Duration(windows-1) * period
+		assert.LessOrEqual(t, time.Since(start), floor+time.Duration(windows)*2*maxDelay+allowance(period))
+	})
+}
+
+// Issue 13, item 1, the estimator's failure mode: a gateway whose windows
+// are not where the client's clock puts them (its clock is off by more than
+// the allowance). Slots near the client's window boundaries then land in
+// the gateway's full windows and are refused. A partition that probes (its
+// budget learned from 429s) takes such a refusal for others' requests in
+// its windows (a client cannot tell the two apart) and keeps the windows,
+// learning what goes through: after the first windows, one refusal per
+// window at most, the probe; every call done, and the makespan at the floor
+// (the fallback to the sliding rule is left to budgets that do not probe:
+// TestContradictedWindowsFallBackToTheSlidingRule).
+func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
+	for _, offset := range []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond} {
+		t.Run(offset.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const limit, period, calls = 5, 2 * time.Second, 60
+				g := newFixedWindow(limit, period)
+				g.offset = offset
+				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+					withRand(func() float64 { return 0.5 }))
+				start := time.Now()
+
+				errs := runCalls(c, 8, calls)
+				makespan := time.Since(start)
+
+				for _, err := range errs {
+					require.NoError(t, err)
+				}
+				refused := map[int]int{}
+				for _, a := range g.arrivals() {
+					if a.status == http.StatusTooManyRequests {
+						refused[g.window(a)]++
+					}
+				}
+				t.Logf("refused per window %v, makespan %v", refused, makespan)
+				for w, n := range refused {
+					if w > 1 {
+						assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
+					}
+				}
+				assert.Zero(t, g.earlyRetries(-1))
+				windows := calls / limit
+				floor := time.Duration(windows-1) * period
+				assert.LessOrEqual(t, makespan, floor+allowance(period)+time.Duration(2*windows)*time.Millisecond)
+			})
 		})
 	}
 }

@@ -16,10 +16,10 @@ import (
 // This file is what a call tells about itself, in one of three ways: its
 // transcript (Call), the Observer hook (package rail0otel implements it with
 // OpenTelemetry, package rail0stats with counters) and the log lines. The
-// send path (retry.go) reports to it at four points: the call begins, an
+// send path (send.go) reports to it at four points: the call begins, an
 // attempt leaves, an attempt's answer and the decision taken on it, the
 // call's end; limiter admissions go into the transcript as they happen. The
-// policy stays in backoff.go; nothing here decides anything.
+// policy stays in retry_rules.go; nothing here decides anything.
 
 // Call is the transcript of one call: every attempt with its answer and the
 // retry decision taken on it, every limiter admission, and the outcome. A

@@ -3,6 +3,7 @@ package rail0
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -125,4 +126,47 @@ func classOf(method string, op *operation) opClass {
 		return op.class
 	}
 	return opKeyed
+}
+
+// opClass says what repeating an operation would do. It is decided per
+// operation of the gateway contract, not per HTTP method: PUT
+// /webhooks/{id}/rotate_secret is a PUT that must not run twice, and a
+// prepare is a POST that the gateway deduplicates.
+type opClass int
+
+const (
+	// opOnce: running it twice has two effects, or a second run is answered
+	// as a failure although the first one worked. Never repeated after it
+	// may have run; its outcome is then unknown.
+	opOnce opClass = iota
+	// opRead: no effect at all.
+	opRead
+	// opRepeatable: a repetition has the effect of one.
+	opRepeatable
+	// opKeyed: deduplicated by the gateway when it carries an
+	// Idempotency-Key (the same on every attempt); opOnce without one.
+	opKeyed
+)
+
+// repeatable reports whether an attempt that may have run can be sent again.
+func (c opClass) repeatable(hasIdempotencyKey bool) bool {
+	return c == opRead || c == opRepeatable || (c == opKeyed && hasIdempotencyKey)
+}
+
+// matters reports whether the caller must learn that an attempt may have
+// run: the operation has an effect that a repetition would not reproduce.
+func (c opClass) matters() bool { return c == opOnce || c == opKeyed }
+
+// pathSegment validates an id that goes into a request path and returns it
+// escaped. Empty, "." and ".." are refused: escaping leaves the dots as they
+// are, and a dot segment would address another resource (GET /payments/..
+// is GET /).
+func pathSegment(field, id string) (string, error) {
+	switch id {
+	case "":
+		return "", &ValidationError{Field: field, Reason: "is required"}
+	case ".", "..":
+		return "", &ValidationError{Field: field, Reason: fmt.Sprintf("%q is a dot segment, not an id", id)}
+	}
+	return url.PathEscape(id), nil
 }

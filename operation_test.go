@@ -1,16 +1,22 @@
 package rail0
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -327,4 +333,119 @@ func TestRouteOf(t *testing.T) {
 	_, template, id = routeOf(preparePaymentOperation, "payments/p1/capture/prepare")
 	assert.Equal(t, "/payments/{id}/{operation}/prepare", template)
 	assert.Equal(t, "p1", id)
+}
+
+// Ids that are empty or a dot segment are refused with a *ValidationError
+// naming the field, before anything is sent, on every method that takes an
+// id; any other id is escaped into one segment.
+func TestDotSegmentIdsRefused(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, WithToken("tok"))
+	ctx := context.Background()
+	calls := map[string]func(id string) error{
+		"Payments.Get": func(id string) error { _, err := c.Payments.Get(ctx, id); return err },
+		"Payments.SubmitSignature": func(id string) error {
+			_, err := c.Payments.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: "0xsig"})
+			return err
+		},
+		"Payments.ListTransactions": func(id string) error {
+			_, err := c.Payments.ListTransactions(ctx, id, PaymentListTransactionsParams{})
+			return err
+		},
+		"Payments.PrepareVoid": func(id string) error {
+			_, err := c.Payments.Prepare(ctx, id, OpVoid, PaymentPrepareParams{})
+			return err
+		},
+		"Webhooks.Get":          func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
+		"Webhooks.Delete":       func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
+		"Webhooks.RotateSecret": func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
+		"Webhooks.Redeliver callback_id": func(id string) error {
+			_, err := c.Webhooks.Redeliver(ctx, "wh-1", id)
+			return err
+		},
+		"Wallets.Get account_id":              func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
+		"Wallets.Deactivate":                  func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
+		"Wallets.StopAcceptingToken token_id": func(id string) error { _, err := c.Wallets.StopAcceptingToken(ctx, "acct", "w-1", id); return err },
+		"Wallets.Balances": func(id string) error {
+			_, err := c.Wallets.Balances(ctx, "acct", id, WalletBalancesParams{})
+			return err
+		},
+		"Webhooks.ListEventCallbacks": func(id string) error {
+			_, err := c.Webhooks.ListEventCallbacks(ctx, id, WebhookListEventCallbacksParams{})
+			return err
+		},
+	}
+	for name, call := range calls {
+		for _, id := range []string{"", ".", ".."} {
+			err := call(id)
+			var ve *ValidationError
+			if assert.ErrorAs(t, err, &ve, "%s(%q)", name, id) {
+				assert.Contains(t, []string{"id", "account_id", "token_id", "callback_id"}, ve.Field)
+			}
+		}
+	}
+	assert.Empty(t, seen, "a refused id was sent")
+
+	_, err := c.Payments.Get(ctx, "a/../..")
+	require.NoError(t, err)
+	_, err = c.Payments.Get(ctx, "...")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GET /payments/a%2F..%2F..", "GET /payments/..."}, seen)
+}
+
+// TestServiceMethodsNameTheirEndpoint keeps the doc comments honest: every
+// exported method of a service starts with its name, names the endpoint(s)
+// it calls ("GET /payments/{id}") and says who may call it (after a dash,
+// or after "Caller:"), or says "It sends no request".
+func TestServiceMethodsNameTheirEndpoint(t *testing.T) {
+	endpoint := regexp.MustCompile(`(?s)(GET|POST|PUT|PATCH|DELETE) /.*?(—\s+\S|Caller: \S)`)
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || !fn.Name.IsExported() {
+				continue
+			}
+			star, ok := fn.Recv.List[0].Type.(*ast.StarExpr)
+			if !ok {
+				continue
+			}
+			recv, ok := star.X.(*ast.Ident)
+			if !ok || !strings.HasSuffix(recv.Name, "Service") {
+				continue
+			}
+			checked++
+			name := recv.Name + "." + fn.Name.Name
+			doc := fn.Doc.Text()
+			if !strings.HasPrefix(doc, fn.Name.Name+" ") {
+				t.Errorf("%s: the doc comment must start with the method's name", name)
+			}
+			if !endpoint.MatchString(doc) && !strings.Contains(doc, "It sends no request") {
+				t.Errorf("%s: the doc comment must name its endpoint and who may call it (\"GET /path — who\")", name)
+			}
+		}
+	}
+	if checked < 60 {
+		t.Fatalf("checked only %d service methods", checked)
+	}
 }

@@ -1,63 +1,16 @@
 package rail0
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// provesNotRun reports whether an answer proves that the request it
-// answers was not run, so that a write that must not run twice (opOnce, or
-// opKeyed: see backoff.go) may come back as a refusal, an *APIError, rather
-// than as an *OutcomeUnknownError. Two answers prove it:
-//
-//   - a 429: the gateway's throttle refuses in middleware, before the
-//     application runs (the contract guide, section 10);
-//   - a 4xx other than 408 whose body is the gateway's own error envelope,
-//     a JSON object with the four fields the contract's Error schema
-//     requires (code, title, detail, status) as strings, code not empty
-//     (section 9): the application read the request and refused it.
-//
-// Nothing else does, because a proxy or load balancer in front of the
-// gateway may have written it after passing the request on: a 2xx whose
-// body is not the promised JSON (an HTML page, an empty body), a 3xx, a 408
-// (a timeout: whoever writes it may have forwarded the request), every 5xx
-// and every status outside 100-599, and a 4xx without the envelope (an
-// authenticating proxy's 401, a firewall's 403). The gateway's own bodiless
-// answers (a 400 to a raw transaction it cannot decode, 409 or 422 to a
-// wallet registration) cannot be told from those, so they prove nothing
-// either: reading the resource tells what happened.
-//
-// The envelope is what marks the gateway's answer, not its code being one
-// the guide lists: the list grows (and the gateway's 409 to a reused
-// Idempotency-Key has a code it does not list), while a proxy's JSON, where
-// there is any, is not shaped like it. A proxy that forges the envelope is
-// outside what any client can tell from the wire.
-func provesNotRun(status int, body []byte) bool {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return true
-	case status < 400 || status > 499 || status == http.StatusRequestTimeout:
-		return false
-	}
-	var fields map[string]json.RawMessage // exact keys: "Code" is not "code"
-	if json.Unmarshal(body, &fields) != nil {
-		return false
-	}
-	for _, name := range [...]string{"code", "title", "detail", "status"} {
-		if raw := fields[name]; len(raw) == 0 || raw[0] != '"' {
-			return false // absent, null, or not a string
-		}
-	}
-	var code string
-	return json.Unmarshal(fields["code"], &code) == nil && code != ""
-}
-
-// A 2xx answer to a write that must not run twice proves nothing either
-// when it is not the resource the operation promises: a proxy's or a load
+// This file checks that a 2xx answer to a write is the resource the
+// operation promises. Like the answers provesNotRun refuses as proof, a 2xx
+// answer to a write that must not run twice proves nothing when it is not
+// that resource: a proxy's or a load
 // balancer's JSON (null, {}, {"message":"Accepted"}) decodes into a zero
 // value without an error, and taking it for a success would hand the
 // caller a transaction with no id (its next step, waiting for it, fails;
@@ -136,20 +89,6 @@ func wrongHash(tx *Transaction, hash verify.Word) string {
 	}
 	if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
 		return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)
-	}
-	return ""
-}
-
-// notASession is the identify check of POST /auth: a 2xx without a token
-// or an expiry (a proxy's {} or message) is no session. Taken as one, the
-// token source would find it never fresh and have the signer sign a new
-// SIWE message on every later call, each call going out without a token.
-func notASession(s *Session) string {
-	if s.Token() == "" {
-		return "carries no token"
-	}
-	if s.ExpiresAt.IsZero() {
-		return "carries no expires_at"
 	}
 	return ""
 }

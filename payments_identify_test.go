@@ -2,10 +2,8 @@ package rail0
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,145 +14,6 @@ const (
 	envelope401 = `{"code":"unauthorized","title":"Unauthorized","detail":"Token revoked.","status":"unauthorized"}`
 	htmlPage    = `<html><body><h1>Accepted</h1></body></html>`
 )
-
-func TestProvesNotRun(t *testing.T) {
-	tests := []struct {
-		name   string
-		status int
-		body   string
-		want   bool
-	}{
-		{"429, the throttle's", 429, rateLimitedBody, true},
-		{"429 with no body: the throttle answers before the application", 429, "", true},
-		{"429 from anything", 429, htmlPage, true},
-		{"422 envelope", 422, envelope422, true},
-		{"401 envelope", 401, envelope401, true},
-		{"403 envelope", 403, `{"code":"not_the_payee","title":"Forbidden","detail":"Only the payee.","status":"forbidden"}`, true},
-		{"404 envelope", 404, `{"code":"not_found","title":"Not found","detail":"No payment.","status":"not_found","resource":"payment"}`, true},
-		{"409 envelope with a code the guide does not list", 409, `{"code":"idempotency_key_reused","title":"Conflict","detail":"Used.","status":"conflict"}`, true},
-		{"400 envelope with the older fields too", 400, `{"code":"missing_param","title":"Missing","detail":"amount","status":"missing_param","message":"amount","error":"missing_param","param":"amount"}`, true},
-		{"envelope with spaces", 422, `{ "code" : "invalid_amount", "title" : "t", "detail" : "d", "status" : "s" }`, true},
-		{"empty title and detail are still strings", 422, `{"code":"invalid_amount","title":"","detail":"","status":"invalid_amount"}`, true},
-
-		{"408 even with the envelope: a timeout may follow forwarding", 408, `{"code":"timeout","title":"Timeout","detail":"d","status":"timeout"}`, false},
-		{"401 without a body, as an authenticating proxy writes it", 401, "", false},
-		{"401 HTML page", 401, `<html><head><title>401 Authorization Required</title></head></html>`, false},
-		{"401 an API gateway's JSON", 401, `{"message":"Unauthorized"}`, false},
-		{"401 a legacy-looking error field only", 401, `{"error":"unauthorized"}`, false},
-		{"403 code only", 403, `{"code":"forbidden"}`, false},
-		{"400 without a body (an undecodable raw transaction)", 400, "", false},
-		{"422 empty code", 422, `{"code":"","title":"t","detail":"d","status":"s"}`, false},
-		{"422 null title", 422, `{"code":"invalid_amount","title":null,"detail":"d","status":"s"}`, false},
-		{"422 numeric code", 422, `{"code":422,"title":"t","detail":"d","status":"s"}`, false},
-		{"422 numeric status, RFC 9457 style", 422, `{"code":"invalid_amount","title":"t","detail":"d","status":422}`, false},
-		{"422 keys in another case", 422, `{"Code":"invalid_amount","Title":"t","Detail":"d","Status":"s"}`, false},
-		{"422 an array", 422, `[` + envelope422 + `]`, false},
-		{"422 cut short", 422, envelope422[:40], false},
-
-		{"200 with the gateway's answer: it ran", 200, paymentBody, false},
-		{"202 HTML", 202, htmlPage, false},
-		{"200 empty", 200, "", false},
-		{"204", 204, "", false},
-		{"302", 302, "", false},
-		{"500 envelope", 500, `{"code":"error","title":"t","detail":"d","status":"error"}`, false},
-		{"503", 503, "", false},
-		{"600", 600, envelope422, false},
-		{"no answer", 0, "", false},
-		{"100", 100, "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, provesNotRun(tt.status, []byte(tt.body)))
-		})
-	}
-}
-
-// Every answer to a write that must not run twice which does not prove the
-// write did not run comes back as an *OutcomeUnknownError with the call's
-// Idempotency-Key, unwrapping to the answer (*APIError or *DecodeError): an
-// undecodable 2xx, a 3xx, a 408, a 4xx without the gateway's envelope. A
-// 429 and an enveloped 4xx are refusals (*APIError). Reads and writes safe
-// to repeat keep the plain error.
-func TestOutcomeUnknownUnlessProvedNotRun(t *testing.T) {
-	submit := func(c *Client) error {
-		_, err := c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
-		return err
-	}
-	tests := []struct {
-		name    string
-		step    step
-		call    func(*Client) error
-		unknown bool
-		decode  bool // the answer inside is a *DecodeError, else an *APIError
-	}{
-		{"submit: 202 HTML", step{status: 202, body: htmlPage, header: map[string]string{"Content-Type": "text/html"}}, submit, true, true},
-		{"submit: empty 200", step{status: 200}, submit, true, true},
-		{"submit: JSON of another shape cut short", step{status: 202, body: `{"id":"t1","status":"subm`}, submit, true, true},
-		{"submit: bodiless 401 from a proxy", step{status: 401}, submit, true, false},
-		{"submit: a proxy's JSON 401", step{status: 401, body: `{"message":"Unauthorized"}`}, submit, true, false},
-		{"submit: 403 HTML from a firewall", step{status: 403, body: htmlPage, header: map[string]string{"Content-Type": "text/html"}}, submit, true, false},
-		{"submit: 408", step{status: 408}, submit, true, false},
-		{"submit: 302", step{status: 302, header: map[string]string{"Location": "https://elsewhere.example/"}}, submit, true, false},
-		{"submit: bodiless 400", step{status: 400}, submit, true, false},
-
-		{"submit: the gateway's 401", step{status: 401, body: envelope401}, submit, false, false},
-		{"submit: the gateway's 422", step{status: 422, body: envelope422}, submit, false, false},
-		{"submit: 429", step{status: 429, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}}, submit, false, false},
-
-		{"rotate secret: empty 200", step{status: 200}, func(c *Client) error {
-			_, err := c.Webhooks.RotateSecret(context.Background(), "w1")
-			return err
-		}, true, true},
-		{"read: HTML 200 is a plain decode error", step{status: 200, body: htmlPage}, func(c *Client) error {
-			_, err := c.Payments.Get(context.Background(), "p1")
-			return err
-		}, false, true},
-		{"read: bodiless 401", step{status: 401}, func(c *Client) error {
-			_, err := c.Payments.Get(context.Background(), "p1")
-			return err
-		}, false, false},
-		{"sign (safe to repeat): HTML 200", step{status: 200, body: htmlPage}, func(c *Client) error {
-			_, err := c.Payments.SubmitSignature(context.Background(), "p1", PaymentSubmitSignatureParams{Signature: "0x" + repeatHex("ab", 65)})
-			return err
-		}, false, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newScriptServer(t, tt.step)
-			c := newTestClient(t, srv.URL, WithToken("tok"))
-
-			err := tt.call(c)
-
-			require.Error(t, err)
-			// Never sent again. A submit refused with a 422 is followed by
-			// one read of the payment (reconcileSubmit: is the transaction
-			// known already?), which is no resend of the write.
-			sent, again := srv.requests(), 0
-			for _, r := range sent[1:] {
-				if r.method == sent[0].method && r.path == sent[0].path {
-					again++
-				}
-				assert.Equal(t, "GET", r.method, "only a read may follow")
-			}
-			assert.Zero(t, again, "never sent again")
-			var unknown *OutcomeUnknownError
-			assert.Equal(t, tt.unknown, errors.As(err, &unknown), "%v", err)
-			assert.Equal(t, tt.unknown, errors.Is(err, ErrOutcomeUnknown))
-			var apiErr *APIError
-			var decodeErr *DecodeError
-			if tt.decode {
-				require.ErrorAs(t, err, &decodeErr)
-				assert.Equal(t, tt.step.status, decodeErr.StatusCode)
-			} else {
-				require.ErrorAs(t, err, &apiErr)
-				assert.Equal(t, tt.step.status, apiErr.StatusCode)
-			}
-			call := CallOf(err)
-			require.NotNil(t, call)
-			assert.Equal(t, tt.unknown, call.Outcome == OutcomeUnknown, call.Outcome)
-		})
-	}
-}
 
 // A payment creation whose 201 cannot be read keeps the Idempotency-Key the
 // SDK generated for it, on the *OutcomeUnknownError: creating again with
@@ -365,37 +224,22 @@ func TestSubmitAnswerNamingAnotherTransaction(t *testing.T) {
 	}
 }
 
-// A sign-in answered 2xx by something that is not a session ({} from a
-// proxy, a session without its expiry) is refused, its body dropped: taken
-// as a session it would never be fresh, and a client WithSigner would have
-// its key sign a new SIWE message on every later call.
-func TestSignInAnswerThatIsNotASession(t *testing.T) {
+// F1b: a submit's answer without a hash comes back carrying the hash sent,
+// which is what ties the step to its confirmation, whatever id the answer
+// names.
+func TestSubmitAnswerCarriesTheHashSent(t *testing.T) {
 	ctx := context.Background()
-	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	for _, tc := range []struct {
-		body string
-		ok   bool
-	}{
-		{`{"token":"tok-SECRET","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","expires_at":"` + future + `"}`, true},
-		{`{}`, false},
-		{`{"message":"OK"}`, false},
-		{`{"token":"","expires_at":"` + future + `"}`, false},
-		{`{"token":"tok-SECRET","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"}`, false},
-	} {
-		t.Run(tc.body, func(t *testing.T) {
-			srv := newScriptServer(t, step{status: 200, body: tc.body})
-			c := newTestClient(t, srv.URL)
-			sess, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "m", Signature: "0x01"})
-			if tc.ok {
-				require.NoError(t, err)
-				assert.Equal(t, "tok-SECRET", sess.Token())
-				return
-			}
-			var decodeErr *DecodeError
-			require.ErrorAs(t, err, &decodeErr)
-			assert.Contains(t, err.Error(), "not the resource the operation promises")
-			assert.Empty(t, decodeErr.Body)
-			assert.NotContains(t, err.Error(), "tok-SECRET")
-		})
-	}
+	answer := `{"id":"` + fixtureTxID + `","payment_id":"` + fixturePaymentID + `","operation":"void","status":"submitting"}`
+	srv := newScriptServer(t, step{status: 202, body: answer}, step{status: 202, body: answer})
+	c := newTestClient(t, srv.URL)
+	tx, err := c.Payments.Submit(ctx, fixturePaymentID, OpVoid, PaymentSubmitParams{SignedTransaction: fixtureSignedTx, TransactionID: fixtureTxID})
+	require.NoError(t, err)
+	require.NotNil(t, tx.TransactionHash)
+	assert.Equal(t, fixtureSignedHash().String(), *tx.TransactionHash)
+
+	reported := "0x" + strings.Repeat("Cd", 32)
+	tx, err = c.Payments.SubmitByHash(ctx, fixturePaymentID, OpVoid, PaymentSubmitByHashParams{TransactionHash: reported, TransactionID: fixtureTxID})
+	require.NoError(t, err)
+	require.NotNil(t, tx.TransactionHash)
+	assert.Equal(t, strings.ToLower(reported), *tx.TransactionHash)
 }

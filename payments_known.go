@@ -20,7 +20,7 @@ import (
 // this client has checked once (a flow's read, a poll of WaitForStatus or
 // WaitForTransaction, the answer to its own Create) need no second read,
 // and every flow binds them again to what its caller names and expects, as
-// it binds a read (binding.go).
+// it binds a read (payments_binding.go).
 //
 // Only the balances change, and one check depends on one of them: a refund's
 // EIP-3009 nonce commits to the refundable balance before it. The client

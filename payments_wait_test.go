@@ -284,3 +284,72 @@ func TestWaitForTransactionCancelledAfterA429KeepsIt(t *testing.T) {
 		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
 	})
 }
+
+// F1c: WaitForTransaction with the hash sent counts only the row carrying
+// it: a row of that id confirmed under another hash, or confirmed without
+// one, is not this step and ends the wait with ErrUnknownTransaction, never
+// a success. F2: the id the caller typed compares ignoring case.
+func TestWaitForTransactionTiedToTheHash(t *testing.T) {
+	t.Parallel()
+	sent := fixtureSignedHash().String()
+	other := "0x" + strings.Repeat("ab", 32)
+	row := func(status TransactionStatus, hash string) string {
+		s := txJSON("tx1", OpCapture, status, "")
+		if hash != "" {
+			s = strings.Replace(s, `"transaction_hash": null`, `"transaction_hash": "`+hash+`"`, 1)
+		}
+		return paymentDetailJSON(StatusAuthorized, "", s)
+	}
+	for _, tc := range []struct {
+		name, txID, hash string
+		polls            []string
+		ok               bool
+	}{
+		{"confirmed under the hash sent", "tx1", sent, []string{row(TxPending, ""), row(TxSubmitted, sent), row(TxConfirmed, sent)}, true},
+		{"the hash in capitals", "tx1", "0x" + strings.ToUpper(sent[2:]), []string{row(TxConfirmed, sent)}, true},
+		{"confirmed under another hash", "tx1", sent, []string{row(TxConfirmed, other)}, false},
+		{"submitted under another hash", "tx1", sent, []string{row(TxSubmitted, other)}, false},
+		{"confirmed without a hash", "tx1", sent, []string{row(TxConfirmed, "")}, false},
+		{"no hash given: the id alone, as before", "tx1", "", []string{row(TxConfirmed, other)}, true},
+		{"the id typed in capitals", "TX1", sent, []string{row(TxConfirmed, sent)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, c := newMuxServer(t)
+			replies := make([]muxReply, len(tc.polls))
+			for i, b := range tc.polls {
+				replies[i] = muxOK(b)
+			}
+			srv.on("GET /payments/p", replies...)
+			// A wait that never ends (a regression) fails at the deadline
+			// rather than spinning: the recorder's sleeps are instant.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			tx, err := (&sleepRecorder{}).on(c).Payments.WaitForTransaction(ctx, "p", tc.txID, PaymentWaitForTransactionParams{TransactionHash: tc.hash})
+			if tc.ok {
+				require.NoError(t, err)
+				assert.Equal(t, TxConfirmed, tx.Status)
+				return
+			}
+			require.ErrorIs(t, err, ErrUnknownTransaction)
+			assert.Nil(t, tx)
+		})
+	}
+	t.Run("a malformed hash, before any request", func(t *testing.T) {
+		t.Parallel()
+		srv, c := newMuxServer(t)
+		_, err := c.Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{TransactionHash: "0x1234"})
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve)
+		assert.Equal(t, "transaction_hash", ve.Field)
+		assert.Empty(t, srv.requests())
+	})
+	// The condition itself: a confirmed row of another hash is never done
+	// without an error.
+	h := fixtureSignedHash()
+	other2 := other
+	_, done, err := waitCondition{transactionID: "tx1", hash: &h}.check(&PaymentDetail{Transactions: []Transaction{{ID: "tx1", Status: TxConfirmed, TransactionHash: &other2}}})
+	if !done || !errors.Is(err, ErrUnknownTransaction) {
+		t.Errorf("check of a row under another hash = %v, %v; want done with ErrUnknownTransaction", done, err)
+	}
+}

@@ -1,18 +1,16 @@
 package rail0
 
 import (
+	"encoding/json"
 	"math"
 	"net/http"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/rail0/rail0-go/internal/jitter"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // This file holds the retry policy as pure functions: given what happened and
-// what the call has left, what to do next. retry.go wires it into
+// what the call has left, what to do next. send.go wires it into
 // go-retryablehttp's hooks; nothing here does I/O, sleeps or reads a clock.
 
 const (
@@ -33,99 +31,6 @@ const (
 )
 
 const maxDuration = time.Duration(math.MaxInt64)
-
-// parseRetryAfter parses a Retry-After value: delta-seconds, or an HTTP-date
-// in any of the three forms http.ParseTime accepts, relative to now. It
-// reports false ("no instruction") for an empty, zero, negative or malformed
-// value and for a date that is not in the future. A value too large to
-// represent saturates at the largest time.Duration: it is still an
-// instruction, and RetryAfterCap bounds the wait.
-func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(value)
-	if v == "" {
-		return 0, false
-	}
-	if isDigits(v) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n > int64(maxDuration/time.Second) {
-			return maxDuration, true // only digits, so the error is overflow
-		}
-		if n == 0 {
-			return 0, false
-		}
-		return time.Duration(n) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	d := t.Sub(now) // Sub saturates instead of overflowing
-	if d <= 0 {
-		return 0, false
-	}
-	return d, true
-}
-
-// retryAfterOf reads the Retry-After of an answer. An HTTP-date is read
-// against the answer's own Date header when it has a valid one, so that a
-// server whose clock is ahead of or behind the local one still gets the wait
-// it asked for; local is the fallback "now" (and the only one delta-seconds
-// need).
-func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
-	v := h.Get("Retry-After")
-	if v == "" || isDigits(strings.TrimSpace(v)) {
-		return parseRetryAfter(v, local) // no date to read against: skip parsing Date
-	}
-	now := local
-	if t, err := http.ParseTime(h.Get("Date")); err == nil {
-		now = t
-	}
-	return parseRetryAfter(v, now)
-}
-
-// serverWait is the wait before retrying a server-given instruction:
-// min(retryAfter, cap) plus additive jitter drawn from U[0, 10%) of that, so
-// that clients told the same number do not wake together and none wakes
-// before the instruction. room is what is left of the allowance and of the
-// context deadline. When the server's instruction, uncapped, does not fit in
-// room, ok is false: the server said the window stays closed longer than the
-// call may wait, so the call must not wait at all (the cap only shortens
-// waits the room admits). Otherwise the jitter shrinks to fit, and the wait
-// never goes below the capped instruction. u is a uniform draw from [0, 1).
-func serverWait(retryAfter, cap, room time.Duration, u float64) (wait time.Duration, ok bool) {
-	if retryAfter > room {
-		return 0, false
-	}
-	lower := min(retryAfter, cap)
-	spread := time.Duration(float64(lower) * serverJitter * jitter.Clamp(u))
-	if spread > room-lower {
-		spread = room - lower
-	}
-	return lower + spread, true
-}
-
-// guessWait is the wait when the server gave no instruction (a 429 without a
-// usable Retry-After, a 5xx, a transport error): full jitter,
-// U[0, min(cap, base·2ⁿ)), where n counts the guesses already made in this
-// call. The window shrinks to fit room; ok is false only when room is gone.
-func guessWait(base, cap time.Duration, n int, room time.Duration, u float64) (wait time.Duration, ok bool) {
-	if room <= 0 {
-		return 0, false
-	}
-	window := min(expWindow(base, n), cap, room)
-	return time.Duration(float64(window) * jitter.Clamp(u)), true
-}
-
-// expWindow is base·2ⁿ, saturating instead of overflowing.
-func expWindow(base time.Duration, n int) time.Duration {
-	if n < 0 {
-		n = 0
-	}
-	if n >= 62 || base > maxDuration>>uint(n) {
-		return maxDuration
-	}
-	return base << uint(n)
-}
 
 // policy is the client's retry configuration.
 type policy struct {
@@ -307,80 +212,112 @@ func retryableStatus(status int) bool {
 	return false
 }
 
-// opClass says what repeating an operation would do. It is decided per
-// operation of the gateway contract, not per HTTP method: PUT
-// /webhooks/{id}/rotate_secret is a PUT that must not run twice, and a
-// prepare is a POST that the gateway deduplicates.
-type opClass int
-
-const (
-	// opOnce: running it twice has two effects, or a second run is answered
-	// as a failure although the first one worked. Never repeated after it
-	// may have run; its outcome is then unknown.
-	opOnce opClass = iota
-	// opRead: no effect at all.
-	opRead
-	// opRepeatable: a repetition has the effect of one.
-	opRepeatable
-	// opKeyed: deduplicated by the gateway when it carries an
-	// Idempotency-Key (the same on every attempt); opOnce without one.
-	opKeyed
-)
-
-// repeatable reports whether an attempt that may have run can be sent again.
-func (c opClass) repeatable(hasIdempotencyKey bool) bool {
-	return c == opRead || c == opRepeatable || (c == opKeyed && hasIdempotencyKey)
+// provesNotRun reports whether an answer proves that the request it
+// answers was not run, so that a write that must not run twice (opOnce, or
+// opKeyed: see operation.go) may come back as a refusal, an *APIError, rather
+// than as an *OutcomeUnknownError. Two answers prove it:
+//
+//   - a 429: the gateway's throttle refuses in middleware, before the
+//     application runs (the contract guide, section 10);
+//   - a 4xx other than 408 whose body is the gateway's own error envelope,
+//     a JSON object with the four fields the contract's Error schema
+//     requires (code, title, detail, status) as strings, code not empty
+//     (section 9): the application read the request and refused it.
+//
+// Nothing else does, because a proxy or load balancer in front of the
+// gateway may have written it after passing the request on: a 2xx whose
+// body is not the promised JSON (an HTML page, an empty body), a 3xx, a 408
+// (a timeout: whoever writes it may have forwarded the request), every 5xx
+// and every status outside 100-599, and a 4xx without the envelope (an
+// authenticating proxy's 401, a firewall's 403). The gateway's own bodiless
+// answers (a 400 to a raw transaction it cannot decode, 409 or 422 to a
+// wallet registration) cannot be told from those, so they prove nothing
+// either: reading the resource tells what happened.
+//
+// The envelope is what marks the gateway's answer, not its code being one
+// the guide lists: the list grows (and the gateway's 409 to a reused
+// Idempotency-Key has a code it does not list), while a proxy's JSON, where
+// there is any, is not shaped like it. A proxy that forges the envelope is
+// outside what any client can tell from the wire.
+func provesNotRun(status int, body []byte) bool {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return true
+	case status < 400 || status > 499 || status == http.StatusRequestTimeout:
+		return false
+	}
+	var fields map[string]json.RawMessage // exact keys: "Code" is not "code"
+	if json.Unmarshal(body, &fields) != nil {
+		return false
+	}
+	for _, name := range [...]string{"code", "title", "detail", "status"} {
+		if raw := fields[name]; len(raw) == 0 || raw[0] != '"' {
+			return false // absent, null, or not a string
+		}
+	}
+	var code string
+	return json.Unmarshal(fields["code"], &code) == nil && code != ""
 }
 
-// matters reports whether the caller must learn that an attempt may have
-// run: the operation has an effect that a repetition would not reproduce.
-func (c opClass) matters() bool { return c == opOnce || c == opKeyed }
-
-// The client-wide retry budget (a token bucket, after the retry quota of
-// the AWS SDKs) keeps an outage from multiplying the load: each retry of a
-// failure other than a 429 takes retryCost tokens (timeoutRetryCost after
-// a timeout, which holds a connection the longest), and each answer that is
-// not a failure (a 2xx, or a 4xx other than 429) gives successCredit back,
-// up to retryBudgetSize. An empty budget
-// makes failures come back at once. At 100 tokens a burst of failures gets
-// 20 retries client-wide, and in the long run retries keep going as long as
-// fewer than about one answer in six fails; 429s are not counted, since
-// MaxRetryWait and the cooldown govern them.
-const (
-	retryBudgetSize  = 100
-	retryCost        = 5
-	timeoutRetryCost = 10
-	successCredit    = 1
-)
-
-// retryQuota is the client-wide retry budget; safe for concurrent use.
-type retryQuota struct {
-	mu     sync.Mutex
-	tokens int
-}
-
-func newRetryQuota() *retryQuota { return &retryQuota{tokens: retryBudgetSize} }
-
-// spend runs a decision against the tokens left and takes what it costs, in
-// one step so that concurrent calls cannot spend the same tokens.
-func (q *retryQuota) spend(decide func(tokens int) decision) decision {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	d := decide(q.tokens)
-	q.tokens -= min(d.cost, q.tokens)
+// distrust applies the limiter's verdict on a short Retry-After to a 429
+// retry decision: the wait becomes at least the lengthened cooldown plus
+// additive jitter, reported as ReasonRetryAfterDistrusted. When that does
+// not fit what is left of the allowance or the deadline, the wait is
+// clamped to what is left (of the deadline, less a round trip for the
+// retry's answer), never below the wait decided on the server's own
+// instruction, which decide found to fit, and reported as
+// ReasonRetryAfterDistrustedClamped: the lengthened cooldown is the
+// limiter's guess, and a call whose room the instruction fits makes its
+// last try rather than giving up with time left. Its retry is admitted
+// before the lengthened cooldown ends (ratelimit.Reservation.Clamped).
+func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
+	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
+		// In fixed windows the limiter holds the retry's place by count:
+		// the instruction, exactly, without jitter.
+		d.wait = min(d.wait, fb.RetryWait)
+		return d
+	}
+	if !fb.Distrusted || !d.retry || !d.rateWait {
+		return d
+	}
+	room, limit := roomFor(p, b)
+	if w, ok := serverWait(fb.Cooldown, maxDuration, room, u); ok {
+		d.wait = max(d.wait, w)
+		d.reason = ReasonRetryAfterDistrusted
+		return d
+	}
+	if limit == ReasonDeadline {
+		room -= max(b.rtt, 0)
+	}
+	d.wait = max(d.wait, room)
+	d.reason = ReasonRetryAfterDistrustedClamped
 	return d
 }
 
-// credit gives n tokens back, up to the budget's size.
-func (q *retryQuota) credit(n int) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.tokens = min(q.tokens+n, retryBudgetSize)
-}
+// ReasonRetryAfterDistrusted: a 429 came back after the previous 429's
+// Retry-After had been honoured, so the header was short; the wait was
+// lengthened to at least twice the previous one.
+const ReasonRetryAfterDistrusted RetryReason = "retry_after_distrusted"
 
-// left returns the tokens left.
-func (q *retryQuota) left() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.tokens
-}
+// ReasonRetryAfterDistrustedClamped: as ReasonRetryAfterDistrusted, but the
+// lengthened wait did not fit what is left of the call's allowance or
+// deadline, so it was shortened to fit, never below the server's own
+// instruction: the lengthened wait is the limiter's guess, while the
+// instruction still fits, so the call makes its last try rather than
+// giving up with time left.
+const ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
+
+// ReasonLimiter is Call.NotRetried of a call that the limiter stopped: the
+// cooldown or the pacing budget would not admit the request (or its retry)
+// within the allowance or the deadline. No attempt carries it, since the
+// refusal comes before an attempt: the transcript's last LimiterWait is
+// Refused.
+const ReasonLimiter RetryReason = "limiter"
+
+// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
+// client's token source gave a new token (a client created WithSigner
+// signed in again) and the call was sent once more, at once, with it: the
+// attempt has Retry true and Wait zero, the observer's EndAttempt and the
+// info log line say so, and the re-send counts against the call's attempts
+// and allowance like any retry.
+const ReasonSessionRefused RetryReason = "session_refused"

@@ -11,15 +11,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
 
-// This file is the one send-and-check path: send builds the request, the
-// retryablehttp hooks (checkRetry, backoff, passthroughErrorHandler) apply
-// the policy of backoff.go, and finish turns what came back into a result or
-// a typed error.
+// This file is the one send-and-check path: do starts a call, send builds
+// the request, the retryablehttp hooks (checkRetry, backoff,
+// passthroughErrorHandler) apply the policy of retry_rules.go, and finish
+// turns what came back into a result or a typed error.
 
 const (
 	// maxErrorBody bounds how much of an error body is read: a proxy's HTML
@@ -501,21 +503,6 @@ func (c *Client) lastAnswer(st *callState) *APIError {
 	return c.answerError(st)
 }
 
-// ReasonLimiter is Call.NotRetried of a call that the limiter stopped: the
-// cooldown or the pacing budget would not admit the request (or its retry)
-// within the allowance or the deadline. No attempt carries it, since the
-// refusal comes before an attempt: the transcript's last LimiterWait is
-// Refused.
-const ReasonLimiter RetryReason = "limiter"
-
-// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
-// client's token source gave a new token (a client created WithSigner
-// signed in again) and the call was sent once more, at once, with it: the
-// attempt has Retry true and Wait zero, the observer's EndAttempt and the
-// info log line say so, and the re-send counts against the call's attempts
-// and allowance like any retry.
-const ReasonSessionRefused RetryReason = "session_refused"
-
 // isTimeout reports whether a transport failure was a timeout.
 func isTimeout(err error) bool {
 	var ne net.Error
@@ -596,3 +583,210 @@ func truncate(b []byte, n int) []byte {
 // write the caller gave no key: generated once per call, the same on every
 // attempt.
 func newIdempotencyKey() string { return rand.Text() }
+
+// request is one logical API call.
+type request struct {
+	// op is the contract operation the call performs, declared beside its
+	// method (operation); args fill its path template. do sets method and
+	// path from them. A request without op (one the contract does not name)
+	// gives its own method and path.
+	op     *operation
+	args   pathArgs
+	method string
+	// path is relative to the base URL: no leading slash, segments escaped
+	// (ids through pathSegment).
+	path  string
+	query url.Values
+	// body is JSON-encoded once and replayed on every attempt; nil sends
+	// none. A json.RawMessage is JSON already (Raw's body, encoded before
+	// the call starts) and is sent as it is.
+	body any
+	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
+	idempotencyKey string
+	// anonymous calls never resolve or send the bearer token: the public
+	// operations (security: [] in the contract), and sign-in itself, which
+	// must not call a token source that signs in. They count against the
+	// public rate-limit partition.
+	anonymous bool
+	// secretAnswer marks an operation whose answer carries a credential (a
+	// session token, a webhook secret): error values built from that answer
+	// keep none of its body.
+	secretAnswer bool
+	// identify, when set, reports why the decoded 2xx answer is not the
+	// resource the operation promises, "" when it is (notTheTransaction,
+	// notThePayment): a write that must not run twice is not a success on
+	// a body that merely decodes.
+	identify func() string
+	// keep401 returns a 401 as it is, without signing in again: logging out
+	// a session the gateway already refuses needs no new session.
+	keep401 bool
+	// raw marks a RawRequest, whose retry class is the caller's (class)
+	// rather than the contract table's.
+	raw   bool
+	class opClass
+	// onRateWait, when not nil, hears of every wait for a rate limit the
+	// call starts (a 429's backoff, a cooldown): the sign-in a token source
+	// leads tells the callers waiting for it (see tokenSource.await).
+	onRateWait func(rateWait)
+}
+
+// do sends r and decodes a 2xx JSON answer into out (see send). It refuses
+// a request that could not be sent as given before anything goes out.
+//
+// A call sent with a token and answered 401 tells the client's token source
+// which token the gateway refused (see bearer): the tokenSource of a client
+// created WithSigner drops that session (that one only: a newer session
+// that another call obtained meanwhile is kept, so late 401s for an old
+// token do not discard a fresh one). When the operation is safe to repeat (its declaration's class), do
+// asks the source for a token at once, which makes its tokenSource sign in
+// again (one sign-in shared by all callers), and sends the call once more
+// if the token is a new one. A source that answers the refused token again,
+// or none (""), has no other session to offer, and the 401 stands, as it
+// does for a fixed token: the call was made as the caller, and sent again
+// without a token it would act as nobody, on the public partition. A source
+// that fails returns its error. The gateway answers a 401 before it runs
+// anything, but a proxy or a broken gateway might not: a write that must not
+// run twice (a submit, a secret rotation) comes back with its 401 instead
+// (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
+// provesNotRun), and the caller's next call signs in.
+func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	if c.viewErr != nil {
+		return nil, c.viewErr
+	}
+	if r.op != nil {
+		path, err := r.op.path(r.args)
+		if err != nil {
+			return nil, err
+		}
+		r.method, r.path = r.op.method, path
+	}
+	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
+		return nil, err
+	}
+	c = c.forCaller(ctx)
+	ctx, call := c.startCall(ctx, r)
+	if r.raw && (call.Operation == "" || r.class.stricter(call.class)) {
+		// The caller's word, for an operation the contract does not name;
+		// for one it names, the stricter of the caller's and the table's.
+		call.class = r.class
+	}
+	st := c.newCall(r, call)
+	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && call.class.repeatable(r.idempotencyKey != "")
+	resp, err := st.send(ctx, r, out, "")
+	if refused := st.token; refused != "" && !r.keep401 && errors.Is(err, ErrUnauthorized) {
+		if !call.class.repeatable(r.idempotencyKey != "") {
+			_, _ = c.bearer(ctx, refused, false) // the session is dropped; the answer is not used
+		} else if tok, srcErr := c.bearer(ctx, refused, true); srcErr != nil {
+			err = srcErr
+		} else if tok != refused && tok != "" {
+			// The send after a sign-in is a retry like any other: in the
+			// transcript, logged and observed as one, and within the
+			// call's attempts and allowance. Its attempt is reported only
+			// now that the decision is taken (see checkRetry).
+			if n := len(call.Attempts); n > 0 {
+				a := &call.Attempts[n-1]
+				a.Retry, a.Reason = true, ReasonSessionRefused
+			}
+			c.tellUntold(ctx, st)
+			st.resendOn401 = false // a second 401 is returned as it is
+			resp, err = st.send(ctx, r, out, tok)
+		}
+	}
+	c.tellUntold(ctx, st)
+	if err == nil && r.identify != nil && resp != nil {
+		if why := r.identify(); why != "" {
+			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
+		}
+	}
+	if r.secretAnswer {
+		var decodeErr *DecodeError
+		if errors.As(err, &decodeErr) {
+			decodeErr.Body = nil // it holds the credential
+		}
+	}
+	c.endCall(ctx, call, resp, err)
+	if err != nil {
+		resp = nil // the error carries the answer and the transcript
+	}
+	return resp, err
+}
+
+// tellUntold reports the call's last attempt when its report waited for the
+// decision after a 401.
+func (c *Client) tellUntold(ctx context.Context, st *callState) {
+	if !st.untold {
+		return
+	}
+	st.untold = false
+	if n := len(st.call.Attempts); n > 0 {
+		c.tellAttempt(ctx, st.call, &st.call.Attempts[n-1])
+	}
+}
+
+// checkHeaderValue refuses a header value that net/http would not send (a
+// control character such as CR or LF, or DEL), so that such a call fails at
+// once with a *ValidationError instead of as a transport error after
+// retries.
+func checkHeaderValue(field, v string) error {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return &ValidationError{Field: field, Reason: fmt.Sprintf("contains the control character %#04x, which cannot be sent in a header", b)}
+		}
+	}
+	return nil
+}
+
+// resolve builds the absolute URL of a path relative to the base URL. The
+// path's segments are already escaped by the caller (url.PathEscape).
+func (c *Client) resolve(path string, query url.Values) string {
+	u := c.baseStr + strings.TrimLeft(path, "/")
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u
+}
+
+// bearer asks the client's token source for a token. refused, when not
+// empty, is the token a 401 just refused: it reaches the source in the
+// context, as a read-only value (sessionRefusal), and a tokenSource's Token
+// drops that session, then (renew) returns a token of a fresh one, or
+// (!renew) returns at once without signing in; the caller does not use that
+// answer. Nothing else rides in the context: the answer is the token, which
+// itself names the session.
+func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string, error) {
+	if c.tokenSource == nil {
+		return "", nil
+	}
+	if refused != "" {
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
+	} else if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
+		// ctx is that of a call made inside another client's token source
+		// after a 401 of its own: that refusal is not about this client.
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{})
+	}
+	tok, err := c.tokenSource(c.withCaller(ctx))
+	if err != nil {
+		if c.login != nil {
+			return "", err // the client's own sign-in, which names itself
+		}
+		return "", fmt.Errorf("rail0: token source: %w", err)
+	}
+	if err := checkHeaderValue("token", tok); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// isNotSent reports whether a transport error proves the request never left
+// the client: the connection could not be opened or the name not resolved.
+func isNotSent(err error) bool {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	return false
+}

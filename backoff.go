@@ -1,0 +1,106 @@
+package rail0
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rail0/rail0-go/internal/jitter"
+)
+
+// This file computes the waits the retry rules decide: a server-given
+// wait (serverWait, from the parsed Retry-After) and a guess (guessWait).
+
+// parseRetryAfter parses a Retry-After value: delta-seconds, or an HTTP-date
+// in any of the three forms http.ParseTime accepts, relative to now. It
+// reports false ("no instruction") for an empty, zero, negative or malformed
+// value and for a date that is not in the future. A value too large to
+// represent saturates at the largest time.Duration: it is still an
+// instruction, and RetryAfterCap bounds the wait.
+func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return 0, false
+	}
+	if isDigits(v) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n > int64(maxDuration/time.Second) {
+			return maxDuration, true // only digits, so the error is overflow
+		}
+		if n == 0 {
+			return 0, false
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := t.Sub(now) // Sub saturates instead of overflowing
+	if d <= 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+// retryAfterOf reads the Retry-After of an answer. An HTTP-date is read
+// against the answer's own Date header when it has a valid one, so that a
+// server whose clock is ahead of or behind the local one still gets the wait
+// it asked for; local is the fallback "now" (and the only one delta-seconds
+// need).
+func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
+	v := h.Get("Retry-After")
+	if v == "" || isDigits(strings.TrimSpace(v)) {
+		return parseRetryAfter(v, local) // no date to read against: skip parsing Date
+	}
+	now := local
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		now = t
+	}
+	return parseRetryAfter(v, now)
+}
+
+// serverWait is the wait before retrying a server-given instruction:
+// min(retryAfter, cap) plus additive jitter drawn from U[0, 10%) of that, so
+// that clients told the same number do not wake together and none wakes
+// before the instruction. room is what is left of the allowance and of the
+// context deadline. When the server's instruction, uncapped, does not fit in
+// room, ok is false: the server said the window stays closed longer than the
+// call may wait, so the call must not wait at all (the cap only shortens
+// waits the room admits). Otherwise the jitter shrinks to fit, and the wait
+// never goes below the capped instruction. u is a uniform draw from [0, 1).
+func serverWait(retryAfter, cap, room time.Duration, u float64) (wait time.Duration, ok bool) {
+	if retryAfter > room {
+		return 0, false
+	}
+	lower := min(retryAfter, cap)
+	spread := time.Duration(float64(lower) * serverJitter * jitter.Clamp(u))
+	if spread > room-lower {
+		spread = room - lower
+	}
+	return lower + spread, true
+}
+
+// guessWait is the wait when the server gave no instruction (a 429 without a
+// usable Retry-After, a 5xx, a transport error): full jitter,
+// U[0, min(cap, base·2ⁿ)), where n counts the guesses already made in this
+// call. The window shrinks to fit room; ok is false only when room is gone.
+func guessWait(base, cap time.Duration, n int, room time.Duration, u float64) (wait time.Duration, ok bool) {
+	if room <= 0 {
+		return 0, false
+	}
+	window := min(expWindow(base, n), cap, room)
+	return time.Duration(float64(window) * jitter.Clamp(u)), true
+}
+
+// expWindow is base·2ⁿ, saturating instead of overflowing.
+func expWindow(base time.Duration, n int) time.Duration {
+	if n < 0 {
+		n = 0
+	}
+	if n >= 62 || base > maxDuration>>uint(n) {
+		return maxDuration
+	}
+	return base << uint(n)
+}
