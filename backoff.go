@@ -12,6 +12,14 @@ import (
 // This file computes the waits the retry rules decide: a server-given
 // wait (serverWait, from the parsed Retry-After) and a guess (guessWait).
 
+const (
+	// defaultBackoffBase is the first full-jitter window of a guessed wait.
+	defaultBackoffBase = 500 * time.Millisecond
+	// serverJitter is the additive jitter on a server-given wait, as a
+	// fraction of the (capped) wait.
+	serverJitter = 0.10
+)
+
 // parseRetryAfter parses a Retry-After value: delta-seconds, or an HTTP-date
 // in any of the three forms http.ParseTime accepts, relative to now. It
 // reports false ("no instruction") for an empty, zero, negative or malformed

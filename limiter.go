@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/rail0/rail0-go/ratelimit"
@@ -85,7 +84,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		}
 		planned = now.Add(adm.Wait)
 		st.waited += adm.Wait
-		c.noteAdmission(ctx, st, adm) // the transcript, the debug log, the observer
+		st.report(ctx, event{kind: admitted, adm: adm}) // the transcript, the debug log, the observer
 		if !sleepCtx(ctx, adm.Wait) {
 			c.release(ctx, st, adm.Ticket)
 			return adm, ctx.Err()
@@ -146,8 +145,7 @@ func (c *Client) release(ctx context.Context, st *callState, ticket int64) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if err := c.limiter.Release(rctx, st.partitionKey(), ticket); err != nil && c.logger != nil {
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; slot not released",
-			callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
+	if err := c.limiter.Release(rctx, st.partitionKey(), ticket); err != nil {
+		st.report(ctx, event{kind: limiterDown, msg: "rail0: rate limiter unavailable; slot not released", err: err})
 	}
 }

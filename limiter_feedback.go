@@ -2,7 +2,6 @@ package rail0
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 
 	"github.com/rail0/rail0-go/ratelimit"
@@ -83,10 +82,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	// confirmed meanwhile read the count before this.
 	c.limitGen.Add(1)
 	if err != nil {
-		if c.logger != nil {
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; answer not recorded",
-				callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
-		}
+		st.report(ctx, event{kind: limiterDown, msg: "rail0: rate limiter unavailable; answer not recorded", err: err})
 		return
 	}
 	st.turn.fb = fb

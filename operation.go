@@ -170,3 +170,24 @@ func pathSegment(field, id string) (string, error) {
 	}
 	return url.PathEscape(id), nil
 }
+
+// routeOf names the contract operation op of a request (path relative to
+// the base URL, segments escaped; op as its method declared it, or lookup's,
+// nil when the contract does not name it), its template and the payment id
+// it addresses. A path
+// the contract does not name is its own route.
+func routeOf(op *operation, path string) (operation, template, paymentID string) {
+	if op != nil {
+		operation, template = op.id, op.template
+	} else {
+		template = "/" + path
+	}
+	if rest, ok := strings.CutPrefix(path, "payments/"); ok {
+		id, _, _ := strings.Cut(rest, "/")
+		if u, err := url.PathUnescape(id); err == nil {
+			id = u
+		}
+		paymentID = id
+	}
+	return operation, template, paymentID
+}

@@ -16,12 +16,26 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+	"github.com/rail0/rail0-go/ratelimit"
 )
 
-// This file is the one send-and-check path: do starts a call, send builds
-// the request, the retryablehttp hooks (checkRetry, backoff,
-// passthroughErrorHandler) apply the policy of retry_rules.go, and finish
-// turns what came back into a result or a typed error.
+// This file is the send path, the one way a call reaches the gateway. It
+// reads top to bottom, in the order a call runs:
+//
+//	prepare    the request is checked and the call opened (do)
+//	authorize  the bearer token, from the client's token source
+//	admit      the call's turn on its rate-limit partition (limiter.go)
+//	send       one attempt leaves
+//	classify   what the answer says; the limiter hears it (limiter_feedback.go)
+//	decide     the retry rules (retry_rules.go)
+//	report     the transcript, the observers and the logs hear of each stage
+//
+// go-retryablehttp runs the loop of attempts, with the call's own hooks:
+// CheckRetry classifies, decides and reports; Backoff hands over the wait
+// decided; PrepareRetry admits the retry and reports it sent. A 401 to a
+// session the token source can renew is one more pass of that loop: the
+// retry rules send the call again at once with the new token, and the send
+// starts afresh from authorize.
 
 const (
 	// maxErrorBody bounds how much of an error body is read: a proxy's HTML
@@ -32,66 +46,123 @@ const (
 	maxSuccessBody = 32 << 20
 )
 
-// callState is one call: its request, its transcript, what its attempts
-// used and did, and the go-retryablehttp client it sends with. That client
-// is the call's own (a struct literal, built once per call), and its hooks
-// (checkRetry, backoff, prepareRetry) are methods of this value: each call's
-// hooks see only its own attempts, so one response's header never paces
-// another call, and nothing about the call rides in its context. The hooks
-// run on the calling goroutine (go-retryablehttp calls them from Do), the
-// only one that touches the state.
+// request is one logical API call.
+type request struct {
+	// op is the contract operation the call performs, declared beside its
+	// method (operation); args fill its path template. do sets method and
+	// path from them. A request without op (one the contract does not name)
+	// gives its own method and path.
+	op     *operation
+	args   pathArgs
+	method string
+	// path is relative to the base URL: no leading slash, segments escaped
+	// (ids through pathSegment).
+	path  string
+	query url.Values
+	// body is JSON-encoded once and replayed on every attempt; nil sends
+	// none. A json.RawMessage is JSON already (Raw's body, encoded before
+	// the call starts) and is sent as it is.
+	body any
+	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
+	idempotencyKey string
+	// anonymous calls never resolve or send the bearer token: the public
+	// operations (security: [] in the contract), and sign-in itself, which
+	// must not call a token source that signs in. They count against the
+	// public rate-limit partition.
+	anonymous bool
+	// secretAnswer marks an operation whose answer carries a credential (a
+	// session token, a webhook secret): error values built from that answer
+	// keep none of its body.
+	secretAnswer bool
+	// identify, when set, reports why the decoded 2xx answer is not the
+	// resource the operation promises, "" when it is (notTheTransaction,
+	// notThePayment): a write that must not run twice is not a success on
+	// a body that merely decodes.
+	identify func() string
+	// keep401 returns a 401 as it is, without signing in again: logging out
+	// a session the gateway already refuses needs no new session.
+	keep401 bool
+	// raw marks a RawRequest, whose retry class is the caller's (class)
+	// rather than the contract table's.
+	raw   bool
+	class opClass
+	// onRateWait, when not nil, hears of every wait for a rate limit the
+	// call starts (a 429's backoff, a cooldown): the sign-in a token source
+	// leads tells the callers waiting for it (see tokenSource.await).
+	onRateWait func(rateWait)
+}
+
+// callState is one call, in one value: its request, its transcript, what
+// its attempts used and did, and the go-retryablehttp client it sends
+// with. That client is the call's own (a struct literal, built once per
+// call), and its hooks (checkRetry, backoff, prepareRetry) are methods of
+// this value: each call's hooks see only its own attempts, so one
+// response's header never paces another call, and nothing about the call
+// rides in its context. The hooks run on the calling goroutine
+// (go-retryablehttp calls them from Do), the only one that touches the
+// state.
 //
 // A call may wait in three places, each for its own reason:
 //
 //   - go-retryablehttp's timer, between an answer and its retry: the wait
-//     the policy decided in checkRetry (the server's Retry-After, or a
+//     the rules decided in checkRetry (the server's Retry-After, or a
 //     guess), which backoff hands over. That includes the retry after a
 //     transport error: backoff reads this value, not the response, which
 //     go-retryablehttp gives it as nil then.
-//   - the limiter's admission (admit, before the first attempt in send and
-//     before each retry in prepareRetry): the call's turn on its rate-limit
-//     partition, which other calls' answers (a 429, a lower budget) can move
-//     while this one waits, so it is taken just before the request leaves.
-//   - the token source (bearer, before the first attempt in send): a
+//   - the limiter's admission (admit, before the first attempt and before
+//     each retry): the call's turn on its rate-limit partition, which other
+//     calls' answers (a 429, a lower budget) can move while this one waits,
+//     so it is taken just before the request leaves.
+//   - the token source (authorize, and reauthorize after a 401): a
 //     client's own sign-in, which another call may be leading
 //     (tokenSource.await), or the caller's WithTokenSource function.
 //
-// checkRetry itself never waits.
+// checkRetry waits for nothing but the token source after a 401.
 type callState struct {
-	c              *Client
+	// The call, set once when it is prepared.
+	c              *Client  // the view the call is made through
+	r              *request // what the caller asked for
+	call           *Call    // the transcript
 	rc             retryablehttp.Client
-	call           *Call // the transcript
-	method         string
-	path           string
-	idempotencyKey string
-	op             opClass // what repeating the operation would do
-	requestBody    []byte  // the JSON body, encoded once and replayed on every attempt
-	// resendOn401 is true while a 401 would make do ask the token source
-	// for a new token and send the call again: the report of such an
-	// attempt waits for that decision (untold).
+	method, path   string         // path has its leading slash, as the transcript shows it
+	idempotencyKey string         // sent on every attempt
+	op             opClass        // what repeating the operation would do
+	requestBody    []byte         // the JSON body, encoded once and replayed on every attempt
+	onRateWait     func(rateWait) // the request's; nil for most calls
+	// resendOn401 is true while a 401 to the call's token would make it
+	// ask the token source for a new one (reauthorize) and, given one,
+	// send again at once: an operation safe to repeat, sent with a token
+	// from a source, once.
 	resendOn401 bool
-	untold      bool
-	onRateWait  func(rateWait) // the request's; nil for most calls
 
-	spent     // what the call used and did, across its sends
-	sendState // what the current send has seen
-}
+	// What the call used and did, across its sends: signing in again
+	// after a 401 gives a call neither a second allowance (attempts,
+	// MaxRetryWait, the guesses and other retries the rules count) nor a
+	// clean record: a write an earlier attempt may have run still ends as
+	// an *OutcomeUnknownError.
+	attempts      int
+	waited        time.Duration // server-given and rate-limit waiting spent
+	otherRetries  int
+	guesses429    int
+	maybeExecuted bool // a write attempt may have run on the server
+	sent          bool // some attempt may have reached the server
 
-// sendState is what one send of a call has seen. The send after a 401 (see
-// do) starts from a fresh one, with the new token.
-type sendState struct {
-	partition string  // derived from the token when first needed
-	anonymous bool    // no token: the public partition
-	token     string  // the bearer token; never logged or stored elsewhere
-	gated     bool    // waits for the limiter before each attempt
-	jitter    float64 // the draw of the last 429 decision, reused for its admission
-	clamped   bool    // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
-	turn      turn    // the limiter's admission of the attempt in flight
-	held      int64   // the slot held for the retry of a 429 since the answer came; zero when none
+	// The session after a 401: the new token the next send carries, or
+	// the token source's failure, which the call returns.
+	renewed string
+	authErr error
 
-	next time.Duration // the wait checkRetry decided, taken by backoff
-
-	last429   *APIError // kept so a call cut short while waiting or retrying still reports it
+	// What the current send has seen; startSend clears it.
+	token     string        // the bearer token; never logged or stored elsewhere
+	anonymous bool          // no token: the public partition
+	partition string        // derived from the token when first needed
+	gated     bool          // waits for the limiter before each attempt
+	jitter    float64       // the draw of the last 429 decision, reused for its admission
+	clamped   bool          // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
+	turn      turn          // the limiter's admission of the attempt in flight
+	held      int64         // the slot held for the retry of a 429 since the answer came; zero when none
+	next      time.Duration // the wait checkRetry decided, taken by backoff
+	last429   *APIError     // kept so a call cut short while waiting or retrying still reports it
 	unknown   bool
 	status    int
 	rateLimit *RateLimitInfo
@@ -100,33 +171,77 @@ type sendState struct {
 	bodyErr   error
 }
 
-// partitionKey names the call's rate-limit partition, hashing the token only
-// when a limiter needs it (most calls never do).
-func (st *callState) partitionKey() string {
-	if st.partition == "" {
-		st.partition = partitionFor(st.token)
+// do sends r and decodes a 2xx JSON answer into out: prepare, then run,
+// then end. It refuses a request that could not be sent as given before
+// anything goes out.
+//
+// A call sent with a token and answered 401 tells the client's token source
+// which token the gateway refused (see bearer): the tokenSource of a client
+// created WithSigner drops that session (that one only: a newer session
+// that another call obtained meanwhile is kept, so late 401s for an old
+// token do not discard a fresh one). When the operation is safe to repeat
+// (its declaration's class), the call asks the source for a token at once
+// (reauthorize), which makes its tokenSource sign in again (one sign-in
+// shared by all callers), and the call is sent once more if the token is a
+// new one (the rule sessionRefused). A source that answers the refused
+// token again, or none (""), has no other session to offer, and the 401
+// stands, as it does for a fixed token: the call was made as the caller,
+// and sent again without a token it would act as nobody, on the public
+// partition. A source that fails returns its error. The gateway answers a
+// 401 before it runs anything, but a proxy or a broken gateway might not:
+// a write that must not run twice (a submit, a secret rotation) comes back
+// with its 401 instead (an *OutcomeUnknownError unless the 401 is in the
+// gateway's envelope: see provesNotRun), and the caller's next call signs
+// in.
+func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	st, ctx, err := c.prepare(ctx, r)
+	if err != nil {
+		return nil, err
 	}
-	return st.partition
+	resp, err := st.run(ctx, out, "")
+	return st.end(ctx, resp, err)
 }
 
-// spent is what a call has used of its limits, and what its attempts may
-// have done, across sends: signing in again after a 401 gives a call
-// neither a second allowance (attempts, MaxRetryWait, the guesses and other
-// retries the policy counts) nor a clean record: a write an earlier attempt
-// may have run still ends as an *OutcomeUnknownError.
-type spent struct {
-	attempts      int
-	waited        time.Duration // server-given and rate-limit waiting spent
-	otherRetries  int
-	guesses429    int
-	maybeExecuted bool // a write attempt may have run on the server
-	sent          bool // some attempt may have reached the server
+// prepare checks r, fills its path from its operation's template, and opens
+// the call: its state and transcript (newCall), and the observer's
+// StartCall (report), whose context the call carries from then on. What it
+// refuses is returned before the call begins: nothing is reported.
+func (c *Client) prepare(ctx context.Context, r *request) (*callState, context.Context, error) {
+	if c.viewErr != nil {
+		return nil, ctx, c.viewErr
+	}
+	if r.op != nil {
+		path, err := r.op.path(r.args)
+		if err != nil {
+			return nil, ctx, err
+		}
+		r.method, r.path = r.op.method, path
+	}
+	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
+		return nil, ctx, err
+	}
+	st := c.forCaller(ctx).newCall(r)
+	return st, st.report(ctx, event{kind: callStarted}), nil
 }
 
-// newCall starts the state of the call r, whose transcript is call.
-func (c *Client) newCall(r *request, call *Call) *callState {
-	st := &callState{c: c, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey, op: call.class,
-		onRateWait: r.onRateWait}
+// newCall returns the state of the call r, with its transcript.
+func (c *Client) newCall(r *request) *callState {
+	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
+	call.Attempts = call.first[:0]
+	op := r.op
+	if op == nil { // a request built from a method and a path
+		op = lookup(r.method, r.path)
+	}
+	call.Operation, call.Route, call.PaymentID = routeOf(op, r.path)
+	call.class = classOf(r.method, op)
+	if r.raw && (call.Operation == "" || r.class.stricter(call.class)) {
+		// The caller's word, for an operation the contract does not name;
+		// for one it names, the stricter of the caller's and the table's.
+		call.class = r.class
+	}
+	st := &callState{c: c, r: r, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
+		op: call.class, onRateWait: r.onRateWait}
+	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.repeatable(r.idempotencyKey != "")
 	// The call's own client, built as a literal (its defaults would drop
 	// the final response on exhaustion and use Retry-After uncapped).
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
@@ -142,158 +257,242 @@ func (c *Client) newCall(r *request, call *Call) *callState {
 	return st
 }
 
-// send sends r through the retry policy and decodes a 2xx JSON body into
-// out (out may be nil). Every non-2xx becomes an *APIError, or an
-// *OutcomeUnknownError for a write that may have run. token is the bearer
-// token to send; empty, the call's token source is asked (an anonymous
-// request sends none).
-func (st *callState) send(ctx context.Context, r *request, out any, token string) (*Response, error) {
-	c := st.c
-	st.sendState = sendState{}
-	if err := ctx.Err(); err != nil {
-		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
-	}
-	if r.body != nil && st.requestBody == nil {
-		b, encoded := r.body.(json.RawMessage)
-		if !encoded {
-			var err error
-			if b, err = json.Marshal(r.body); err != nil {
-				return nil, fmt.Errorf("rail0: %s %s: encoding the request body: %w", st.method, st.path, err)
-			}
-		}
-		st.requestBody = b
-	}
-	if !r.anonymous && token == "" {
-		t, err := c.bearer(ctx, "", true)
-		if err != nil {
-			return nil, err
-		}
-		token = t
-	}
-	st.token, st.anonymous = token, token == ""
-	st.gated = c.pacingOn || (c.policy.retryOn429 && c.cooldown)
-	if st.gated {
-		st.jitter = c.rand()
-		if err := c.admit(ctx, st); err != nil {
-			var held *APIError
-			if isContextErr(err) && !errors.As(err, &held) {
-				return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
-			}
-			return nil, err
-		}
+// run sends the call and decodes a 2xx JSON body into out (out may be
+// nil): startSend (authorize, admit), the first attempt, then
+// go-retryablehttp's loop with the call's hooks, then finish. Every non-2xx
+// becomes an *APIError, or an *OutcomeUnknownError for a write that may
+// have run. token is the bearer token to send; empty, authorize asks the
+// token source (an anonymous request sends none).
+func (st *callState) run(ctx context.Context, out any, token string) (*Response, error) {
+	if err := st.startSend(ctx, token); err != nil {
+		return nil, err
 	}
 	var body any
 	if st.requestBody != nil {
 		body = st.requestBody
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, st.call.URL, body)
+	req, err := retryablehttp.NewRequestWithContext(ctx, st.method, st.call.URL, body)
 	if err != nil {
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
 	}
-	h := req.Header
-	h.Set("Accept", "application/json")
-	h.Set("User-Agent", c.userAgent)
-	if body != nil {
-		h.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	if r.idempotencyKey != "" {
-		h.Set("Idempotency-Key", r.idempotencyKey)
-	}
-	c.beforeAttempt(req.Request, st)
+	st.setHeader(req.Header)
+	st.report(ctx, event{kind: attemptSent, req: req.Request})
 	resp, err := st.rc.Do(req)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close() // checkRetry has read it already
 	}
-	return c.finish(st, err, out)
+	meta, err := st.finish(err, out)
+	if st.authErr != nil {
+		return meta, st.authErr // the token source failed after a 401
+	}
+	return meta, err
 }
 
-// finish turns the final state of a call into its result.
-func (c *Client) finish(st *callState, err error, out any) (*Response, error) {
-	if st.held != 0 {
-		// The call ended (its context, say) before the retry it held a
-		// slot for.
-		c.release(context.Background(), st, st.held)
-		st.held = 0
+// startSend starts a send of the call: the first, or the one after a
+// refused session, which starts afresh with the new token within what the
+// call has used. It encodes the body once, authorizes, and admits the
+// first attempt when the call is gated. What it returns, the call ends
+// with as it is.
+func (st *callState) startSend(ctx context.Context, token string) error {
+	st.resetSend()
+	if err := ctx.Err(); err != nil {
+		return &TransportError{Method: st.method, Path: st.path, Err: err}
 	}
-	var meta *Response
-	if st.status != 0 {
-		// Allocated with the transcript: one allocation for both.
-		meta = &st.call.resp
-		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
+	if err := st.encode(); err != nil {
+		return err
 	}
+	if err := st.authorize(ctx, token); err != nil {
+		return err
+	}
+	c := st.c
+	st.gated = c.pacingOn || (c.policy.retryOn429 && c.cooldown)
+	if !st.gated {
+		return nil
+	}
+	st.jitter = c.rand()
+	if err := st.admit(ctx); err != nil {
+		var held *APIError
+		if isContextErr(err) && !errors.As(err, &held) {
+			return &TransportError{Method: st.method, Path: st.path, Err: err}
+		}
+		return err
+	}
+	return nil
+}
+
+// resetSend clears what the current send has seen.
+func (st *callState) resetSend() {
+	st.token, st.anonymous, st.partition = "", false, ""
+	st.gated, st.jitter, st.clamped = false, 0, false
+	st.turn, st.held, st.next = turn{}, 0, 0
+	st.last429, st.unknown = nil, false
+	st.status, st.rateLimit, st.header, st.body, st.bodyErr = 0, nil, nil, nil, nil
+}
+
+// encode encodes the request's body, once for the whole call.
+func (st *callState) encode() error {
+	if st.r.body == nil || st.requestBody != nil {
+		return nil
+	}
+	b, encoded := st.r.body.(json.RawMessage)
+	if !encoded {
+		var err error
+		if b, err = json.Marshal(st.r.body); err != nil {
+			return fmt.Errorf("rail0: %s %s: encoding the request body: %w", st.method, st.path, err)
+		}
+	}
+	st.requestBody = b
+	return nil
+}
+
+// authorize gives the send its bearer token: token, or, when it is empty,
+// the token source's (bearer). An anonymous request sends none.
+func (st *callState) authorize(ctx context.Context, token string) error {
+	if !st.r.anonymous && token == "" {
+		t, err := st.c.bearer(ctx, "", true)
+		if err != nil {
+			return err
+		}
+		token = t
+	}
+	st.token, st.anonymous = token, token == ""
+	return nil
+}
+
+// setHeader sets the headers the SDK owns on an attempt.
+func (st *callState) setHeader(h http.Header) {
+	h.Set("Accept", "application/json")
+	h.Set("User-Agent", st.c.userAgent)
+	if st.requestBody != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	if st.token != "" {
+		h.Set("Authorization", "Bearer "+st.token)
+	}
+	if st.idempotencyKey != "" {
+		h.Set("Idempotency-Key", st.idempotencyKey)
+	}
+}
+
+// admit waits for the call's turn on its rate-limit partition (see
+// takeTurn). The wait counts against the call's allowance; when it does not
+// fit the allowance or the deadline, the call gets a 429 at once without
+// sending, and when ctx ends during it, the same 429 matching ctx's error
+// too, with the wait that was left. A failing limiter (say, an unreachable
+// shared store) does not stop payments: the call goes ahead, and the
+// failure is logged.
+func (st *callState) admit(ctx context.Context) error {
+	c := st.c
+	noted := len(st.call.Limiter) // takeTurn reports each wait it sleeps
+	adm, err := c.takeTurn(ctx, st)
 	if err != nil {
-		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
-		var local *APIError
-		if errors.As(err, &local) && local.NotSent {
-			// The limiter would not admit the retry in time, or the call
-			// ended while it waited. The server's own last answer, not one
-			// built here, is what the caller gets, with the context's
-			// error when that ended the wait.
-			failure = local
-			if last := c.lastAnswer(st); last != nil {
-				failure = last
-				if local.cause != nil {
-					failure = last.withCause(local.cause)
-				}
+		if ctx.Err() != nil {
+			if n := len(st.call.Limiter); n > noted {
+				// Cut short while waiting for its turn: the rate limit held
+				// the call back, as a refusal does.
+				w := st.call.Limiter[n-1]
+				left := max(w.At.Add(w.Wait).Sub(c.now()), 0)
+				return st.notSent(left, "not sent: the context ended while the call waited for its turn on the rate limit").withCause(ctx.Err())
 			}
-		} else if isContextErr(err) && st.last429 != nil {
-			// Cut short while waiting out a 429, or on the retry that
-			// followed the wait: report that 429 too.
-			failure = st.last429.withCause(err)
+			return ctx.Err()
 		}
-		if st.maybeExecuted {
-			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
-		}
-		return meta, failure
+		st.report(ctx, event{kind: limiterDown, msg: "rail0: rate limiter unavailable; sending without it", err: err})
+		return nil
 	}
-	if st.status < 200 || st.status > 299 {
-		apiErr := c.answerError(st)
-		if st.unknown || st.maybeExecuted {
-			// An earlier attempt may have run (a 5xx, a broken connection)
-			// even if the last answer is a 429 or a 4xx: the caller must
-			// not send the write again without its Idempotency-Key.
-			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: apiErr}
-		}
-		return meta, apiErr
+	if !adm.OK || len(st.call.Limiter) == noted {
+		st.report(ctx, event{kind: admitted, adm: adm}) // a refusal, or an admission at once
 	}
-	if out != nil && st.status != http.StatusNoContent {
-		if err := json.Unmarshal(st.body, out); err != nil {
-			return meta, st.undecodable(meta, err)
-		}
+	if !adm.OK {
+		return st.notSent(adm.Wait, "not sent: the rate-limit wait does not fit the call's allowance or deadline")
 	}
-	return meta, nil
+	return nil
 }
 
-// undecodable is the failure of a 2xx whose body is not what the operation
-// promises, for the reason cause: not its JSON, or (request.identify) JSON
-// that is not its resource. It is a *DecodeError, inside an
-// *OutcomeUnknownError on a write that may have run: such an answer may be
-// a proxy's, written after the write ran or not, and a keyed write can be
-// repeated with its key.
-func (st *callState) undecodable(meta *Response, cause error) error {
-	var failure error = &DecodeError{
-		Method: st.method, Path: st.path, StatusCode: st.status,
-		RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
-		Body: truncate(st.body, 1024), Err: cause,
-	}
-	if st.maybeExecuted {
-		failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
-	}
-	return failure
-}
-
-// checkRetry is the CheckRetry hook: it reads the answer, asks the policy
-// and records the decision. It is the only place that decides, and it does
-// not wait: the wait it decides is backoff's.
+// checkRetry is the CheckRetry hook, run when an attempt's answer (or
+// failure) is in: classify, decide, report. After a 401 to a session the
+// token source may renew, it asks the source first (reauthorize), so that
+// the rules see whether a new token came. It waits for nothing else: the
+// wait it decides is backoff's.
 func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	c := st.c
-	st.attempts++
 	now := c.now()
-	o := outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
-	var failure error
+	o, failure := st.classify(ctx, resp, err, now)
+
+	u := c.rand()
+	st.jitter = u
+	e := &evidence{p: c.policy, o: o, u: u, fb: st.turn.fb, b: budget{
+		attempts:     st.attempts,
+		waited:       st.waited,
+		otherRetries: st.otherRetries,
+		guesses429:   st.guesses429,
+		deadline:     timeLeft(ctx, now),
+	}}
+	if st.turn.fb.Distrusted {
+		e.b.rtt = c.delays.margin(0)
+	}
+	refused := o.status == http.StatusUnauthorized && st.token != "" && !st.r.keep401
+	if refused && st.resendOn401 {
+		e.renewed = st.reauthorize(ctx)
+	}
+	d := c.quota.spend(func(tokens int) decision {
+		e.b.tokens = tokens
+		return decideOn(e)
+	})
+	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
+	switch {
+	case o.status == http.StatusTooManyRequests:
+		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
+	case o.failed && o.ctxDone && st.last429 != nil:
+		// The retry after a 429 died on the context (say, a deadline that
+		// fitted the wait but not the retry): keep the 429 to report it.
+	default:
+		st.last429 = nil
+	}
+	st.report(ctx, event{kind: attemptDecided, o: o, d: d, failure: failure, now: now})
+	if refused && !st.op.repeatable(st.idempotencyKey != "") {
+		// The session is dropped; the answer is not used.
+		_, _ = c.bearer(ctx, st.token, false)
+	}
+
+	if !d.relevant {
+		return false, failure
+	}
+	if !d.retry {
+		st.unknown = d.unknown
+		return false, failure
+	}
+	if d.reason == ReasonSessionRefused {
+		st.resendOn401 = false // a second 401 is returned as it is
+		return true, nil
+	}
+	if d.rateWait {
+		st.waited += d.wait
+	}
+	if o.status == http.StatusTooManyRequests {
+		if !o.hasRetryAfter {
+			st.guesses429++
+		}
+	} else {
+		st.otherRetries++
+	}
+	st.next = d.wait
+	if o.status == http.StatusTooManyRequests && st.onRateWait != nil {
+		st.onRateWait(rateWait{method: st.method, path: st.path, until: now.Add(d.wait)})
+	}
+	if st.gated && o.status == http.StatusTooManyRequests {
+		c.holdRetrySlot(ctx, st, d.wait)
+	}
+	return true, nil
+}
+
+// classify reads an attempt's answer (or failure) into the outcome the
+// rules see, keeps what the call reports and returns, and tells the
+// limiter what the answer says (observe). failure is the transport error,
+// or a 2xx body that broke off.
+func (st *callState) classify(ctx context.Context, resp *http.Response, err error, now time.Time) (o outcome, failure error) {
+	c := st.c
+	st.attempts++
+	o = outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
 	if err != nil {
 		o.failed = true
 		o.notSent = isNotSent(err)
@@ -310,9 +509,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 		gatewayNow := now.Add(c.clock.offset()) // what the answer's times are relative to
 		success := resp.StatusCode >= 200 && resp.StatusCode <= 299
 		st.body, st.bodyErr = readBody(resp, success)
-		if c.wireLogging(ctx) {
-			c.logWireResponse(ctx, st, resp.StatusCode, resp.Header, st.body)
-		}
+		st.report(ctx, event{kind: answerRead})
 		if success && st.bodyErr != nil {
 			// A body that breaks off is a broken connection after the
 			// request ran: handled like one.
@@ -335,75 +532,29 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	}
 	if !o.notSent {
 		st.sent = true
-		if st.op.matters() && (o.failed || !provesNotRun(o.status, st.body)) {
-			// A write that must not run twice may have run: a broken
-			// connection, or any answer that does not prove it did not
-			// (a 2xx included, so that one the SDK cannot read is no
-			// proof either way).
+		if mayHaveRun(o, st.body) {
 			st.maybeExecuted = true
 		}
 	}
+	return o, failure
+}
 
-	u := c.rand()
-	st.jitter = u
-	b := budget{
-		attempts:     st.attempts,
-		waited:       st.waited,
-		otherRetries: st.otherRetries,
-		guesses429:   st.guesses429,
-		deadline:     timeLeft(ctx, now),
+// reauthorize asks the token source for a new token after the gateway
+// refused the one the call sent (bearer): a tokenSource drops that session
+// and signs in again. It reports whether a new token came; the next send
+// carries it (prepareRetry). A source that fails fails the call with its
+// own error.
+func (st *callState) reauthorize(ctx context.Context) bool {
+	tok, err := st.c.bearer(ctx, st.token, true)
+	if err != nil {
+		st.authErr = err
+		return false
 	}
-	if st.turn.fb.Distrusted {
-		b.rtt = c.delays.margin(0)
+	if tok == st.token || tok == "" {
+		return false
 	}
-	d := c.quota.spend(func(tokens int) decision {
-		b.tokens = tokens
-		return decide(c.policy, o, b, u)
-	})
-	d = distrust(d, st.turn.fb, c.policy, b, u)
-	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
-	switch {
-	case o.status == http.StatusTooManyRequests:
-		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
-	case o.failed && o.ctxDone && st.last429 != nil:
-		// The retry after a 429 died on the context (say, a deadline that
-		// fitted the wait but not the retry): keep the 429 to report it.
-	default:
-		st.last429 = nil
-	}
-	a := c.recordAttempt(st, o, d, failure, now)
-	if a != nil {
-		if o.status == http.StatusUnauthorized && st.resendOn401 {
-			st.untold = true // do tells it once the token source has answered
-		} else {
-			c.tellAttempt(ctx, st.call, a)
-		}
-	}
-	if !d.relevant {
-		return false, failure
-	}
-	if !d.retry {
-		st.unknown = d.unknown
-		return false, failure
-	}
-	if d.rateWait {
-		st.waited += d.wait
-	}
-	if o.status == http.StatusTooManyRequests {
-		if !o.hasRetryAfter {
-			st.guesses429++
-		}
-	} else {
-		st.otherRetries++
-	}
-	st.next = d.wait
-	if o.status == http.StatusTooManyRequests && st.onRateWait != nil {
-		st.onRateWait(rateWait{method: st.method, path: st.path, until: now.Add(d.wait)})
-	}
-	if st.gated && o.status == http.StatusTooManyRequests {
-		c.holdRetrySlot(ctx, st, d.wait)
-	}
-	return true, nil
+	st.renewed = tok
+	return true
 }
 
 // backoff is the Backoff hook: it returns the wait checkRetry decided for
@@ -420,56 +571,163 @@ func (st *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.D
 // just before the retry leaves: a gated call takes its turn with the
 // limiter again (after a 429 the cooldown that answer set is normally over
 // by now, since the backoff waited it out with the same jitter draw), then
-// the retry opens its entry in the transcript.
+// the retry opens its entry in the transcript (report). After a refused
+// session, the send starts afresh with the new token (startSend).
 func (st *callState) prepareRetry(req *http.Request) error {
-	if st.gated {
-		if err := st.c.admit(req.Context(), st); err != nil {
+	ctx := req.Context()
+	if tok := st.renewed; tok != "" {
+		st.renewed = ""
+		if err := st.startSend(ctx, tok); err != nil {
+			return restartError{err}
+		}
+		req.Header = make(http.Header)
+		st.setHeader(req.Header)
+	} else if st.gated {
+		if err := st.admit(ctx); err != nil {
 			return err
 		}
 	}
-	st.c.beforeAttempt(req, st)
+	st.report(ctx, event{kind: attemptSent, req: req})
 	return nil
 }
 
-// admit waits for the call's turn on its rate-limit partition (see
-// takeTurn). The wait counts against the call's allowance; when it does not
-// fit the allowance or the deadline, the call gets a 429 at once without
-// sending, and when ctx ends during it, the same 429 matching ctx's error
-// too, with the wait that was left. A failing limiter (say, an unreachable
-// shared store) does not stop payments: the call goes ahead, and the
-// failure is logged.
-func (c *Client) admit(ctx context.Context, st *callState) error {
-	noted := len(st.call.Limiter) // takeTurn notes each wait it sleeps
-	adm, err := c.takeTurn(ctx, st)
+// restartError carries what ended the send after a refused session before
+// its first attempt, which the call returns as it is, as it would the
+// same failure of its first send.
+type restartError struct{ err error }
+
+func (e restartError) Error() string { return e.err.Error() }
+
+// finish turns the final state of a call into its result.
+func (st *callState) finish(err error, out any) (*Response, error) {
+	var restart restartError
+	if errors.As(err, &restart) {
+		return nil, restart.err
+	}
+	if st.renewed != "" && isContextErr(err) {
+		// The context ended before the send after a refused session.
+		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
+	}
+	if st.held != 0 {
+		// The call ended (its context, say) before the retry it held a
+		// slot for.
+		st.c.release(context.Background(), st, st.held)
+		st.held = 0
+	}
+	var meta *Response
+	if st.status != 0 {
+		// Allocated with the transcript: one allocation for both.
+		meta = &st.call.resp
+		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			if n := len(st.call.Limiter); n > noted {
-				// Cut short while waiting for its turn: the rate limit held
-				// the call back, as a refusal does.
-				w := st.call.Limiter[n-1]
-				left := max(w.At.Add(w.Wait).Sub(c.now()), 0)
-				return c.notSent(st, left, "not sent: the context ended while the call waited for its turn on the rate limit").withCause(ctx.Err())
+		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
+		var local *APIError
+		if errors.As(err, &local) && local.NotSent {
+			// The limiter would not admit the retry in time, or the call
+			// ended while it waited. The server's own last answer, not one
+			// built here, is what the caller gets, with the context's
+			// error when that ended the wait.
+			failure = local
+			if last := st.lastAnswer(); last != nil {
+				failure = last
+				if local.cause != nil {
+					failure = last.withCause(local.cause)
+				}
 			}
-			return ctx.Err()
+		} else if isContextErr(err) && st.last429 != nil {
+			// Cut short while waiting out a 429, or on the retry that
+			// followed the wait: report that 429 too.
+			failure = st.last429.withCause(err)
 		}
-		if c.logger != nil {
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: rate limiter unavailable; sending without it",
-				callAttrs(st.call.ID, st.method, st.path, slog.String("error", err.Error()))...)
+		if st.maybeExecuted {
+			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
 		}
+		return meta, failure
+	}
+	if st.status < 200 || st.status > 299 {
+		apiErr := st.answerError()
+		if st.unknown || st.maybeExecuted {
+			// An earlier attempt may have run (a 5xx, a broken connection)
+			// even if the last answer is a 429 or a 4xx: the caller must
+			// not send the write again without its Idempotency-Key.
+			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: apiErr}
+		}
+		return meta, apiErr
+	}
+	if out != nil && st.status != http.StatusNoContent {
+		if err := json.Unmarshal(st.body, out); err != nil {
+			return meta, st.undecodable(meta, err)
+		}
+	}
+	return meta, nil
+}
+
+// end checks that a 2xx answer is the resource the operation promises
+// (request.identify), keeps a credential out of a *DecodeError, and closes
+// the call (report). An error carries the answer and the transcript; the
+// call then returns no *Response.
+func (st *callState) end(ctx context.Context, resp *Response, err error) (*Response, error) {
+	r := st.r
+	if err == nil && r.identify != nil && resp != nil {
+		if why := r.identify(); why != "" {
+			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
+		}
+	}
+	if r.secretAnswer {
+		var decodeErr *DecodeError
+		if errors.As(err, &decodeErr) {
+			decodeErr.Body = nil // it holds the credential
+		}
+	}
+	st.report(ctx, event{kind: callEnded, resp: resp, err: err})
+	if err != nil {
+		resp = nil
+	}
+	return resp, err
+}
+
+// undecodable is the failure of a 2xx whose body is not what the operation
+// promises, for the reason cause: not its JSON, or (request.identify) JSON
+// that is not its resource. It is a *DecodeError, inside an
+// *OutcomeUnknownError on a write that may have run: such an answer may be
+// a proxy's, written after the write ran or not, and a keyed write can be
+// repeated with its key.
+func (st *callState) undecodable(meta *Response, cause error) error {
+	var failure error = &DecodeError{
+		Method: st.method, Path: st.path, StatusCode: st.status,
+		RequestID: meta.RequestID, ContentType: st.header.Get("Content-Type"),
+		Body: truncate(st.body, 1024), Err: cause,
+	}
+	if st.maybeExecuted {
+		failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
+	}
+	return failure
+}
+
+// answerError is the call's last answer as an *APIError: the 429 that
+// checkRetry already parsed, or the answer parsed now.
+func (st *callState) answerError() *APIError {
+	if st.last429 != nil {
+		return st.last429
+	}
+	return newAPIError(st, st.status, st.header, st.body, st.c.gatewayNow())
+}
+
+// lastAnswer returns the call's last answer from the server as an
+// *APIError, for a retry that the limiter refused locally (the transcript
+// ends with the refusal: Call.NotRetried is ReasonLimiter); nil when the
+// last attempt got no answer.
+func (st *callState) lastAnswer() *APIError {
+	if st.status == 0 {
 		return nil
 	}
-	if !adm.OK || len(st.call.Limiter) == noted {
-		c.noteAdmission(ctx, st, adm) // a refusal, or an admission at once
-	}
-	if !adm.OK {
-		return c.notSent(st, adm.Wait, "not sent: the rate-limit wait does not fit the call's allowance or deadline")
-	}
-	return nil
+	return st.answerError()
 }
 
 // notSent is the 429 of a call that its rate limit held back, for why:
 // wait is what it would still have had to wait.
-func (c *Client) notSent(st *callState, wait time.Duration, why string) *APIError {
+func (st *callState) notSent(wait time.Duration, why string) *APIError {
 	return notSentError(st.method, st.path, wait, why)
 }
 
@@ -483,24 +741,304 @@ func notSentError(method, path string, wait time.Duration, why string) *APIError
 	}
 }
 
-// answerError is the call's last answer as an *APIError: the 429 that
-// checkRetry already parsed, or the answer parsed now.
-func (c *Client) answerError(st *callState) *APIError {
-	if st.last429 != nil {
-		return st.last429
+// partitionKey names the call's rate-limit partition, hashing the token only
+// when a limiter needs it (most calls never do).
+func (st *callState) partitionKey() string {
+	if st.partition == "" {
+		st.partition = partitionFor(st.token)
 	}
-	return newAPIError(st, st.status, st.header, st.body, c.gatewayNow())
+	return st.partition
 }
 
-// lastAnswer returns the call's last answer from the server as an
-// *APIError, for a retry that the limiter refused locally (the transcript
-// ends with the refusal: Call.NotRetried is ReasonLimiter); nil when the
-// last attempt got no answer.
-func (c *Client) lastAnswer(st *callState) *APIError {
-	if st.status == 0 {
+// eventKind names what a call reports.
+type eventKind int
+
+const (
+	callStarted    eventKind = iota // the call begins, before anything is sent
+	admitted                        // the limiter answered: a wait, a refusal, or an admission at once
+	attemptSent                     // an attempt is about to leave
+	answerRead                      // an attempt's answer is read
+	attemptDecided                  // an attempt's answer (or failure) and the decision taken on it
+	limiterDown                     // the limiter failed; the call goes on without it
+	callEnded                       // the call returns
+)
+
+// event is one thing a call reports, with what report needs to tell it.
+type event struct {
+	kind    eventKind
+	req     *http.Request       // attemptSent
+	adm     ratelimit.Admission // admitted
+	o       outcome             // attemptDecided
+	d       decision            // attemptDecided
+	failure error               // attemptDecided: the transport failure
+	now     time.Time           // attemptDecided: when the answer came
+	msg     string              // limiterDown
+	resp    *Response           // callEnded
+	err     error               // callEnded; limiterDown
+}
+
+// report is the one place a call tells about itself: its transcript (Call),
+// the observer (Observer) and the logs, at each point of its life (event).
+// It returns the call's context, which an observer's StartCall may extend.
+func (st *callState) report(ctx context.Context, ev event) context.Context {
+	c, call := st.c, st.call
+	switch ev.kind {
+	case callStarted:
+		if c.observer != nil {
+			ctx = c.observer.StartCall(ctx, call)
+		}
+
+	case admitted:
+		// The observer reads admissions in the transcript (see Observer). A
+		// cooldown the call is about to wait out is told to the request's
+		// onRateWait too.
+		adm := ev.adm
+		call.Limiter = append(call.Limiter, LimiterWait{
+			Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
+			Wait: adm.Wait, Cooldown: adm.Cooldown, Refused: !adm.OK,
+		})
+		w := &call.Limiter[len(call.Limiter)-1]
+		if st.onRateWait != nil && adm.OK && adm.Cooldown && adm.Wait > 0 {
+			st.onRateWait(rateWait{method: st.method, path: st.path, until: w.At.Add(adm.Wait)})
+		}
+		if c.logger != nil && (w.Wait > 0 || w.Refused) {
+			level, msg := slog.LevelDebug, "rail0: waiting for the rate limit"
+			if w.Refused {
+				level, msg = slog.LevelInfo, "rail0: not sent: the rate-limit wait does not fit the call's allowance or deadline"
+			}
+			c.logger.LogAttrs(ctx, level, msg, callAttrs(call.ID, st.method, st.path,
+				slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))...)
+		}
+
+	case attemptSent:
+		// The attempt's entry opens in the transcript; the observer may add
+		// its headers.
+		call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: len(st.requestBody)})
+		if c.observer != nil {
+			c.observer.SendAttempt(ctx, call, AttemptHeader{ev.req.Header})
+		}
+		if c.wireLogging(ctx) {
+			c.logWireRequest(ctx, st, ev.req.Header)
+		}
+
+	case answerRead:
+		if c.wireLogging(ctx) {
+			c.logWireResponse(ctx, st, st.status, st.header, st.body)
+		}
+
+	case attemptDecided:
+		a := st.recordAttempt(ev)
+		if a == nil {
+			return ctx // no attempt is open
+		}
+		// One line at debug with its facts, one at info with the retry
+		// decision when the answer was a retry matter, and the observer's
+		// EndAttempt.
+		if c.logger != nil {
+			if c.logger.Enabled(ctx, slog.LevelDebug) {
+				attrs := callAttrs(call.ID, call.Method, call.Path,
+					slog.Int("attempt", a.N),
+					slog.Int("status", a.StatusCode),
+					slog.Duration("duration", a.Duration),
+					slog.String("request_id", a.RequestID),
+					slog.Int("request_bytes", a.RequestBytes),
+					slog.Int("response_bytes", a.ResponseBytes))
+				if a.Err != "" {
+					attrs = append(attrs, slog.String("error", a.Err))
+				}
+				c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: attempt", attrs...)
+			}
+			if a.Reason != "" {
+				c.logDecision(ctx, call, a)
+			}
+		}
+		if c.observer != nil {
+			c.observer.EndAttempt(ctx, call, a)
+		}
+
+	case limiterDown:
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelWarn, ev.msg,
+				callAttrs(call.ID, st.method, st.path, slog.String("error", ev.err.Error()))...)
+		}
+
+	case callEnded:
+		// The transcript closes and goes with what the call returns; what
+		// the user must act on is logged at warn.
+		call.Duration = c.now().Sub(call.Start)
+		call.Outcome = outcomeOf(ev.err)
+		if ev.err == nil {
+			if ev.resp != nil {
+				ev.resp.Call = call
+				ev.resp.Attempts = len(call.Attempts)
+			}
+		} else {
+			attachCall(ev.err, call)
+			if c.logger != nil {
+				c.logOutcome(ctx, call, ev.err)
+			}
+		}
+		if c.observer != nil {
+			c.observer.EndCall(ctx, call, ev.err)
+		}
+	}
+	return ctx
+}
+
+// recordAttempt completes the transcript's entry of the attempt that just
+// came back with what it got and the decision taken; nil when no attempt
+// is open.
+func (st *callState) recordAttempt(ev event) *Attempt {
+	call, o, d := st.call, ev.o, ev.d
+	if len(call.Attempts) == 0 {
 		return nil
 	}
-	return c.answerError(st)
+	a := &call.Attempts[len(call.Attempts)-1]
+	a.Duration = ev.now.Sub(a.Sent)
+	a.StatusCode = o.status
+	a.ResponseBytes = len(st.body)
+	if o.status != 0 {
+		a.RequestID = requestID(st.header)
+		a.RateLimit = st.rateLimit
+		if o.hasRetryAfter {
+			a.RetryAfter = o.retryAfter
+		}
+	}
+	if ev.failure != nil {
+		a.Err = errorText(ev.failure)
+	}
+	if d.relevant {
+		a.Retry, a.Reason = d.retry, d.reason
+		if d.retry {
+			a.Wait = d.wait
+			a.ServerWait = o.hasRetryAfter && (o.status == http.StatusTooManyRequests || o.status == http.StatusServiceUnavailable)
+		} else {
+			a.Refused = isRefusal(d.reason)
+		}
+	}
+	return a
+}
+
+// logDecision logs a retry decision at info: a retry, or a retryable
+// failure returned instead (what the user must act on is logged at warn
+// when the call ends).
+func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
+	msg := "rail0: retrying"
+	switch {
+	case a.Reason == ReasonRetryOn429Off:
+		msg = "rail0: rate limited; not retrying (WithRetryOn429 is off)"
+	case !a.Retry:
+		msg = "rail0: not retrying"
+	}
+	attrs := callAttrs(call.ID, call.Method, call.Path,
+		slog.Int("attempt", a.N),
+		slog.Int("status", a.StatusCode),
+		slog.Duration("wait", a.Wait),
+		slog.Bool("will_retry", a.Retry),
+		slog.String("reason", string(a.Reason)))
+	if a.RetryAfter > 0 {
+		attrs = append(attrs, slog.Duration("retry_after", a.RetryAfter))
+	}
+	if a.RequestID != "" {
+		attrs = append(attrs, slog.String("request_id", a.RequestID))
+	}
+	if a.Err != "" {
+		attrs = append(attrs, slog.String("error", a.Err))
+	}
+	c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
+}
+
+// logOutcome logs, at warn, the failures the user must act on: a write
+// whose outcome is unknown (read the resource before doing it again), and a
+// redirect (the base URL is wrong or a proxy is in the way).
+func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
+	var msg string
+	var apiErr *APIError
+	switch {
+	case call.Outcome == OutcomeUnknown:
+		msg = "rail0: outcome unknown; read the resource before doing this again"
+	case errors.As(err, &apiErr) && apiErr.StatusCode >= 300 && apiErr.StatusCode <= 399:
+		msg = "rail0: redirect not followed; check the base URL"
+	default:
+		return
+	}
+	c.logger.LogAttrs(ctx, slog.LevelWarn, msg, callAttrs(call.ID, call.Method, call.Path,
+		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))...)
+}
+
+// callAttrs opens every log line about a call with the same keys, so that
+// one search on call_id finds its attempts, limiter waits, retry decisions
+// and outcome.
+func callAttrs(id uint64, method, path string, more ...slog.Attr) []slog.Attr {
+	return append([]slog.Attr{slog.Uint64("call_id", id), slog.String("method", method), slog.String("path", path)}, more...)
+}
+
+// bearer asks the client's token source for a token. refused, when not
+// empty, is the token a 401 just refused: it reaches the source in the
+// context, as a read-only value (sessionRefusal), and a tokenSource's Token
+// drops that session, then (renew) returns a token of a fresh one, or
+// (!renew) returns at once without signing in; the caller does not use that
+// answer. Nothing else rides in the context: the answer is the token, which
+// itself names the session.
+func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string, error) {
+	if c.tokenSource == nil {
+		return "", nil
+	}
+	if refused != "" {
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
+	} else if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
+		// ctx is that of a call made inside another client's token source
+		// after a 401 of its own: that refusal is not about this client.
+		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{})
+	}
+	tok, err := c.tokenSource(c.withCaller(ctx))
+	if err != nil {
+		if c.login != nil {
+			return "", err // the client's own sign-in, which names itself
+		}
+		return "", fmt.Errorf("rail0: token source: %w", err)
+	}
+	if err := checkHeaderValue("token", tok); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// checkHeaderValue refuses a header value that net/http would not send (a
+// control character such as CR or LF, or DEL), so that such a call fails at
+// once with a *ValidationError instead of as a transport error after
+// retries.
+func checkHeaderValue(field, v string) error {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return &ValidationError{Field: field, Reason: fmt.Sprintf("contains the control character %#04x, which cannot be sent in a header", b)}
+		}
+	}
+	return nil
+}
+
+// resolve builds the absolute URL of a path relative to the base URL. The
+// path's segments are already escaped by the caller (url.PathEscape).
+func (c *Client) resolve(path string, query url.Values) string {
+	u := c.baseStr + strings.TrimLeft(path, "/")
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u
+}
+
+// isNotSent reports whether a transport error proves the request never left
+// the client: the connection could not be opened or the name not resolved.
+func isNotSent(err error) bool {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return true
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return true
+	}
+	return false
 }
 
 // isTimeout reports whether a transport failure was a timeout.
@@ -583,210 +1121,3 @@ func truncate(b []byte, n int) []byte {
 // write the caller gave no key: generated once per call, the same on every
 // attempt.
 func newIdempotencyKey() string { return rand.Text() }
-
-// request is one logical API call.
-type request struct {
-	// op is the contract operation the call performs, declared beside its
-	// method (operation); args fill its path template. do sets method and
-	// path from them. A request without op (one the contract does not name)
-	// gives its own method and path.
-	op     *operation
-	args   pathArgs
-	method string
-	// path is relative to the base URL: no leading slash, segments escaped
-	// (ids through pathSegment).
-	path  string
-	query url.Values
-	// body is JSON-encoded once and replayed on every attempt; nil sends
-	// none. A json.RawMessage is JSON already (Raw's body, encoded before
-	// the call starts) and is sent as it is.
-	body any
-	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
-	idempotencyKey string
-	// anonymous calls never resolve or send the bearer token: the public
-	// operations (security: [] in the contract), and sign-in itself, which
-	// must not call a token source that signs in. They count against the
-	// public rate-limit partition.
-	anonymous bool
-	// secretAnswer marks an operation whose answer carries a credential (a
-	// session token, a webhook secret): error values built from that answer
-	// keep none of its body.
-	secretAnswer bool
-	// identify, when set, reports why the decoded 2xx answer is not the
-	// resource the operation promises, "" when it is (notTheTransaction,
-	// notThePayment): a write that must not run twice is not a success on
-	// a body that merely decodes.
-	identify func() string
-	// keep401 returns a 401 as it is, without signing in again: logging out
-	// a session the gateway already refuses needs no new session.
-	keep401 bool
-	// raw marks a RawRequest, whose retry class is the caller's (class)
-	// rather than the contract table's.
-	raw   bool
-	class opClass
-	// onRateWait, when not nil, hears of every wait for a rate limit the
-	// call starts (a 429's backoff, a cooldown): the sign-in a token source
-	// leads tells the callers waiting for it (see tokenSource.await).
-	onRateWait func(rateWait)
-}
-
-// do sends r and decodes a 2xx JSON answer into out (see send). It refuses
-// a request that could not be sent as given before anything goes out.
-//
-// A call sent with a token and answered 401 tells the client's token source
-// which token the gateway refused (see bearer): the tokenSource of a client
-// created WithSigner drops that session (that one only: a newer session
-// that another call obtained meanwhile is kept, so late 401s for an old
-// token do not discard a fresh one). When the operation is safe to repeat (its declaration's class), do
-// asks the source for a token at once, which makes its tokenSource sign in
-// again (one sign-in shared by all callers), and sends the call once more
-// if the token is a new one. A source that answers the refused token again,
-// or none (""), has no other session to offer, and the 401 stands, as it
-// does for a fixed token: the call was made as the caller, and sent again
-// without a token it would act as nobody, on the public partition. A source
-// that fails returns its error. The gateway answers a 401 before it runs
-// anything, but a proxy or a broken gateway might not: a write that must not
-// run twice (a submit, a secret rotation) comes back with its 401 instead
-// (an *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
-// provesNotRun), and the caller's next call signs in.
-func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
-	if c.viewErr != nil {
-		return nil, c.viewErr
-	}
-	if r.op != nil {
-		path, err := r.op.path(r.args)
-		if err != nil {
-			return nil, err
-		}
-		r.method, r.path = r.op.method, path
-	}
-	if err := checkHeaderValue("idempotency_key", r.idempotencyKey); err != nil {
-		return nil, err
-	}
-	c = c.forCaller(ctx)
-	ctx, call := c.startCall(ctx, r)
-	if r.raw && (call.Operation == "" || r.class.stricter(call.class)) {
-		// The caller's word, for an operation the contract does not name;
-		// for one it names, the stricter of the caller's and the table's.
-		call.class = r.class
-	}
-	st := c.newCall(r, call)
-	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && call.class.repeatable(r.idempotencyKey != "")
-	resp, err := st.send(ctx, r, out, "")
-	if refused := st.token; refused != "" && !r.keep401 && errors.Is(err, ErrUnauthorized) {
-		if !call.class.repeatable(r.idempotencyKey != "") {
-			_, _ = c.bearer(ctx, refused, false) // the session is dropped; the answer is not used
-		} else if tok, srcErr := c.bearer(ctx, refused, true); srcErr != nil {
-			err = srcErr
-		} else if tok != refused && tok != "" {
-			// The send after a sign-in is a retry like any other: in the
-			// transcript, logged and observed as one, and within the
-			// call's attempts and allowance. Its attempt is reported only
-			// now that the decision is taken (see checkRetry).
-			if n := len(call.Attempts); n > 0 {
-				a := &call.Attempts[n-1]
-				a.Retry, a.Reason = true, ReasonSessionRefused
-			}
-			c.tellUntold(ctx, st)
-			st.resendOn401 = false // a second 401 is returned as it is
-			resp, err = st.send(ctx, r, out, tok)
-		}
-	}
-	c.tellUntold(ctx, st)
-	if err == nil && r.identify != nil && resp != nil {
-		if why := r.identify(); why != "" {
-			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
-		}
-	}
-	if r.secretAnswer {
-		var decodeErr *DecodeError
-		if errors.As(err, &decodeErr) {
-			decodeErr.Body = nil // it holds the credential
-		}
-	}
-	c.endCall(ctx, call, resp, err)
-	if err != nil {
-		resp = nil // the error carries the answer and the transcript
-	}
-	return resp, err
-}
-
-// tellUntold reports the call's last attempt when its report waited for the
-// decision after a 401.
-func (c *Client) tellUntold(ctx context.Context, st *callState) {
-	if !st.untold {
-		return
-	}
-	st.untold = false
-	if n := len(st.call.Attempts); n > 0 {
-		c.tellAttempt(ctx, st.call, &st.call.Attempts[n-1])
-	}
-}
-
-// checkHeaderValue refuses a header value that net/http would not send (a
-// control character such as CR or LF, or DEL), so that such a call fails at
-// once with a *ValidationError instead of as a transport error after
-// retries.
-func checkHeaderValue(field, v string) error {
-	for i := 0; i < len(v); i++ {
-		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
-			return &ValidationError{Field: field, Reason: fmt.Sprintf("contains the control character %#04x, which cannot be sent in a header", b)}
-		}
-	}
-	return nil
-}
-
-// resolve builds the absolute URL of a path relative to the base URL. The
-// path's segments are already escaped by the caller (url.PathEscape).
-func (c *Client) resolve(path string, query url.Values) string {
-	u := c.baseStr + strings.TrimLeft(path, "/")
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	return u
-}
-
-// bearer asks the client's token source for a token. refused, when not
-// empty, is the token a 401 just refused: it reaches the source in the
-// context, as a read-only value (sessionRefusal), and a tokenSource's Token
-// drops that session, then (renew) returns a token of a fresh one, or
-// (!renew) returns at once without signing in; the caller does not use that
-// answer. Nothing else rides in the context: the answer is the token, which
-// itself names the session.
-func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string, error) {
-	if c.tokenSource == nil {
-		return "", nil
-	}
-	if refused != "" {
-		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
-	} else if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
-		// ctx is that of a call made inside another client's token source
-		// after a 401 of its own: that refusal is not about this client.
-		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{})
-	}
-	tok, err := c.tokenSource(c.withCaller(ctx))
-	if err != nil {
-		if c.login != nil {
-			return "", err // the client's own sign-in, which names itself
-		}
-		return "", fmt.Errorf("rail0: token source: %w", err)
-	}
-	if err := checkHeaderValue("token", tok); err != nil {
-		return "", err
-	}
-	return tok, nil
-}
-
-// isNotSent reports whether a transport error proves the request never left
-// the client: the connection could not be opened or the name not resolved.
-func isNotSent(err error) bool {
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return true
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) && opErr.Op == "dial" {
-		return true
-	}
-	return false
-}

@@ -33,9 +33,10 @@ import (
 func TestCheckRetryNeverWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newTestClient(t, "http://gateway.test", withRand(func() float64 { return 0.5 }))
-		ctx, call := c.startCall(context.Background(), &request{method: http.MethodGet, path: "payments/p1"})
-		st := c.newCall(&request{method: http.MethodGet, path: "payments/p1"}, call)
-		c.beforeAttempt(&http.Request{Header: http.Header{}}, st)
+		st, ctx, err := c.prepare(context.Background(), &request{method: http.MethodGet, path: "payments/p1"})
+		require.NoError(t, err)
+		call := st.call
+		st.report(ctx, event{kind: attemptSent, req: &http.Request{Header: http.Header{}}})
 		reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 
 		start := time.Now()
@@ -66,11 +67,11 @@ func TestEachCallHasItsOwnHooks(t *testing.T) {
 	})
 	c := newTestClient(t, "http://gateway.test", WithHTTPClient(&http.Client{Transport: rt}))
 	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
-	a := c.newCall(&request{method: http.MethodGet, path: "payments/a"}, &Call{Path: "/payments/a"})
-	b := c.newCall(&request{method: http.MethodGet, path: "payments/b"}, &Call{Path: "/payments/b"})
+	a := c.newCall(&request{method: http.MethodGet, path: "payments/a"})
+	b := c.newCall(&request{method: http.MethodGet, path: "payments/b"})
 	require.NotSame(t, &a.rc, &b.rc)
 
-	_, err := a.send(ctx, &request{method: http.MethodGet, path: "payments/a"}, nil, "tok")
+	_, err := a.run(ctx, nil, "tok")
 	require.NoError(t, err)
 	assert.Equal(t, 1, a.attempts)
 	assert.Zero(t, b.attempts, "one call's hook counted another call's attempt")
