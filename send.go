@@ -409,78 +409,20 @@ func (st *callState) admit(ctx context.Context) error {
 }
 
 // checkRetry is the CheckRetry hook, run when an attempt's answer (or
-// failure) is in: classify, decide, report. After a 401 to a session the
-// token source may renew, it asks the source first (reauthorize), so that
-// the rules see whether a new token came. It waits for nothing else: the
-// wait it decides is backoff's.
+// failure) is in: classify, decide, report, then count the retry. It waits
+// for nothing but the token source after a 401 (decide): the wait it
+// decides is backoff's.
 func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	c := st.c
-	now := c.now()
+	now := st.c.now()
 	o, failure := st.classify(ctx, resp, err, now)
-
-	u := c.rand()
-	st.jitter = u
-	e := &evidence{p: c.policy, o: o, u: u, fb: st.turn.fb, b: budget{
-		attempts:     st.attempts,
-		waited:       st.waited,
-		otherRetries: st.otherRetries,
-		guesses429:   st.guesses429,
-		deadline:     timeLeft(ctx, now),
-	}}
-	if st.turn.fb.Distrusted {
-		e.b.rtt = c.delays.margin(0)
-	}
-	refused := o.status == http.StatusUnauthorized && st.token != "" && !st.r.keep401
-	if refused && st.resendOn401 {
-		e.renewed = st.reauthorize(ctx)
-	}
-	d := c.quota.spend(func(tokens int) decision {
-		e.b.tokens = tokens
-		return decideOn(e)
-	})
-	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
-	switch {
-	case o.status == http.StatusTooManyRequests:
-		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
-	case o.failed && o.ctxDone && st.last429 != nil:
-		// The retry after a 429 died on the context (say, a deadline that
-		// fitted the wait but not the retry): keep the 429 to report it.
-	default:
-		st.last429 = nil
-	}
+	d := st.decide(ctx, o, now)
 	st.report(ctx, event{kind: attemptDecided, o: o, d: d, failure: failure, now: now})
-	if refused && !st.op.repeatable(st.idempotencyKey != "") {
+	if st.refusedSession(o) && !st.op.repeatable(st.idempotencyKey != "") {
 		// The session is dropped; the answer is not used.
-		_, _ = c.bearer(ctx, st.token, false)
+		_, _ = st.c.bearer(ctx, st.token, false)
 	}
-
-	if !d.relevant {
+	if !st.proceed(ctx, o, d, now) {
 		return false, failure
-	}
-	if !d.retry {
-		st.unknown = d.unknown
-		return false, failure
-	}
-	if d.reason == ReasonSessionRefused {
-		st.resendOn401 = false // a second 401 is returned as it is
-		return true, nil
-	}
-	if d.rateWait {
-		st.waited += d.wait
-	}
-	if o.status == http.StatusTooManyRequests {
-		if !o.hasRetryAfter {
-			st.guesses429++
-		}
-	} else {
-		st.otherRetries++
-	}
-	st.next = d.wait
-	if o.status == http.StatusTooManyRequests && st.onRateWait != nil {
-		st.onRateWait(rateWait{method: st.method, path: st.path, until: now.Add(d.wait)})
-	}
-	if st.gated && o.status == http.StatusTooManyRequests {
-		c.holdRetrySlot(ctx, st, d.wait)
 	}
 	return true, nil
 }
@@ -536,6 +478,15 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 			st.maybeExecuted = true
 		}
 	}
+	switch {
+	case o.status == http.StatusTooManyRequests:
+		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
+	case o.failed && o.ctxDone && st.last429 != nil:
+		// The retry after a 429 died on the context (say, a deadline that
+		// fitted the wait but not the retry): keep the 429 to report it.
+	default:
+		st.last429 = nil
+	}
 	return o, failure
 }
 
@@ -554,6 +505,78 @@ func (st *callState) reauthorize(ctx context.Context) bool {
 		return false
 	}
 	st.renewed = tok
+	return true
+}
+
+// decide applies the retry rules (retry_rules.go) to the attempt's
+// outcome, with what the call has left and what the client's retry budget
+// and limiter say. After a 401 to a session the token source may renew, it
+// asks the source first (reauthorize), so that the rules see whether a new
+// token came.
+func (st *callState) decide(ctx context.Context, o outcome, now time.Time) decision {
+	c := st.c
+	u := c.rand()
+	st.jitter = u
+	e := &evidence{p: c.policy, o: o, u: u, fb: st.turn.fb, b: budget{
+		attempts:     st.attempts,
+		waited:       st.waited,
+		otherRetries: st.otherRetries,
+		guesses429:   st.guesses429,
+		deadline:     timeLeft(ctx, now),
+	}}
+	if st.turn.fb.Distrusted {
+		e.b.rtt = c.delays.margin(0)
+	}
+	if st.resendOn401 && st.refusedSession(o) {
+		e.renewed = st.reauthorize(ctx)
+	}
+	d := c.quota.spend(func(tokens int) decision {
+		e.b.tokens = tokens
+		return decideOn(e)
+	})
+	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
+	return d
+}
+
+// refusedSession reports whether the gateway refused the session the call
+// sent (a 401 to its token) and the call may act on it.
+func (st *callState) refusedSession(o outcome) bool {
+	return o.status == http.StatusUnauthorized && st.token != "" && !st.r.keep401
+}
+
+// proceed counts a retry the rules decided against the call's limits and
+// sets its wait, for backoff; it reports whether the call is sent again. A
+// 429's retry tells the request's onRateWait, and a gated call holds its
+// retry's slot with the limiter at once (holdRetrySlot).
+func (st *callState) proceed(ctx context.Context, o outcome, d decision, now time.Time) bool {
+	if !d.relevant {
+		return false
+	}
+	if !d.retry {
+		st.unknown = d.unknown
+		return false
+	}
+	if d.reason == ReasonSessionRefused {
+		st.resendOn401 = false // a second 401 is returned as it is
+		return true
+	}
+	if d.rateWait {
+		st.waited += d.wait
+	}
+	if o.status == http.StatusTooManyRequests {
+		if !o.hasRetryAfter {
+			st.guesses429++
+		}
+	} else {
+		st.otherRetries++
+	}
+	st.next = d.wait
+	if o.status == http.StatusTooManyRequests && st.onRateWait != nil {
+		st.onRateWait(rateWait{method: st.method, path: st.path, until: now.Add(d.wait)})
+	}
+	if st.gated && o.status == http.StatusTooManyRequests {
+		st.c.holdRetrySlot(ctx, st, d.wait)
+	}
 	return true
 }
 
