@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/ops"
 	"github.com/rail0/rail0-go/internal/secret"
 )
 
@@ -117,7 +118,7 @@ func (s Session) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-var createNonce = declare(operation{"createNonce", "POST", "/auth/nonces", opRepeatable, "a second nonce is issued and expires unused"})
+var createNonce = declare(ops.CreateNonce)
 
 // CreateNonce asks for a single-use sign-in nonce.
 //
@@ -139,7 +140,7 @@ func (s *AuthService) createNonce(ctx context.Context, onRateWait func(rateWait)
 	return &n, nil
 }
 
-var verifySiwe = declare(operation{"verifySiwe", "POST", "/auth", opOnce, "consumes the nonce: a repeat is refused with nonce_used"})
+var verifySiwe = declare(ops.VerifySiwe)
 
 // AuthVerifyParams is a signed SIWE message.
 type AuthVerifyParams struct {
@@ -180,7 +181,7 @@ func (s *AuthService) verify(ctx context.Context, params AuthVerifyParams, onRat
 	return &sess, nil
 }
 
-var logout = declare(operation{"logout", "POST", "/auth/logout", opOnce, "a repeat with the revoked token is refused with 401"})
+var logout = declare(ops.Logout)
 
 // Logout revokes the token the client sends. It only revokes that token;
 // other tokens of the same address stay valid.

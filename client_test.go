@@ -535,7 +535,9 @@ func isHeavy(path string) bool {
 // the root package imports the standard library, go-retryablehttp,
 // internal/evm, internal/verify (the checks, on internal/evm, registry and
 // internal/strictjson, the key check webhook deliveries share),
-// internal/secret, registry and the rate-limit engine (package ratelimit,
+// internal/secret, registry, internal/ops (the operation table, which
+// rail0test serves from too, on the standard library only) and the
+// rate-limit engine (package ratelimit,
 // with internal/limitclock, which lends its clock to redislimit's tests,
 // and internal/jitter, the draw rule it shares with the root and
 // redislimit), those last four on the standard library only; internal/evm and signing do
@@ -555,6 +557,7 @@ func TestRootPackageImports(t *testing.T) {
 		limclock  = root + "/internal/limitclock"
 		limrules  = root + "/internal/limitrules"
 		jitter    = root + "/internal/jitter"
+		ops       = root + "/internal/ops"
 		secp256k1 = "github.com/decred/dcrd/dcrec/secp256k1/v4"
 		ecdsa     = secp256k1 + "/ecdsa"
 		sha3      = "golang.org/x/crypto/sha3"
@@ -567,7 +570,7 @@ func TestRootPackageImports(t *testing.T) {
 		return m
 	}
 	for dir, allowed := range map[string]map[string]bool{
-		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit, jitter),
+		".":                   allow("github.com/hashicorp/go-retryablehttp", evm, verify, secret, root+"/registry", ratelimit, jitter, ops),
 		"internal/verify":     allow(evm, strict, root+"/registry"),
 		"internal/strictjson": allow(),
 		"internal/verifytest": allow(verify),
@@ -581,6 +584,7 @@ func TestRootPackageImports(t *testing.T) {
 		"internal/limitclock": allow(),
 		"internal/limitrules": allow(),
 		"internal/jitter":     allow(),
+		"internal/ops":        allow(),
 	} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

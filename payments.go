@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // PaymentStatus is a payment's lifecycle status. The gateway may add
@@ -173,7 +175,7 @@ type PaymentCreateParams struct {
 	IdempotencyKey string `json:"-"`
 }
 
-var createPayment = declare(operation{"createPayment", "POST", "/payments", opKeyed, "the Idempotency-Key replays the payment it created"})
+var createPayment = declare(ops.CreatePayment)
 
 // Create opens a payment in status unsigned, carrying the signing payload
 // the payer must sign.
@@ -227,7 +229,7 @@ func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams
 	return &p, nil
 }
 
-var getPayment = declare(operation{"getPayment", "GET", "/payments/{id}", opRead, ""})
+var getPayment = declare(ops.GetPayment)
 
 // Get reads a payment by its UUID or its rail0_id.
 //
@@ -301,7 +303,7 @@ func (p PaymentListParams) values() url.Values {
 	return q
 }
 
-var listPayments = declare(operation{"listPayments", "GET", "/payments", opRead, ""})
+var listPayments = declare(ops.ListPayments)
 
 // List returns one page of the caller's payments (as payer or payee).
 //
@@ -347,7 +349,7 @@ func (p PaymentListTransactionsParams) values() url.Values {
 	return q
 }
 
-var listPaymentTransactions = declare(operation{"listPaymentTransactions", "GET", "/payments/{id}/transactions", opRead, ""})
+var listPaymentTransactions = declare(ops.ListPaymentTransactions)
 
 // ListTransactions returns one page of a payment's transactions: every
 // attempt of every step, failed ones included.
@@ -378,7 +380,7 @@ func (p PaymentListDisputesParams) values() url.Values {
 	return DisputeListParams(p).values()
 }
 
-var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""})
+var listDisputes = declare(ops.ListDisputes)
 
 // ListDisputes returns one page of a payment's dispute history, open and
 // closed.

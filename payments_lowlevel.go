@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rail0/rail0-go/internal/evm"
+	"github.com/rail0/rail0-go/internal/ops"
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
@@ -16,7 +17,7 @@ import (
 // SubmitByHash and PrepareRefund. Check what Prepare returns with
 // VerifyTransaction (payments_verify.go) before signing it.
 
-var signPayment = declare(operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"})
+var signPayment = declare(ops.SignPayment)
 
 // PaymentSubmitSignatureParams carries the payer's signature of a payment.
 type PaymentSubmitSignatureParams struct {
@@ -114,9 +115,9 @@ func stepRoute(op Operation, id string, generic, dispute, closeDispute *operatio
 }
 
 var (
-	preparePaymentOperation = declare(operation{"preparePaymentOperation", "POST", "/payments/{id}/{operation}/prepare", opRepeatable, "preparing again returns the pending transaction"})
-	prepareDispute          = declare(operation{"prepareDispute", "POST", "/payments/{id}/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"})
-	prepareCloseDispute     = declare(operation{"prepareCloseDispute", "POST", "/payments/{id}/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"})
+	preparePaymentOperation = declare(ops.PreparePaymentOperation)
+	prepareDispute          = declare(ops.PrepareDispute)
+	prepareCloseDispute     = declare(ops.PrepareCloseDispute)
 )
 
 // Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
@@ -214,9 +215,9 @@ func (p PaymentPrepareParams) check(op Operation) error {
 // (already_known, nonce_too_low) while the first one goes through. Submit
 // reads the payment's transactions instead (reconcileSubmit).
 var (
-	submitPaymentOperation = declare(operation{"submitPaymentOperation", "POST", "/payments/{id}/{operation}", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
-	submitDispute          = declare(operation{"submitDispute", "POST", "/payments/{id}/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
-	submitCloseDispute     = declare(operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
+	submitPaymentOperation = declare(ops.SubmitPaymentOperation)
+	submitDispute          = declare(ops.SubmitDispute)
+	submitCloseDispute     = declare(ops.SubmitCloseDispute)
 )
 
 // PaymentSubmitParams carries the signed transaction of a prepared step.
@@ -276,9 +277,9 @@ func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operat
 }
 
 var (
-	submitPaymentOperationByHash = declare(operation{"submitPaymentOperationByHash", "POST", "/payments/{id}/{operation}/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
-	submitDisputeByHash          = declare(operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
-	submitCloseDisputeByHash     = declare(operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
+	submitPaymentOperationByHash = declare(ops.SubmitPaymentOperationByHash)
+	submitDisputeByHash          = declare(ops.SubmitDisputeByHash)
+	submitCloseDisputeByHash     = declare(ops.SubmitCloseDisputeByHash)
 )
 
 // PaymentSubmitByHashParams carries the hash of a transaction the caller

@@ -218,7 +218,7 @@ func (e *evidence) refuse(reason RetryReason) (decision, bool) {
 // run with an effect a repetition would not reproduce: every 5xx and every
 // broken connection, on a write that must not run twice. A 429 never ran.
 func (e *evidence) outcomeUnknown() bool {
-	return e.o.status != http.StatusTooManyRequests && !e.o.notSent && e.o.op.matters()
+	return e.o.status != http.StatusTooManyRequests && !e.o.notSent && e.o.op.Matters()
 }
 
 // is429 reports whether the answer is a 429.
@@ -275,7 +275,7 @@ func retryOn429(e *evidence, d decision) (decision, bool) {
 // operation safe to repeat (opClass.repeatable); otherwise its outcome is
 // unknown.
 func operationClass(e *evidence, d decision) (decision, bool) {
-	if !e.is429() && !e.o.notSent && !e.o.op.repeatable(e.o.idempotencyKey) {
+	if !e.is429() && !e.o.notSent && !e.o.op.Repeatable(e.o.idempotencyKey) {
 		return e.refuse(ReasonUnsafe)
 	}
 	return d, false
@@ -455,7 +455,7 @@ func distrustedRetryAfter(d decision, fb ratelimit.Feedback, p policy, b budget,
 // any answer that does not prove it did not run (provesNotRun; a 2xx
 // included, so that one the SDK cannot read is no proof either way).
 func mayHaveRun(o outcome, body []byte) bool {
-	return !o.notSent && o.op.matters() && (o.failed || !provesNotRun(o.status, body))
+	return !o.notSent && o.op.Matters() && (o.failed || !provesNotRun(o.status, body))
 }
 
 // provesNotRun reports whether an answer proves that the request it

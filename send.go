@@ -234,14 +234,14 @@ func (c *Client) newCall(r *request) *callState {
 	}
 	call.Operation, call.Route, call.PaymentID = routeOf(op, r.path)
 	call.class = classOf(r.method, op)
-	if r.raw && (call.Operation == "" || r.class.stricter(call.class)) {
+	if r.raw && (call.Operation == "" || stricter(r.class, call.class)) {
 		// The caller's word, for an operation the contract does not name;
 		// for one it names, the stricter of the caller's and the table's.
 		call.class = r.class
 	}
 	st := &callState{c: c, r: r, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
 		op: call.class, onRateWait: r.onRateWait}
-	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.repeatable(r.idempotencyKey != "")
+	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.Repeatable(r.idempotencyKey != "")
 	// The call's own client, built as a literal (its defaults would drop
 	// the final response on exhaustion and use Retry-After uncapped).
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
@@ -417,7 +417,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	o, failure := st.classify(ctx, resp, err, now)
 	d := st.decide(ctx, o, now)
 	st.report(ctx, event{kind: attemptDecided, o: o, d: d, failure: failure, now: now})
-	if st.refusedSession(o) && !st.op.repeatable(st.idempotencyKey != "") {
+	if st.refusedSession(o) && !st.op.Repeatable(st.idempotencyKey != "") {
 		// The session is dropped; the answer is not used.
 		_, _ = st.c.bearer(ctx, st.token, false)
 	}
