@@ -16,13 +16,10 @@ import (
 // them.
 var (
 	routeCreatePayment    = pattern(ops.CreatePayment)
-	routePrepare          = pattern(ops.PreparePaymentOperation)
 	routeSubmit           = pattern(ops.SubmitPaymentOperation)
 	routeSubmitted        = pattern(ops.SubmitPaymentOperationByHash)
-	routeDisputePrepare   = pattern(ops.PrepareDispute)
 	routeDisputeSubmit    = pattern(ops.SubmitDispute)
 	routeDisputeSubmitted = pattern(ops.SubmitDisputeByHash)
-	routeClosePrepare     = pattern(ops.PrepareCloseDispute)
 	routeCloseSubmit      = pattern(ops.SubmitCloseDispute)
 	routeCloseSubmitted   = pattern(ops.SubmitCloseDisputeByHash)
 )
