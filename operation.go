@@ -15,8 +15,8 @@ import (
 // beside it, the way go-github writes //meta:operation above each method:
 // var getPayment = declare(ops.GetPayment), named by the operationId. The
 // method passes it to do in its request with the path's arguments, and do
-// builds the path from the template (path), so the route, the
-// transcript's names and the retry class come with the request: no
+// builds the path from the template (path). So the route, the
+// transcript's names and the retry class come with the request. No
 // method's request is matched against the templates at run time, and a
 // path cannot stray from its template. Adding an endpoint is one row in
 // internal/ops, one declaration and one method in the resource's file;

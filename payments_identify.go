@@ -8,18 +8,17 @@ import (
 )
 
 // This file checks that a 2xx answer to a write is the resource the
-// operation promises. Like the answers provesNotRun refuses as proof, a 2xx
-// answer to a write that must not run twice proves nothing when it is not
-// that resource: a proxy's or a load
-// balancer's JSON (null, {}, {"message":"Accepted"}) decodes into a zero
-// value without an error, and taking it for a success would hand the
-// caller a transaction with no id (its next step, waiting for it, fails;
-// the caller who then submits again runs the write twice) or a payment
-// with no id (and loses the Idempotency-Key that would have found it). So
-// the answers of those writes must carry the resource's identifying fields,
-// or the call ends as it does for an undecodable 2xx: an
-// *OutcomeUnknownError carrying the key, over a *DecodeError that says what
-// is missing. The checks below say what; do applies them (request.identify).
+// operation promises. When it is not, it proves nothing, like the answers
+// provesNotRun refuses as proof. A proxy's or a load balancer's JSON
+// (null, {}, {"message":"Accepted"}) decodes into a zero value without an
+// error, and taking it for a success would hand the caller a transaction
+// with no id (its next step, waiting for it, fails; the caller who then
+// submits again runs the write twice) or a payment with no id (and loses
+// the Idempotency-Key that would have found it). So the answers of those
+// writes must carry the resource's identifying fields, or the call ends as
+// it does for an undecodable 2xx: an *OutcomeUnknownError carrying the
+// key, over a *DecodeError that says what is missing. The checks below say
+// what; the send path applies them (request.identify).
 
 // preparedRow is what the SDK knows of the prepared transaction a submit
 // sends: its id and its payment's UUID, each "" when unknown (a low-level

@@ -17,10 +17,10 @@ import (
 // here does I/O, sleeps or reads a clock. The waits themselves are
 // computed in backoff.go.
 //
-// The invariants: a 429 was never executed, so it may be retried on any
-// operation, never before min(Retry-After, RetryAfterCap); a server-given
-// wait gets additive jitter only; a failure that may have run is repeated
-// only on an operation safe to repeat.
+// The invariants hold for every rule. A 429 was never executed, so it may
+// be retried on any operation, but never before min(Retry-After,
+// RetryAfterCap). A server-given wait gets additive jitter only. A failure
+// that may have run is repeated only on an operation safe to repeat.
 
 const (
 	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.

@@ -130,9 +130,9 @@ type callState struct {
 	requestBody    []byte         // the JSON body, encoded once and replayed on every attempt
 	onRateWait     func(rateWait) // the request's; nil for most calls
 	// resendOn401 is true while a 401 to the call's token would make it
-	// ask the token source for a new one (reauthorize) and, given one,
-	// send again at once: an operation safe to repeat, sent with a token
-	// from a source, once.
+	// ask the token source for a new one (reauthorize), and send again at
+	// once with a new one. It holds for an operation safe to repeat, sent
+	// with a token from a source, and only once.
 	resendOn401 bool
 
 	// What the call used and did, across its sends: signing in again
@@ -180,10 +180,9 @@ type callState struct {
 // created WithSigner drops that session (that one only: a newer session
 // that another call obtained meanwhile is kept, so late 401s for an old
 // token do not discard a fresh one). When the operation is safe to repeat
-// (its declaration's class), the call asks the source for a token at once
-// (reauthorize), which makes its tokenSource sign in again (one sign-in
-// shared by all callers), and the call is sent once more if the token is a
-// new one (the rule sessionRefused). A source that answers the refused
+// (its class), the call asks the source for a token at once
+// (reauthorize): a tokenSource signs in again, once for all callers. Given
+// a new token, the call is sent once more (the rule sessionRefused). A source that answers the refused
 // token again, or none (""), has no other session to offer, and the 401
 // stands, as it does for a fixed token: the call was made as the caller,
 // and sent again without a token it would act as nobody, on the public
@@ -428,7 +427,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 }
 
 // classify reads an attempt's answer (or failure) into the outcome the
-// rules see, keeps what the call reports and returns, and tells the
+// rules see. It keeps what the call reports and returns, and tells the
 // limiter what the answer says (observe). failure is the transport error,
 // or a 2xx body that broke off.
 func (st *callState) classify(ctx context.Context, resp *http.Response, err error, now time.Time) (o outcome, failure error) {
@@ -590,12 +589,12 @@ func (st *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.D
 	return w
 }
 
-// prepareRetry is the PrepareRetry hook, run when the backoff is over and
-// just before the retry leaves: a gated call takes its turn with the
-// limiter again (after a 429 the cooldown that answer set is normally over
-// by now, since the backoff waited it out with the same jitter draw), then
-// the retry opens its entry in the transcript (report). After a refused
-// session, the send starts afresh with the new token (startSend).
+// prepareRetry is the PrepareRetry hook, run just before a retry leaves.
+// A gated call takes its turn with the limiter again: after a 429, the
+// cooldown that answer set is normally over by now, since the backoff
+// waited it out with the same jitter draw. After a refused session, the
+// send starts afresh with the new token (startSend). Then the retry opens
+// its entry in the transcript (report).
 func (st *callState) prepareRetry(req *http.Request) error {
 	ctx := req.Context()
 	if tok := st.renewed; tok != "" {
