@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -647,5 +648,52 @@ func TestRootModuleRequiresNoIntegrationDependency(t *testing.T) {
 		if isHeavy(fields[0]) {
 			t.Errorf("go.mod requires %s; only an integration's own module may", fields[0])
 		}
+	}
+}
+
+// Files are named for what they hold, go-github's way: a service's
+// methods are in files named <service>.go or <service>_<topic>.go
+// (PaymentsService's in payments_flows.go, payments_wait.go...), and every
+// test file is named after the source file it tests.
+func TestFilesNamedForWhatTheyHold(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snake := regexp.MustCompile(`([a-z])([A-Z])`)
+	methods := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			if _, err := os.Stat(strings.TrimSuffix(name, "_test.go") + ".go"); err != nil {
+				t.Errorf("%s tests no source file of its name", name)
+			}
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil {
+				continue
+			}
+			star, ok := fn.Recv.List[0].Type.(*ast.StarExpr)
+			if !ok {
+				continue
+			}
+			recv, ok := star.X.(*ast.Ident)
+			if !ok || !strings.HasSuffix(recv.Name, "Service") {
+				continue
+			}
+			methods++
+			service := strings.ToLower(snake.ReplaceAllString(strings.TrimSuffix(recv.Name, "Service"), "${1}_${2}"))
+			if base := strings.TrimSuffix(name, ".go"); base != service && !strings.HasPrefix(base, service+"_") {
+				t.Errorf("%s.%s is in %s, not in %s.go or %s_<topic>.go", recv.Name, fn.Name.Name, name, service, service)
+			}
+		}
+	}
+	if methods < 60 {
+		t.Fatalf("checked only %d service methods", methods)
 	}
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1117,4 +1121,34 @@ func TestDecide429IgnoresMaxRetries(t *testing.T) {
 		budget{attempts: 5, otherRetries: 0, deadline: maxDuration}, 0)
 	assert.True(t, d.retry)
 	assert.Equal(t, time.Second, d.wait)
+}
+
+// Whoever asks why a call was retried or not opens one file: every
+// RetryReason is declared in retry_rules.go, beside the rules that give it.
+func TestReasonsDeclaredWithTheRules(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	declared := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			gen, ok := d.(*ast.GenDecl)
+			if !ok || gen.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gen.Specs {
+				vs := spec.(*ast.ValueSpec)
+				if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "RetryReason" {
+					continue
+				}
+				declared += len(vs.Names)
+				assert.Equal(t, "retry_rules.go", name, "%s is declared in %s", vs.Names[0].Name, name)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, declared, 15, "the reasons of the transcript")
 }

@@ -6,12 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -1026,5 +1030,83 @@ func TestUnauthorizedThenNoTokenSendsNothingMore(t *testing.T) {
 			assert.Equal(t, 0, without, "nothing went out without a token")
 			assert.Equal(t, 2, asked, "the source was asked for the call and once after the 401")
 		})
+	}
+}
+
+// sourceFuncs parses the package's own source files (not its tests) and
+// returns each function by name ("Recv.Name" for a method) with its file.
+func sourceFuncs(t *testing.T) map[string]*ast.FuncDecl {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	funcs := map[string]*ast.FuncDecl{}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		require.NoError(t, err)
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok {
+				continue
+			}
+			key := fn.Name.Name
+			if fn.Recv != nil {
+				recv := fn.Recv.List[0].Type
+				if star, ok := recv.(*ast.StarExpr); ok {
+					recv = star.X
+				}
+				if id, ok := recv.(*ast.Ident); ok {
+					key = id.Name + "." + key
+				}
+			}
+			funcs[key] = fn
+		}
+	}
+	return funcs
+}
+
+// A call tells about itself in one place: callState.report feeds the
+// transcript, the observers and the logs. The Observer's methods are
+// called there only, and a log line about a call is written there or in a
+// helper only report calls.
+func TestOneReport(t *testing.T) {
+	funcs := sourceFuncs(t)
+	calls := map[string]map[string]bool{} // callee's name -> callers
+	for caller, fn := range funcs {
+		ast.Inspect(fn, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			name := sel.Sel.Name
+			if inner, ok := sel.X.(*ast.SelectorExpr); ok {
+				switch inner.Sel.Name + "." + name {
+				case "observer.StartCall", "observer.SendAttempt", "observer.EndAttempt", "observer.EndCall":
+					assert.Equal(t, "callState.report", caller, "%s tells the observer; only report may", caller)
+				case "logger.LogAttrs":
+					name = "logger.LogAttrs"
+				}
+			}
+			if calls[name] == nil {
+				calls[name] = map[string]bool{}
+			}
+			calls[name][caller] = true
+			return true
+		})
+	}
+	require.NotEmpty(t, calls["logger.LogAttrs"])
+	for writer := range calls["logger.LogAttrs"] {
+		if writer == "callState.report" {
+			continue
+		}
+		_, method, _ := strings.Cut(writer, ".")
+		callers := calls[method]
+		assert.Equal(t, map[string]bool{"callState.report": true}, callers, "%s writes a log line; only report may call it", writer)
 	}
 }
