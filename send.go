@@ -182,16 +182,16 @@ type callState struct {
 // token do not discard a fresh one). When the operation is safe to repeat
 // (its class), the call asks the source for a token at once
 // (reauthorize): a tokenSource signs in again, once for all callers. Given
-// a new token, the call is sent once more (the rule sessionRefused). A source that answers the refused
-// token again, or none (""), has no other session to offer, and the 401
-// stands, as it does for a fixed token: the call was made as the caller,
-// and sent again without a token it would act as nobody, on the public
-// partition. A source that fails returns its error. The gateway answers a
-// 401 before it runs anything, but a proxy or a broken gateway might not:
-// a write that must not run twice (a submit, a secret rotation) comes back
-// with its 401 instead (an *OutcomeUnknownError unless the 401 is in the
-// gateway's envelope: see provesNotRun), and the caller's next call signs
-// in.
+// a new token, the call is sent once more (the rule sessionRefused). A
+// source that answers the refused token again, or none (""), has no other
+// session to offer, and the 401 stands, as it does for a fixed token: the
+// call was made as the caller, and sent again without a token it would act
+// as nobody, on the public partition. A source that fails returns its
+// error. The gateway answers a 401 before it runs anything, but a proxy or
+// a broken gateway might not: a write that must not run twice (a submit, a
+// secret rotation) comes back with its 401 instead (an
+// *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
+// provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
 	st, ctx, err := c.prepare(ctx, r)
 	if err != nil {
@@ -257,11 +257,10 @@ func (c *Client) newCall(r *request) *callState {
 }
 
 // run sends the call and decodes a 2xx JSON body into out (out may be
-// nil): startSend (authorize, admit), the first attempt, then
-// go-retryablehttp's loop with the call's hooks, then finish. Every non-2xx
-// becomes an *APIError, or an *OutcomeUnknownError for a write that may
-// have run. token is the bearer token to send; empty, authorize asks the
-// token source (an anonymous request sends none).
+// nil): startSend (authorize, admit), send, finish. Every non-2xx becomes
+// an *APIError, or an *OutcomeUnknownError for a write that may have run.
+// token is the bearer token to send; empty, authorize asks the token
+// source (an anonymous request sends none).
 func (st *callState) run(ctx context.Context, out any, token string) (*Response, error) {
 	if err := st.startSend(ctx, token); err != nil {
 		return nil, err
@@ -275,12 +274,7 @@ func (st *callState) run(ctx context.Context, out any, token string) (*Response,
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
 	}
 	st.setHeader(req.Header)
-	st.report(ctx, event{kind: attemptSent, req: req.Request})
-	resp, err := st.rc.Do(req)
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close() // checkRetry has read it already
-	}
-	meta, err := st.finish(err, out)
+	meta, err := st.finish(st.send(ctx, req), out)
 	if st.authErr != nil {
 		return meta, st.authErr // the token source failed after a 401
 	}
@@ -407,6 +401,18 @@ func (st *callState) admit(ctx context.Context) error {
 	return nil
 }
 
+// send sends the call's first attempt (report), and go-retryablehttp's
+// loop the rest, with the call's hooks. It returns what ended the loop: a
+// transport error, or an error a hook returned; nil when an answer did.
+func (st *callState) send(ctx context.Context, req *retryablehttp.Request) error {
+	st.report(ctx, event{kind: attemptSent, req: req.Request})
+	resp, err := st.rc.Do(req)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close() // checkRetry has read it already
+	}
+	return err
+}
+
 // checkRetry is the CheckRetry hook, run when an attempt's answer (or
 // failure) is in: classify, decide, report, then count the retry. It waits
 // for nothing but the token source after a 401 (decide): the wait it
@@ -489,24 +495,6 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 	return o, failure
 }
 
-// reauthorize asks the token source for a new token after the gateway
-// refused the one the call sent (bearer): a tokenSource drops that session
-// and signs in again. It reports whether a new token came; the next send
-// carries it (prepareRetry). A source that fails fails the call with its
-// own error.
-func (st *callState) reauthorize(ctx context.Context) bool {
-	tok, err := st.c.bearer(ctx, st.token, true)
-	if err != nil {
-		st.authErr = err
-		return false
-	}
-	if tok == st.token || tok == "" {
-		return false
-	}
-	st.renewed = tok
-	return true
-}
-
 // decide applies the retry rules (retry_rules.go) to the attempt's
 // outcome, with what the call has left and what the client's retry budget
 // and limiter say. After a 401 to a session the token source may renew, it
@@ -541,6 +529,24 @@ func (st *callState) decide(ctx context.Context, o outcome, now time.Time) decis
 // sent (a 401 to its token) and the call may act on it.
 func (st *callState) refusedSession(o outcome) bool {
 	return o.status == http.StatusUnauthorized && st.token != "" && !st.r.keep401
+}
+
+// reauthorize asks the token source for a new token after the gateway
+// refused the one the call sent (bearer): a tokenSource drops that session
+// and signs in again. It reports whether a new token came; the next send
+// carries it (prepareRetry). A source that fails fails the call with its
+// own error.
+func (st *callState) reauthorize(ctx context.Context) bool {
+	tok, err := st.c.bearer(ctx, st.token, true)
+	if err != nil {
+		st.authErr = err
+		return false
+	}
+	if tok == st.token || tok == "" {
+		return false
+	}
+	st.renewed = tok
+	return true
 }
 
 // proceed counts a retry the rules decided against the call's limits and
