@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rail0/rail0-go"
 )
@@ -169,5 +172,52 @@ func TestHandlerOverHTTP(t *testing.T) {
 	}
 	if len(ids) != 1 || ids[0] != "0191f0aa-7c8d-7e9f-8a0b-1c2d3e4f5a6b" {
 		t.Fatalf("handled %v", ids)
+	}
+}
+
+// Issue 29 item 4, as an attack: the retired secret leaked (which is why
+// it was rotated), and the receiver's deploy lost its current one, so its
+// Handler was built with an empty current secret and the retired one. A
+// delivery forged with the retired secret reached Handle; now every
+// delivery is refused as a misconfiguration (500, ErrNoSecret).
+func TestHandlerWithoutCurrentSecretRefusesTheRetiredOne(t *testing.T) {
+	const retired = "leaked-retired-secret"
+	for name, v := range map[string]Verifier{
+		"NewVerifier":      NewVerifier("", retired),
+		"WithSubscription": Verifier{}.WithSubscription(Subscription{ID: "wh-1", Topic: rail0.TopicPaymentsCaptured}, "", retired),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var handled []Event
+			var reported []error
+			h := &Handler{Verifier: v,
+				Handle:  func(_ context.Context, e Event) error { handled = append(handled, e); return nil },
+				OnError: func(_ *http.Request, err error) { reported = append(reported, err) }}
+			srv := httptest.NewServer(h)
+			defer srv.Close()
+
+			body := `{"id":"evt-forged","topic":"payments.captured","payment":{"id":"pay-1","status":"captured"}}`
+			ts := time.Now().Unix()
+			req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set(TimestampHeader, fmt.Sprint(ts))
+			req.Header.Set(SignatureHeader, Sign([]byte(body), ts, retired))
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusInternalServerError || len(handled) != 0 {
+				t.Fatalf("forged delivery answered %d, handled %+v; want 500 and nothing handled", resp.StatusCode, handled)
+			}
+			if len(reported) != 1 || !errors.Is(reported[0], ErrNoSecret) {
+				t.Fatalf("OnError got %v, want ErrNoSecret", reported)
+			}
+			if strings.Contains(string(answer), retired) || strings.Contains(reported[0].Error(), retired) {
+				t.Fatal("the answer or the error shows the secret")
+			}
+		})
 	}
 }

@@ -72,8 +72,10 @@ var (
 	// the tolerance from the receiver's clock, in the past (a replay or a
 	// long-delayed delivery) or in the future (clock skew).
 	ErrStale = errors.New("webhook: timestamp outside tolerance")
-	// ErrNoSecret means the verifier has no secret. An empty HMAC key is
-	// public knowledge, so verifying with it would accept forgeries.
+	// ErrNoSecret means the verifier has no secret, or a subscription's
+	// current secret is empty. An empty HMAC key is public knowledge, so
+	// verifying with it would accept forgeries; a previous secret alone
+	// is one the gateway no longer signs with.
 	ErrNoSecret = errors.New("webhook: no shared secret configured")
 	// ErrTopicMismatch means the delivery verified only with the secret of
 	// a subscription to another topic than the one its signed body names:
@@ -102,6 +104,10 @@ type Verifier struct {
 	Now func() time.Time
 
 	keys []key // never modified once built: WithSubscription copies
+
+	// misconfigured, when set, refuses every delivery: a subscription
+	// was given without its current secret.
+	misconfigured error
 }
 
 // key is one accepted secret and the subscription it was issued for.
@@ -127,21 +133,38 @@ type Subscription struct {
 
 // NewVerifier returns a Verifier for one subscription of any topic that
 // accepts deliveries signed with any of secrets: the webhook's current
-// shared_secret and, after a rotation, the one it replaced, for as long as
-// deliveries signed before the rotation may still arrive. Empty secrets
-// are ignored.
+// shared_secret first and, after a rotation, the one it replaced, for as
+// long as deliveries signed before the rotation may still arrive.
+//
+// An empty current secret makes the Verifier refuse every delivery with
+// [ErrNoSecret]: a deploy that lost it must not go on trusting the
+// retired one alone. Later empty secrets are ignored.
 func NewVerifier(secrets ...string) Verifier {
+	if len(secrets) == 0 {
+		return Verifier{}
+	}
 	return Verifier{}.WithSubscription(Subscription{}, secrets...)
 }
 
 // WithSubscription returns a copy of v that also accepts deliveries for sub
-// signed with any of secrets (its current shared_secret and, during a
-// rotation, the previous one). Give each subscription of a callback URL its
-// own Topic: a delivery is then accepted only for the topic of the
+// signed with any of secrets (its current shared_secret first and, during
+// a rotation, the previous one). Give each subscription of a callback URL
+// its own Topic: a delivery is then accepted only for the topic of the
 // subscription whose secret verified it, so a secret handed to a system
 // that sees only payments.created cannot vouch for a payments.refunded.
-// Empty secrets are ignored; v is not modified.
+//
+// Without a current secret (none given, or the first empty) the copy
+// refuses every delivery with [ErrNoSecret], for every subscription: a
+// misconfigured receiver should fail loudly, not trust a retired
+// secret. Later empty secrets are ignored; v is not modified.
 func (v Verifier) WithSubscription(sub Subscription, secrets ...string) Verifier {
+	if (len(secrets) == 0 || secrets[0] == "") && v.misconfigured == nil {
+		of := ""
+		if sub.ID != "" {
+			of = fmt.Sprintf(" of subscription %q", sub.ID)
+		}
+		v.misconfigured = fmt.Errorf("%w: the current (first) secret%s is empty, so no delivery is trusted", ErrNoSecret, of)
+	}
 	keys := slices.Clip(v.keys) // an append must never write into another copy's array
 	for _, s := range secrets {
 		if s != "" {
@@ -216,6 +239,9 @@ func subscriptionFor(matched []Subscription, topic rail0.WebhookTopic) (Subscrip
 // and returns the subscriptions whose secret matched (at least one when
 // the error is nil).
 func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) ([]Subscription, error) {
+	if v.misconfigured != nil {
+		return nil, v.misconfigured
+	}
 	if len(v.keys) == 0 {
 		return nil, ErrNoSecret
 	}

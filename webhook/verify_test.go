@@ -227,3 +227,50 @@ func TestReadmeVectorMatchesContractGuide(t *testing.T) {
 		t.Fatal("testdata/readme_delivery.json differs from the body in the contract guide")
 	}
 }
+
+// Issue 29 item 4: a verifier whose current (first) secret is empty
+// refuses every delivery with ErrNoSecret, whichever path set the secrets,
+// even one signed with a retired secret or another subscription's: a
+// deploy that lost its current secret accepted the retired one alone.
+func TestEmptyCurrentSecretRefusesEverything(t *testing.T) {
+	body := []byte(`{"id":"e1","topic":"payments.refunded"}`)
+	const ts = int64(1789381370)
+	refunds := Subscription{ID: "wh-refunds", Topic: "payments.refunded"}
+	for _, tc := range []struct {
+		name   string
+		v      Verifier
+		signer string // a secret the verifier holds
+	}{
+		{"NewVerifier, retired secret only", NewVerifier("", "retired"), "retired"},
+		{"NewVerifier, several retired", NewVerifier("", "", "retired"), "retired"},
+		{"WithSubscription, retired secret only", Verifier{}.WithSubscription(refunds, "", "retired"), "retired"},
+		{"WithSubscription without any secret", NewVerifier("orders").WithSubscription(refunds), "orders"},
+		{"another subscription's good secret", NewVerifier("orders").WithSubscription(refunds, "", "retired"), "orders"},
+		{"added before a good subscription", NewVerifier("", "retired").WithSubscription(refunds, "refunds"), "refunds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := withClock(tc.v, clockAt(ts))
+			sig := Sign(body, ts, tc.signer)
+			err := v.Verify(body, sig, fmt.Sprint(ts))
+			if !errors.Is(err, ErrNoSecret) {
+				t.Fatalf("Verify = %v, want ErrNoSecret", err)
+			}
+			if !strings.Contains(err.Error(), "current (first) secret") || strings.Contains(err.Error(), tc.signer) {
+				t.Errorf("error %q: want it to name the empty current secret, and no secret", err)
+			}
+			if e, err := v.VerifyEvent(body, sig, fmt.Sprint(ts)); !errors.Is(err, ErrNoSecret) || e.ID != "" {
+				t.Fatalf("VerifyEvent = %+v, %v; want ErrNoSecret", e, err)
+			}
+		})
+	}
+	// An empty previous secret is ordinary (no rotation under way).
+	v := withClock(NewVerifier("current", ""), clockAt(ts))
+	if err := v.Verify(body, Sign(body, ts, "current"), fmt.Sprint(ts)); err != nil {
+		t.Fatalf("an empty previous secret: Verify = %v", err)
+	}
+	// A verifier built without secrets is completed by WithSubscription.
+	v = withClock(NewVerifier().WithSubscription(refunds, "refunds"), clockAt(ts))
+	if err := v.Verify(body, Sign(body, ts, "refunds"), fmt.Sprint(ts)); err != nil {
+		t.Fatalf("NewVerifier().WithSubscription: Verify = %v", err)
+	}
+}
