@@ -8,7 +8,8 @@
 // constant time, and fresh when its timestamp lies within a tolerance of the
 // receiver's clock (300 s by default, in either direction). The timestamp is
 // covered by the digest, so the freshness check is what stops an attacker
-// from replaying a captured delivery later.
+// from replaying a captured delivery later. No unsigned header may move
+// that clock back (see [Verifier.ClockOffset]).
 //
 // Verify the raw body bytes exactly as they arrived: decoding and
 // re-encoding the JSON changes key order and whitespace, and with them the
@@ -100,8 +101,16 @@ type Verifier struct {
 	Tolerance time.Duration
 
 	// Now returns the current time; nil means time.Now. Tests inject a
-	// fixed clock here.
+	// fixed clock here. Do not derive it from the gateway's Date headers:
+	// ClockOffset is the safe way to use them.
 	Now func() time.Time
+
+	// ClockOffset, when set, says how far the gateway's clock is ahead
+	// of Now: pass a rail0.Client's ClockOffset method. That offset is
+	// learned from unsigned Date headers, so the verifier only moves its
+	// clock forward by it, at most half the tolerance. A lying offset can
+	// then refuse a late delivery, never accept an older one.
+	ClockOffset func() time.Duration
 
 	keys []key // never modified once built: WithSubscription copies
 
@@ -257,19 +266,32 @@ func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) (
 	if len(matched) == 0 {
 		return nil, ErrBadSignature
 	}
-	now := time.Now
-	if v.Now != nil {
-		now = v.Now
-	}
 	tolerance := v.tolerance()
 	// Sub saturates instead of overflowing and Abs maps the minimum
 	// Duration to the maximum, so absurd timestamps are refused too.
-	skew := now().Sub(time.Unix(ts, 0))
+	skew := v.now(tolerance).Sub(time.Unix(ts, 0))
 	if skew.Abs() > tolerance {
 		return nil, fmt.Errorf("%w: signed at %s, %s away from now (tolerance %s)",
 			ErrStale, time.Unix(ts, 0).UTC().Format(time.RFC3339), skew.Abs(), tolerance)
 	}
 	return matched, nil
+}
+
+// now is the time a delivery's timestamp is compared with: Now, moved
+// forward by ClockOffset within [0, tolerance/2]. Moving it back would
+// accept deliveries older than the tolerance on an unsigned header's
+// word; moving it forward by at most half leaves a fresh delivery half
+// the window.
+func (v Verifier) now(tolerance time.Duration) time.Time {
+	now := time.Now
+	if v.Now != nil {
+		now = v.Now
+	}
+	t := now()
+	if v.ClockOffset != nil {
+		t = t.Add(min(max(v.ClockOffset(), 0), tolerance/2))
+	}
+	return t
 }
 
 // String describes the verifier without revealing any secret.

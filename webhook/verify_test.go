@@ -274,3 +274,40 @@ func TestEmptyCurrentSecretRefusesEverything(t *testing.T) {
 		t.Fatalf("NewVerifier().WithSubscription: Verify = %v", err)
 	}
 }
+
+// Issue 29 item 2: ClockOffset comes from unsigned Date headers, so the
+// verifier moves its clock only forward by it, by at most half the
+// tolerance. A lie can neither accept a delivery older than the
+// tolerance nor refuse a fresh one.
+func TestVerifyClockOffsetCannotWidenTheWindow(t *testing.T) {
+	body := []byte(`{"id":"evt_1"}`)
+	const now = int64(1_800_000_000)
+	for _, tc := range []struct {
+		name     string
+		offset   time.Duration
+		signedAt int64 // seconds before now (negative: after)
+		stale    bool
+	}{
+		{"a lying past Date: a delivery 20 h old", -20 * time.Hour, 20 * 3600, true},
+		{"a lying past Date: just over the tolerance", -20 * time.Hour, 301, true},
+		{"a lying past Date: a fresh delivery", -20 * time.Hour, 5, false},
+		{"a lying future Date: a fresh delivery", 20 * time.Hour, 5, false},
+		{"a lying future Date: 150 s old is the edge", 20 * time.Hour, 150, false},
+		{"a lying future Date: a delivery 20 h ahead", 20 * time.Hour, -20 * 3600, true},
+		{"a gateway 2 min ahead: its fresh delivery", 2 * time.Minute, -120, false},
+		{"a gateway 2 min ahead: 6 min old by its clock", 2 * time.Minute, 240, true},
+		{"a gateway 7 min ahead: its fresh delivery", 7 * time.Minute, -420, false},
+		{"a gateway behind: nothing older is accepted", -4 * time.Minute, 301, true},
+		{"no offset", 0, 300, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := withClock(NewVerifier("s"), clockAt(now))
+			v.ClockOffset = func() time.Duration { return tc.offset }
+			ts := now - tc.signedAt
+			err := v.Verify(body, Sign(body, ts, "s"), fmt.Sprint(ts))
+			if tc.stale != errors.Is(err, ErrStale) || (!tc.stale && err != nil) {
+				t.Fatalf("Verify = %v, want stale %v", err, tc.stale)
+			}
+		})
+	}
+}
