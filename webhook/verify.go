@@ -28,6 +28,9 @@
 // each subscription's secrets with [Verifier.WithSubscription]: a delivery
 // is accepted when one of them verifies it, and only for the topic of the
 // subscription that secret belongs to.
+//
+// The gateway delivers at least once. A [Handler] with a [Deduplicator]
+// runs its Handle once per event id.
 package webhook
 
 import (
