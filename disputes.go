@@ -5,6 +5,8 @@ import (
 	"iter"
 	"net/url"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // DisputeStatus is the state of a dispute. The gateway may add values, which
@@ -87,7 +89,7 @@ func (p DisputeListParams) values() url.Values {
 	return q
 }
 
-var listAccountDisputes = declare(operation{"listAccountDisputes", "GET", "/disputes", opRead, ""})
+var listAccountDisputes = declare(ops.ListAccountDisputes)
 
 // List returns one page of the disputes on the caller's payments, as payer or
 // payee, open or closed, each with its payment embedded. Unlike the disputed
