@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -31,9 +32,6 @@ import (
 // refusals are its own small types, turned here into ArtifactError,
 // UntrustedError and ValidationError, so that the root's exported errors
 // keep their whole documentation.
-
-// ErrArtifactMismatch matches an *ArtifactError with errors.Is.
-var ErrArtifactMismatch = errors.New("rail0: gateway artifact does not match the request")
 
 // ArtifactError reports a gateway artifact that differs from what the
 // payment and the caller's request determine. Nothing was signed or sent.
@@ -140,9 +138,6 @@ type VerifiedTransaction struct {
 	Transaction json.RawMessage
 }
 
-// ErrUntrusted matches an *UntrustedError with errors.Is.
-var ErrUntrusted = errors.New("rail0: neither the registry nor the client's pins trust it")
-
 // UntrustedError reports a payment whose chain, RAIL0 contract or token
 // neither the published registry (package registry) nor the client's pins
 // vouch for, so the SDK cannot tell which contract a signature would serve
@@ -171,13 +166,21 @@ type UntrustedError struct {
 	Option string
 }
 
-// Error returns one readable line.
+// rail0testContract is the RAIL0 contract of package rail0test's gateway
+// (rail0test.ContractAddress), which the root cannot import.
+// rail0test's TestUntrustedErrorNamesPins holds the two together.
+const rail0testContract = "0x7C1E3b52fa9d4C26E0a1F83B5D9E6a4c2b0f8e31"
+
+// Error returns one readable line. For rail0test's contract it names
+// srv.Pins(), the option that trusts it.
 func (e *UntrustedError) Error() string {
 	var msg string
-	switch e.Field {
-	case "chain_id":
+	switch {
+	case e.Field == "rail0_contract" && strings.EqualFold(strings.TrimSpace(e.Got), rail0testContract):
+		msg = fmt.Sprintf("contract %s is rail0test's, not the RAIL0 contract published for chain %d; give the client srv.Pins() (rail0test.Server.Pins)", oneLine(e.Got), e.ChainID)
+	case e.Field == "chain_id":
 		msg = fmt.Sprintf("chain %d has no trusted RAIL0 contract: none is published for it and %s pins none", e.ChainID, e.Option)
-	case "rail0_contract":
+	case e.Field == "rail0_contract":
 		msg = fmt.Sprintf("contract %s is not the RAIL0 contract trusted on chain %d (%s); trust it with %s", oneLine(e.Got), e.ChainID, oneLine(e.Trusted), e.Option)
 	default:
 		msg = fmt.Sprintf("token %s is not trusted on chain %d: it is not a published stablecoin of that chain's contract and %s does not pin it", oneLine(e.Got), e.ChainID, e.Option)
@@ -320,10 +323,10 @@ func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 	c.domains.m = domains
 }
 
-// VerifyPayload checks a signing_payload against payment and intent before
-// anyone signs it, and returns the EIP-712 digest to sign with the typed
-// data it was computed from, encoded by the SDK from the checked values:
-// give a wallet that TypedData, never the gateway's payload. intent.Operation
+// VerifyPayload checks a signing_payload before anyone signs it. It
+// returns the EIP-712 digest to sign and the typed data it was computed
+// from, encoded by the SDK from the checked values: give a wallet that
+// TypedData, never the gateway's payload. intent.Operation
 // is empty for the payer's signature of the payment (payment.SigningPayload)
 // and OpRefund for the refund authorization of PrepareRefund, with
 // intent.Amount the human refund amount. The payment's own fields are

@@ -11,19 +11,6 @@ import (
 // Reservation carries. What a 429 teaches about the gateway's budget is
 // package ratelimit's (learnFrom there).
 
-// ReasonRetryAfterDistrusted: a 429 came back after the previous 429's
-// Retry-After had been honoured, so the header was short; the wait was
-// lengthened to at least twice the previous one.
-const ReasonRetryAfterDistrusted RetryReason = "retry_after_distrusted"
-
-// ReasonRetryAfterDistrustedClamped: as ReasonRetryAfterDistrusted, but the
-// lengthened wait did not fit what is left of the call's allowance or
-// deadline, so it was shortened to fit, never below the server's own
-// instruction: the lengthened wait is the limiter's guess, while the
-// instruction still fits, so the call makes its last try rather than
-// giving up with time left.
-const ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
-
 // marginFrom is the pacing margin: the longest of the recent round trips
 // (an upper bound on how much delivery delays can differ), at least 1 ms and
 // at most a tenth of the period, so that one stalled request cannot halve

@@ -247,14 +247,6 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 	return &p, nil
 }
 
-// Sort keys for payments.
-const (
-	SortCreatedAt SortKey = "created_at"
-	SortUpdatedAt SortKey = "updated_at"
-	SortAmount    SortKey = "amount"
-	SortStatus    SortKey = "status"
-)
-
 // PaymentListParams filters GET /payments. Zero values are not sent.
 type PaymentListParams struct {
 	ListOptions
@@ -353,13 +345,6 @@ func (s *PaymentsService) SubmitSignature(ctx context.Context, id string, params
 	p.Response = resp
 	return &p, nil
 }
-
-// Sort keys for a payment's transactions, besides SortCreatedAt,
-// SortUpdatedAt, SortAmount and SortStatus.
-const (
-	SortOperation   SortKey = "operation"
-	SortBlockNumber SortKey = "block_number"
-)
 
 // PaymentListTransactionsParams filters and pages GET /payments/{id}/transactions.
 // Zero values are not sent.
@@ -679,8 +664,9 @@ type PaymentSubmitByHashParams struct {
 	TransactionID string `json:"-"`
 }
 
-// SubmitByHash reports a prepared step that the caller signed and broadcast
-// itself (typically a browser wallet that never hands over the raw bytes).
+// SubmitByHash reports the hash of a step the caller signed and broadcast
+// itself. That is typically a browser wallet, which never hands over the
+// raw bytes.
 // The gateway checks that the hash calls this payment's contract for this
 // payment; a hash not yet visible on any node is still accepted. It can be
 // called again to replace a stuck or wrong hash until the transaction is

@@ -501,21 +501,6 @@ func (c *Client) lastAnswer(st *callState) *APIError {
 	return c.answerError(st)
 }
 
-// ReasonLimiter is Call.NotRetried of a call that the limiter stopped: the
-// cooldown or the pacing budget would not admit the request (or its retry)
-// within the allowance or the deadline. No attempt carries it, since the
-// refusal comes before an attempt: the transcript's last LimiterWait is
-// Refused.
-const ReasonLimiter RetryReason = "limiter"
-
-// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
-// client's token source gave a new token (a client created WithSigner
-// signed in again) and the call was sent once more, at once, with it: the
-// attempt has Retry true and Wait zero, the observer's EndAttempt and the
-// info log line say so, and the re-send counts against the call's attempts
-// and allowance like any retry.
-const ReasonSessionRefused RetryReason = "session_refused"
-
 // isTimeout reports whether a transport failure was a timeout.
 func isTimeout(err error) bool {
 	var ne net.Error
