@@ -177,7 +177,7 @@ func (e *UntrustedError) Error() string {
 	var msg string
 	switch {
 	case e.Field == "rail0_contract" && strings.EqualFold(strings.TrimSpace(e.Got), rail0testContract):
-		msg = fmt.Sprintf("contract %s is rail0test's, not the RAIL0 contract published for chain %d; give the client srv.Pins() (rail0test.Server.Pins)", oneLine(e.Got), e.ChainID)
+		msg = fmt.Sprintf("contract %s is rail0test's, not the RAIL0 contract published for chain %d: against rail0test, give the client srv.Pins() (it trusts the contract with %s)", oneLine(e.Got), e.ChainID, e.Option)
 	case e.Field == "chain_id":
 		msg = fmt.Sprintf("chain %d has no trusted RAIL0 contract: none is published for it and %s pins none", e.ChainID, e.Option)
 	case e.Field == "rail0_contract":
