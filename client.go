@@ -1,148 +1,3 @@
-// Package rail0 is the Go client for the RAIL0 gateway: the REST API in front
-// of an immutable EVM escrow contract that gives stablecoin payments a
-// card-style lifecycle (authorize, capture, void, release, refund, charge,
-// dispute).
-//
-// # Getting started
-//
-//	client, err := rail0.NewClient("https://api.rail0.xyz", rail0.WithToken(token))
-//	payment, err := client.Payments.Get(ctx, id)
-//
-// NewClient does no I/O, reads no environment variable and logs nothing
-// unless given WithLogger. A Client is safe for concurrent use; create one
-// and share it.
-//
-// # Two layers
-//
-// The flows are for most programs: on a client created WithSigner,
-// PayerSign, Authorize, Charge, Capture, Void, Release, Refund, Dispute and
-// CloseDispute each run one lifecycle step (read the payment, prepare the
-// step, check what the gateway prepared, sign it, submit it). Nothing the
-// gateway hands over is signed before it is checked against the payment and
-// the request (an *ArtifactError otherwise; see VerifyTransaction). A
-// payment's terms never change, so a client reads them once: a step on a
-// payment it has checked (read, polled with WaitForStatus, or created) is a
-// prepare and a submit.
-//
-// The low-level path is for programs that sign elsewhere (a browser wallet,
-// a signing service): Prepare and PrepareRefund, VerifyTransaction and
-// VerifyPayload (the flows' checks, which return the digest to sign and the
-// transaction or typed data, encoded by the SDK, that a wallet must sign),
-// then Submit or SubmitByHash, or SubmitSignature for the payer's signature
-// of a payment. Every other method is one gateway operation.
-//
-// # Call shapes
-//
-// Every method that calls the gateway takes ctx, then the path's arguments
-// (the ids of what it acts on as strings, and the step of Prepare, Submit
-// and SubmitByHash), then, when the operation takes anything else, one
-// params value named <Resource><Method>Params (PaymentCaptureParams,
-// WalletListParams; an All… iterator takes its List…'s params). It returns
-// a pointer to a result that carries the call's metadata in its Response
-// field, a *Page[T] or a *List[T], its bare *Response when the answer has no
-// body, or, for an All… iterator, an iter.Seq2[T, error]. Params are values,
-// not pointers as go-github's options are, because the zero value already
-// means "no filter, the gateway's defaults": no call checks for nil, and the
-// SDK can never change the caller's struct (an iterator pages on its own
-// copy). They are named resource first, as go-github's and stripe-go's are,
-// so that each resource's params sit beside its types in this
-// documentation. The client's settings have one type, Option: NewClient
-// takes them, and Client.With takes the three that apply per call.
-//
-// # Errors
-//
-// Every non-2xx answer is an *APIError carrying the status, the gateway's
-// code, the request id and RetryAfter (a 3xx too: redirects are never
-// followed, so the token never reaches another origin); errors.Is matches
-// ErrRateLimited, ErrUnauthorized, ErrForbidden and ErrNotFound by status.
-// A write that must not run twice whose outcome is unknown is an
-// *OutcomeUnknownError (errors.Is(err, ErrOutcomeUnknown)), carrying its
-// Idempotency-Key: the connection broke after the request was written, or
-// the answer does not prove the write did not run (only a 429 and a 4xx in
-// the gateway's error envelope do: a 5xx, a 408, a proxy's 401 or an
-// undecodable 2xx may come after it ran).
-// A call cut short by its context returns an error that matches both the
-// context error and, if a 429 was being waited out or retried, the *APIError.
-//
-// # Rate limits and retries
-//
-// The gateway throttles public requests per IP (100 per 60 s) and sessions
-// (300 per 60 s), answering 429 with Retry-After holding the whole throttle
-// period. The retry contract, in full:
-//
-//  1. APIError.RetryAfter is always the server's instruction on that answer,
-//     uncapped; zero when absent or unusable.
-//  2. 429s are retried only with WithRetryOn429(true) (off by default), on
-//     any operation, since a 429 was never executed. With it off, each 429
-//     is still reported (the transcript, the observers, the logger at info)
-//     with Retry false and reason retry_on_429_off.
-//  3. A server-given wait (a 429's Retry-After, or a retried 503's) is
-//     min(RetryAfter, RetryAfterCap) plus additive jitter U[0, 10%) of it:
-//     never earlier than the instruction. The exception is a 429 on a
-//     partition whose fixed windows the client learned: its retry waits
-//     until the refused request's window reopens, without jitter and never
-//     longer than the instruction, which the gateway's contract makes an
-//     upper bound (Rack::Attack sends the whole period, not the time left).
-//     An HTTP-date is read against the answer's Date header. A 429 without
-//     a usable Retry-After, and any other retried failure, waits a
-//     full-jitter guess U[0, min(cap, 500ms·2ⁿ)).
-//  4. WithMaxRetryWait (default 3 min) bounds the server-given waiting of one
-//     call. When the instruction, uncapped, does not fit what is left of the
-//     allowance or of the context deadline, no wait is started: the answer
-//     comes back at once, and the transcript says which limit refused the
-//     retry (Call.NotRetried; package rail0stats counts refusals by reason).
-//  5. Other failures are retried at most WithMaxRetries times (default 2),
-//     while the client-wide retry budget lasts (20 retries' worth, refilled
-//     by successes): a request that was never sent, on any operation; a 5xx
-//     or broken connection only on an operation safe to repeat (reads, the
-//     idempotent writes, payment creation with its Idempotency-Key, prepares
-//     and reports by hash). Submitting a signed transaction, rotating a
-//     webhook secret and the other writes that must not run twice are never
-//     repeated after they may have run.
-//  6. A call waits in three places only: between an answer and its retry
-//     (the waits above, timed by go-retryablehttp); with the cooldown or
-//     WithPacing, for its turn on its rate-limit partition just before each
-//     request leaves, since another call's answer can move that turn while
-//     this one waits; and, on a client WithSigner, for the sign-in its
-//     token needs when another call already leads one, since two sign-ins
-//     at once would spend two nonces for one session. That sign-in's own
-//     requests wait in the first two places; while it waits out a rate
-//     limit, a caller whose settings would not wait so long (its view does
-//     not retry 429s, or the wait does not fit its allowance or deadline)
-//     gets the 429 at once, not sent. Every wait ends when the context
-//     does; the server-given waits and the turns count against
-//     WithMaxRetryWait. The flows that poll (WaitForStatus,
-//     WaitForTransaction, PayerSign) also wait between their calls, as
-//     their documentation says.
-//
-// Client.With gives a kind of caller its own WithRetryOn429,
-// WithMaxRetryWait and WithMaxRetries on the same client (a handler and a
-// job share one cooldown and one learned budget), and Client.Raw sends a
-// request to an endpoint the SDK does not know yet under all of the above.
-//
-// # What a call tells
-//
-// Every struct a call returns carries the call's metadata in its Response
-// field: status, headers, the request id to log, attempts, rate-limit state,
-// and the call's transcript (Call: every attempt, wait and decision, and the
-// outcome; Call.String prints it). Every error a call returns carries the
-// same transcript (CallOf). Response is set on the value the call returns,
-// not on values nested in it, and a flow of several calls returns its last
-// call's. This follows stripe-go's LastResponse rather than go-github's
-// (T, *Response, error): the metadata sits where the result already is, so
-// the common call site stays two results, and a flow need not choose which
-// of its calls' responses to return beside its result.
-//
-// A call can be watched in three ways, and each retry decision reaches
-// every one of them: the transcript above; WithLogger, which logs one line
-// per attempt at debug (with WithWireLog, its headers and bodies too,
-// redacted), retries and refusals at info, and what needs the user at
-// warn; and WithObserver, which hands every call to a hook such as package
-// rail0otel (OpenTelemetry) or package rail0stats (counters), neither of
-// which this package imports.
-//
-// The /sync/* routes of the gateway belong to its chain indexer, not to
-// merchants or buyers, and have no methods here.
 package rail0
 
 import (
@@ -297,10 +152,10 @@ type (
 	DiscoveryService struct{ client *Client }
 )
 
-// NewClient returns a client for the gateway at baseURL (for example
-// "https://api.rail0.xyz", or a self-hosted origin, possibly with a path
-// prefix). It does no I/O and reads no environment; an invalid URL or option
-// is an error.
+// NewClient returns a client for the gateway at baseURL. That is, for
+// example, "https://api.rail0.xyz", or a self-hosted origin, possibly with
+// a path prefix. It does no I/O and reads no environment; an invalid URL or
+// option is an error.
 func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	base, err := parseBaseURL(baseURL)
 	if err != nil {
@@ -396,10 +251,6 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 // zeroAddress is a well-formed address, for checking a SIWE message's place
 // before any signer is at hand.
 const zeroAddress = "0x0000000000000000000000000000000000000000"
-
-// ErrNoSession is returned by Client.Session for a client that does not sign
-// in by itself (no WithSigner, or a WithToken/WithTokenSource given).
-var ErrNoSession = errors.New("rail0: the client does not sign in by itself (WithSigner)")
 
 // Session returns a copy of the session of a client created WithSigner,
 // signing in first when there is none or it is about to expire: the

@@ -881,3 +881,51 @@ func TestGatewayTextInArtifactErrorsIsInert(t *testing.T) {
 		}
 	})
 }
+
+// A 401 to a client made without WithSigner, WithToken or WithTokenSource
+// is the gateway's "missing token": its error names WithSigner, which the
+// gateway's answer cannot. A client with credentials, a public operation
+// and another status keep the gateway's words alone.
+func TestUnauthorizedWithoutCredentialsNamesWithSigner(t *testing.T) {
+	unauthorized := step{status: http.StatusUnauthorized,
+		body: `{"code":"unauthorized","title":"Unauthorized","detail":"Missing bearer token.","status":"unauthorized"}`}
+	forbidden := step{status: http.StatusForbidden,
+		body: `{"code":"forbidden","title":"Forbidden","detail":"No.","status":"forbidden"}`}
+	create := func(c *Client) error {
+		_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize,
+			Amount: "25.00", Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+			Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"})
+		return err
+	}
+	list := func(c *Client) error {
+		_, err := c.Chains.List(context.Background(), ChainListParams{})
+		return err
+	}
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		step step
+		call func(*Client) error
+		hint bool
+	}{
+		{"no credentials", nil, unauthorized, create, true},
+		{"a token", []Option{WithToken("t")}, unauthorized, create, false},
+		{"a token source", []Option{WithTokenSource(func(context.Context) (string, error) { return "t", nil })}, unauthorized, create, false},
+		{"a public operation", nil, unauthorized, list, false},
+		{"a 403", nil, forbidden, create, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newMemScript(tt.step)
+			c := newTestClient(t, memURL, append([]Option{memClient(srv)}, tt.opts...)...)
+			err := tt.call(c)
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, tt.hint, strings.Contains(err.Error(), "WithSigner"), err.Error())
+			assert.Equal(t, tt.hint, strings.Contains(apiErr.Hint(), "WithSigner"), apiErr.Hint())
+			if tt.hint {
+				assert.True(t, errors.Is(err, ErrUnauthorized))
+				assert.Contains(t, err.Error(), "Missing bearer token.", "the gateway's words stay")
+			}
+		})
+	}
+}

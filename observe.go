@@ -284,9 +284,9 @@ func writeLimiterLine(b *strings.Builder, w LimiterWait) {
 	}
 }
 
-// CallOf returns the transcript of the call that returned err (see Call),
-// or nil when err carries none (a *ValidationError refused before any call,
-// or an error from elsewhere).
+// CallOf returns the transcript of the call that returned err (see Call).
+// It is nil when err carries none: a *ValidationError refused before any
+// call, or an error from elsewhere.
 func CallOf(err error) *Call {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Call != nil {
@@ -308,10 +308,10 @@ func CallOf(err error) *Call {
 }
 
 // Observer watches calls as they run: package rail0otel implements it with
-// OpenTelemetry spans and metrics, package rail0stats with counters, and
-// WithObserver installs one (or several). It is called at the four points
-// of a call's life; everything else it reads from the transcript it is
-// handed: the limiter's admissions before an attempt (the Call.Limiter
+// OpenTelemetry spans and metrics, package rail0stats with counters.
+// WithObserver installs one; give it once per observer. It is called at the
+// four points of a call's life. Everything else it reads from the
+// transcript it is handed: the limiter's admissions before an attempt (the Call.Limiter
 // entries whose Before is the attempt's N) when the attempt leaves, what an
 // answer told the limiter (Attempt.PartitionState) when the attempt ends,
 // and a limiter refusal, or a wait the context cut short (the entries after
@@ -363,8 +363,8 @@ func isToken(s string) bool { return s != "" && tokenLen(s) == len(s) }
 // the ones the SDK owns (Authorization, Idempotency-Key, Content-Type, ...).
 type AttemptHeader struct{ h http.Header }
 
-// Set sets a header of the attempt, unless the SDK owns it or the name or
-// value cannot be sent in a header.
+// Set sets a header of the attempt. It does nothing when the SDK owns the
+// header, or when the name or value cannot be sent in a header.
 func (a AttemptHeader) Set(key, value string) {
 	if a.h == nil || !isToken(key) || checkHeaderValue("header", value) != nil {
 		return
@@ -377,10 +377,10 @@ func (a AttemptHeader) Set(key, value string) {
 	a.h.Set(key, value)
 }
 
-// WithObserver installs an Observer of every call (package rail0otel
-// provides one for OpenTelemetry, package rail0stats one that counts).
-// Given more than once, the observers add up: each hears every call, in
-// the order given, and each StartCall's context is passed to the next.
+// WithObserver installs an Observer of every call. Package rail0otel
+// provides one for OpenTelemetry, package rail0stats one that counts. Give
+// it once per observer: they add up, and each hears every call in the order
+// given. Each StartCall's context is passed to the next.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		if o == nil {

@@ -244,14 +244,6 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 	return &p, nil
 }
 
-// Sort keys for payments.
-const (
-	SortCreatedAt SortKey = "created_at"
-	SortUpdatedAt SortKey = "updated_at"
-	SortAmount    SortKey = "amount"
-	SortStatus    SortKey = "status"
-)
-
 // PaymentListParams filters GET /payments. Zero values are not sent.
 type PaymentListParams struct {
 	ListOptions
@@ -319,13 +311,6 @@ func (s *PaymentsService) List(ctx context.Context, params PaymentListParams) (*
 func (s *PaymentsService) All(ctx context.Context, params PaymentListParams) iter.Seq2[Payment, error] {
 	return listAll[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
-
-// Sort keys for a payment's transactions, besides SortCreatedAt,
-// SortUpdatedAt, SortAmount and SortStatus.
-const (
-	SortOperation   SortKey = "operation"
-	SortBlockNumber SortKey = "block_number"
-)
 
 // PaymentListTransactionsParams filters and pages GET /payments/{id}/transactions.
 // Zero values are not sent.

@@ -29,18 +29,6 @@ import (
 // the payment is read, and the repeat is reported as a success only when the
 // work found is provably this client's.
 
-// ErrUnbound is returned (inside a *FlowError at StepVerify) by a flow that
-// nothing binds to the payment the caller meant, where acting on the
-// gateway's word alone could send the caller's money to someone else:
-// PayerSign without a record of the Create it signs for and without an
-// expectation of the order's terms, and Refund without an expected payer
-// or rail0_id (and VerifyPayload and VerifyTransaction likewise). Nothing
-// was read or signed; the message says how to bind the flow. A rail0_id
-// binds only when it comes from the caller's own order record, stored at
-// checkout: one read from the gateway at refund time names whatever
-// payment the gateway chose.
-var ErrUnbound = errors.New("rail0: nothing binds the flow to the payment you meant")
-
 // Expectation is what the caller knows of the payment a flow acts on: its
 // order. Every field that is set must match the payment the gateway returns,
 // or the flow is refused before anything is prepared or signed, with an

@@ -82,22 +82,6 @@ func (e *FlowError) Error() string {
 // Unwrap returns the cause.
 func (e *FlowError) Unwrap() error { return e.Err }
 
-// ErrNoUnsignedTransaction is returned (inside a *FlowError) when a prepare
-// answer carries no unsigned_transaction to sign.
-var ErrNoUnsignedTransaction = errors.New("rail0: prepared transaction has no unsigned_transaction")
-
-// ErrNotSignable is returned (inside a *FlowError) by PayerSign when the
-// payment is neither waiting for the payer's signature nor signed.
-var ErrNotSignable = errors.New("rail0: payment is not waiting for the payer signature")
-
-// ErrSigningPayloadUnavailable is returned (inside a *FlowError) by PayerSign
-// when the payment stays unsigned but its signing_payload is still null after
-// the re-reads (the gateway could not reach a node to build it).
-var ErrSigningPayloadUnavailable = errors.New("rail0: signing_payload is still unavailable")
-
-// ErrNoSigner is returned by a flow on a client created without WithSigner.
-var ErrNoSigner = errors.New("rail0: the client has no signer (WithSigner)")
-
 // Every flow takes (ctx, id, params): id is the payment's UUID or its
 // rail0_id (0x + 64 hex), as every /payments/{id} route of the gateway
 // accepts, and the payment read must carry it; params carries the step's

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -12,9 +13,6 @@ import (
 // This file is what the client trusts: the pins (the registry's and its
 // options'), the token domains it has learned, and UntrustedError for a
 // payment that names neither.
-
-// ErrUntrusted matches an *UntrustedError with errors.Is.
-var ErrUntrusted = errors.New("rail0: neither the registry nor the client's pins trust it")
 
 // UntrustedError reports a payment whose chain, RAIL0 contract or token
 // neither the published registry (package registry) nor the client's pins
@@ -44,13 +42,21 @@ type UntrustedError struct {
 	Option string
 }
 
-// Error returns one readable line.
+// rail0testContract is the RAIL0 contract of package rail0test's gateway
+// (rail0test.ContractAddress), which the root cannot import.
+// rail0test's TestUntrustedErrorNamesPins holds the two together.
+const rail0testContract = "0x7C1E3b52fa9d4C26E0a1F83B5D9E6a4c2b0f8e31"
+
+// Error returns one readable line. For rail0test's contract it names
+// srv.Pins(), the option that trusts it.
 func (e *UntrustedError) Error() string {
 	var msg string
-	switch e.Field {
-	case "chain_id":
+	switch {
+	case e.Field == "rail0_contract" && strings.EqualFold(strings.TrimSpace(e.Got), rail0testContract):
+		msg = fmt.Sprintf("contract %s is rail0test's, not the RAIL0 contract published for chain %d: against rail0test, give the client srv.Pins() (it trusts the contract with %s)", oneLine(e.Got), e.ChainID, e.Option)
+	case e.Field == "chain_id":
 		msg = fmt.Sprintf("chain %d has no trusted RAIL0 contract: none is published for it and %s pins none", e.ChainID, e.Option)
-	case "rail0_contract":
+	case e.Field == "rail0_contract":
 		msg = fmt.Sprintf("contract %s is not the RAIL0 contract trusted on chain %d (%s); trust it with %s", oneLine(e.Got), e.ChainID, oneLine(e.Trusted), e.Option)
 	default:
 		msg = fmt.Sprintf("token %s is not trusted on chain %d: it is not a published stablecoin of that chain's contract and %s does not pin it", oneLine(e.Got), e.ChainID, e.Option)

@@ -369,3 +369,26 @@ func TestFeeBoundEndToEnd(t *testing.T) {
 		t.Fatalf("under WithFeeCap(0.05 ETH): %v", err)
 	}
 }
+
+// TestUntrustedErrorText: the refusal of rail0test's contract names
+// srv.Pins(), whatever the address's case; any other contract names the
+// option to trust it with, never rail0test.
+func TestUntrustedErrorText(t *testing.T) {
+	for _, tt := range []struct {
+		got, want, not string
+	}{
+		{rail0testContract, "srv.Pins()", "trust it with"},
+		{strings.ToLower(rail0testContract), "srv.Pins()", "trust it with"},
+		{"0x1111111111111111111111111111111111111111", "trust it with WithTrustedContracts", "Pins"},
+	} {
+		e := &UntrustedError{ChainID: 84532, Field: "rail0_contract", Got: tt.got,
+			Trusted: "0x2222222222222222222222222222222222222222", Option: "WithTrustedContracts"}
+		msg := e.Error()
+		if !strings.Contains(msg, tt.want) || strings.Contains(msg, tt.not) {
+			t.Errorf("%s: %q, want %q and no %q", tt.got, msg, tt.want, tt.not)
+		}
+		if !errors.Is(e, ErrUntrusted) {
+			t.Errorf("%s: not ErrUntrusted", tt.got)
+		}
+	}
+}

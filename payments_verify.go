@@ -30,9 +30,6 @@ import (
 // UntrustedError and ValidationError, so that the root's exported errors
 // keep their whole documentation.
 
-// ErrArtifactMismatch matches an *ArtifactError with errors.Is.
-var ErrArtifactMismatch = errors.New("rail0: gateway artifact does not match the request")
-
 // ArtifactError reports a gateway artifact that differs from what the
 // payment and the caller's request determine. Nothing was signed or sent.
 type ArtifactError struct {

@@ -95,13 +95,6 @@ type waitCondition struct {
 	statuses []PaymentStatus
 }
 
-// ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
-var ErrTransactionFailed = errors.New("rail0: transaction failed")
-
-// ErrUnknownTransaction is returned by WaitForTransaction when the payment has no
-// transaction with the awaited id.
-var ErrUnknownTransaction = errors.New("rail0: payment has no such transaction")
-
 // TransactionFailedError is a transaction that the gateway marked failed:
 // reverted on chain, or rejected before reaching it. Code uses the same
 // values as error responses (for example CodeNonceTooLow: prepare again).

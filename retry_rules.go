@@ -68,35 +68,27 @@ const (
 	// ReasonUnsafe: an operation that may have run and is not safe to
 	// repeat is not repeated; its outcome is unknown.
 	ReasonUnsafe RetryReason = "outcome_unknown"
+	// ReasonSessionRefused: a 401 after which the token source gave a new
+	// token (a client WithSigner signed in again). The call was sent once
+	// more at once, with Retry true and Wait zero. The re-send counts
+	// against the call's attempts and allowance like any retry.
+	ReasonSessionRefused RetryReason = "session_refused"
+	// ReasonRetryAfterDistrusted: a 429 came back after the previous 429's
+	// Retry-After had been honoured, so the header was short. The wait was
+	// lengthened to at least twice the previous one.
+	ReasonRetryAfterDistrusted RetryReason = "retry_after_distrusted"
+	// ReasonRetryAfterDistrustedClamped: as ReasonRetryAfterDistrusted, but
+	// the lengthened wait did not fit the call's allowance or deadline. It
+	// was shortened to fit, never below the server's own instruction, so the
+	// call makes its last try rather than give up with time left.
+	ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
+	// ReasonLimiter is Call.NotRetried of a call the limiter stopped: the
+	// cooldown or the pacing budget would not admit the request (or its
+	// retry) within the allowance or the deadline. No attempt carries it,
+	// since the refusal comes before an attempt; the transcript's last
+	// LimiterWait is Refused.
+	ReasonLimiter RetryReason = "limiter"
 )
-
-// ReasonSessionRefused is the Attempt.Reason of a 401 after which the
-// client's token source gave a new token (a client created WithSigner
-// signed in again) and the call was sent once more, at once, with it: the
-// attempt has Retry true and Wait zero, the observer's EndAttempt and the
-// info log line say so, and the re-send counts against the call's attempts
-// and allowance like any retry.
-const ReasonSessionRefused RetryReason = "session_refused"
-
-// ReasonRetryAfterDistrusted: a 429 came back after the previous 429's
-// Retry-After had been honoured, so the header was short; the wait was
-// lengthened to at least twice the previous one.
-const ReasonRetryAfterDistrusted RetryReason = "retry_after_distrusted"
-
-// ReasonRetryAfterDistrustedClamped: as ReasonRetryAfterDistrusted, but the
-// lengthened wait did not fit what is left of the call's allowance or
-// deadline, so it was shortened to fit, never below the server's own
-// instruction: the lengthened wait is the limiter's guess, while the
-// instruction still fits, so the call makes its last try rather than
-// giving up with time left.
-const ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
-
-// ReasonLimiter is Call.NotRetried of a call that the limiter stopped: the
-// cooldown or the pacing budget would not admit the request (or its retry)
-// within the allowance or the deadline. No attempt carries it, since the
-// refusal comes before an attempt: the transcript's last LimiterWait is
-// Refused.
-const ReasonLimiter RetryReason = "limiter"
 
 // isRefusal reports whether reason is a limit that stopped a retry the
 // client would have made (Attempt.Refused).

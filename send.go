@@ -697,6 +697,9 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 // call then returns no *Response.
 func (st *callState) end(ctx context.Context, resp *Response, err error) (*Response, error) {
 	r := st.r
+	if st.c.tokenSource == nil && !r.anonymous {
+		markNoCredentials(err)
+	}
 	if err == nil && r.identify != nil && resp != nil {
 		if why := r.identify(); why != "" {
 			err = st.undecodable(resp, fmt.Errorf("not the resource the operation promises: the answer %s", why))
@@ -713,6 +716,15 @@ func (st *callState) end(ctx context.Context, resp *Response, err error) (*Respo
 		resp = nil
 	}
 	return resp, err
+}
+
+// markNoCredentials marks a 401 in err as sent by a client that has no
+// credentials, so that its error names WithSigner.
+func markNoCredentials(err error) {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnauthorized {
+		apiErr.noCredentials = true
+	}
 }
 
 // undecodable is the failure of a 2xx whose body is not what the operation
