@@ -177,6 +177,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if err := checkBaseScheme(base, cfg.insecureHTTP); err != nil {
+		return nil, err
+	}
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
 	}

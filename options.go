@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +47,7 @@ type config struct {
 	maxGas        uint64
 	maxFee        *big.Int
 	expiries      verify.ExpiryBounds
+	insecureHTTP  bool
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A
@@ -515,4 +519,41 @@ func WithExpiryBounds(b ExpiryBounds) Option {
 		}
 		return nil
 	}
+}
+
+// WithInsecureHTTP lets NewClient take a plain http:// base URL on a host
+// other than loopback. Without it such a URL is refused: the bearer token
+// and signed transactions would cross the network in clear text. Loopback
+// (localhost, 127.0.0.0/8, ::1) is always allowed, for rail0test and a
+// local rail0-gateway. Use it only on a network you trust, such as a
+// sidecar reached over a private link.
+func WithInsecureHTTP() Option {
+	return func(c *config) error {
+		c.insecureHTTP = true
+		return nil
+	}
+}
+
+// checkBaseScheme refuses a plain http:// base URL on a host other than
+// loopback: the bearer token, signed transactions and webhook secrets
+// would cross the network in clear text. The caller may opt in by name
+// (WithInsecureHTTP). Loopback stays allowed, where rail0test and
+// rail0-gateway serve plain HTTP.
+func checkBaseScheme(base *url.URL, insecure bool) error {
+	if base.Scheme != "http" || insecure || isLoopback(base.Hostname()) {
+		return nil
+	}
+	return &ValidationError{Field: "base_url", Reason: fmt.Sprintf(
+		"%s is plain http on a host that is not loopback, so the bearer token and signed transactions would cross the network in clear text; use https, or WithInsecureHTTP() on a network you trust",
+		strconv.Quote(base.Redacted()))}
+}
+
+// isLoopback reports whether host is "localhost" or a loopback address
+// (127.0.0.0/8, ::1). Other names are not resolved: NewClient does no I/O.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -925,7 +925,7 @@ func TestDistrustedWaitIsClampedToWhatIsLeft(t *testing.T) {
 				if tt.deadline > 0 {
 					maxWait = DefaultMaxRetryWait
 				}
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 					WithMaxRetryWait(maxWait), withRand(half))
 				_, err := c.Payments.Get(context.Background(), "p0")
 				require.NoError(t, err)

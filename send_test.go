@@ -36,7 +36,7 @@ import (
 // timer is the one wait between an answer and its retry.
 func TestCheckRetryNeverWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTestClient(t, "http://gateway.test", withRand(func() float64 { return 0.5 }))
+		c := newTestClient(t, "https://gateway.test", withRand(func() float64 { return 0.5 }))
 		st, ctx, err := c.prepare(context.Background(), &request{method: http.MethodGet, path: "payments/p1"})
 		require.NoError(t, err)
 		call := st.call
@@ -69,7 +69,7 @@ func TestEachCallHasItsOwnHooks(t *testing.T) {
 		mu.Unlock()
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	})
-	c := newTestClient(t, "http://gateway.test", WithHTTPClient(&http.Client{Transport: rt}))
+	c := newTestClient(t, "https://gateway.test", WithHTTPClient(&http.Client{Transport: rt}))
 	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
 	a := c.newCall(&request{method: http.MethodGet, path: "payments/a"})
 	b := c.newCall(&request{method: http.MethodGet, path: "payments/b"})
@@ -440,7 +440,9 @@ func pipeTransport(t *testing.T, h http.Handler) (*httptest.Server, *http.Transp
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	transport := &http.Transport{DialContext: ln.dial}
+	// DialTLSContext: the pipe is taken as a connection past TLS, so an
+	// https:// base URL reaches the server too.
+	transport := &http.Transport{DialContext: ln.dial, DialTLSContext: ln.dial}
 	t.Cleanup(func() {
 		srv.Close()
 		transport.CloseIdleConnections()
@@ -888,11 +890,11 @@ func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...
 		}
 	})
 	hc := pipeClient(t, mux)
-	anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
+	anon, err := NewClient("https://gateway.test"+muxBasePath, WithHTTPClient(hc))
 	require.NoError(t, err)
 	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{})
 	require.NoError(t, err)
-	c, err := NewClient("http://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
+	c, err := NewClient("https://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
 	require.NoError(t, err)
 	return c, func() int {
 		mu.Lock()

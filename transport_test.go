@@ -326,7 +326,7 @@ func TestCallersClientSettingsApply(t *testing.T) {
 		})
 		_, tr := pipeTransport(t, mux)
 		jar := &cookieJar{cookies: []*http.Cookie{{Name: "affinity", Value: "a1"}}}
-		c, err := NewClient("http://gateway.test", WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Second, Jar: jar}))
+		c, err := NewClient("https://gateway.test", WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Second, Jar: jar}))
 		require.NoError(t, err)
 
 		for _, id := range []string{"slow", "slowbody"} {
@@ -338,7 +338,7 @@ func TestCallersClientSettingsApply(t *testing.T) {
 			require.ErrorAs(t, err, &ne, id)
 			assert.True(t, ne.Timeout(), id)
 			if id == "slow" {
-				assert.Equal(t, 1, strings.Count(err.Error(), `Get "http://gateway.test/payments/slow"`), err.Error())
+				assert.Equal(t, 1, strings.Count(err.Error(), `Get "https://gateway.test/payments/slow"`), err.Error())
 			}
 			assert.Less(t, time.Since(start), 5*time.Second, "every attempt is bounded by the Timeout")
 		}
