@@ -168,6 +168,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		rand:          rand.Float64,
 		cooldown:      true,
 		expiries:      verify.DefaultExpiryBounds,
+		retryBudget:   retryBudgetSize,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -224,7 +225,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		expiries:    cfg.expiries,
-		quota:       newRetryQuota(),
+		quota:       newRetryQuota(cfg.retryBudget),
 	}
 	state.sharedLimiter = state.limiter != nil
 	if state.limiter == nil {

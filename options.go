@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/big"
 	"net/http"
 	"net/netip"
@@ -48,6 +49,7 @@ type config struct {
 	maxFee        *big.Int
 	expiries      verify.ExpiryBounds
 	insecureHTTP  bool
+	retryBudget   int // in tokens; negative when off
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A
@@ -282,7 +284,7 @@ func WithMaxRetryWait(d time.Duration) Option {
 // retry budget (20 retries' worth, refilled one fifth of a retry per
 // success), so that an outage does not multiply the load; when it is empty
 // such failures come back at once (reason retry_budget_empty in the
-// transcript: Call.NotRetried). It does not limit 429 retries, which
+// transcript: Call.NotRetried). WithRetryBudget sizes that budget. It does not limit 429 retries, which
 // WithMaxRetryWait bounds. Given to Client.With, it applies to the calls of
 // the view.
 func WithMaxRetries(n int) Option {
@@ -292,6 +294,29 @@ func WithMaxRetries(n int) Option {
 		}
 		c.call.set |= setMaxRetries
 		c.call.maxRetries = n
+		return nil
+	}
+}
+
+// WithRetryBudget sizes the client-wide retry budget in retries (default
+// 20). A burst of failures other than 429 gets that many retries across
+// the client; a retry after a timeout counts twice, and each answer that
+// is not a failure gives a fifth of a retry back. Zero retries no such
+// failure; RetryBudgetOff turns the budget off, leaving WithMaxRetries
+// alone to bound them (aws-sdk-go-v2's ratelimit.None). It is the
+// client's, shared by its views, so Client.With refuses it.
+func WithRetryBudget(retries int) Option {
+	return func(c *config) error {
+		switch {
+		case retries == RetryBudgetOff:
+			c.retryBudget = RetryBudgetOff
+		case retries < 0:
+			return &ValidationError{Field: "retry_budget", Reason: fmt.Sprintf("must not be negative (RetryBudgetOff turns it off), got %d", retries)}
+		case retries > math.MaxInt/retryCost:
+			return &ValidationError{Field: "retry_budget", Reason: fmt.Sprintf("%d retries is too many; RetryBudgetOff turns it off", retries)}
+		default:
+			c.retryBudget = retries * retryCost
+		}
 		return nil
 	}
 }

@@ -247,7 +247,7 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 }
 
 func TestRetryQuota(t *testing.T) {
-	q := newRetryQuota()
+	q := newRetryQuota(retryBudgetSize)
 	require.Equal(t, retryBudgetSize, q.left())
 	d := q.spend(func(tokens int) decision {
 		assert.Equal(t, retryBudgetSize, tokens)
