@@ -105,7 +105,8 @@ type clientState struct {
 	created createdLog
 	known   knownPayments
 
-	quota *retryQuota // the client-wide retry budget
+	quota   *retryQuota // the client-wide retry budget
+	maxBody int64       // the most read of a 2xx body (WithMaxResponseSize)
 
 	observer Observer      // nil, the one given, or all of them (observers)
 	calls    atomic.Uint64 // the last call id given
@@ -169,6 +170,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		cooldown:      true,
 		expiries:      verify.DefaultExpiryBounds,
 		retryBudget:   retryBudgetSize,
+		maxBody:       DefaultMaxResponseSize,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -226,6 +228,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		expiries:    cfg.expiries,
 		quota:       newRetryQuota(cfg.retryBudget),
+		maxBody:     cfg.maxBody,
 	}
 	state.sharedLimiter = state.limiter != nil
 	if state.limiter == nil {

@@ -50,6 +50,7 @@ type config struct {
 	expiries      verify.ExpiryBounds
 	insecureHTTP  bool
 	retryBudget   int // in tokens; negative when off
+	maxBody       int64
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A
@@ -581,4 +582,24 @@ func isLoopback(host string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// DefaultMaxResponseSize bounds a 2xx answer's body: the largest
+// legitimate one (a page of 100 payments) is far smaller.
+const DefaultMaxResponseSize = 32 << 20
+
+// WithMaxResponseSize bounds the body of a 2xx answer, in bytes (default
+// DefaultMaxResponseSize). A larger one is not read past the bound (not
+// at all when its Content-Length says so) and comes back as a
+// *DecodeError wrapping a *ResponseTooLargeError, without a retry: the
+// same request would get the same answer. An error answer's body is cut
+// at 1 MiB, or at this bound if lower, and kept.
+func WithMaxResponseSize(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return &ValidationError{Field: "max_response_size", Reason: fmt.Sprintf("must be positive, got %d", n)}
+		}
+		c.maxBody = n
+		return nil
+	}
 }

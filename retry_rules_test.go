@@ -1077,6 +1077,13 @@ func TestDecide(t *testing.T) {
 		{"dial refused on POST retried", on,
 			outcome{op: opOnce, failed: true, notSent: true}, fresh,
 			decision{relevant: true, retry: true, wait: 250 * ms, reason: ReasonNotSent, cost: retryCost}},
+		// Issue 29, item 8: an answer over the size limit is not repeated.
+		{"oversized answer on a read: not repeated", on,
+			outcome{op: opRead, status: 200, failed: true, tooLarge: true}, fresh,
+			decision{relevant: true, reason: ReasonResponseTooLarge}},
+		{"oversized answer on a keyed create: not repeated, unknown", on,
+			outcome{op: opKeyed, idempotencyKey: true, status: 201, failed: true, tooLarge: true}, fresh,
+			decision{relevant: true, reason: ReasonResponseTooLarge, unknown: true}},
 		// Issue 12, item 12: an empty retry budget returns failures at once.
 		{"retry budget empty: 503 returned", on,
 			outcome{op: opRead, status: 503}, budget{attempts: 1, deadline: maxDuration, tokens: retryCost - 1},

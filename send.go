@@ -37,14 +37,10 @@ import (
 // retry rules send the call again at once with the new token, and the send
 // starts afresh from authorize.
 
-const (
-	// maxErrorBody bounds how much of an error body is read: a proxy's HTML
-	// page or a hostile server must not cost memory.
-	maxErrorBody = 1 << 20
-	// maxSuccessBody bounds a 2xx body; the largest legitimate one (a page of
-	// 100 payments) is far smaller.
-	maxSuccessBody = 32 << 20
-)
+// maxErrorBody bounds how much of an error body is read: a proxy's HTML
+// page or a hostile server must not cost memory. A 2xx body is bounded by
+// WithMaxResponseSize (DefaultMaxResponseSize).
+const maxErrorBody = 1 << 20
 
 // request is one logical API call.
 type request struct {
@@ -455,12 +451,16 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 		}
 		gatewayNow := now.Add(c.clock.offset()) // what the answer's times are relative to
 		success := resp.StatusCode >= 200 && resp.StatusCode <= 299
-		st.body, st.bodyErr = readBody(resp, success)
+		st.body, st.bodyErr = readBody(resp, success, c.maxBody)
 		st.report(ctx, event{kind: answerRead})
 		if success && st.bodyErr != nil {
 			// A body that breaks off is a broken connection after the
-			// request ran: handled like one.
+			// request ran: handled like one. A body over the limit is an
+			// answer, which a repetition would get again (the rule
+			// tooLarge).
 			o.failed = true
+			var big *ResponseTooLargeError
+			o.tooLarge = errors.As(st.bodyErr, &big)
 			failure = st.bodyErr
 		}
 		if ra, ok := retryAfterOf(resp.Header, gatewayNow); ok {
@@ -647,6 +647,12 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 		// Allocated with the transcript: one allocation for both.
 		meta = &st.call.resp
 		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
+	}
+	var big *ResponseTooLargeError
+	if errors.As(err, &big) {
+		// The answer came and was too large: a *DecodeError, not a
+		// transport failure.
+		return meta, st.undecodable(meta, big)
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
@@ -1094,19 +1100,22 @@ func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Respo
 }
 
 // readBody reads and closes a response body, replacing it with http.NoBody
-// so retryablehttp's drain is a no-op. A success body larger than
-// maxSuccessBody, or one that breaks off, is an error; an error body is cut
-// at maxErrorBody and never fails (what was read is kept).
-func readBody(resp *http.Response, success bool) ([]byte, error) {
+// so retryablehttp's drain is a no-op. A success body larger than limit
+// is a *ResponseTooLargeError (not read at all when its Content-Length
+// says so), and one that breaks off is an error; an error body is cut at
+// maxErrorBody (or limit, if lower) and never fails (what was read is
+// kept).
+func readBody(resp *http.Response, success bool, limit int64) ([]byte, error) {
 	body := resp.Body
 	resp.Body = http.NoBody
 	if body == nil {
 		return nil, nil
 	}
 	defer body.Close()
-	limit := int64(maxErrorBody)
-	if success {
-		limit = maxSuccessBody
+	if !success {
+		limit = min(limit, maxErrorBody)
+	} else if resp.ContentLength > limit {
+		return nil, &ResponseTooLargeError{Limit: limit, ContentLength: resp.ContentLength}
 	}
 	var buf bytes.Buffer
 	if n := resp.ContentLength; n > 0 && n <= limit {
@@ -1115,10 +1124,11 @@ func readBody(resp *http.Response, success bool) ([]byte, error) {
 	_, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	b := buf.Bytes()
 	if int64(len(b)) > limit {
-		b = b[:limit]
 		if success {
-			return b, fmt.Errorf("response body larger than %d bytes", limit)
+			// Only the start is kept, for the error and the wire log.
+			return bytes.Clone(b[:min(limit, maxWireBody)]), &ResponseTooLargeError{Limit: limit, ContentLength: resp.ContentLength}
 		}
+		b = b[:limit]
 	}
 	if err != nil && success {
 		return b, fmt.Errorf("reading the response body: %w", err)
