@@ -74,10 +74,13 @@ type clientState struct {
 	userAgent   string
 	logger      *slog.Logger
 	wireLog     bool // WithWireLog: headers and bodies at debug, redacted
-	now         func() time.Time
-	rand        func() float64
-	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
-	limiter     ratelimit.Limiter
+	// shownQuery are the query keys whose values Call.URL and the logs
+	// show (WithSafeQueryKeys); every other value is redacted.
+	shownQuery map[string]bool
+	now        func() time.Time
+	rand       func() float64
+	hc         *http.Client // every call's retryablehttp.Client sends with it (see newCall)
+	limiter    ratelimit.Limiter
 	// sharedLimiter: the limiter came from WithLimiter, and others may
 	// share it (see othersLearn).
 	sharedLimiter bool
@@ -229,6 +232,10 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		expiries:    cfg.expiries,
 		quota:       newRetryQuota(cfg.retryBudget),
 		maxBody:     cfg.maxBody,
+		shownQuery:  cfg.safeQuery,
+	}
+	if state.shownQuery == nil {
+		state.shownQuery = defaultSafeQuery
 	}
 	state.sharedLimiter = state.limiter != nil
 	if state.limiter == nil {

@@ -39,7 +39,9 @@ type Call struct {
 	// Method and Path identify the call (Path is relative to the base URL).
 	Method string
 	Path   string
-	// URL is the URL sent to, with the query.
+	// URL is the URL sent to, with the query. A query value is shown as
+	// REDACTED unless its key is safe (WithSafeQueryKeys): the query may
+	// hold a credential.
 	URL string
 	// PaymentID is the payment the call addresses (the {id} of a
 	// /payments/{id}... route), as the caller gave it.

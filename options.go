@@ -51,6 +51,7 @@ type config struct {
 	insecureHTTP  bool
 	retryBudget   int // in tokens; negative when off
 	maxBody       int64
+	safeQuery     map[string]bool // nil: defaultSafeQuery
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A

@@ -120,6 +120,7 @@ type callState struct {
 	r              *request // what the caller asked for
 	call           *Call    // the transcript
 	rc             retryablehttp.Client
+	url            string         // sent to; the transcript's Call.URL has the query redacted
 	method, path   string         // path has its leading slash, as the transcript shows it
 	idempotencyKey string         // sent on every attempt
 	op             opClass        // what repeating the operation would do
@@ -221,7 +222,11 @@ func (c *Client) prepare(ctx context.Context, r *request) (*callState, context.C
 
 // newCall returns the state of the call r, with its transcript.
 func (c *Client) newCall(r *request) *callState {
-	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
+	u := c.resolve(r.path, r.query)
+	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: u, Start: c.now()}
+	if len(r.query) > 0 {
+		call.URL = c.resolveShown(r.path, r.query)
+	}
 	call.Attempts = call.first[:0]
 	op := r.op
 	if op == nil { // a request built from a method and a path
@@ -234,7 +239,7 @@ func (c *Client) newCall(r *request) *callState {
 		// for one it names, the stricter of the caller's and the table's.
 		call.class = r.class
 	}
-	st := &callState{c: c, r: r, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
+	st := &callState{c: c, r: r, call: call, url: u, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
 		op: call.class, onRateWait: r.onRateWait}
 	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.Repeatable(r.idempotencyKey != "")
 	// The call's own client, built as a literal (its defaults would drop
@@ -265,7 +270,7 @@ func (st *callState) run(ctx context.Context, out any, token string) (*Response,
 	if st.requestBody != nil {
 		body = st.requestBody
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, st.method, st.call.URL, body)
+	req, err := retryablehttp.NewRequestWithContext(ctx, st.method, st.url, body)
 	if err != nil {
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
 	}
@@ -437,6 +442,12 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 	st.attempts++
 	o = outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// net/http names the URL in its error, query and all: the
+			// error and its log lines show it redacted, as Call.URL.
+			ue.URL = st.call.URL
+		}
 		o.failed = true
 		o.notSent = isNotSent(err)
 		o.timeout = isTimeout(err)
@@ -1071,6 +1082,13 @@ func (c *Client) resolve(path string, query url.Values) string {
 		u += "?" + query.Encode()
 	}
 	return u
+}
+
+// resolveShown is resolve with the query's values redacted but for the
+// keys shown (shownQuery): what the transcript, the logs and the
+// observers see.
+func (c *Client) resolveShown(path string, query url.Values) string {
+	return c.baseStr + strings.TrimLeft(path, "/") + "?" + redactQuery(query, c.shownQuery)
 }
 
 // isNotSent reports whether a transport error proves the request never left

@@ -19,7 +19,9 @@
 // event (the send after a 401 and a new sign-in goes at once: it has none);
 // every limiter admission a "rail0.limiter" event, timed when the limiter
 // answered. The traceparent of the call's span is sent on every attempt. No
-// attribute carries a header, a body or a credential.
+// attribute carries a header, a body or a credential: url.full is
+// rail0.Call.URL, whose query values are REDACTED but for the keys the
+// client shows (rail0.WithSafeQueryKeys).
 //
 // The Observer reads the limiter's admissions and what each answer told
 // the limiter from the call's transcript (rail0.Call), at the points

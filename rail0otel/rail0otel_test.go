@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -586,4 +587,42 @@ func TestLimiterRefusalIsReported(t *testing.T) {
 		}
 	}
 	t.Error("no refusal counted")
+}
+
+// url.full carries the query with its values redacted (REDACTED, as the
+// semantic conventions write it), but for the contract's filters and
+// pagination and the keys the client names safe: a Raw call's access_token
+// never reaches a span.
+func TestQueryValuesRedactedInURLFull(t *testing.T) {
+	const secret = "sk_live_otel_query_7d1e"
+	query := url.Values{"access_token": {secret}, "page": {"2"}}
+	raw := rail0.RawRequest{Method: http.MethodGet, Path: []string{"payments", "p1"}, Query: query, Class: rail0.Idempotent}
+	for _, tt := range []struct {
+		name string
+		opts []rail0.Option
+		want string
+	}{
+		{"default", nil, "access_token=REDACTED&page=2"},
+		{"named safe", []rail0.Option{rail0.WithSafeQueryKeys("access_token")}, "access_token=" + secret + "&page=2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, tt.opts...)
+			if _, err := h.client.Raw(context.Background(), raw, nil); err != nil {
+				t.Fatal(err)
+			}
+			spans := h.spans.GetSpans()
+			if len(spans) != 1 {
+				t.Fatalf("%d spans", len(spans))
+			}
+			var full string
+			for _, kv := range spans[0].Attributes {
+				if kv.Key == "url.full" {
+					full = kv.Value.AsString()
+				}
+			}
+			if !strings.HasSuffix(full, "/payments/p1?"+tt.want) {
+				t.Errorf("url.full = %q, want it to end with %q", full, tt.want)
+			}
+		})
+	}
 }
