@@ -57,7 +57,8 @@ const (
 )
 
 // WithSafeQueryKeys names query parameters whose values may be shown, in
-// addition to the contract's own filters and pagination (DefaultSafeQueryKeys).
+// addition to the contract's own filters and pagination (but token, a
+// name that means a credential in many APIs).
 // Every other value of a call's query is shown as "REDACTED" in the
 // transcript (Call.URL), the wire log, transport errors and what
 // observers record (rail0otel's url.full): a Raw call's access_token, say.
@@ -80,22 +81,12 @@ func WithSafeQueryKeys(keys ...string) Option {
 	}
 }
 
-// DefaultSafeQueryKeys returns the query parameters whose values are shown
-// without WithSafeQueryKeys: the filters and pagination of the contract's
-// operations, which carry ids, addresses, statuses, numbers and dates.
+// defaultSafeQuery are the query keys whose values are shown without
+// WithSafeQueryKeys: the filters and pagination of the contract's
+// operations, which carry ids, addresses, statuses, numbers and dates
+// (TestDefaultSafeQueryKeysAreTheContracts holds them to the contract).
 // The contract's token filter is left out: it holds an address, but
 // "token" names a credential in many APIs, and a Raw call may send one.
-func DefaultSafeQueryKeys() []string {
-	keys := make([]string, 0, len(defaultSafeQuery))
-	for k := range defaultSafeQuery {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// defaultSafeQuery is DefaultSafeQueryKeys as a set
-// (TestDefaultSafeQueryKeysAreTheContracts holds it to the contract).
 var defaultSafeQuery = map[string]bool{
 	"account_id": true, "active": true, "address": true, "by": true, "chain_id": true,
 	"circuit_state": true, "created_from": true, "created_to": true, "default": true,
