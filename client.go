@@ -110,6 +110,8 @@ type clientState struct {
 
 	quota   *retryQuota // the client-wide retry budget
 	maxBody int64       // the most read of a 2xx body (WithMaxResponseSize)
+	// deprecations are the operations whose deprecation was logged.
+	deprecations deprecationNotes
 
 	observer Observer      // nil, the one given, or all of them (observers)
 	calls    atomic.Uint64 // the last call id given
@@ -328,6 +330,9 @@ type Response struct {
 	Attempts int
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
+	// Deprecation is what the answer said of the endpoint's retirement
+	// (its Deprecation and Sunset headers); nil when nothing.
+	Deprecation *Deprecation
 	// Call is the call's transcript: every attempt, wait and decision.
 	Call *Call
 }

@@ -84,6 +84,9 @@ type Attempt struct {
 	RetryAfter time.Duration
 	// RateLimit is the rate-limit state the answer advertised, if any.
 	RateLimit *RateLimitInfo
+	// Deprecation is what the answer said of the endpoint's retirement
+	// (Deprecation and Sunset headers); nil when nothing.
+	Deprecation *Deprecation
 	// Retry says the SDK decided to send the call again after Wait. The
 	// next attempt follows unless the context ends during the wait or the
 	// limiter refuses it (a refused LimiterWait then ends the call).
@@ -227,6 +230,9 @@ func (c *Call) String() string {
 		if ps := a.PartitionState; ps != nil {
 			writePartitionState(&b, ps)
 		}
+		if d := a.Deprecation; d != nil {
+			writeDeprecation(&b, d)
+		}
 		switch {
 		case a.Retry && a.Reason == ReasonSessionRefused:
 			fmt.Fprintf(&b, " -> sent again at once with a new token (%s)", a.Reason)
@@ -268,6 +274,20 @@ func writePartitionState(b *strings.Builder, ps *PartitionState) {
 	}
 	if ps.Distrusted {
 		b.WriteString(" retry_after_distrusted")
+	}
+}
+
+// writeDeprecation prints what an answer said of its endpoint's
+// retirement.
+func writeDeprecation(b *strings.Builder, d *Deprecation) {
+	if d.Deprecated {
+		b.WriteString(" deprecated")
+		if !d.Date.IsZero() {
+			fmt.Fprintf(b, "=%s", d.Date.Format(time.DateOnly))
+		}
+	}
+	if !d.Sunset.IsZero() {
+		fmt.Fprintf(b, " sunset=%s", d.Sunset.Format(time.DateOnly))
 	}
 }
 

@@ -226,7 +226,8 @@ func commentLen(s string) (n int, ok bool) {
 // status, duration, request id, attempt, body sizes, call id); at info, every
 // retry decision (attempt, status, wait, will_retry, reason) and limiter
 // refusal; at warn, what the user must act on (an unknown outcome, a
-// redirect, a limiter that cannot be reached). It logs no header and no
+// redirect, a limiter that cannot be reached, and once per operation a
+// Deprecation or Sunset header). It logs no header and no
 // body unless WithWireLog is on, and then redacted: never the bearer token
 // or any other credential.
 func WithLogger(l *slog.Logger) Option {

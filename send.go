@@ -166,6 +166,9 @@ type callState struct {
 	header    http.Header
 	body      []byte
 	bodyErr   error
+	// deprecation is what the last answer said of the endpoint's
+	// retirement; nil when nothing.
+	deprecation *Deprecation
 }
 
 // do sends r and decodes a 2xx JSON answer into out: prepare, then run,
@@ -321,6 +324,7 @@ func (st *callState) resetSend() {
 	st.turn, st.held, st.next = turn{}, 0, 0
 	st.last429, st.unknown = nil, false
 	st.status, st.rateLimit, st.header, st.body, st.bodyErr = 0, nil, nil, nil, nil
+	st.deprecation = nil
 }
 
 // encode encodes the request's body, once for the whole call.
@@ -453,9 +457,10 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 		o.timeout = isTimeout(err)
 		failure = err
 		// No answer this time: an earlier attempt's must not be reported.
-		st.status, st.header, st.body, st.rateLimit = 0, nil, nil, nil
+		st.status, st.header, st.body, st.rateLimit, st.deprecation = 0, nil, nil, nil, nil
 	} else {
 		st.status, st.header = resp.StatusCode, resp.Header
+		st.deprecation = deprecationOf(resp.Header)
 		o.status = resp.StatusCode
 		if n := len(st.call.Attempts); n > 0 {
 			c.clock.sample(resp.Header, st.call.Attempts[n-1].Sent, now)
@@ -657,7 +662,8 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 	if st.status != 0 {
 		// Allocated with the transcript: one allocation for both.
 		meta = &st.call.resp
-		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
+		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts,
+			RateLimit: st.rateLimit, Deprecation: st.deprecation}
 	}
 	var big *ResponseTooLargeError
 	if errors.As(err, &big) {
@@ -908,6 +914,9 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 			if a.Reason != "" {
 				c.logDecision(ctx, call, a)
 			}
+			if a.Deprecation != nil {
+				c.logDeprecation(ctx, call, a)
+			}
 		}
 		if c.observer != nil {
 			c.observer.EndAttempt(ctx, call, a)
@@ -957,6 +966,7 @@ func (st *callState) recordAttempt(ev event) *Attempt {
 	if o.status != 0 {
 		a.RequestID = requestID(st.header)
 		a.RateLimit = st.rateLimit
+		a.Deprecation = st.deprecation
 		if o.hasRetryAfter {
 			a.RetryAfter = o.retryAfter
 		}
@@ -1003,6 +1013,31 @@ func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 		attrs = append(attrs, slog.String("error", a.Err))
 	}
 	c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
+}
+
+// logDeprecation logs, at warn, that the gateway deprecates the call's
+// operation or will retire it: once per operation (deprecationNotes), not
+// on every call.
+func (c *Client) logDeprecation(ctx context.Context, call *Call, a *Attempt) {
+	op := call.Operation
+	if op == "" {
+		op = call.Method + " " + call.Route
+	}
+	if !c.deprecations.first(op) {
+		return
+	}
+	d := a.Deprecation
+	attrs := callAttrs(call.ID, call.Method, call.Path, slog.String("operation", op), slog.Bool("deprecated", d.Deprecated))
+	if !d.Date.IsZero() {
+		attrs = append(attrs, slog.Time("deprecation", d.Date))
+	}
+	if !d.Sunset.IsZero() {
+		attrs = append(attrs, slog.Time("sunset", d.Sunset))
+	}
+	if d.Link != "" {
+		attrs = append(attrs, slog.String("link", d.Link))
+	}
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: the gateway deprecates this operation; move off it before its sunset", attrs...)
 }
 
 // logOutcome logs, at warn, the failures the user must act on: a write
