@@ -211,6 +211,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
 			Timeout:   defaultTimeout,
 		}
+		if cfg.call.set&setAttemptTimeout != 0 && cfg.call.attemptTimeout > 0 {
+			hc.Timeout = 0 // WithAttemptTimeout bounds each attempt instead
+		}
 	}
 	hc = sendingClient(hc)
 	state := &clientState{

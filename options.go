@@ -324,6 +324,28 @@ func WithRetryBudget(retries int) Option {
 	}
 }
 
+// WithAttemptTimeout bounds each attempt of a call, from sending the
+// request to reading the answer's body, apart from the call's context
+// deadline, which bounds the whole call. An attempt it cuts is a timeout
+// (a *TransportError whose cause is a net.Error with Timeout true, not
+// context.DeadlineExceeded), retried only where a broken connection would
+// be: a read is, a submit never is, a keyed create is, with its key. Zero
+// (the default) leaves each attempt to the HTTP client's Timeout (30 s
+// unless WithHTTPClient). Given to NewClient without WithHTTPClient, it
+// replaces those 30 s; the Timeout of a client given with WithHTTPClient
+// still applies too. Given to Client.With, it applies to the calls of the
+// view.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return &ValidationError{Field: "attempt_timeout", Reason: fmt.Sprintf("must not be negative, got %v", d)}
+		}
+		c.call.set |= setAttemptTimeout
+		c.call.attemptTimeout = d
+		return nil
+	}
+}
+
 // WithPacing keeps each rate-limit partition under a budget from the first
 // request, so that the gateway's limit is never reached: at most Limit
 // requests are sent in any interval of Period (stretched by a margin

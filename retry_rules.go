@@ -111,6 +111,10 @@ type policy struct {
 	maxRetryWait  time.Duration
 	maxRetries    int
 	base          time.Duration
+	// attemptTimeout bounds each attempt (WithAttemptTimeout); zero
+	// leaves it to the HTTP client's Timeout. The send path applies it;
+	// the rules see its cut as the timeout it is.
+	attemptTimeout time.Duration
 }
 
 // outcome is what one attempt produced, as the rules see it.

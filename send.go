@@ -120,6 +120,7 @@ type callState struct {
 	r              *request // what the caller asked for
 	call           *Call    // the transcript
 	rc             retryablehttp.Client
+	timed          http.Client    // rc's HTTP client when WithAttemptTimeout bounds each attempt
 	url            string         // sent to; the transcript's Call.URL has the query redacted
 	method, path   string         // path has its leading slash, as the transcript shows it
 	idempotencyKey string         // sent on every attempt
@@ -245,12 +246,19 @@ func (c *Client) newCall(r *request) *callState {
 	st := &callState{c: c, r: r, call: call, url: u, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
 		op: call.class, onRateWait: r.onRateWait}
 	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.Repeatable(r.idempotencyKey != "")
+	hc := c.hc
+	if d := c.policy.attemptTimeout; d > 0 {
+		// The view's bound on each attempt, in the call's own value:
+		// no allocation of its own.
+		st.timed = http.Client{Transport: attemptTimer{rt: c.hc.Transport, d: d}, Jar: c.hc.Jar, CheckRedirect: noRedirects}
+		hc = &st.timed
+	}
 	// The call's own client, built as a literal (its defaults would drop
 	// the final response on exhaustion and use Retry-After uncapped).
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
 	// reached.
 	st.rc = retryablehttp.Client{
-		HTTPClient:   c.hc,
+		HTTPClient:   hc,
 		RetryMax:     maxAttempts,
 		CheckRetry:   st.checkRetry,
 		Backoff:      st.backoff,
@@ -1129,6 +1137,10 @@ func (c *Client) resolveShown(path string, query url.Values) string {
 // isNotSent reports whether a transport error proves the request never left
 // the client: the connection could not be opened or the name not resolved.
 func isNotSent(err error) bool {
+	var cut *attemptTimeoutError
+	if errors.As(err, &cut) {
+		return cut.notSent
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return true

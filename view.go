@@ -9,7 +9,8 @@ import (
 
 // With returns a view of c whose calls use the retry settings opts give,
 // and c's for the rest. The options are NewClient's: WithRetryOn429,
-// WithMaxRetryWait and WithMaxRetries apply per call; every other option
+// WithMaxRetryWait, WithMaxRetries and WithAttemptTimeout apply per call;
+// every other option
 // sets what the view shares with c, so given here it makes every call of
 // the view return a *ValidationError (Field "option") before sending, as
 // an invalid value does (a negative WithMaxRetries, say). The view is c in
@@ -70,11 +71,11 @@ func (c *Client) With(opts ...Option) *Client {
 // errNotPerCall is the refusal of an option that sets what a view shares
 // with its client.
 var errNotPerCall = &ValidationError{Field: "option",
-	Reason: "only WithRetryOn429, WithMaxRetryWait and WithMaxRetries apply to the calls of a view (Client.With); give the others to NewClient"}
+	Reason: "only WithRetryOn429, WithMaxRetryWait, WithMaxRetries and WithAttemptTimeout apply to the calls of a view (Client.With); give the others to NewClient"}
 
 // callOption applies opt, an option given to With, to the overrides of a
 // view: it runs opt on probe, cleared first, and takes the retry settings
-// it set. An option that sets none of them (every option but the three
+// it set. An option that sets none of them (every option but the four
 // per-call ones, which record what they set in config.call) is refused, as
 // is a nil one. An invalid value is refused with opt's own reason, as a
 // *ValidationError whatever opt returned: NewClient's options report in
@@ -100,16 +101,18 @@ func callOption(opt Option, probe *config, over *callOverrides) error {
 
 // callOverrides is what the options of a view set, and which of them.
 type callOverrides struct {
-	set          uint8
-	retryOn429   bool
-	maxRetryWait time.Duration
-	maxRetries   int
+	set            uint8
+	retryOn429     bool
+	maxRetryWait   time.Duration
+	maxRetries     int
+	attemptTimeout time.Duration
 }
 
 const (
 	setRetryOn429 uint8 = 1 << iota
 	setMaxRetryWait
 	setMaxRetries
+	setAttemptTimeout
 )
 
 // apply returns p with the overridden settings replaced.
@@ -122,6 +125,9 @@ func (o callOverrides) apply(p policy) policy {
 	}
 	if o.set&setMaxRetries != 0 {
 		p.maxRetries = o.maxRetries
+	}
+	if o.set&setAttemptTimeout != 0 {
+		p.attemptTimeout = o.attemptTimeout
 	}
 	return p
 }
@@ -140,6 +146,9 @@ func (o callOverrides) under(inner callOverrides) callOverrides {
 	}
 	if own&setMaxRetries == 0 {
 		inner.maxRetries = o.maxRetries
+	}
+	if own&setAttemptTimeout == 0 {
+		inner.attemptTimeout = o.attemptTimeout
 	}
 	return inner
 }
