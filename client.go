@@ -112,6 +112,10 @@ type clientState struct {
 	maxBody int64       // the most read of a 2xx body (WithMaxResponseSize)
 	// deprecations are the operations whose deprecation was logged.
 	deprecations deprecationNotes
+	// sharedReads lets identical reads share one request (WithSharedReads);
+	// flights are those in flight.
+	sharedReads bool
+	flights     flights
 
 	observer Observer      // nil, the one given, or all of them (observers)
 	calls    atomic.Uint64 // the last call id given
@@ -238,6 +242,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		quota:       newRetryQuota(cfg.retryBudget),
 		maxBody:     cfg.maxBody,
 		shownQuery:  cfg.safeQuery,
+		sharedReads: cfg.sharedReads,
 	}
 	if state.shownQuery == nil {
 		state.shownQuery = defaultSafeQuery

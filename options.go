@@ -52,6 +52,7 @@ type config struct {
 	retryBudget   int // in tokens; negative when off
 	maxBody       int64
 	safeQuery     map[string]bool // nil: defaultSafeQuery
+	sharedReads   bool
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A

@@ -194,6 +194,14 @@ type callState struct {
 // *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
 // provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	if c.sharedReads && c.viewErr == nil && shareable(r) {
+		return c.doShared(ctx, r, out) // shared_reads.go
+	}
+	return c.doOne(ctx, r, out)
+}
+
+// doOne is do for one caller: prepare, run, end.
+func (c *Client) doOne(ctx context.Context, r *request, out any) (*Response, error) {
 	st, ctx, err := c.prepare(ctx, r)
 	if err != nil {
 		return nil, err
