@@ -180,7 +180,8 @@ func (c *Call) RequestID() string {
 // attempt (Limiter ends with a refusal), otherwise the Reason of the last
 // attempt when no retry followed it: a limit (ReasonAllowance,
 // ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget), an operation not
-// safe to repeat (ReasonUnsafe) or RetryOn429 off (ReasonRetryOn429Off). It
+// safe to repeat (ReasonUnsafe), RetryOn429 off (ReasonRetryOn429Off) or an
+// answer over the size limit (ReasonResponseTooLarge). It
 // is empty when the last answer was no retry matter (a success, a 4xx) and
 // when the context ended the call.
 func (c *Call) NotRetried() RetryReason {

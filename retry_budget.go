@@ -10,13 +10,12 @@ import (
 // failure other than a 429 takes retryCost tokens (timeoutRetryCost after
 // a timeout, which holds a connection the longest), and each answer that is
 // not a failure (a 2xx, or a 4xx other than 429) gives successCredit back,
-// up to its size (retryBudgetSize unless WithRetryBudget says). An empty
-// budget makes failures come back at once. At 100 tokens a burst of
+// up to its size. An empty budget makes failures come back at once. At 100 tokens a burst of
 // failures gets 20 retries client-wide, and in the long run retries keep
 // going as long as fewer than about one answer in six fails; 429s are not
 // counted, since MaxRetryWait and the cooldown govern them.
-// WithRetryBudget sizes it in retries; RetryBudgetOff turns it off
-// (aws-sdk-go-v2's ratelimit.None).
+// Its size is retryBudgetSize unless WithRetryBudget says; RetryBudgetOff
+// turns it off (aws-sdk-go-v2's ratelimit.None).
 const (
 	retryBudgetSize  = 100
 	retryCost        = 5

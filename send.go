@@ -1174,10 +1174,9 @@ func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Respo
 
 // readBody reads and closes a response body, replacing it with http.NoBody
 // so retryablehttp's drain is a no-op. A success body larger than limit
-// is a *ResponseTooLargeError (not read at all when its Content-Length
-// says so), and one that breaks off is an error; an error body is cut at
-// maxErrorBody (or limit, if lower) and never fails (what was read is
-// kept).
+// is a *ResponseTooLargeError, not read at all when its Content-Length
+// says so. A success body that breaks off is an error. An error body is
+// cut at maxErrorBody (or limit, if lower) and never fails.
 func readBody(resp *http.Response, success bool, limit int64) ([]byte, error) {
 	body := resp.Body
 	resp.Body = http.NoBody

@@ -49,9 +49,9 @@ type flight struct {
 }
 
 // WithSharedReads lets identical reads in flight at once share one
-// request (off by default): concurrent calls of a read operation (a GET)
-// with the same URL, credential and retry settings send it once, and
-// each caller gets its own copy of the answer. Each waits with its own
+// request (off by default). Concurrent GETs with the same URL, credential
+// and retry settings send it once; each caller gets its own copy of the
+// answer. Each waits with its own
 // context: one that ends returns at once (a *TransportError with the
 // context's error), and the request goes on for the others; it is
 // cancelled only when every caller has left. The shared request is one

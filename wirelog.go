@@ -34,9 +34,9 @@ import (
 // addresses, chain ids, times, the error envelope's code, title and
 // detail), so that a bearer token, a SIWE message's signature, a signed
 // transaction, a webhook's shared secret and any field the SDK does not
-// know are shown as "[redacted]"; numbers, booleans and null are shown; in
-// the URL and the Link header, every query value but those of safe keys
-// (WithSafeQueryKeys). A
+// know are shown as "[redacted]"; numbers, booleans and null are shown. In
+// the URL and the Link header, a query value is shown only under a safe
+// key (WithSafeQueryKeys). A
 // body that is not JSON is not shown, only its size and type; a body's
 // line is cut after 8 KiB. NewClient refuses WithWireLog(true) without
 // WithLogger.
