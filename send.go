@@ -681,11 +681,10 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts,
 			RateLimit: st.rateLimit, Deprecation: st.deprecation}
 	}
-	var big *ResponseTooLargeError
-	if errors.As(err, &big) {
+	if err != nil && st.tooLarge(err) {
 		// The answer came and was too large: a *DecodeError, not a
 		// transport failure.
-		return meta, st.undecodable(meta, big)
+		return meta, st.undecodable(meta, err)
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
@@ -782,6 +781,12 @@ func (st *callState) undecodable(meta *Response, cause error) error {
 		failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
 	}
 	return failure
+}
+
+// tooLarge reports whether err is a body over the size limit.
+func (st *callState) tooLarge(err error) bool {
+	var big *ResponseTooLargeError
+	return errors.As(err, &big)
 }
 
 // answerError is the call's last answer as an *APIError: the 429 that

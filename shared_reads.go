@@ -23,6 +23,7 @@ import (
 
 // flightKey names the reads that may share one request.
 type flightKey struct {
+	method string
 	url    string // the request's URL, query included
 	cred   [sha256.Size]byte
 	policy policy // the view's settings: a handler's call waits no longer than its own
@@ -82,7 +83,7 @@ func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, 
 		return nil, err
 	}
 	v := c.forCaller(ctx)
-	key := flightKey{url: v.resolve(path, r.query), policy: v.policy}
+	key := flightKey{method: r.op.method, url: v.resolve(path, r.query), policy: v.policy}
 	token := ""
 	if !r.anonymous && v.tokenSource != nil {
 		if token, err = v.bearer(ctx, "", true); err != nil || token == "" {
