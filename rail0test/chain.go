@@ -432,9 +432,16 @@ func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 		if p.Refundable.Sign() == 0 && p.Capturable.Sign() == 0 {
 			p.Status = statusRefunded
 		}
+		// A refund that brings refundable_amount to 0 closes an open
+		// dispute, whatever the status: escrow may still be capturable.
+		// The payee sent it, with the contract's reserved reason.
+		d := openDispute(p)
+		closes := d != nil && p.Refundable.Sign() == 0
+		if closes {
+			s.closeDispute(d, "payee", fullRefundReason, block, now)
+		}
 		s.emit("payments.refunded", p, tx)
-		if d := openDispute(p); d != nil && p.Status == statusRefunded { // a full refund closes an open dispute
-			s.closeDispute(d, "payee", common.Hash{}, block, now)
+		if closes {
 			s.emit("payments.dispute_closed", p, tx)
 		}
 	case opDispute:
@@ -451,6 +458,11 @@ func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 		s.emit("payments.dispute_closed", p, tx)
 	}
 }
+
+// fullRefundReason is the reason of the DisputeClosed event a full refund
+// emits: the contract's REASON_FULL_REFUND, keccak256 of the name the
+// shared contract guide gives it.
+var fullRefundReason = keccak([]byte("rail0.dispute.full_refund"))
 
 func openDispute(p *payment) *dispute {
 	for _, d := range p.Disputes {

@@ -19,7 +19,10 @@
 // "confirmed" when the server's Clock has moved past the confirmation delay
 // (WithConfirmationDelay, zero by default); the effect (escrow, capture, refund, ...)
 // is applied when a request next reads state, so no background goroutine is needed.
-// Every address gets a faucet balance of each active token on first use.
+// Every address gets a faucet balance of each active token on first use. As on
+// the contract, a refund that brings refundable_amount to 0 closes an open dispute
+// whatever the status, even with escrow still capturable: closed_by payee,
+// close_reason keccak256("rail0.dispute.full_refund").
 //
 // Artifacts follow the RAIL0 contract interface, version 1.3.0, of the contract
 // guide's section 12.1. config_hash is the EIP-712 digest of the payment's terms,
