@@ -396,3 +396,13 @@ func (h *harness) refund(merchant, id, amount string) map[string]any {
 	sig := signTypedData(h.t, h.srv.Merchant.Key(), phase1.json(h.t)["signing_payload"])
 	return h.step(merchant, h.srv.Merchant.Key(), id, opRefund, map[string]any{"amount": amount, "signature": sig})
 }
+
+// preparedGas is the gas_limit of a prepared transaction.
+func preparedGas(t *testing.T, prepared map[string]any) uint64 {
+	t.Helper()
+	var u unsignedTx
+	if err := json.Unmarshal([]byte(prepared["unsigned_transaction"].(string)), &u); err != nil {
+		t.Fatal(err)
+	}
+	return u.GasLimit
+}
