@@ -32,7 +32,8 @@ const (
 	gasDisputeSignal = 43_000
 	// gasFirstPayment is what a fresh deployment's first payment pays
 	// more for its first writes to the contract's storage: authorize
-	// 509,000. A first charge writes the same storage and pays it too.
+	// 509,000. The guide measured it on authorize; a first charge is
+	// taken to pay it too, the dearer reading.
 	gasFirstPayment = 98_000
 )
 
