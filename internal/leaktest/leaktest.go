@@ -1,6 +1,6 @@
 // Package leaktest checks that values holding secrets never show them when
-// formatted or logged. Its Logger logs a run through slog's JSON and text
-// handlers at once, for tests that search a log. The tests of the root
+// formatted or logged. For tests that search a log, its Logger logs a run
+// through slog's JSON and text handlers at once. The tests of the root
 // package, of webhook and of the integrations use it. It imports only the
 // standard library.
 package leaktest
@@ -39,10 +39,14 @@ func Forms(secrets ...string) []string {
 // contains one of forms.
 //
 // Each value is formatted with every verb in Verbs. It is logged through
-// slog's JSON and text handlers. Both happen three ways: on its own, in an
-// unexported field of a caller's struct and in an exported one. The
-// unexported field is the hard case. fmt and slog's text handler walk such
-// a field by reflection and cannot call its String, Format or LogValue.
+// slog's JSON and text handlers. Both happen three ways:
+//   - on its own;
+//   - in an unexported field of a caller's struct;
+//   - in an exported field.
+//
+// The unexported field is the hard case. fmt and slog's text handler walk
+// such a field by reflection. They cannot call its String, Format or
+// LogValue.
 //
 // Each value is also encoded with encoding/json, encoding/xml and gob. An
 // encoding error is fine; whatever was written before it is checked too.
@@ -92,8 +96,8 @@ func NoSecret(t testing.TB, values map[string]any, forms []string) {
 // Logger returns a logger that writes every record from level up to two
 // handlers at once. slog's JSON handler writes to jsonOut, its text handler
 // to textOut. A test can then search one run's output in both forms. The
-// two differ: the text handler walks a value's fields by reflection where
-// the JSON one calls its methods. And each escapes differently.
+// two differ. The text handler walks a value's fields by reflection. The
+// JSON one calls the value's methods. And each escapes differently.
 func Logger(jsonOut, textOut io.Writer, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	return slog.New(fanout{slog.NewJSONHandler(jsonOut, opts), slog.NewTextHandler(textOut, opts)})
