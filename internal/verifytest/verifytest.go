@@ -1,11 +1,13 @@
 // Package verifytest builds what an honest gateway hands over for one test
 // payment. It follows the RAIL0 contract guide, section 12.1. The artifacts
-// are the payment's terms, the payer's and the refund's EIP-3009 payloads,
-// and the unsigned transaction of each step.
+// are:
+//   - the payment's terms;
+//   - the payer's and the refund's EIP-3009 payloads;
+//   - the unsigned transaction of each step.
 //
 // The tests of internal/verify check these artifacts directly. The root
-// package's fake gateway serves them and lets a test rewrite one field on
-// the way out. Nothing here is for a program. It exists so that both test
+// package's fake gateway serves them. A test may rewrite one field on the
+// way out. Nothing here is for a program. It exists so that both test
 // suites build artifacts one way.
 package verifytest
 
@@ -92,10 +94,10 @@ func PayerDigest(t *verify.Terms, name, version string) verify.Word {
 	return verify.AuthorizationDigest(t, "TransferWithAuthorization", name, version, t.Payer, t.Amount, t.AuthExpiry, t.Nonce(payerNonceOp(t)))
 }
 
-// PayloadDoc is the payer's payload of t, or with a non-nil refund the
-// payee's authorization of a refund of refund base units. The token domain
-// is "USDC", "2". The result is a document a test may change before
-// encoding it.
+// PayloadDoc is an EIP-3009 payload of t, as a document a test may change
+// before encoding it. With refund nil it is the payer's payload. Otherwise
+// it is the payee's authorization of a refund of refund base units. The
+// token domain is "USDC", "2".
 func PayloadDoc(t *verify.Terms, refund *big.Int) map[string]any {
 	primary, from, value, before, nonce := "TransferWithAuthorization", t.Payer, t.Amount, t.AuthExpiry, t.Nonce(payerNonceOp(t))
 	if refund != nil {
@@ -122,9 +124,9 @@ func VRS(sig []byte) []verify.Word {
 }
 
 // TxFields is the unsigned transaction of op on t, sent from from.
-// Its data is the call's selector, the payment id, the Payment tuple, then
-// args (the step's own arguments). Its gas estimate is honest: the measured
-// gas and a 25% margin.
+// Its data is the call's selector, the payment id and the Payment tuple.
+// Then come args, the step's own arguments. Its gas estimate is honest: the
+// measured gas and a 25% margin.
 func TxFields(t *verify.Terms, op string, args []verify.Word, from string) map[string]any {
 	sel := verify.Selector(op)
 	data := append([]byte(nil), sel[:]...)
