@@ -237,7 +237,9 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 // is: intent.Expect and this client's record of the Create must match it,
 // and the payer's signature and a refund need one of them (ErrUnbound
 // otherwise; see Intent.Expect); for the payer's signature, its expiries
-// are bounded as PayerSign bounds them (WithExpiryBounds). The payload is read strictly: a repeated key, keys that
+// are bounded as PayerSign bounds them (WithExpiryBounds), and the client
+// remembers what it checked, with which SubmitSignature reconciles a
+// signature on file (the last 1024 payments). The payload is read strictly: a repeated key, keys that
 // differ only by case or Unicode folding ("Domain" beside "domain"), or a
 // key EIP-712 does not define, at any level, is refused, since
 // encoding/json and a wallet would read such a payload differently. A
@@ -267,6 +269,11 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
 		return nil, err
+	}
+	if in.Operation == "" {
+		// What the wallet will sign, for SubmitSignature to reconcile a
+		// signature on file with.
+		s.client.payloads.remember(payment.ID, signedFor{terms: t, digest: pc.Digest})
 	}
 	return &VerifiedPayload{Digest: pc.Digest, TypedData: pc.TypedData()}, nil
 }
@@ -335,7 +342,7 @@ func (s *PaymentsService) checkIntent(payment *PaymentDetail, t *verify.Terms, i
 	if asked, _, ok := s.client.created.lookup(payment.ID); ok {
 		expected = append(expected, asked)
 	}
-	if err := checkBound(payment, payment.ID, intent.Operation, t, expected...); err != nil {
+	if err := checkOrder(payment, payment.ID, intent.Operation, false, t, expected...); err != nil {
 		return nil, intent, nil, err
 	}
 	if intent.Amount != "" {
