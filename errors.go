@@ -408,22 +408,22 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 // Unwrap returns the last failure, so errors.As can reach an *APIError.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
-// ReconcileError reports a write the gateway refused as done already (a
-// payer signature on file: already_signed, not_signable; a transaction
-// known: already_known, nonce_too_low, transaction_not_overwritable, a
-// report by hash refused 422), or whose outcome was unknown, when reading
-// the payment back does not show this call's work. The claim is false (a
-// proxy's, say), or the work on file is another's (another signature,
-// another transaction). It is no success: nothing shows that what this
-// call sent is on file. Read the payment before sending anything again.
-// It unwraps to the write's failure (errors.As finds its *APIError) and to
-// the read's, if the read failed.
+// ReconcileError reports a write the gateway called done already, or
+// whose outcome was unknown, when the payment read back does not show this
+// call's work. The claims are a payer signature on file (already_signed,
+// not_signable) and a transaction known (already_known, nonce_too_low,
+// transaction_not_overwritable, a report by hash refused 422). The claim
+// is false (a proxy's, say), or the work on file is another's. It is no
+// success: nothing shows that what this call sent is on file. Read the
+// payment before sending anything again. It unwraps to the write's failure
+// (errors.As finds its *APIError) and to the read's, if the read failed.
 type ReconcileError struct {
 	// PaymentID is the payment as the caller named it.
 	PaymentID string
 	// Operation is the step; empty for the payer's signature.
 	Operation Operation
-	// Reason says what the read showed.
+	// Reason says what the payment read back showed (`status is
+	// "unsigned" …`), or that the read failed.
 	Reason string
 	// Err is the write's failure.
 	Err error
@@ -437,11 +437,12 @@ func (e *ReconcileError) Error() string {
 	if e.Operation != "" {
 		what = string(e.Operation)
 	}
-	s := fmt.Sprintf("rail0: %s of payment %s: %s, but %s", what, oneLine(e.PaymentID), errorText(e.Err), oneLine(e.Reason))
+	s := fmt.Sprintf("rail0: %s of payment %s is not known to be done: %s; read back: %s",
+		what, oneLine(e.PaymentID), errorText(e.Err), oneLine(e.Reason))
 	if e.ReadErr != nil {
 		s += ": " + errorText(e.ReadErr)
 	}
-	return s + "; it is not known to be on file"
+	return s
 }
 
 // Unwrap returns the write's failure and the read's.

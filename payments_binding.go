@@ -329,20 +329,18 @@ func unreadAnswer(cause error) bool {
 	return errors.As(cause, &decodeErr) && decodeErr.StatusCode >= 200 && decodeErr.StatusCode <= 299
 }
 
-// reconcileSignature reports PUT .../sign of signature on payment id,
-// failed with cause, as what happened when the gateway said a signature is
-// on file (claimsSigned: the answer to a repeat whose first answer was
-// lost), when the outcome is unknown, or when a 2xx answered that is not
-// the payment signed. The payment is read back; it is returned, with
-// Response.Reconciled, when it holds what this call sent
-// (verify.CheckSignatureOnFile: the payment signed for, signed, and the
-// signature sent its payer's authorization). The gateway does not show the
-// signature it keeps, but it keeps only one that recovers to the payer
-// over that authorization, whose nonce is spent once: a signature sent
-// that does so too authorizes exactly what is on file. Otherwise a claim
-// of the gateway's that the read does not bear out, or a signature on file
-// that is not this one, is a *ReconcileError; anything else leaves cause.
-// signed is what the signature was made for, nil for SubmitSignature.
+// reconcileSignature reconciles PUT .../sign of signature on payment id,
+// failed with cause. It acts when the gateway says a signature is on file
+// (claimsSigned: the answer to a repeat whose first answer was lost), when
+// the outcome is unknown, or when a 2xx is not the payment. The payment is
+// read back. It is returned, with Response.Reconciled, when it holds what
+// this call sent (signatureOnFile). The gateway does not show the
+// signature it keeps. It keeps only one that recovers to the payer over
+// that authorization, whose nonce is spent once. So a signature sent that
+// recovers too authorizes exactly what is on file. Otherwise a claim the
+// read does not bear out, or another signature on file, is a
+// *ReconcileError; anything else leaves cause. signed is what the
+// signature was made for, nil for SubmitSignature.
 func (s *PaymentsService) reconcileSignature(ctx context.Context, id, signature string, signed *signedFor, cause error) (*PaymentDetail, error) {
 	claim := claimsSigned(cause)
 	if !claim && !errors.Is(cause, ErrOutcomeUnknown) && !unreadAnswer(cause) {
@@ -351,13 +349,13 @@ func (s *PaymentsService) reconcileSignature(ctx context.Context, id, signature 
 	p, err := s.Get(ctx, id)
 	if err != nil {
 		if claim {
-			return nil, &ReconcileError{PaymentID: id, Reason: "the payment could not be read back", Err: cause, ReadErr: err}
+			return nil, &ReconcileError{PaymentID: id, Reason: "the read failed", Err: cause, ReadErr: err}
 		}
 		return nil, cause
 	}
 	if why := s.signatureOnFile(p, id, signature, signed); why != nil {
 		if claim || isSigned(p) {
-			return nil, &ReconcileError{PaymentID: id, Reason: "the payment read back " + reasonOf(why), Err: cause}
+			return nil, &ReconcileError{PaymentID: id, Reason: reasonOf(why), Err: cause}
 		}
 		return nil, cause
 	}
@@ -409,19 +407,16 @@ func reasonOf(err error) string {
 	return oneLine(fmt.Sprintf("%s: expected %s, got %s", ae.Field, ae.Expected, ae.Got))
 }
 
-// reconcileSubmit reports a submit of op on payment id, failed with cause,
-// as what happened when the gateway refused it because the transaction is
-// known already (a repeat after a lost answer: claimsKnown), or refused it
-// with another 422, or when a 2xx answered it that is not the transaction
-// (a proxy's page or JSON written after the gateway ran the submit, or
-// not: see notTheTransaction). The payment is read, and the transaction of
-// op that carries hash, the one this client signed or reported
-// (verify.CheckSubmittedRow), is returned as the submit's result, with the
-// read's Response and Response.Reconciled. A claim that the read does not
-// bear out is a *ReconcileError; any other refusal leaves no such
-// transaction, and cause stands; so does a 2xx whose transaction the read
-// does not show (still an *OutcomeUnknownError for a submit of a signed
-// transaction).
+// reconcileSubmit reconciles a submit of op on payment id, failed with
+// cause. It acts on a refusal as known already (claimsKnown: a repeat after
+// a lost answer), another 422, or a 2xx that is not the transaction (a
+// proxy's page or JSON, see notTheTransaction). The payment is read. The
+// row of op carrying hash, the one this client signed or reported
+// (verify.FindSubmitted), is the submit's result. It carries the read's
+// Response, with Response.Reconciled. A claim the read does not bear out is
+// a *ReconcileError. Otherwise cause stands: a refusal for another reason,
+// or a 2xx whose transaction the read does not show (still an
+// *OutcomeUnknownError for a submit of a signed transaction).
 func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
 	var apiErr *APIError
 	refused := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity
@@ -432,7 +427,7 @@ func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Ope
 	p, err := s.Get(ctx, id)
 	if err != nil {
 		if claim {
-			return nil, &ReconcileError{PaymentID: id, Operation: op, Reason: "the payment could not be read back", Err: cause, ReadErr: err}
+			return nil, &ReconcileError{PaymentID: id, Operation: op, Reason: "the read failed", Err: cause, ReadErr: err}
 		}
 		return nil, cause
 	}
@@ -443,7 +438,7 @@ func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Ope
 	i, err := verify.FindSubmitted(id, p.ID, p.Rail0ID, rows, string(op), hash)
 	if err != nil {
 		if claim {
-			return nil, &ReconcileError{PaymentID: id, Operation: op, Reason: "the payment read back " + reasonOf(fromVerify(err)), Err: cause}
+			return nil, &ReconcileError{PaymentID: id, Operation: op, Reason: reasonOf(fromVerify(err)), Err: cause}
 		}
 		return nil, cause
 	}

@@ -426,12 +426,12 @@ const payerSignReads = 5
 // same payment and which restores the record.
 //
 // A payment found signed already (status past unsigned, signed_at set) by
-// an earlier call is returned as a success when it is the payment bound
-// and checked: the gateway keeps only a signature that recovers to the
-// payer, this client's signer, over that payment's authorization. This
-// call's PUT answered already_signed after its first answer was lost is
-// reconciled as SubmitSignature reconciles it, with what was signed: the
-// payment comes back with Response.Reconciled set.
+// an earlier call is a success when it is the payment bound and checked.
+// The gateway keeps only a signature that recovers to the payer, this
+// client's signer, over that payment's authorization. This call's PUT
+// answered already_signed after its first answer was lost is reconciled as
+// SubmitSignature reconciles it. The payment then comes back with
+// Response.Reconciled set.
 //
 // If the gateway answers with a null signing_payload (a transient node
 // failure on its side), the payment is read again, waiting between reads as

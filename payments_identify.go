@@ -63,10 +63,9 @@ func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared
 }
 
 // notThePayment reports why p, the decoded 2xx answer to a payment's
-// creation, is not the PaymentDetail the operation promises; "" when it is
-// one (the rows of verify.ArtPaymentAnswer): it must carry the payment's id
-// and its rail0_id (0x + 64 hex), which the gateway assigns when it
-// creates the payment.
+// creation, is not the PaymentDetail promised; "" when it is one (the rows
+// of verify.ArtPaymentAnswer). It must carry the payment's id and its
+// rail0_id (0x + 64 hex), which the gateway assigns at creation.
 func notThePayment(p *PaymentDetail) string { return notThePaymentNamed(p, "") }
 
 // notThePaymentNamed is notThePayment for a write to the payment named

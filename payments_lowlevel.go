@@ -37,18 +37,16 @@ type PaymentSubmitSignatureParams struct {
 //
 // A repeat whose first answer was lost (a proxy's 502 after the gateway
 // stored the signature) is refused 422 already_signed (or not_signable).
-// SubmitSignature then reads the payment back (GET /payments/{id}) and
+// SubmitSignature then reads the payment back (GET /payments/{id}). It
 // returns it, with Response.Reconciled set, when it holds what this call
-// sent: the payment VerifyPayload checked on this client (or, without that
-// record, one whose token's EIP-712 domain this client learned from a
-// signature the gateway accepted), signed, and the signature sent its
-// payer's authorization of that payment. The gateway does not show the
-// signature it keeps; it keeps only one that recovers to the payer over
-// that authorization, whose nonce is spent once, so one sent that does
-// too authorizes exactly what is on file. Otherwise the call is a
-// *ReconcileError (unwrapping to the refusal): the claim is false, or the
-// signature on file is not this one. Nothing shows this signature stored,
-// and the payment read back says what is.
+// sent. That is the payment VerifyPayload checked on this client, signed,
+// and the signature sent its payer's authorization of it. Without that
+// record, a token domain this client learned from an accepted signature
+// serves. The gateway does not show the signature it keeps. It keeps only
+// one that recovers to the payer over that authorization, whose nonce is
+// spent once: one sent that recovers too authorizes what is on file.
+// Otherwise the call is a *ReconcileError over the refusal: the claim is
+// false, or the signature on file is another.
 //
 // PUT /payments/{id}/sign — the payer or the payee; the signature must
 // recover to the payer (else 422 signer_mismatch), and only an unsigned

@@ -237,9 +237,7 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 // is: intent.Expect and this client's record of the Create must match it,
 // and the payer's signature and a refund need one of them (ErrUnbound
 // otherwise; see Intent.Expect); for the payer's signature, its expiries
-// are bounded as PayerSign bounds them (WithExpiryBounds), and the client
-// remembers what it checked, with which SubmitSignature reconciles a
-// signature on file (the last 1024 payments). The payload is read strictly: a repeated key, keys that
+// are bounded as PayerSign bounds them (WithExpiryBounds). The payload is read strictly: a repeated key, keys that
 // differ only by case or Unicode folding ("Domain" beside "domain"), or a
 // key EIP-712 does not define, at any level, is refused, since
 // encoding/json and a wallet would read such a payload differently. A
@@ -248,7 +246,9 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 // payment or an intent that cannot be served (a field the operation does
 // not use included) is a *ValidationError.
 //
-// It sends no request: what it checks against is the client's own.
+// It sends no request: what it checks against is the client's own. It
+// remembers the payer payloads it passed (the last 1024 payments), so
+// that SubmitSignature can reconcile a signature on file.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
 	decoded, err := checkRequest(payment, intent, false)
 	if err != nil {

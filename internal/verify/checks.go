@@ -255,9 +255,9 @@ func run[C any](a Artifact, c *C) error {
 	return nil
 }
 
-// readRefusal turns a refusal of the strict reader (a *fieldError) of
-// artifact's document into a *Mismatch naming the key; whole names the
-// document when the reader's refusal is of all of it.
+// readRefusal turns a refusal of the strict reader (a *fieldError) into a
+// *Mismatch of artifact naming the key. whole names the document when the
+// refusal is of all of it.
 func readRefusal(err error, paymentID, op, artifact, whole string) error {
 	var fe *fieldError
 	if !errors.As(err, &fe) {

@@ -12,9 +12,8 @@ import (
 // order, and a row may use what an earlier row of the payload read.
 
 // payloadCase is a payload read strictly (doc, its top-level members) and
-// what it must say: the primary type, the authorization's from, value,
-// validBefore and the step whose nonce it carries. pc collects the checked
-// values the digest is computed from.
+// what it must say. That is the primary type, the authorization's from,
+// value and validBefore, and the step whose nonce it carries.
 type payloadCase struct {
 	t                *Terms
 	in               Intent
@@ -120,8 +119,8 @@ func payloadDomain(c *payloadCase) error {
 }
 
 // payloadDomainName and payloadDomainVersion read the token's EIP-712 name
-// and version, which no pin states: a wrong one yields a signature the
-// token refuses, so no funds move, and PayerSign learns them only from a
+// and version, which no pin states. A wrong one yields a signature the
+// token refuses, so no funds move. PayerSign learns them only from a
 // signature the gateway accepted (rail0.Client.learnTokenDomain).
 func payloadDomainName(c *payloadCase) error {
 	return c.domainString("name", &c.pc.Name)

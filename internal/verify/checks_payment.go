@@ -115,10 +115,10 @@ type Expectation struct {
 	LatestAuthorizationExpiry, EarliestRefund time.Time
 }
 
-// orderCase is a payment as the gateway returned it, the name the caller
-// gave it (id, used in errors, and compared when named) and what the
-// caller expects of it; toBase converts a human amount with the
-// payment's pinned decimals, once its token is known to match.
+// orderCase is a payment as the gateway returned it and the caller's
+// order. id is the name the caller gave it, compared when named. expect
+// is what the caller expects of it. toBase converts a human amount with
+// the payment's pinned decimals, once its token is known to match.
 type orderCase struct {
 	p      *Payment
 	id, op string
@@ -302,11 +302,10 @@ func paymentAnswerRail0ID(c *paymentAnswerCase) error {
 // not, carries the payer's signature.
 func IsSigned(status string, signedAt bool) bool { return status != "unsigned" && signedAt }
 
-// onFileCase is a payment read back after PUT .../sign was refused as
-// done already or its answer lost: checked are the terms the signature was
-// made for, read those of the read (checked against the pins); signature
-// is what was sent, digest the authorization it must sign (nil when the
-// client cannot compute it, unknown saying why).
+// onFileCase is a payment read back to reconcile PUT .../sign. checked
+// are the terms the signature was made for. read are the terms read,
+// checked against the pins. signature is what was sent. digest is the
+// authorization it must sign; nil when unknown, and unknown says why.
 type onFileCase struct {
 	named         string
 	checked, read *Terms
@@ -365,10 +364,10 @@ func onFileSigned(c *onFileCase) error {
 }
 
 // onFileSignature: the signature sent is the payer's authorization of
-// this payment. The gateway keeps one signature and does not show it; it
-// keeps only one that recovers to the payer over this authorization (one
-// nonce, spent once), so a signature sent that does too authorizes exactly
-// what is on file, and one that does not is not what is on file.
+// this payment. The gateway keeps one signature and does not show it. It
+// keeps only one that recovers to the payer over this authorization. That
+// authorization's nonce is spent once. So a signature sent that recovers
+// too authorizes exactly what is on file; one that does not is another.
 func onFileSignature(c *onFileCase) error {
 	if c.digest == nil {
 		return c.refuse("signature", "", "", "cannot be compared with the one on file: "+c.unknown)
@@ -398,9 +397,9 @@ func Rail0IDOf(id string) (Word, bool) {
 	return w, err == nil
 }
 
-// NamedBy reports whether the payment whose UUID and rail0_id are given is
-// the one id names: its rail0_id when id is one, its UUID otherwise,
-// ignoring case (UUIDs compare so, RFC 9562).
+// NamedBy reports whether id names the payment whose UUID and rail0_id
+// are given: its rail0_id when id is one, else its UUID. UUIDs compare
+// ignoring case (RFC 9562).
 func NamedBy(id, uuid, rail0ID string) bool {
 	if w, ok := Rail0IDOf(id); ok {
 		got, err := ParseWord(rail0ID)

@@ -40,10 +40,9 @@ func signatureSigner(c *signatureCase) error {
 	return nil
 }
 
-// CheckSignerAnswer checks sig, a Signer's signature of digest, against
-// the Signer's address want (the rows of ArtSignerAnswer), and returns it
-// as 65 bytes r ‖ s ‖ v with v = 27 or 28. A refusal is a *Mismatch whose
-// Reason says what is wrong.
+// CheckSignerAnswer runs the rows of ArtSignerAnswer: sig, a Signer's
+// signature of digest, must be the Signer's (want). It returns sig as 65
+// bytes r ‖ s ‖ v with v = 27 or 28.
 func CheckSignerAnswer(sig []byte, digest Word, want Address) ([]byte, error) {
 	c := &signatureCase{sig: append([]byte(nil), sig...), digest: digest, want: want}
 	if len(c.sig) == 65 && c.sig[64] < 27 {

@@ -15,10 +15,10 @@ import (
 // row may use what an earlier row read (the call's arguments, once its
 // length is right).
 
-// txCase is an unsigned_transaction read strictly, the terms and intent it
-// must agree with, the trust that bounds its gas, and the signer allowed
-// for the step; extra names the call's arguments after the Payment tuple,
-// and args holds them once the call's length is checked.
+// txCase is an unsigned_transaction read strictly, with what it must agree
+// with: the terms, the intent, the trust that bounds its gas and the
+// signer allowed for the step. extra names the call's own arguments. args
+// holds every word of the call once its length is checked.
 type txCase struct {
 	t      *Terms
 	in     Intent
@@ -274,9 +274,9 @@ func txR(c *txCase) error {
 	return nil
 }
 
-// MaxRowID bounds the length of a transaction id: the contract's ids are
-// UUIDs (36 bytes), and the client keeps none longer, so that an answer
-// cannot make what it keeps large.
+// MaxRowID bounds the length of a transaction id. The contract's ids are
+// UUIDs (36 bytes). The client keeps none longer, so that an answer cannot
+// make what it keeps large.
 const MaxRowID = 64
 
 // Row is what the rows read of a payment's transaction row (rail0.Transaction).
@@ -285,10 +285,10 @@ type Row struct {
 	Amount, Hash                     *string
 }
 
-// preparedCase is the row a prepare answered with, for the step op of the
-// payment the caller named id (used in errors) and whose UUID is
-// paymentID; amount is the base units asked for ("" when the step takes
-// none) and sent says why a row id was sent already ("" when not).
+// preparedCase is the row a prepare of op answered with. id names the
+// payment as the caller did, paymentID is its UUID. amount is the base
+// units asked for, "" when the step takes none. sent says why a row id
+// was sent already, "" when it was not.
 type preparedCase struct {
 	row               Row
 	id, op, paymentID string
@@ -301,9 +301,9 @@ func (c *preparedCase) refuse(field, expected, got, reason string) error {
 }
 
 // preparedID: a prepare answers with a new row, or the pending one not yet
-// sent; a row sent already (confirmed, failed, carrying a hash) is not this
-// step's: its submit's answer would name it, its wait would find it settled,
-// and the caller would take an old step for this one.
+// sent. A row sent already (confirmed, failed, carrying a hash) is not this
+// step's. Its submit's answer would name it and its wait find it settled:
+// the caller would take an old step for this one.
 func preparedID(c *preparedCase) error {
 	if n := len(c.row.ID); n > MaxRowID {
 		return c.refuse("id", "", "", fmt.Sprintf("is %d bytes long, longer than a transaction id (a UUID) can be", n))
@@ -338,9 +338,8 @@ func preparedAmount(c *preparedCase) error {
 }
 
 // Prepared is what the SDK knows of the row a submit sends: its id and its
-// payment's UUID, each "" when unknown; Typed says the caller typed them
-// (compared ignoring case), rather than the gateway's own answers
-// (compared exactly).
+// payment's UUID, each "" when unknown. Typed says the caller typed them:
+// they compare ignoring case. The gateway's own ids compare exactly.
 type Prepared struct {
 	ID, PaymentID string
 	Typed         bool
@@ -405,9 +404,9 @@ func hashSent(a Artifact, row Row, hash Word) error {
 	return nil
 }
 
-// submittedCase is a payment read back to reconcile a submit of op whose
-// transaction hash is hash, on the payment the caller named; the
-// transactions row finds the row sent.
+// submittedCase is a payment read back to reconcile a submit of op to the
+// payment named, whose transaction hash is hash. The transactions row
+// finds the row sent.
 type submittedCase struct {
 	named, uuid, rail0ID string
 	rows                 []Row
@@ -436,7 +435,7 @@ func submittedRow(c *submittedCase) error {
 			return nil
 		}
 	}
-	return reasonOnly(ArtSubmittedRow, "transactions", "shows no %s transaction carrying %s, the hash of the transaction sent", c.op, c.hash)
+	return reasonOnly(ArtSubmittedRow, "transactions", "hold no %s transaction carrying %s, the hash of the transaction sent", c.op, c.hash)
 }
 
 // awaitedCase is the row a wait found, and the hash sent.
@@ -445,9 +444,9 @@ type awaitedCase struct {
 	hash Word
 }
 
-// awaitedHash: a row carrying another hash is another transaction, however
-// its id reads, and a confirmed row without a hash proves nothing about
-// what was sent; neither changes with more polls.
+// awaitedHash: a row carrying another hash is another transaction,
+// however its id reads. A confirmed row without a hash proves nothing
+// about what was sent. Neither changes with more polls.
 func awaitedHash(c *awaitedCase) error {
 	if c.row.Hash != nil && *c.row.Hash != "" {
 		return hashSent(ArtAwaitedRow, c.row, c.hash)

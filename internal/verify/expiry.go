@@ -36,9 +36,9 @@ var DefaultExpiryBounds = ExpiryBounds{
 	MaxRefund:        365 * 24 * time.Hour,
 }
 
-// CheckExpiries checks t's expiries against b at now, the signer's clock
-// (never a clock learned from the gateway's Date headers, which would let
-// the gateway move the bounds it is held to): the rows of ArtExpiries.
+// CheckExpiries runs the rows of ArtExpiries: t's expiries against b at
+// now, the signer's clock. It is never a clock learned from the gateway's
+// Date headers, which would let the gateway move its own bounds.
 func CheckExpiries(t *Terms, now time.Time, b ExpiryBounds) error {
 	return run(ArtExpiries, &expiriesCase{t: t, now: now, b: b})
 }

@@ -216,38 +216,35 @@ func CheckSigner(t *Terms, op, signer string) (Address, error) {
 	return a, nil
 }
 
-// CheckOrder checks payment p against what the caller named and meant (the
-// rows of ArtOrder): the name id it was asked by, when named (its UUID,
-// ignoring case, or its rail0_id), and every field each expectation sets.
-// Refusals name id and op; toBase converts an expected human amount with
-// the payment's pinned decimals, once its token is known to match.
+// CheckOrder runs the rows of ArtOrder: payment p against what the caller
+// named and meant. When named, p must be the payment id names (its UUID,
+// ignoring case, or its rail0_id). Every field each expectation sets must
+// match. Refusals name id and op. toBase converts an expected human
+// amount with the payment's pinned decimals.
 func CheckOrder(p *Payment, id, op string, named bool, toBase func(string) (string, error), expect ...Expectation) error {
 	return run(ArtOrder, &orderCase{p: p, id: id, op: op, named: named, expect: expect, toBase: toBase})
 }
 
-// CheckPaymentAnswer checks p, the 2xx answer to a write that returns a
-// payment (the rows of ArtPaymentAnswer): it carries an id, and is the
-// payment named; Create's (named "") carries a rail0_id. A refusal is a
-// *Mismatch whose Reason says why.
+// CheckPaymentAnswer runs the rows of ArtPaymentAnswer on p, the 2xx
+// answer to a write that returns a payment. It carries an id and is the
+// payment named; Create's (named "") carries a rail0_id.
 func CheckPaymentAnswer(p PaymentAnswer, named string) error {
 	return run(ArtPaymentAnswer, &paymentAnswerCase{p: p, named: named})
 }
 
-// OnFile is a payment read back after PUT .../sign was refused as done
-// already, or its answer lost: its terms (checked against the pins), its
-// status and whether signed_at is set.
+// OnFile is a payment read back to reconcile PUT .../sign: its terms,
+// checked against the pins, its status and whether signed_at is set.
 type OnFile struct {
 	Terms    *Terms
 	Status   string
 	SignedAt bool
 }
 
-// CheckSignatureOnFile checks that read, the payment named, holds a signature worth the one
-// sent (signature, 0x hex) for checked, the terms it was made for (the
-// rows of ArtSignatureOnFile): the same payment, signed, and the signature
-// the payer's authorization digest. digest is nil when the client cannot
-// compute that digest, unknown saying why; the payment is then not
-// reconciled.
+// CheckSignatureOnFile runs the rows of ArtSignatureOnFile. read is the
+// payment named, read back; checked the terms the signature was made for.
+// It must be the same payment, signed, and signature (0x hex) must be the
+// payer's authorization, digest. A nil digest is never reconciled:
+// unknown says why the client has none.
 func CheckSignatureOnFile(named string, checked *Terms, read OnFile, signature string, digest *Word, unknown string) error {
 	return run(ArtSignatureOnFile, &onFileCase{named: named, checked: checked, read: read.Terms, status: read.Status, signedAt: read.SignedAt,
 		signature: signature, digest: digest, unknown: unknown})

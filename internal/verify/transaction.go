@@ -147,10 +147,10 @@ func DecodeSignatureHex(s string) ([]byte, error) {
 	return b, nil
 }
 
-// CheckPrepared checks row, the answer to a prepare of op on the payment
-// the caller named id, whose UUID is paymentID (the rows of
-// ArtPreparedRow): amount is the base units asked for, "" when the step
-// takes none, and sent says why a row id was sent already, "" when not.
+// CheckPrepared runs the rows of ArtPreparedRow on row, a prepare's
+// answer. The step is op, on the payment named id whose UUID is paymentID.
+// amount is the base units asked for, "" when the step takes none. sent
+// says why a row id was sent already, "" when it was not.
 func CheckPrepared(row Row, id, op, paymentID, amount string, sent func(id string) string) error {
 	return run(ArtPreparedRow, &preparedCase{row: row, id: id, op: op, paymentID: paymentID, amount: amount, sent: sent})
 }
@@ -163,10 +163,10 @@ func CheckSubmitAnswer(row Row, op string, hash Word, prepared Prepared) error {
 	return run(ArtSubmitAnswer, &answerCase{row: row, op: op, hash: hash, prepared: prepared})
 }
 
-// FindSubmitted finds, in the rows of the payment read back (uuid,
-// rail0ID), the transaction of op whose hash is hash, for a submit to the
-// payment the caller named (the rows of ArtSubmittedRow); it returns its
-// index, or a *Mismatch whose Reason says what the read shows.
+// FindSubmitted runs the rows of ArtSubmittedRow on a payment read back
+// (uuid, rail0ID) for a submit of op to the payment named. It returns the
+// index of the row carrying hash. Its refusal's Reason says what the read
+// shows.
 func FindSubmitted(named, uuid, rail0ID string, rows []Row, op string, hash Word) (int, error) {
 	c := &submittedCase{named: named, uuid: uuid, rail0ID: rail0ID, rows: rows, op: op, hash: hash}
 	if err := run(ArtSubmittedRow, c); err != nil {
