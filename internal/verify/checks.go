@@ -7,19 +7,22 @@ import (
 
 // This file is the registry of every check that guards a signature: one
 // row per artifact and field, in the order the rows run. A check is a
-// function of the artifact's case (the artifact as read, and what it must
-// agree with); its row names the artifact and the field it reads. Adding a
-// check is one function, one row here and one row in TestEveryCheckRefuses
-// (checks_test.go). A field an artifact carries that no check reads has a
-// row too, with the reason, so that the table says what is not checked and
-// why (TestEveryFieldHasARow holds it to the contract's fields).
+// function of the artifact's case: the artifact as read, and what it must
+// agree with. Its row names the artifact and the field it reads. Adding a
+// check is one function, one row here, and one row in
+// TestEveryCheckRefuses (checks_test.go). A field no check reads has a row
+// too, saying why. TestEveryFieldHasARow holds the table to the contract's
+// fields.
 //
 // The entry points (DecodeTerms, CheckTerms, CheckPayload,
 // CheckTransaction, CheckOrder, CheckPrepared, …) read an artifact, build
-// its case and run its rows; the root package calls them, the flows and the
-// low-level path (VerifyPayload, VerifyTransaction) alike. A refusal is
-// made only by a row (the files checks*.go): TestRefusalsComeFromTheTable
-// holds that.
+// its case and run its rows. The flows and the low-level path
+// (VerifyPayload, VerifyTransaction) call the same ones. Reading is not
+// checking: a malformed field is the reader's fieldError, which only
+// readRefusal here turns into a refusal. A refusal is made only in the
+// files checks*.go (TestRefusalsComeFromTheTable). What the caller asks
+// for is validated before any request (rail0.ValidationError,
+// rail0.ErrUnbound), not here: it is no artifact.
 
 // Artifact names what a group of rows checks: something the gateway handed
 // over, compared with one thing the SDK holds. Rows of one artifact run
