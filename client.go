@@ -104,6 +104,9 @@ type clientState struct {
 	// the payments' terms the flows checked (payments_known.go).
 	created createdLog
 	known   knownPayments
+	// payloads are the payer payloads VerifyPayload checked, with which
+	// SubmitSignature reconciles a signature on file.
+	payloads checkedPayloads
 
 	quota *retryQuota // the client-wide retry budget
 
@@ -316,4 +319,18 @@ type Response struct {
 	RateLimit *RateLimitInfo
 	// Call is the call's transcript: every attempt, wait and decision.
 	Call *Call
+	// Reconciled is set when a write's own answer did not report its
+	// success (lost, unreadable, or a refusal as done already) and a read
+	// of the payment showed this call's work done; the Response is then
+	// the read's.
+	Reconciled *Reconciliation
+}
+
+// Reconciliation says how a write ended before a read showed its work
+// done: a checkout can log it, and must not report the step failed.
+type Reconciliation struct {
+	// Err is the write's failure: the refusal as done already (an
+	// *APIError such as 422 already_signed), the unknown outcome or the
+	// unreadable answer. CallOf(Err) is the write's transcript.
+	Err error
 }

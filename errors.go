@@ -408,6 +408,51 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 // Unwrap returns the last failure, so errors.As can reach an *APIError.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
+// ReconcileError reports a write the gateway called done already, or
+// whose outcome was unknown, when the payment read back does not show this
+// call's work. The claims are a payer signature on file (already_signed,
+// not_signable) and a transaction known (already_known, nonce_too_low,
+// transaction_not_overwritable, a report by hash refused 422). The claim
+// is false (a proxy's, say), or the work on file is another's. It is no
+// success: nothing shows that what this call sent is on file. Read the
+// payment before sending anything again. It unwraps to the write's failure
+// (errors.As finds its *APIError) and to the read's, if the read failed.
+type ReconcileError struct {
+	// PaymentID is the payment as the caller named it.
+	PaymentID string
+	// Operation is the step; empty for the payer's signature.
+	Operation Operation
+	// Reason says what the payment read back showed (`status is
+	// "unsigned" …`), or that the read failed.
+	Reason string
+	// Err is the write's failure.
+	Err error
+	// ReadErr is the read's failure, when the payment could not be read.
+	ReadErr error
+}
+
+// Error returns one readable line.
+func (e *ReconcileError) Error() string {
+	what := "payer signature"
+	if e.Operation != "" {
+		what = string(e.Operation)
+	}
+	s := fmt.Sprintf("rail0: %s of payment %s is not known to be done: %s; read back: %s",
+		what, oneLine(e.PaymentID), errorText(e.Err), oneLine(e.Reason))
+	if e.ReadErr != nil {
+		s += ": " + errorText(e.ReadErr)
+	}
+	return s
+}
+
+// Unwrap returns the write's failure and the read's.
+func (e *ReconcileError) Unwrap() []error {
+	if e.ReadErr == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.ReadErr}
+}
+
 // TransportError is a failure that left no answer from the gateway on a call
 // whose outcome does not matter or is known: a read, or a request that was
 // provably never sent (the connection could not be opened).

@@ -201,32 +201,8 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if prep.UnsignedTransaction == nil || *prep.UnsignedTransaction == "" {
 		return nil, f.fail(StepPrepare, ErrNoUnsignedTransaction)
 	}
-	if len(prep.ID) > maxRowID {
-		// The contract's ids are UUIDs; the client keeps the ids it sends
-		// (knownPayments.sent), and keeps none this long.
-		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
-			Reason: fmt.Sprintf("is %d bytes long, longer than a transaction id (a UUID) can be", len(prep.ID))})
-	}
-	art := func(field, expected, got string) error {
-		return f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: field, Expected: expected, Got: got})
-	}
-	if prep.Operation != f.op {
-		return nil, art("operation", string(f.op), string(prep.Operation))
-	}
-	if prep.PaymentID != "" && prep.PaymentID != f.paymentID {
-		return nil, art("payment_id", f.paymentID, prep.PaymentID)
-	}
-	// A row sent already (confirmed, failed, carrying a hash) is not this
-	// step's: its submit's answer would name it, its wait would find it
-	// settled, and the caller would take an old step for this one.
-	if why := f.sentAlready(prep.ID); why != "" {
-		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
-			Reason: fmt.Sprintf("names transaction %s, %s: a prepare answers with a new row, or the pending one not yet sent", clip(oneLine(prep.ID)), why)})
-	}
-	if in.Amount != "" && prep.Amount != nil && *prep.Amount != in.Amount {
-		// A pending transaction prepared earlier for another amount is
-		// handed back rather than a new one (Reused): never sign it.
-		return nil, art("amount", in.Amount, *prep.Amount)
+	if err := fromVerify(verify.CheckPrepared(rowOf(&prep.Transaction), f.id, string(f.op), f.paymentID, in.Amount, f.sentAlready)); err != nil {
+		return nil, f.fail(StepVerify, err)
 	}
 	tx, err := checkTransaction(t, in, *prep.UnsignedTransaction, tr)
 	if err != nil {
@@ -449,12 +425,13 @@ const payerSignReads = 5
 // again with the order's IdempotencyKey, which the gateway answers with the
 // same payment and which restores the record.
 //
-// A payment found signed already (status past unsigned, signed_at set),
-// whether by this call's PUT answered already_signed after its first answer
-// was lost or by an earlier call, is returned as a success when it is the
-// payment bound and checked: the gateway keeps only a signature that
-// recovers to the payer, this client's signer, over that payment's
-// authorization.
+// A payment found signed already (status past unsigned, signed_at set) by
+// an earlier call is a success when it is the payment bound and checked.
+// The gateway keeps only a signature that recovers to the payer, this
+// client's signer, over that payment's authorization. This call's PUT
+// answered already_signed after its first answer was lost is reconciled as
+// SubmitSignature reconciles it. The payment then comes back with
+// Response.Reconciled set.
 //
 // If the gateway answers with a null signing_payload (a transient node
 // failure on its side), the payment is read again, waiting between reads as
@@ -508,14 +485,11 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 	if err != nil {
 		return nil, err
 	}
-	signed, err := s.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig})
+	signed, err := s.submitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig}, &signedFor{terms: t, digest: pc.Digest})
 	if err != nil {
-		done, ok := f.signedAlready(ctx, t, err)
-		if !ok {
-			return nil, f.fail(StepSubmit, err)
-		}
-		signed = done
-	} else {
+		return nil, f.fail(StepSubmit, err)
+	}
+	if signed.Response.Reconciled == nil {
 		// The gateway accepted the signature over this domain: the payer's
 		// signature in a later authorize or charge can be recovered.
 		s.client.learnTokenDomain(t, pc)
