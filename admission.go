@@ -32,6 +32,9 @@ type turn struct {
 	budget Budget             // the budget in force when it was admitted
 	sentAt time.Time          // when it was admitted; zero when it was not gated
 	fb     ratelimit.Feedback // what the limiter concluded from the attempt's answer
+	// advertised: the budget in force was one RateLimit fields stated
+	// (ratelimit.Admission.Advertised).
+	advertised bool
 }
 
 // configuredBudget is the WithPacing budget of the call's partition.
@@ -81,7 +84,7 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admission, error) {
 	b := c.configuredBudget(st)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
-		Ticket: st.held, Clamped: st.clamped && st.attempts > 0}
+		Ticket: st.held, Clamped: st.clamped && st.attempts > 0, Guessed: st.guessed && st.attempts > 0}
 	st.held = 0
 	st.turn = turn{}
 	var planned time.Time // when the slot slept for was due
@@ -99,7 +102,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		if err != nil || !adm.OK {
 			return adm, err
 		}
-		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget}
+		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget, advertised: adm.Advertised}
 		if adm.Wait <= 0 {
 			// The round trip is measured from when the slot was due, so
 			// that a late wake-up counts in the margin too.
@@ -155,7 +158,7 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		MaxWait: room, After: wait, Clamped: st.clamped}
+		MaxWait: room, After: wait, Clamped: st.clamped, Guessed: st.guessed}
 	r.Margin, r.Step = c.timing(inForce(b, st.turn.budget))
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)
@@ -221,13 +224,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		if rl.Exhausted() {
 			ob.Reset, tell = min(rl.Reset, c.policy.retryAfterCap), true
 		}
-		// An advertised window longer than RetryAfterCap teaches nothing,
-		// like such a Retry-After: one absurd header must not close the
-		// partition for years.
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}); paced(adv) &&
-			adv.Period <= c.policy.retryAfterCap && adv != st.turn.budget {
+		if adv := c.advertised(rl); paced(adv) && adv != st.turn.budget {
 			ob.Advertised, tell = adv, true
 		}
+	}
+	if st.turn.advertised && !paced(c.advertised(st.rateLimit)) {
+		// Answers stopped carrying the budget they stated: forgotten.
+		ob.Unadvertised, tell = true, true
 	}
 	if !tell {
 		return
@@ -258,6 +261,20 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	}
 }
 
+// advertised is the budget rl states, bounded as a Retry-After is: a window
+// longer than RetryAfterCap teaches nothing (one absurd header must not
+// pace the partition for years, and the client would not wait that long),
+// and a quota above maxAdvertisedLimit is clamped (a higher one only paces
+// less, and the limiter's log must count it). A low quota is no proof of
+// a lie, so it is taken, and the limiter probes beyond it and forgets it
+// when answers stop stating it. Zero when rl states no budget.
+func (c *Client) advertised(rl *RateLimitInfo) Budget {
+	if rl == nil || rl.Window > c.policy.retryAfterCap {
+		return Budget{}
+	}
+	return Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}
+}
+
 // distrust applies the limiter's verdict on a short Retry-After to a 429
 // retry decision: the wait becomes at least the lengthened cooldown plus
 // additive jitter, reported as ReasonRetryAfterDistrusted. When that does
@@ -269,14 +286,10 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 // limiter's guess, and a call whose room the instruction fits makes its
 // last try rather than giving up with time left. Its retry is admitted
 // before the lengthened cooldown ends (ratelimit.Reservation.Clamped).
+// Either way it only lengthens the wait: a retry never leaves before the
+// server's instruction. A guessed wait is left alone.
 func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
-	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
-		// In fixed windows the limiter holds the retry's place by count:
-		// the instruction, exactly, without jitter.
-		d.wait = min(d.wait, fb.RetryWait)
-		return d
-	}
-	if !fb.Distrusted || !d.retry || !d.rateWait {
+	if !fb.Distrusted || !d.retry || !d.rateWait || d.guess {
 		return d
 	}
 	room, limit := roomFor(p, b)

@@ -208,6 +208,10 @@ type decision struct {
 	rateWait bool
 	// cost is what the retry takes from the client-wide retry budget.
 	cost int
+	// guess is true when wait is a guess (full jitter): the answer gave
+	// no usable instruction, so no header may pace the retry
+	// (ratelimit.Reservation.Guessed).
+	guess bool
 }
 
 // decide is the whole retry policy. u is a uniform draw from [0, 1).
@@ -236,7 +240,7 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		if !ok {
 			return decision{relevant: true, reason: limit}
 		}
-		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true}
+		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true, guess: true}
 	}
 
 	var reason RetryReason
@@ -265,7 +269,7 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		return decision{relevant: true, reason: ReasonMaxRetries, unknown: unknown}
 	}
 	var w time.Duration
-	var ok, rateWait bool
+	var ok, rateWait, guess bool
 	if o.status == http.StatusServiceUnavailable && o.hasRetryAfter {
 		// The server said when to come back: a server wait, like a 429's.
 		room, limit := roomFor(p, b)
@@ -275,6 +279,8 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 		rateWait = true
 	} else if w, ok = guessWait(p.base, p.retryAfterCap, b.otherRetries, b.deadline, u); !ok {
 		return decision{relevant: true, reason: ReasonDeadline, unknown: unknown}
+	} else {
+		guess = true
 	}
 	cost := retryCost
 	if o.timeout {
@@ -283,7 +289,7 @@ func decide(p policy, o outcome, b budget, u float64) decision {
 	if b.tokens < cost {
 		return decision{relevant: true, reason: ReasonRetryBudget, unknown: unknown}
 	}
-	return decision{relevant: true, retry: true, wait: w, reason: reason, rateWait: rateWait, cost: cost}
+	return decision{relevant: true, retry: true, wait: w, reason: reason, rateWait: rateWait, cost: cost, guess: guess}
 }
 
 // roomFor is what the call may still wait for a server-given instruction:

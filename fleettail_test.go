@@ -188,12 +188,12 @@ func runTailCell(t *testing.T, processes, workers, calls int, seed uint64) (base
 // nothing, with round trips of 0.3 ms plus 50 µs per request in flight
 // plus a heavy-tailed draw (0.5 to 40 ms, Pareto index 1.2) each way, and a
 // heavy-tailed scheduling delay (0.2 to 20 ms, index 1.5) before each
-// request leaves its process. It holds issue 21's targets in every cell:
-// no call fails; the makespan is within 1.02 × the floor; no more 429s
-// after the first window than go-retryablehttp's defaults get in the same
-// scenario (one worker per process: one per process and window at most);
-// and at W ≥ 128 the p99 latency is no worse than go-retryablehttp's but
-// for maxP99Excess.
+// request leaves its process. It holds issue 21's targets in every cell,
+// with issue 27's cost (see fleetSlack): no call fails; the makespan is
+// within fleetSlack × the floor; no more 429s after the first window than
+// go-retryablehttp's defaults get in the same scenario (one worker per
+// process: one per process and window at most); and at W ≥ 128 the p99
+// latency is no worse than go-retryablehttp's but for maxP99Excess.
 //
 // At W = 8 and 32 the p99 is not compared: with a few workers per process
 // the 99th percentile is one call or two, and whether that call waited for
@@ -211,13 +211,16 @@ func runTailCell(t *testing.T, processes, workers, calls int, seed uint64) (base
 // docs/ratelimit.md.
 func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 	const calls = 100
-	// maxP99Excess: the p99 is one call's latency, and the same seeded
-	// draws fall to other requests in each strategy's run, so the call
-	// ranked there may have drawn a tail of up to 40 ms on a leg in one run
-	// and not in the other, whatever the rule. Half of that cap is above
-	// what this rule shows over seeds 0, 7, 13 and 21 (at most 10 ms) and
-	// below what the rule before it lost (30 to 130 ms in 22 of 24 cells).
-	const maxP99Excess = 20 * time.Millisecond
+	// maxP99Excess: the p99 is one call's latency, the last window's
+	// tail. While a 429's retry went at its window's reopening it was
+	// within 10 ms of go-retryablehttp's over seeds 0, 7, 13 and 21, and
+	// this bound was 20 ms. Since issue 27 a retry waits its Retry-After
+	// plus its additive jitter (up to 200 ms here) and lands late in the
+	// last window, and a late retry refused once lands later still:
+	// +12 to +556 ms measured over five runs at W ≥ 128. go-retryablehttp
+	// retries at the Retry-After exactly, without jitter. The bound is that
+	// cost with a margin, well below a whole window (2 s) lost.
+	const maxP99Excess = 700 * time.Millisecond
 	floor := time.Duration(calls/20-1) * 2 * time.Second
 	for _, processes := range []int{2, 4, 8} {
 		for _, workers := range []int{8, 32, 128, 512} {
@@ -231,7 +234,7 @@ func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 				} else {
 					assert.LessOrEqual(t, sdk.refused, processes*(calls/20-1))
 				}
-				assert.LessOrEqual(t, float64(sdk.makespan)/float64(floor), 1.02, "makespan %v, floor %v", sdk.makespan, floor)
+				assert.LessOrEqual(t, float64(sdk.makespan)/float64(floor), fleetSlack, "makespan %v, floor %v", sdk.makespan, floor)
 				if workers >= 128 {
 					assert.LessOrEqual(t, sdk.p99, base.p99+maxP99Excess, "p99 %v, go-retryablehttp's %v", sdk.p99, base.p99)
 				}

@@ -82,8 +82,8 @@ func TestDistrust(t *testing.T) {
 		want                     decision
 	}{
 		{"trusted: unchanged", retry, ratelimit.Feedback{Cooldown: s}, time.Minute, maxDuration, 0, retry},
-		{"trusted, in fixed windows: the instruction exactly", retry, ratelimit.Feedback{Cooldown: s, RetryWait: s}, time.Minute, maxDuration, 0,
-			decision{relevant: true, retry: true, wait: s, reason: ReasonRateLimited, rateWait: true}},
+		{"trusted, a cooldown shorter than the wait (a learned window reopens sooner): unchanged", retry, ratelimit.Feedback{Cooldown: 400 * ms},
+			time.Minute, maxDuration, 0, retry},
 		{"distrusted: the lengthened wait plus jitter, and said so", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
 			decision{relevant: true, retry: true, wait: 2100 * ms, reason: ReasonRetryAfterDistrusted, rateWait: true}},
 		{"the jitter shrinks to fit", retry, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, 2050 * ms, maxDuration, 0,
@@ -100,6 +100,10 @@ func TestDistrust(t *testing.T) {
 			decision{relevant: true, reason: ReasonAllowance}},
 		{"a guessed wait: unchanged", decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonServerError}, ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
 			decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonServerError}},
+		{"a 429's guessed wait: unchanged (a header informs only its own attempt)",
+			decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonRateLimitedGuess, rateWait: true, guess: true},
+			ratelimit.Feedback{Cooldown: 2 * s, Distrusted: true}, time.Minute, maxDuration, 0,
+			decision{relevant: true, retry: true, wait: 300 * ms, reason: ReasonRateLimitedGuess, rateWait: true, guess: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

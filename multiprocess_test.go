@@ -122,11 +122,24 @@ func (g *fixedWindow) refusedAfter(first int) int {
 	return n
 }
 
+// fleetSlack bounds the makespan of processes behind one budget, as a
+// multiple of the floor. Issue 21 asked for 1.02, which the engine met
+// (1.0005 to 1.008) while a 429's retry went at its learned window's
+// reopening, before its Retry-After. Issue 27 forbids that: a retry waits
+// the instruction plus its additive jitter, up to a tenth of the period
+// (200 ms here), and so lands late in the next window, where other
+// processes' shares and probes may have filled it; refused again, its next
+// retry lands later still. Measured over five runs of every cell (synctest,
+// instant and loaded round trips, nothing shared): 1.009 to 1.100, and
+// 1.019 to 1.108 with heavy-tailed round trips (runs differ by goroutine
+// order). The rule wins; this bound is what it costs, with a margin.
+const fleetSlack = 1.12
+
 // reachesTheFloor runs the fleet newFleet makes with go-retryablehttp's
 // defaults and then with the SDK, each in a bubble of its own, and checks
 // issue 21's targets for processes behind one budget, nothing shared: the
-// SDK's makespan within 1.02 × the floor, and no more 429s after the first
-// window than go-retryablehttp's.
+// SDK's makespan within fleetSlack × the floor, and no more 429s after the
+// first window than go-retryablehttp's.
 func reachesTheFloor(t *testing.T, newFleet func() fleet, seed uint64) {
 	var base int
 	synctest.Test(t, func(t *testing.T) {
@@ -144,7 +157,7 @@ func reachesTheFloor(t *testing.T, newFleet func() fleet, seed uint64) {
 		refused := f.g.refusedAfter(0)
 		t.Logf("makespan %v (%.4f × floor), %d 429s after the first window (go-retryablehttp: %d)",
 			makespan, float64(makespan)/float64(floor), refused, base)
-		assert.LessOrEqual(t, float64(makespan)/float64(floor), 1.02)
+		assert.LessOrEqual(t, float64(makespan)/float64(floor), fleetSlack)
 		if f.workers > f.processes {
 			assert.LessOrEqual(t, refused, base)
 		} else {
@@ -276,13 +289,23 @@ func (c *congested) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Issue 21's target "one process: no regression": a process alone behind
-// the budget, which probes it, reaches the floor as it did before the
-// probes (1.000–1.001 ×, at most 1.003 ×) at every concurrency, with the
-// round trips of a loaded gateway (0.3 ms plus 50 or 100 µs per request in
-// flight, each way), and is refused once per window at most. Its refused
-// probe's retry waits the whole Retry-After and lands late in the next
-// window; that window's probes do not wait for it (see behindIn in package
-// ratelimit), so the phase of the refusals cannot drift.
+// the budget, which probes it, reaches the floor at every concurrency,
+// with the round trips of a loaded gateway (0.3 ms plus 50 or 100 µs per
+// request in flight, each way). Its refused probe's retry waits the whole
+// Retry-After and lands late in the next window; that window's probes do
+// not wait for it (see behindIn in package ratelimit), so the phase of the
+// refusals cannot drift.
+//
+// It met 1.003 × (1.0008 to 1.0012, 3 429s after the first window) while
+// a 429's retry went at its window's reopening. Since issue 27 the retry
+// waits its Retry-After plus its additive jitter (up to 200 ms here), so
+// the last window's retry of the refused probe before it sets the
+// makespan: 1.0035 to 1.026 measured, 3 to 9 429s after the first window
+// (a retry late in a window is refused with the round of probes that
+// found the window full). aloneSlack is the floor plus the allowance, a
+// whole tenth of the period and a margin.
+const aloneSlack = 1.03
+
 func TestOneProcessReachesTheFloor(t *testing.T) {
 	const limit, period, calls = 20, 2 * time.Second, 100
 	floor := time.Duration(calls/limit-1) * period
@@ -303,8 +326,8 @@ func TestOneProcessReachesTheFloor(t *testing.T) {
 					}
 					refused := g.refusedAfter(0)
 					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", makespan, float64(makespan)/float64(floor), refused)
-					assert.LessOrEqual(t, float64(makespan)/float64(floor), 1.003)
-					assert.LessOrEqual(t, refused, calls/limit-1)
+					assert.LessOrEqual(t, float64(makespan)/float64(floor), aloneSlack)
+					assert.LessOrEqual(t, refused, 2*(calls/limit)) // measured 3 to 9
 				})
 			})
 		}

@@ -169,7 +169,8 @@ func eachCall(workers, calls int, do func(call int)) {
 // RetryOn429, the client learns the gateway's budget from the first
 // window's 429s; every later window is used in full with the retried calls
 // first, whatever the jitter draw (a retry's place in a fixed window is held
-// by count, so it waits its Retry-After exactly). Each window after the
+// by count, at its own wait: its Retry-After plus its jitter, issue 27).
+// Each window after the
 // first is refused one request at most: the probe beyond the learned budget
 // that finds room when others behind the budget fall silent (a lone client
 // cannot tell them from none), and none in the last window, where no call
@@ -177,7 +178,9 @@ func eachCall(workers, calls int, do func(call int)) {
 // allowance and the probes' drift: each window's probe goes a step (a
 // millisecond, the round trips being instant here) after the window's
 // latest slot, the retry of the previous window's probe among them, so the
-// window's last calls drift a step or two per window.
+// window's last calls drift a step or two per window; and the last
+// window's retry goes at its own wait, its jitter (the draw times a tenth
+// of the Retry-After) after the window's opening.
 func TestLearnedBudgetEndToEnd(t *testing.T) {
 	for _, draw := range []float64{0, 0.5, 0.99} {
 		t.Run(fmt.Sprint("jitter draw ", draw), func(t *testing.T) {
@@ -228,7 +231,8 @@ func TestLearnedBudgetEndToEnd(t *testing.T) {
 				assert.Zero(t, g.earlyRetries(0))
 				floor := time.Duration(windows-1) * period
 				drift := time.Duration(2*windows) * time.Millisecond
-				assert.LessOrEqual(t, makespan, floor+allowance(period)+drift, "makespan %v, floor %v", makespan, floor)
+				jitter := time.Duration(draw * float64(period) / 10)
+				assert.LessOrEqual(t, makespan, floor+allowance(period)+drift+jitter, "makespan %v, floor %v", makespan, floor)
 			})
 		})
 	}

@@ -84,6 +84,7 @@ type sendState struct {
 	gated     bool    // waits for the limiter before each attempt
 	jitter    float64 // the draw of the last 429 decision, reused for its admission
 	clamped   bool    // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
+	guessed   bool    // the retry's wait is a guess (ratelimit.Reservation.Guessed)
 	turn      turn    // the limiter's admission of the attempt in flight
 	held      int64   // the slot held for the retry of a 429 since the answer came; zero when none
 
@@ -360,6 +361,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 	})
 	d = distrust(d, st.turn.fb, c.policy, b, u)
 	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
+	st.guessed = d.guess
 	switch {
 	case o.status == http.StatusTooManyRequests:
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))

@@ -168,12 +168,18 @@ func runShared(t *testing.T, processes, workers int, rtt, failAfter, stall time.
 }
 
 // Issue 21: processes sharing one limiter that learn the budget through it
-// stay within 1.01 × the floor, with a store 0.2 or 1 ms away: to the
-// gateway they are one client, and the store shares what each learns,
-// provided each process confirms its held slots with the store (see
-// Client.othersLearn). With the store on loopback (0.2 ms) they are refused
-// no more than one process alone is, once per window after the first (the
-// probe beyond the learned budget, see TestOneProcessReachesTheFloor).
+// stay near the floor, with a store 0.2 or 1 ms away: to the gateway they
+// are one client, and the store shares what each learns, provided each
+// process confirms its held slots with the store (see Client.othersLearn).
+// With the store on loopback (0.2 ms) they are refused about as often as
+// one process alone is (see TestOneProcessReachesTheFloor).
+//
+// They met 1.01 × (1.0009 to 1.0022, 3 or 4 429s) while a 429's retry went
+// at its window's reopening. Since issue 27 it waits its Retry-After plus
+// its additive jitter and lands late in the next window: 1.001 to 1.099
+// measured over five runs (worst with one or two workers a process, whose
+// late retry is refused again when the window filled before it), 3 to 6
+// 429s after the first window with the store 0.2 ms away.
 func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 	const windows = 5 // 100 calls at 20 per window
 	for _, processes := range []int{2, 4, 8} {
@@ -183,9 +189,9 @@ func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 					r := runShared(t, processes, workers, rtt, 0, 0)
 					t.Logf("store %v away: makespan %v (%.4f × floor), %d 429s after the first window, %.2f store round trips per call",
 						rtt, r.makespan, r.ratio(), r.refused, r.perCall)
-					assert.LessOrEqual(t, r.ratio(), 1.01, "store %v away", rtt)
+					assert.LessOrEqual(t, r.ratio(), fleetSlack, "store %v away", rtt)
 					if rtt < time.Millisecond {
-						assert.LessOrEqual(t, r.refused, windows-1, "store %v away", rtt)
+						assert.LessOrEqual(t, r.refused, 2*(windows-1), "store %v away", rtt)
 					}
 				}
 			})

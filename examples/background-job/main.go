@@ -1,10 +1,9 @@
 // Command background-job shows the rate-limit settings for work nobody waits
-// on: WithRetryOn429 sleeps the job's goroutines through 429s (each wait the
-// gateway's Retry-After plus its own jitter, or, once the client has learned
-// the gateway's windows, until the refused request's window reopens, which is
-// never later; all within a per-call allowance), the client-wide cooldown
-// stops the other workers from sending into a closed window, and WithPacing
-// keeps the job under the budget so the gateway never has to refuse it.
+// on: WithRetryOn429 sleeps the job's goroutines through 429s (each wait at
+// least the gateway's Retry-After, plus its own jitter, within a per-call
+// allowance), the client-wide cooldown stops the other workers from sending
+// into a closed window, and WithPacing keeps the job under the budget so the
+// gateway never has to refuse it.
 //
 // It runs against the embedded rail0test gateway by default, throttling
 // sessions at 5 requests per 2 s so that the effect shows in seconds; set
