@@ -305,10 +305,19 @@ func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
 // the gateway's full windows and are refused. A partition that probes (its
 // budget learned from 429s) takes such a refusal for others' requests in
 // its windows (a client cannot tell the two apart) and keeps the windows,
-// learning what goes through: after the first windows, one refusal per
-// window at most, the probe; every call done, and the makespan at the floor
-// (the fallback to the sliding rule is left to budgets that do not probe:
+// learning what goes through; every call is done (the fallback to the
+// sliding rule is left to budgets that do not probe:
 // TestContradictedWindowsFallBackToTheSlidingRule).
+//
+// While a 429's retry went at the learned window's reopening, with the
+// window's burst, it cost one refusal per window (the probe) and nothing
+// of the floor. Since issue 27 a retry waits its Retry-After plus its
+// additive jitter (100 ms here), so with the gateway 30 or 50 ms behind,
+// it lands in the gateway's next window, which the client's next burst
+// (30 or 50 ms early by the gateway's clock) fills too: up to 5 refused
+// per window (the budget), and the makespan the floor plus one window in
+// some runs (24.1 s against 22 s). A gateway 700 ms off keeps one refusal
+// per window and the floor, plus the last retry's jitter.
 func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
 	for _, offset := range []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond} {
 		t.Run(offset.String(), func(t *testing.T) {
@@ -333,15 +342,20 @@ func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
 					}
 				}
 				t.Logf("refused per window %v, makespan %v", refused, makespan)
+				perWindow := 1
+				windows := calls / limit
+				floor := time.Duration(windows-1) * period
+				if offset < 100*time.Millisecond {
+					perWindow, floor = limit, floor+period
+				}
 				for w, n := range refused {
 					if w > 1 {
-						assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
+						assert.LessOrEqual(t, n, perWindow, "window %d: more refused than the probe", w)
 					}
 				}
 				assert.Zero(t, g.earlyRetries(-1))
-				windows := calls / limit
-				floor := time.Duration(windows-1) * period
-				assert.LessOrEqual(t, makespan, floor+allowance(period)+time.Duration(2*windows)*time.Millisecond)
+				jitter := period / 20 // the last retry's: half a tenth of the Retry-After
+				assert.LessOrEqual(t, makespan, floor+allowance(period)+jitter+time.Duration(2*windows)*time.Millisecond)
 			})
 		})
 	}
@@ -390,7 +404,13 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 			WithObserver(ev), withRand(func() float64 { return 0.5 }))
 
-		errs := runCalls(c, 4, calls)
+		// One worker: with several, the calls sent at the learned
+		// reopening go at one instant, and the goroutines' order decides
+		// whether that burst is refused whole (the proof) or one of them
+		// is moved unsent by the 429s before it, and so counted as gone
+		// through when the last is refused (no proof: the client still
+		// sends nothing early, but does not say why).
+		errs := runCalls(c, 1, calls)
 
 		for _, err := range errs {
 			require.NoError(t, err)
@@ -409,8 +429,11 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 	})
 }
 
-// Issue 13, item 1: RateLimit fields set the budget outright: the client
-// paces at the advertised quota without ever being refused.
+// Issue 13, item 1: RateLimit fields set the budget the client paces at.
+// Since issue 27 (item 5) it probes beyond a stated budget as beyond a
+// learned one, so that one answer cannot throttle it for good: a gateway
+// that means its quota refuses one request a window at most (the probe),
+// whose retry waits its Retry-After plus its jitter.
 func TestAdvertisedQuotaPaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newFixedWindow(3, 2*time.Second)
@@ -423,10 +446,18 @@ func TestAdvertisedQuotaPaces(t *testing.T) {
 		for _, err := range errs {
 			require.NoError(t, err)
 		}
+		refused := map[int]int{}
 		for _, a := range g.arrivals() {
-			assert.Equal(t, http.StatusOK, a.status, "at %v", a.at)
+			if a.status != http.StatusOK {
+				refused[g.window(a)]++
+			}
 		}
-		assert.Less(t, time.Since(start), 4*time.Second+100*time.Millisecond)
+		for w, n := range refused {
+			assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
+		}
+		// Three windows; the last holds the retry of the clean window's
+		// probe (a step after its retries' jitter band), at its own wait.
+		assert.Less(t, time.Since(start), 4*time.Second+400*time.Millisecond+10*time.Millisecond)
 	})
 }
 

@@ -207,6 +207,14 @@ func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 // costs the calls in flight when it fails that stall once; the callers do
 // not ask it again until a background check finds it back (1.13-1.19 × for
 // 4 and 8 processes at W = 8 when they did).
+//
+// That was 1.001 to 1.004 while a 429's retry went at its learned window's
+// reopening. Since issue 27 it waits its Retry-After plus its additive
+// jitter: each process's fallback learns its share from its own 429s, whose
+// retries land late in the next windows and are refused again when others
+// filled them first. Measured over three runs: 1.035 to 1.108 with the
+// dead store answering at once, 1.110 to 1.175 with it stalling; the bound
+// is that cost with a margin.
 func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
 	for _, stall := range []time.Duration{0, 500 * time.Millisecond} {
 		for _, processes := range []int{2, 4, 8} {
@@ -214,7 +222,7 @@ func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
 				t.Run(fmt.Sprintf("stall %v P=%d W=%d", stall, processes, workers), func(t *testing.T) {
 					r := runShared(t, processes, workers, 500*time.Microsecond, 3*time.Second, stall)
 					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", r.makespan, r.ratio(), r.refused)
-					assert.LessOrEqual(t, r.ratio(), 1.1)
+					assert.LessOrEqual(t, r.ratio(), 1.2)
 				})
 			}
 		}
