@@ -591,6 +591,61 @@ func TestAbsurdAdvertisedWindowTeachesNothing(t *testing.T) {
 	})
 }
 
+// Issue 27, item 5: one answer carrying RateLimit-Policy: "session";q=1;w=60
+// (a proxy's, a forged one) must not throttle a job for good. With the
+// gateway unthrottled, three calls of a RetryOn429 job 70 s later all go
+// within milliseconds: the stated budget is probed beyond as a learned one
+// is, and forgotten at the first answer to a request admitted under it
+// that does not carry it. A liar that sends the policy on every answer is
+// probed beyond too. On main the budget stood for good: two of the three
+// came back as NotSent 429s (each would have waited about 50 s, beyond
+// the job's 10 s allowance).
+func TestForgedPolicyDoesNotThrottleForGood(t *testing.T) {
+	for _, every := range []bool{false, true} {
+		t.Run(fmt.Sprint("on every answer ", every), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				forged := map[string]string{"RateLimit-Policy": `"session";q=1;w=60`}
+				srv := newScripted(func(path string, _ int) (int, map[string]string) {
+					if every || path == "/payments/first" {
+						return http.StatusOK, forged
+					}
+					return http.StatusOK, nil
+				})
+				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithToken("t"))
+				job := c.With(WithRetryOn429(true), WithMaxRetryWait(10*time.Second))
+				p, err := job.Payments.Get(context.Background(), "first")
+				require.NoError(t, err)
+				require.NotNil(t, p.Response.Call.Attempts[0].PartitionState)
+				require.Equal(t, Budget{Limit: 1, Period: time.Minute}, p.Response.Call.Attempts[0].PartitionState.Budget, "the stated budget is taken")
+
+				time.Sleep(70 * time.Second)
+				start := time.Now()
+				var wg sync.WaitGroup
+				calls := make([]*Call, 3)
+				for i := range calls {
+					wg.Go(func() {
+						p, err := job.Payments.Get(context.Background(), fmt.Sprint("p", i))
+						require.NoError(t, err, "call %d", i)
+						calls[i] = p.Response.Call
+					})
+				}
+				wg.Wait()
+				assert.Less(t, time.Since(start), 10*time.Millisecond, "the three calls went within a few probe rounds")
+				if every {
+					return
+				}
+				forgotten := false
+				for _, call := range calls {
+					if ps := call.Attempts[0].PartitionState; ps != nil && ps.Budget == (Budget{}) {
+						forgotten = true
+					}
+				}
+				assert.True(t, forgotten, "an answer without the fields forgets the stated budget")
+			})
+		})
+	}
+}
+
 // newsLimiter reports a 429 to the client the way observe does (the limiter
 // first, then the client's news counter) right after the limiter admitted a
 // slot for later and before its caller starts to sleep: news that arrives
