@@ -188,9 +188,9 @@ func (s ruleScenario) run(t *testing.T) ruleRun {
 type endObs struct{ f func(*Call) }
 
 func (o endObs) StartCall(ctx context.Context, _ *Call) context.Context { return ctx }
-func (o endObs) SendAttempt(context.Context, *Call, AttemptHeader)       {}
-func (o endObs) EndAttempt(context.Context, *Call, *Attempt)             {}
-func (o endObs) EndCall(_ context.Context, c *Call, _ error)             { o.f(c) }
+func (o endObs) SendAttempt(context.Context, *Call, AttemptHeader)      {}
+func (o endObs) EndAttempt(context.Context, *Call, *Attempt)            {}
+func (o endObs) EndCall(_ context.Context, c *Call, _ error)            { o.f(c) }
 
 // wait is how long a client must wait after a 429 with this instruction.
 func (s ruleScenario) wait(retryAfter time.Duration) time.Duration {
