@@ -128,7 +128,7 @@ type endCalls struct {
 	calls []*rail0.Call
 }
 
-func (o *endCalls) StartCall(ctx context.Context, _ *rail0.Call) context.Context { return ctx }
+func (o *endCalls) StartCall(ctx context.Context, _ *rail0.Call) context.Context  { return ctx }
 func (o *endCalls) SendAttempt(context.Context, *rail0.Call, rail0.AttemptHeader) {}
 func (o *endCalls) EndAttempt(context.Context, *rail0.Call, *rail0.Attempt)       {}
 func (o *endCalls) EndCall(_ context.Context, c *rail0.Call, _ error) {
@@ -291,4 +291,3 @@ func (s redisScenario) checkGuessed(t *testing.T, calls []*rail0.Call) int {
 	}
 	return checked
 }
-
