@@ -150,7 +150,8 @@ func (c *Client) othersLearn(configured, inForce Budget) bool {
 // comes, rather than when the backoff is over: a fresh call that asks at
 // the reopening then finds every retry of the streak in the queue before
 // it, whatever jitter each retry drew. wait is the backoff decided, already
-// counted in st.waited; the slot must fit what was left before it. When it
+// counted in st.waited, and the limiter places the slot no sooner (After):
+// the slot must fit what was left before it. When it
 // does not, or the limiter fails, nothing is held and the retry's turn is
 // decided after the backoff as for any attempt.
 func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Duration) {

@@ -78,14 +78,12 @@
 //     with Retry false and reason retry_on_429_off.
 //  3. A server-given wait (a 429's Retry-After, or a retried 503's) is
 //     min(RetryAfter, RetryAfterCap) plus additive jitter U[0, 10%) of it:
-//     never earlier than the instruction. The exception is a 429 on a
-//     partition whose fixed windows the client learned: its retry waits
-//     until the refused request's window reopens, without jitter and never
-//     longer than the instruction, which the gateway's contract makes an
-//     upper bound (Rack::Attack sends the whole period, not the time left).
-//     An HTTP-date is read against the answer's Date header. A 429 without
-//     a usable Retry-After, and any other retried failure, waits a
-//     full-jitter guess U[0, min(cap, 500ms·2ⁿ)).
+//     never earlier than the instruction. The rate limiter may delay a
+//     retry further, never advance it, whatever it learned about the
+//     gateway's windows. An HTTP-date is read against the answer's Date
+//     header. A 429 without a usable Retry-After, and any other retried
+//     failure, waits a full-jitter guess U[0, min(cap, 500ms·2ⁿ)); a
+//     header from an earlier answer does not pace it.
 //  4. WithMaxRetryWait (default 3 min) bounds the server-given waiting of one
 //     call. When the instruction, uncapped, does not fit what is left of the
 //     allowance or of the context deadline, no wait is started: the answer

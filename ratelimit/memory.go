@@ -45,7 +45,7 @@ const (
 // alignedAt). This needs the gateway's clock and ours to agree within the
 // clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
 // far better). A partition whose budget is stated rather than learned
-// (configured at its ceiling, or advertised by RateLimit fields) and where
+// (configured, and not probed: see probes) and where
 // that fails (the second 429 in windows that by our count had room) falls
 // back to the sliding rule, which needs no clock agreement: a log of the
 // last L send times admits a request only when the L-th previous one is at
@@ -101,7 +101,7 @@ type partitionState struct {
 	sliding     bool  // the fixed-window hypothesis failed here: the sliding rule only
 
 	// Probing (see probes).
-	advertised bool          // the learned budget is what RateLimit fields said: not probed
+	advertised bool          // the learned budget is what RateLimit fields said (see Admission.Advertised)
 	shared     bool          // others' requests have filled our windows
 	probeFrom  int64         // probes start with the window opening at or after this
 	rampFrom   int64         // the window before probeFrom ramps from then: every retry of the streak has gone
@@ -367,11 +367,12 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 // reserveAligned is reserve in fixed windows. A held slot being confirmed
 // stands if its windows still have room, else moves to the first window
 // that has; a new slot is the first time its windows have room, from now
-// or, for a retry while the partition is closed, from the reopening plus
-// the retry's own jitter. A fresh call while the partition is closed holds
-// nothing and asks again at the reopening: by then every retry refused in
-// the streak holds its slot, so fresh calls only get what the retries
-// leave, in whatever order the jitter sends the retries.
+// or, for a retry while the partition is closed, from the reopening, and
+// never before r.After (the retry's own wait). A fresh call while the
+// partition is closed holds nothing and asks again at the reopening: by
+// then every retry refused in the streak holds its slot, so fresh calls
+// only get what the retries leave, in whatever order the jitter sends the
+// retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
 	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin, r.Step)
 	// The bound on the log's length must not drop admissions that the
@@ -883,7 +884,8 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 }
 
 // observe applies an Observation; see learnFrom. Advertised RateLimit
-// fields set the budget outright; a 429 teaches it otherwise.
+// fields set the budget, forgotten when answers stop carrying it; a 429
+// teaches it otherwise, and only one that gave an instruction.
 func (s *partitionState) observe(o Observation, now int64) Feedback {
 	s.touched = now
 	if o.Unadvertised && s.advertised {

@@ -35,6 +35,29 @@
 // admits: no client can tell others that fell silent from no others
 // without sending one request more. The README's "Rate limits" section and
 // docs/ratelimit.md give the rules and their failure modes in full.
+//
+// # What no rule may do
+//
+// Learning and pacing may delay a send, never advance it. The client
+// decides a 429's wait: min(Retry-After, RetryAfterCap) plus additive
+// jitter of up to a tenth, never less. It passes that wait as
+// Reservation.After, and every rule here (the learned windows, pacing,
+// probes, the late retry, the clamped one) places the retry's slot at After
+// or later. A learned window's reopening lets fresh calls go; a retry still
+// waits its own wait, because the window is a guess about the gateway's
+// clock.
+//
+// A header informs only the attempt it came with. A 429 without a usable
+// Retry-After teaches nothing and closes nothing. The retry of an answer
+// without an instruction (Reservation.Guessed) goes at the client's guess:
+// only a cooldown whose instruction still runs, and a configured budget,
+// may hold it.
+//
+// What a header teaches is bounded. A budget RateLimit fields state is
+// probed beyond as a learned one is, and forgotten when an answer to a
+// request admitted under it no longer carries it (Admission.Advertised,
+// Observation.Unadvertised). The client drops a stated window longer than
+// its RetryAfterCap and clamps the quota, as it bounds a Retry-After.
 package ratelimit
 
 import (

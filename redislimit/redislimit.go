@@ -38,7 +38,8 @@
 // that the processes sharing the store and any others behind the same
 // budget that do not share it find their parts; the probes are the shared
 // partition's, not each process's.
-// A partition paced at an advertised budget, after two 429s that its own
+// A partition paced at a budget it does not probe (configured, or stated
+// by RateLimit fields and configured alike), after two 429s that its own
 // count cannot explain, keeps to the sliding rule (first in, first out)
 // until it is forgotten. The window a 429 showed full, the probes' start,
 // the count of those 429s and the fallback are in the shared state: every
