@@ -173,6 +173,16 @@ func TestMakespanFloor(t *testing.T) {
 // instruction (capped).
 func TestRetryGaps(t *testing.T) {
 	ra := int64(2 * time.Second)
+	// A retry at the window's reopening is not early by the window
+	// (earlyRetries, which excused the learned reopening), but is by the
+	// rule.
+	reopening := []attempt{
+		{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 429, RetryAfter: ra},
+		{Call: 1, Sent: 2*s + 4*ms, Recv: 2*s + 5*ms, Status: 200},
+	}
+	if all, _ := earlyRetries(reopening, 2*time.Second, 0); all != 0 {
+		t.Errorf("earlyRetries at the reopening = %d, want 0", all)
+	}
 	tests := []struct {
 		name     string
 		attempts []attempt
@@ -204,6 +214,7 @@ func TestRetryGaps(t *testing.T) {
 			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 429, RetryAfter: int64(600 * time.Second)},
 			{Call: 1, Sent: 60*s + 10*ms, Recv: 60*s + 11*ms, Status: 200},
 		}, 1, 60 * time.Second, 0},
+		{"at the window's reopening, before the instruction", reopening, 1, 1894 * time.Millisecond, 1},
 		{"a 500's retry is not a 429's", []attempt{
 			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 500},
 			{Call: 1, Sent: 20 * ms, Recv: 30 * ms, Status: 200},
