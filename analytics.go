@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // AnalyticsFilter narrows the payments an analytics call covers. Only
@@ -91,7 +93,7 @@ type AnalyticsSummaryParams struct {
 	AnalyticsFilter
 }
 
-var analyticsSummary = declare(operation{"analyticsSummary", "GET", "/analytics/summary", opRead, ""})
+var analyticsSummary = declare(ops.AnalyticsSummary)
 
 // Summary sums up the merchant's payments: counts, rates, counts per status
 // and volume per token.
@@ -163,7 +165,7 @@ func (b *AnalyticsBucket) UnmarshalJSON(data []byte) error {
 	return fmt.Errorf("rail0: analytics bucket %q is not a date or time", raw.Bucket)
 }
 
-var analyticsTimeseries = declare(operation{"analyticsTimeseries", "GET", "/analytics/timeseries", opRead, ""})
+var analyticsTimeseries = declare(ops.AnalyticsTimeseries)
 
 // Timeseries counts the merchant's payments per bucket, oldest first.
 //
@@ -243,7 +245,7 @@ func (r *AnalyticsRow) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-var analyticsBreakdown = declare(operation{"analyticsBreakdown", "GET", "/analytics/breakdown", opRead, ""})
+var analyticsBreakdown = declare(ops.AnalyticsBreakdown)
 
 // Breakdown counts the merchant's payments per token, chain, mode or status.
 // params.By is required: without it Breakdown

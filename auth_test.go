@@ -19,8 +19,11 @@ import (
 
 	"github.com/rail0/rail0-go/internal/evm"
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/leaktest"
 	"github.com/rail0/rail0-go/internal/secret"
 	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // siweSigner is a Signer for the root package's tests, which must not link
@@ -536,231 +539,91 @@ func TestSessionNeverPrintsToken(t *testing.T) {
 	}
 }
 
-// newTokenSourceSetup returns a fake gateway, an anonymous client for
-// sign-in, and a token source on the shared fake clock.
-func newTokenSourceSetup(t *testing.T, opts ...tokenSourceOption) (*authGateway, *httptest.Server, *authClock, *tokenSource) {
-	t.Helper()
-	clock := newAuthClock()
-	g, srv := newAuthGateway(t, clock)
-	anon := newAuthClient(t, srv, clock)
-	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{}, append([]tokenSourceOption{withSessionClock(clock.Now)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g, srv, clock, ts
-}
-
-// A job making one call a minute for two hours with 10-minute sessions never
-// sends an expired token, and signs in again only when the 2-minute margin
-// is reached: at minutes 1, 9, 17, ..., 113.
-func TestTokenSourceLongRunningJobNeverSendsExpiredToken(t *testing.T) {
-	t.Parallel()
-	g, srv, clock, ts := newTokenSourceSetup(t)
-	c := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
+// A sign-in answered 2xx by something that is not a session ({} from a
+// proxy, a session without its expiry) is refused, its body dropped: taken
+// as a session it would never be fresh, and a client WithSigner would have
+// its key sign a new SIWE message on every later call.
+func TestSignInAnswerThatIsNotASession(t *testing.T) {
 	ctx := context.Background()
-	for minute := 1; minute <= 120; minute++ {
-		clock.Advance(time.Minute)
-		if _, err := c.Webhooks.Get(ctx, "wh-1"); err != nil {
-			t.Fatalf("minute %d: %v", minute, err)
-		}
-	}
-	if _, _, logins := g.counts(); logins != 15 {
-		t.Errorf("signed in %d times, want 15 (every 8 minutes)", logins)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.protected != 120 {
-		t.Errorf("gateway saw %d calls, want 120", g.protected)
-	}
-}
-
-func TestTokenSourceRefreshMargin(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name     string
-		margin   time.Duration
-		lifetime time.Duration
-		freshFor time.Duration // a token is reused until this long after sign-in
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tc := range []struct {
+		body string
+		ok   bool
 	}{
-		{"default margin", -1, 10 * time.Minute, 8 * time.Minute},
-		{"custom margin", 30 * time.Second, 10 * time.Minute, 9*time.Minute + 30*time.Second},
-		{"zero margin uses the token to its expiry", 0, 10 * time.Minute, 10 * time.Minute},
-		{"short session: half its lifetime", 2 * time.Minute, 3 * time.Minute, 90 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var opts []tokenSourceOption
-			if tt.margin >= 0 {
-				opts = append(opts, withRefreshMargin(tt.margin))
+		{`{"token":"tok-SECRET","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4","expires_at":"` + future + `"}`, true},
+		{`{}`, false},
+		{`{"message":"OK"}`, false},
+		{`{"token":"","expires_at":"` + future + `"}`, false},
+		{`{"token":"tok-SECRET","address":"0x5B38Da6a701c568545dCfcB03FcB875f56beddC4"}`, false},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			srv := newScriptServer(t, step{status: 200, body: tc.body})
+			c := newTestClient(t, srv.URL)
+			sess, err := c.Auth.Verify(ctx, AuthVerifyParams{Message: "m", Signature: "0x01"})
+			if tc.ok {
+				require.NoError(t, err)
+				assert.Equal(t, "tok-SECRET", sess.Token())
+				return
 			}
-			g, _, clock, ts := newTokenSourceSetup(t, opts...)
-			g.lifetime = tt.lifetime
-			ctx := context.Background()
-			first, err := ts.Token(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			clock.Advance(tt.freshFor - time.Second)
-			if tok, err := ts.Token(ctx); err != nil || tok != first {
-				t.Fatalf("1 s before the refresh point: token %q, %v; want the cached %q", tok, err, first)
-			}
-			clock.Advance(time.Second)
-			tok, err := ts.Token(ctx)
-			if err != nil || tok == first {
-				t.Fatalf("at the refresh point: token %q, %v; want a new one", tok, err)
-			}
-			if _, _, logins := g.counts(); logins != 2 {
-				t.Errorf("logins = %d, want 2", logins)
-			}
+			var decodeErr *DecodeError
+			require.ErrorAs(t, err, &decodeErr)
+			assert.Contains(t, err.Error(), "not the resource the operation promises")
+			assert.Empty(t, decodeErr.Body)
+			assert.NotContains(t, err.Error(), "tok-SECRET")
 		})
 	}
 }
 
-// Concurrent callers with no fresh session share one sign-in.
-func TestTokenSourceSingleFlight(t *testing.T) {
-	t.Parallel()
-	g, _, _, ts := newTokenSourceSetup(t)
-	g.blockVerify = make(chan struct{})
-	const callers = 16
-	tokens := make(chan string, callers)
-	errs := make(chan error, callers)
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			tok, err := ts.Token(context.Background())
-			tokens <- tok
-			errs <- err
-		}()
-	}
-	<-g.verifyBegan // one sign-in is under way; the others wait or will find its session
-	close(g.blockVerify)
-	wg.Wait()
-	close(tokens)
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for tok := range tokens {
-		if tok != "jwt-1" {
-			t.Errorf("token %q, want jwt-1 for every caller", tok)
-		}
-	}
-	if nonces, verifies, logins := g.counts(); nonces != 1 || verifies != 1 || logins != 1 {
-		t.Errorf("gateway saw %d nonces, %d verifies, %d logins; want one of each", nonces, verifies, logins)
-	}
+// shop is an application's own struct holding the SDK's secret holders, in
+// unexported fields (which fmt and slog's text handler walk without calling
+// the holders' String, Format or LogValue) and in exported ones (which
+// encoding/json, encoding/xml and gob encode).
+type shop struct {
+	name    string
+	session Session
+	hook    WebhookWithSecret
+	tokens  *tokenSource
+	client  *Client
+	Session Session
+	Hook    WebhookWithSecret
 }
 
-// When the caller leading a sign-in gives up, a waiting caller with a live
-// context signs in itself instead of inheriting the cancellation.
-func TestTokenSourceLeaderCancelled(t *testing.T) {
-	t.Parallel()
-	g, _, _, ts := newTokenSourceSetup(t)
-	g.blockVerify = make(chan struct{})
-	leaderCtx, cancelLeader := context.WithCancel(context.Background())
-	leaderErr := make(chan error, 1)
-	go func() {
-		_, err := ts.Token(leaderCtx)
-		leaderErr <- err
-	}()
-	<-g.verifyBegan
-	followerTok := make(chan string, 1)
-	followerErr := make(chan error, 1)
-	go func() {
-		tok, err := ts.Token(context.Background())
-		followerTok <- tok
-		followerErr <- err
-	}()
-	cancelLeader()
-	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
-		t.Fatalf("leader: %v, want context.Canceled", err)
-	}
-	close(g.blockVerify) // the follower's own sign-in goes through
-	if err := <-followerErr; err != nil {
-		t.Fatalf("follower: %v", err)
-	}
-	tok := <-followerTok
-	if !strings.HasPrefix(tok, "jwt-") {
-		t.Fatalf("follower token %q", tok)
-	}
-	// The abandoned sign-in left nothing behind: the follower's session is
-	// the cached one.
-	if again, err := ts.Token(context.Background()); err != nil || again != tok {
-		t.Errorf("cached token %q, %v; want the follower's %q", again, err, tok)
-	}
-}
-
-func TestTokenSourceErrorsAndInvalidate(t *testing.T) {
-	t.Parallel()
-	g, _, _, ts := newTokenSourceSetup(t)
-	ctx := context.Background()
-	first, err := ts.Token(ctx)
+// Every value of the root package that holds a secret prints, logs and
+// encodes without it, under every verb and flag, on its own and inside the
+// application's own struct: String and GoString alone leave %d, %x, %X and
+// %o to walk the fields and print the secret or its bytes, and no method
+// is called on a value in an unexported field.
+func TestSecretHoldersSafeUnderEveryVerb(t *testing.T) {
+	const (
+		tokenSecret   = "eyJhbGciOiJIUzI1NiJ9.TOKEN-SECRET.sig"
+		webhookSecret = "WEBHOOK-SECRET-c0ffee"
+		oldSecret     = "OLD-WEBHOOK-SECRET-beef"
+	)
+	_, srv, clock, ts := newTokenSourceSetup(t)
+	liveToken, err := ts.Token(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.Invalidate()
-	second, err := ts.Token(ctx)
-	if err != nil || second == first {
-		t.Fatalf("after Invalidate: %q, %v; want a new token", second, err)
-	}
-	if _, _, logins := g.counts(); logins != 2 {
-		t.Errorf("logins = %d, want 2", logins)
-	}
-	if strings.Contains(ts.String(), second) {
-		t.Errorf("String() leaks the token: %s", ts)
-	}
+	fixed := newTestClient(t, "https://api.rail0.xyz", WithToken(tokenSecret))
+	sourced := newAuthClient(t, srv, clock, WithTokenSource(ts.Token))
+	account, name := "0190c7d1-aa01-7b02-8c03-d4e5f6a7b8c9", "Acme"
+	session := Session{token: secret.New(tokenSecret), Address: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", AccountID: &account, Name: &name, ExpiresAt: time.Unix(1789381370, 0)}
+	hook := WebhookWithSecret{Webhook: Webhook{ID: "wh-1", Name: "orders"}, sharedSecret: secret.New(webhookSecret)}
 
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	ts.Invalidate()
-	if _, err := ts.Token(cancelled); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled context: %v", err)
+	values := map[string]any{
+		"Session": session, "*Session": &session,
+		"WebhookWithSecret": hook, "*WebhookWithSecret": &hook,
+		"*tokenSource": ts, "*Client with a token": fixed, "*Client with a token source": sourced,
+		"struct of them": struct {
+			S Session
+			H WebhookWithSecret
+			T *tokenSource
+		}{session, hook, ts},
+		"slice of them": []any{session, &hook, ts},
+		"caller's struct": shop{name: "acme", session: session, hook: hook, tokens: ts, client: sourced,
+			Session: session, Hook: hook},
+		"*caller's struct": &shop{session: session, hook: hook, Session: session, Hook: hook},
 	}
-
-	anonSrvClock := newAuthClock()
-	_, srv := newAuthGateway(t, anonSrvClock)
-	anon := newAuthClient(t, srv, anonSrvClock)
-	bad, err := loginTokenSource(anon.Auth, &wrongSigner{newSIWESigner()}, SignIn{}, withSessionClock(anonSrvClock.Now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bad.Token(ctx); !errors.Is(err, ErrBadSignature) {
-		t.Errorf("refused sign-in: %v, want ErrBadSignature", err)
-	}
-}
-
-func TestTokenSourceValidates(t *testing.T) {
-	t.Parallel()
-	c, err := NewClient("https://api.rail0.xyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name   string
-		auth   *AuthService
-		signer Signer
-		params SignIn
-		opts   []tokenSourceOption
-	}{
-		{"nil auth", nil, newSIWESigner(), SignIn{}, nil},
-		{"nil signer", c.Auth, nil, SignIn{}, nil},
-		{"bad params", c.Auth, newSIWESigner(), SignIn{Domain: "https://api.rail0.xyz"}, nil},
-		{"negative margin", c.Auth, newSIWESigner(), SignIn{}, []tokenSourceOption{withRefreshMargin(-time.Second)}},
-		{"nil clock", c.Auth, newSIWESigner(), SignIn{}, []tokenSourceOption{withSessionClock(nil)}},
-		{"nil option", c.Auth, newSIWESigner(), SignIn{}, []tokenSourceOption{nil}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if ts, err := loginTokenSource(tt.auth, tt.signer, tt.params, tt.opts...); err == nil || ts != nil {
-				t.Fatalf("loginTokenSource = %v, %v; want an error", ts, err)
-			}
-		})
-	}
-	if ts, err := loginTokenSource(c.Auth, newSIWESigner(), SignIn{}); err != nil || ts == nil {
-		t.Fatalf("valid loginTokenSource = %v, %v", ts, err)
-	}
+	secrets := []string{tokenSecret, "TOKEN-SECRET", webhookSecret, oldSecret, liveToken}
+	leaktest.NoSecret(t, values, leaktest.Forms(secrets...))
 }

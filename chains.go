@@ -3,6 +3,8 @@ package rail0
 import (
 	"context"
 	"net/url"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // NetworkType tells test networks from production ones. The gateway may add
@@ -43,7 +45,7 @@ func (p ChainListParams) values() url.Values {
 	return q
 }
 
-var listBlockchains = declare(operation{"listBlockchains", "GET", "/blockchains", opRead, ""})
+var listBlockchains = declare(ops.ListBlockchains)
 
 // List returns the active chains that have at least one active token. The
 // list is not paginated.

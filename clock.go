@@ -102,10 +102,10 @@ func (g *gatewayClock) offset() time.Duration {
 // zero before the first answer and when the two agree within two seconds.
 // The client dates what the gateway compares with its own time by it (the
 // Issued At of a SIWE message, the refresh of a session before its
-// expires_at, an X-RateLimit-Reset given as a Unix time). A webhook
-// receiver can check the gateway's timestamps the same way, by setting its
-// webhook.Verifier's Now to
-// func() time.Time { return time.Now().Add(client.ClockOffset()) }.
+// expires_at, an X-RateLimit-Reset given as a Unix time). Date is not
+// signed, so a proxy can move the offset: never add it to a webhook
+// Verifier's Now. Give this method to the Verifier's ClockOffset field
+// instead, which never lets it widen the replay window.
 func (c *Client) ClockOffset() time.Duration { return c.clock.offset() }
 
 // gatewayNow is the gateway's time now, by the learned offset.

@@ -3,6 +3,8 @@ package rail0
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // ServiceDescriptor is the gateway's service descriptor (GET /). The
@@ -43,7 +45,7 @@ func (d *ServiceDescriptor) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-var getRoot = declare(operation{"getRoot", "GET", "/", opRead, ""})
+var getRoot = declare(ops.GetRoot)
 
 // Describe returns the gateway's service descriptor.
 //
@@ -66,7 +68,7 @@ type OpenAPIDocument struct {
 	Response *Response `json:"-"`
 }
 
-var getOpenapiSpec = declare(operation{"getOpenapiSpec", "GET", "/openapi.json", opRead, ""})
+var getOpenapiSpec = declare(ops.GetOpenapiSpec)
 
 // OpenAPI returns the gateway's own contract (OpenAPI 3.1 JSON), exactly as
 // served: a deployment can check which version of the contract it speaks,

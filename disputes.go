@@ -5,6 +5,8 @@ import (
 	"iter"
 	"net/url"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // DisputeStatus is the state of a dispute. The gateway may add values, which
@@ -62,13 +64,6 @@ type DisputeDetail struct {
 	Payment *Payment `json:"payment"`
 }
 
-// Sort keys for dispute lists, besides SortStatus. Other field names can be
-// used as SortKey("field"); Desc reverses a key.
-const (
-	SortOpenedAt SortKey = "opened_at"
-	SortClosedAt SortKey = "closed_at"
-)
-
 // DisputeListParams filters and pages the disputes on the caller's
 // payments. The zero value lists every dispute with the server's default
 // paging.
@@ -87,10 +82,11 @@ func (p DisputeListParams) values() url.Values {
 	return q
 }
 
-var listAccountDisputes = declare(operation{"listAccountDisputes", "GET", "/disputes", opRead, ""})
+var listAccountDisputes = declare(ops.ListAccountDisputes)
 
-// List returns one page of the disputes on the caller's payments, as payer or
-// payee, open or closed, each with its payment embedded. Unlike the disputed
+// List returns one page of the disputes on the caller's payments. They are
+// the caller's as payer or payee, open or closed, each with its payment
+// embedded. Unlike the disputed
 // filter of Payments.List, which reflects only current state, closed disputes
 // stay listed here.
 //
@@ -99,8 +95,8 @@ func (s *DisputesService) List(ctx context.Context, params DisputeListParams) (*
 	return listPage[DisputeDetail](ctx, s.client, listAccountDisputes, pathArgs{}, params.values())
 }
 
-// All iterates over every dispute on the caller's payments, fetching pages
-// on demand from the page in params (default the first). It stops at the
+// All iterates over every dispute on the caller's payments. It fetches
+// pages on demand from the page in params (default the first). It stops at the
 // first error, which it yields, and never modifies params.
 //
 // GET /disputes — any session.

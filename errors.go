@@ -13,10 +13,12 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors matched by status through errors.Is on *APIError, so that
-// callers can branch without a type assertion:
+// Sentinel errors, matched with errors.Is so that callers can branch
+// without a type assertion:
 //
 //	if errors.Is(err, rail0.ErrRateLimited) { ... }
+//
+// The first five match an *APIError by status, or an *OutcomeUnknownError.
 var (
 	// ErrRateLimited matches a 429 answer.
 	ErrRateLimited = errors.New("rail0: rate limited")
@@ -29,6 +31,43 @@ var (
 	// ErrOutcomeUnknown matches an *OutcomeUnknownError: a write may or may not
 	// have been executed by the gateway.
 	ErrOutcomeUnknown = errors.New("rail0: outcome unknown")
+
+	// ErrArtifactMismatch matches an *ArtifactError with errors.Is.
+	ErrArtifactMismatch = errors.New("rail0: gateway artifact does not match the request")
+	// ErrUntrusted matches an *UntrustedError with errors.Is.
+	ErrUntrusted = errors.New("rail0: neither the registry nor the client's pins trust it")
+	// ErrUnbound is returned (inside a *FlowError at StepVerify) when nothing
+	// binds a flow to the payment the caller meant. Acting on the gateway's
+	// word alone could then pay someone else. PayerSign needs its Create's
+	// record or the order's terms in Expect. Refund needs Expect.Payer or a
+	// rail0_id from the caller's own order record, stored at checkout.
+	// VerifyPayload and VerifyTransaction bind likewise. Nothing was read or
+	// signed; the message says how to bind the flow.
+	ErrUnbound = errors.New("rail0: nothing binds the flow to the payment you meant")
+	// ErrBadSignature is returned when a Signer's answer is not a valid
+	// signature by its own address over the digest it was given.
+	ErrBadSignature = errors.New("rail0: signer returned an invalid signature")
+	// ErrNoSigner is returned by a flow on a client created without WithSigner.
+	ErrNoSigner = errors.New("rail0: the client has no signer (WithSigner)")
+	// ErrNoSession is returned by Client.Session for a client that does not sign
+	// in by itself (no WithSigner, or a WithToken/WithTokenSource given).
+	ErrNoSession = errors.New("rail0: the client does not sign in by itself (WithSigner)")
+	// ErrNoUnsignedTransaction is returned (inside a *FlowError) when a prepare
+	// answer carries no unsigned_transaction to sign.
+	ErrNoUnsignedTransaction = errors.New("rail0: prepared transaction has no unsigned_transaction")
+	// ErrNotSignable is returned (inside a *FlowError) by PayerSign when the
+	// payment is neither waiting for the payer's signature nor signed.
+	ErrNotSignable = errors.New("rail0: payment is not waiting for the payer signature")
+	// ErrSigningPayloadUnavailable is returned (inside a *FlowError) by PayerSign
+	// when the payment stays unsigned but its signing_payload is still null after
+	// the re-reads (the gateway could not reach a node to build it).
+	ErrSigningPayloadUnavailable = errors.New("rail0: signing_payload is still unavailable")
+
+	// ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
+	ErrTransactionFailed = errors.New("rail0: transaction failed")
+	// ErrUnknownTransaction is returned by WaitForTransaction when the payment has no
+	// transaction with the awaited id.
+	ErrUnknownTransaction = errors.New("rail0: payment has no such transaction")
 )
 
 // ErrorCode is the gateway's machine-readable error code. The gateway adds
@@ -229,7 +268,14 @@ type APIError struct {
 	// clockOffset is the client's learned ClockOffset when the answer came,
 	// kept for the hint of an invalid_siwe.
 	clockOffset time.Duration
+	// noCredentials marks a 401 to a client with no signer, token or token
+	// source: the gateway cannot know why, so Error and Hint say it.
+	noCredentials bool
 }
+
+// noCredentialsHint is the next step after a 401 to a client that sent no
+// token because it has none. The gateway's answer names no option.
+const noCredentialsHint = "the client has no credentials: create it WithSigner (or WithToken, WithTokenSource)"
 
 // Error returns one readable line.
 func (e *APIError) Error() string {
@@ -261,6 +307,9 @@ func (e *APIError) Error() string {
 		b.WriteString(oneLine(e.RequestID))
 		b.WriteByte(']')
 	}
+	if e.noCredentials {
+		b.WriteString(" (" + noCredentialsHint + ")")
+	}
 	if e.cause != nil {
 		b.WriteString(": ")
 		b.WriteString(e.cause.Error())
@@ -284,16 +333,20 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-// Unwrap returns the context error when the call was cut short while waiting
-// to retry, so errors.Is(err, context.Canceled) holds next to
-// errors.As(err, &apiErr). It returns nil otherwise.
+// Unwrap returns the context error of a call cut short while it waited to
+// retry, and nil otherwise. So errors.Is(err, context.Canceled) holds next
+// to errors.As(err, &apiErr).
 func (e *APIError) Unwrap() error { return e.cause }
 
-// Hint returns an actionable next step for known codes, or "" when there is
-// none.
+// Hint returns an actionable next step, or "" when there is none. Every
+// code the contract names has one. A 401 to a client with no credentials
+// names WithSigner.
 func (e *APIError) Hint() string {
 	if e.StatusCode == http.StatusTooManyRequests {
 		return hints[CodeRateLimited]
+	}
+	if e.noCredentials {
+		return noCredentialsHint
 	}
 	if e.Code == CodeInvalidSIWE && e.clockOffset.Abs() >= clockHintOffset {
 		return clockHint(e.clockOffset)

@@ -3,16 +3,22 @@ package rail0
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jarcoal/httpmock"
@@ -602,4 +608,321 @@ func TestRequestIDIsBounded(t *testing.T) {
 	assert.Equal(t, strings.Repeat("r", 128), ae.RequestID)
 	require.NotNil(t, ae.Call)
 	assert.Len(t, ae.Call.RequestID(), 128)
+}
+
+// contractErrorsPath is the module's copy of section 9 ("Errors") of the
+// gateway's contract guide, the only place the contract names its error
+// codes (openapi.json carries a few as examples only). It is kept verbatim:
+// TestContractErrorsCopyMatchesGuide compares it with the guide when a
+// shared checkout of the guide is near.
+const contractErrorsPath = "testdata/gateway_errors.md"
+
+// contractCodes returns the codes of the "Known codes" table in order.
+func contractCodes(t *testing.T) []ErrorCode {
+	t.Helper()
+	data, err := os.ReadFile(contractErrorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), "Known codes")
+	if !ok {
+		t.Fatalf("%s has no \"Known codes\" table", contractErrorsPath)
+	}
+	tick := regexp.MustCompile("`([a-z_]+)`")
+	var codes []ErrorCode
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		for _, m := range tick.FindAllStringSubmatch(cells[1], -1) {
+			codes = append(codes, ErrorCode(m[1]))
+		}
+	}
+	if len(codes) < 60 {
+		t.Fatalf("read %d codes from %s: the table's layout changed", len(codes), contractErrorsPath)
+	}
+	return codes
+}
+
+// TestEveryContractCodeHasAHint walks the codes the contract names: each
+// has a constant and a hint, reached through APIError.Hint as a caller
+// would. A code added to the contract without a hint fails here.
+func TestEveryContractCodeHasAHint(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("errors.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range contractCodes(t) {
+		if !bytes.Contains(src, []byte(`ErrorCode = "`+code+`"`)) {
+			t.Errorf("%s has no ErrorCode constant", code)
+		}
+		e := &APIError{StatusCode: http.StatusUnprocessableEntity, Code: code}
+		hint := e.Hint()
+		switch {
+		case hint == "":
+			t.Errorf("%s has no hint", code)
+		case hint != strings.TrimSpace(hint) || strings.HasSuffix(hint, ".") || oneLine(hint) != hint:
+			t.Errorf("%s: hint %q is not one clause in the house form (no final period, one line)", code, hint)
+		}
+	}
+	// Every hint belongs to a code of the contract: a typo in a constant
+	// would otherwise keep a hint nobody can reach.
+	known := map[ErrorCode]bool{}
+	for _, code := range contractCodes(t) {
+		known[code] = true
+	}
+	for code := range hints {
+		if !known[code] {
+			t.Errorf("hint for %s, which the contract does not name", code)
+		}
+	}
+}
+
+// TestContractErrorsCopyMatchesGuide keeps testdata/gateway_errors.md equal
+// to section 9 of the shared contract guide when a checkout of it is in a
+// parent directory; the module's copy is authoritative elsewhere.
+func TestContractErrorsCopyMatchesGuide(t *testing.T) {
+	t.Parallel()
+	var guide []byte
+	for i, dir := 0, ".."; i < 4 && guide == nil; i, dir = i+1, filepath.Join(dir, "..") {
+		data, err := os.ReadFile(filepath.Join(dir, "shared", "gateway", "README.md"))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		guide = data
+	}
+	if guide == nil {
+		t.Skip("no shared checkout of the contract guide; the module's copy is authoritative")
+	}
+	_, section, ok := strings.Cut(string(guide), "\n## 9. Errors\n")
+	if !ok {
+		t.Fatal("the guide has no section 9. Errors")
+	}
+	section, _, _ = strings.Cut(section, "\n## 10. ")
+	copied, err := os.ReadFile(contractErrorsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "## 9. Errors\n" + section + "\n"; string(copied) != want {
+		t.Fatalf("%s differs from section 9 of the contract guide: copy the section again and give every new code a hint", contractErrorsPath)
+	}
+}
+
+// hostileText is gateway text built to act on whatever prints it: an ANSI
+// colour and screen clear, an OSC 8 hyperlink and an OSC 52 clipboard write,
+// a forged second log record after U+2028 and a newline, a right-to-left
+// override that displays "exe.txt" as "txt.exe", C1 controls, DEL, NUL, a
+// zero-width space and a byte that is not UTF-8.
+const hostileText = "Only 15.00\x1b[31m is held\x1b[2J;\x1b]8;;https://evil.example\x07click\x1b]8;;\x07" +
+	"\u2028level=INFO msg=\"refund approved\"\n\u202etxt.exe\u202c \u0085\u009b1m\x7f\x00\u200b\xff end"
+
+// inert reports whether s holds nothing a terminal or log viewer would act
+// on: every rune valid UTF-8, no control or format character, no line or
+// paragraph separator.
+func inert(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
+func TestOneLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, want string }{
+		{"printable ASCII unchanged", "Only 15.00 is held;  lower it.", "Only 15.00 is held;  lower it."},
+		{"empty", "", ""},
+		{"newlines and tabs become one space", "line one\r\n\tline two\n", "line one line two"},
+		{"line and paragraph separators and NEL", "a\u2028b\u2029c\u0085d", "a b c d"},
+		{"ANSI colour is escaped, the rest stays readable", "\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"OSC hyperlink terminated by BEL", "\x1b]8;;http://e\x07x", `\x1b]8;;http://e\x07x`},
+		{"C1 CSI, DEL and NUL", "a\u009b2Jb\x7fc\x00", `a\x9b2Jb\x7fc\x00`},
+		{"right-to-left override and isolates", "\u202etxt.exe\u202c \u2066x\u2069", `\u202etxt.exe\u202c \u2066x\u2069`},
+		{"zero-width and byte order marks", "a\u200bb\ufeffc", `a\u200bb\ufeffc`},
+		{"format character beyond the BMP", "tag\U000e0041", `tag\U000e0041`},
+		{"invalid UTF-8 byte", "bad\xffbyte", `bad\xffbyte`},
+		{"non-ASCII letters stay", "Über 15,00 €  café", "Über 15,00 € café"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := oneLine(tt.in)
+			if got != tt.want {
+				t.Errorf("oneLine(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if !inert(got) {
+				t.Errorf("oneLine(%q) = %q is not inert", tt.in, got)
+			}
+		})
+	}
+	if got := oneLine(hostileText); !inert(got) || !strings.Contains(got, "refund approved") {
+		t.Errorf("oneLine(hostileText) = %q", got)
+	}
+}
+
+// Through NewClient against a gateway that answers hostile text in every
+// field of its error envelope: Error() is one inert line, while the typed
+// fields keep the text as sent.
+func TestGatewayTextInErrorsIsInert(t *testing.T) {
+	t.Parallel()
+	body, err := json.Marshal(map[string]string{
+		"code": "amount_exceeds_capturable\x1b[8m", "title": hostileText, "detail": hostileText,
+		"status": "invalid_state\n", "message": hostileText, "error": "x",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	c := newTestClient(t, srv.URL, WithToken("t"))
+
+	_, err = c.Payments.Get(context.Background(), "p")
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("err = %v, want an *APIError", err)
+	}
+	if msg := err.Error(); !inert(msg) || !strings.Contains(msg, "refund approved") || !strings.Contains(msg, `\x1b[31m`) {
+		t.Errorf("Error() = %q: want one inert line that still shows what was sent", msg)
+	}
+	sent := strings.ToValidUTF8(hostileText, "\ufffd") // what encoding/json sends for the byte that is not UTF-8
+	if apiErr.Detail != sent || apiErr.Title != sent || apiErr.Code != "amount_exceeds_capturable\x1b[8m" ||
+		apiErr.Category != "invalid_state\n" {
+		t.Errorf("typed fields changed: %q %q %q %q", apiErr.Code, apiErr.Category, apiErr.Title, apiErr.Detail)
+	}
+	if s := apiErr.Call.String(); !inert(strings.ReplaceAll(s, "\n", " ")) {
+		t.Errorf("transcript = %q", s)
+	}
+}
+
+// A failed transaction's error fields, and the ids around them, come from
+// the gateway too.
+func TestFailedTransactionTextIsInert(t *testing.T) {
+	t.Parallel()
+	srv, c := newMuxServer(t)
+	tx := txJSON(`tx1\u001b[2J`, OpCapture, TxFailed, "nonce_too_low")
+	for from, to := range map[string]string{
+		`"error_code": "nonce_too_low"`:             `"error_code": "nonce_too_low\u2028forged"`,
+		`"error_title": "Nonce too low"`:            `"error_title": "\u202eNonce"`,
+		`"error_detail": "Prepare the step again."`: `"error_detail": "Prepare\nagain \u001b]52;c;cm0gLXJmIH4=\u0007"`,
+	} {
+		if !strings.Contains(tx, from) {
+			t.Fatalf("fixture lacks %s", from)
+		}
+		tx = strings.Replace(tx, from, to, 1)
+	}
+	srv.on("GET /payments/p", muxOK(paymentDetailJSON(StatusAuthorized, "", tx)))
+	_, err := (&sleepRecorder{}).on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1\x1b[2J", PaymentWaitForTransactionParams{})
+	var tfe *TransactionFailedError
+	if !errors.As(err, &tfe) {
+		t.Fatalf("err = %v, want a *TransactionFailedError", err)
+	}
+	if msg := err.Error(); !inert(msg) || !strings.Contains(msg, "forged") || !strings.Contains(msg, "Prepare again") {
+		t.Errorf("Error() = %q", msg)
+	}
+	if tfe.Code != "nonce_too_low\u2028forged" || tfe.Detail != "Prepare\nagain \x1b]52;c;cm0gLXJmIH4=\x07" || tfe.Transaction.ID != "tx1\x1b[2J" {
+		t.Errorf("typed fields changed: %q %q %q", tfe.Code, tfe.Detail, tfe.Transaction.ID)
+	}
+	tfe.Detail, tfe.Title = "", "\u202eNonce"
+	if msg := tfe.Error(); !inert(msg) {
+		t.Errorf("Error() with only a title = %q", msg)
+	}
+}
+
+// Gateway text that reaches a flow's or a check's error: PayerSign's report
+// of a status it cannot sign, and the payment id an *ArtifactError names,
+// which for VerifyPayload and VerifyTransaction is the gateway's own.
+func TestGatewayTextInArtifactErrorsIsInert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("PayerSign of a payment in a status it cannot sign", func(t *testing.T) {
+		t.Parallel()
+		g := newArtGateway(t, ModeAuthorize, StatusUnsigned)
+		g.tamperPayment = func(p map[string]any) { p["status"], p["signed_at"] = hostileText, nil }
+		_, err := g.client(g.payer).Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
+		if !errors.Is(err, ErrNotSignable) {
+			t.Fatalf("err = %v, want ErrNotSignable", err)
+		}
+		if msg := err.Error(); !inert(msg) || !strings.Contains(msg, "refund approved") {
+			t.Errorf("Error() = %q: want one inert line that still shows the status", msg)
+		}
+	})
+	t.Run("the payment id of an *ArtifactError", func(t *testing.T) {
+		t.Parallel()
+		g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+		c := g.client(g.payee)
+		p, err := c.Payments.Get(ctx, artPayment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.ID, p.Amount = hostileText, "1" // any mismatch: config_hash
+		_, err = c.Payments.VerifyTransaction(ctx, p, Intent{Operation: OpVoid}, "{}")
+		var ae *ArtifactError
+		if !errors.As(err, &ae) || ae.PaymentID != hostileText {
+			t.Fatalf("err = %v, want an *ArtifactError keeping the id as sent", err)
+		}
+		if msg := err.Error(); !inert(msg) || !strings.Contains(msg, "refund approved") {
+			t.Errorf("Error() = %q: want one inert line that still shows the id", msg)
+		}
+	})
+}
+
+// A 401 to a client made without WithSigner, WithToken or WithTokenSource
+// is the gateway's "missing token": its error names WithSigner, which the
+// gateway's answer cannot. A client with credentials, a public operation
+// and another status keep the gateway's words alone.
+func TestUnauthorizedWithoutCredentialsNamesWithSigner(t *testing.T) {
+	unauthorized := step{status: http.StatusUnauthorized,
+		body: `{"code":"unauthorized","title":"Unauthorized","detail":"Missing bearer token.","status":"unauthorized"}`}
+	forbidden := step{status: http.StatusForbidden,
+		body: `{"code":"forbidden","title":"Forbidden","detail":"No.","status":"forbidden"}`}
+	create := func(c *Client) error {
+		_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 84532, Mode: ModeAuthorize,
+			Amount: "25.00", Token: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+			Payer: "0x5B38Da6a701c568545dCfcB03FcB875f56beddC4", Payee: "0xAb8483F64d9C6d1EcF9b849Ae677dD3315835cb2"})
+		return err
+	}
+	list := func(c *Client) error {
+		_, err := c.Chains.List(context.Background(), ChainListParams{})
+		return err
+	}
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		step step
+		call func(*Client) error
+		hint bool
+	}{
+		{"no credentials", nil, unauthorized, create, true},
+		{"a token", []Option{WithToken("t")}, unauthorized, create, false},
+		{"a token source", []Option{WithTokenSource(func(context.Context) (string, error) { return "t", nil })}, unauthorized, create, false},
+		{"a public operation", nil, unauthorized, list, false},
+		{"a 403", nil, forbidden, create, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newMemScript(tt.step)
+			c := newTestClient(t, memURL, append([]Option{memClient(srv)}, tt.opts...)...)
+			err := tt.call(c)
+			var apiErr *APIError
+			require.ErrorAs(t, err, &apiErr)
+			assert.Equal(t, tt.hint, strings.Contains(err.Error(), "WithSigner"), err.Error())
+			assert.Equal(t, tt.hint, strings.Contains(apiErr.Hint(), "WithSigner"), apiErr.Hint())
+			if tt.hint {
+				assert.True(t, errors.Is(err, ErrUnauthorized))
+				assert.Contains(t, err.Error(), "Missing bearer token.", "the gateway's words stay")
+			}
+		})
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // HealthStatus is the gateway's overall health.
@@ -46,7 +48,7 @@ type WorkersHealth struct {
 	Enqueued  int64  `json:"enqueued"`
 }
 
-var getHealth = declare(operation{"getHealth", "GET", "/health", opRead, ""})
+var getHealth = declare(ops.GetHealth)
 
 // Get reads the gateway's health.
 //

@@ -4,22 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
-
-	"github.com/rail0/rail0-go/ratelimit"
 )
 
 // This file is what a call tells about itself, in one of three ways: its
 // transcript (Call), the Observer hook (package rail0otel implements it with
 // OpenTelemetry, package rail0stats with counters) and the log lines. The
-// send path (retry.go) reports to it at four points: the call begins, an
-// attempt leaves, an attempt's answer and the decision taken on it, the
-// call's end; limiter admissions go into the transcript as they happen. The
-// policy stays in backoff.go; nothing here decides anything.
+// send path feeds all three through one function, callState.report
+// (send.go): the call begins, an attempt leaves, an attempt's answer and the
+// decision taken on it, the call's end; limiter admissions go into the
+// transcript as they happen. The rules stay in retry_rules.go; nothing here
+// decides anything.
 
 // Call is the transcript of one call: every attempt with its answer and the
 // retry decision taken on it, every limiter admission, and the outcome. A
@@ -287,9 +284,9 @@ func writeLimiterLine(b *strings.Builder, w LimiterWait) {
 	}
 }
 
-// CallOf returns the transcript of the call that returned err (see Call),
-// or nil when err carries none (a *ValidationError refused before any call,
-// or an error from elsewhere).
+// CallOf returns the transcript of the call that returned err (see Call).
+// It is nil when err carries none: a *ValidationError refused before any
+// call, or an error from elsewhere.
 func CallOf(err error) *Call {
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Call != nil {
@@ -311,10 +308,10 @@ func CallOf(err error) *Call {
 }
 
 // Observer watches calls as they run: package rail0otel implements it with
-// OpenTelemetry spans and metrics, package rail0stats with counters, and
-// WithObserver installs one (or several). It is called at the four points
-// of a call's life; everything else it reads from the transcript it is
-// handed: the limiter's admissions before an attempt (the Call.Limiter
+// OpenTelemetry spans and metrics, package rail0stats with counters.
+// WithObserver installs one; give it once per observer. It is called at the
+// four points of a call's life. Everything else it reads from the
+// transcript it is handed: the limiter's admissions before an attempt (the Call.Limiter
 // entries whose Before is the attempt's N) when the attempt leaves, what an
 // answer told the limiter (Attempt.PartitionState) when the attempt ends,
 // and a limiter refusal, or a wait the context cut short (the entries after
@@ -366,8 +363,8 @@ func isToken(s string) bool { return s != "" && tokenLen(s) == len(s) }
 // the ones the SDK owns (Authorization, Idempotency-Key, Content-Type, ...).
 type AttemptHeader struct{ h http.Header }
 
-// Set sets a header of the attempt, unless the SDK owns it or the name or
-// value cannot be sent in a header.
+// Set sets a header of the attempt. It does nothing when the SDK owns the
+// header, or when the name or value cannot be sent in a header.
 func (a AttemptHeader) Set(key, value string) {
 	if a.h == nil || !isToken(key) || checkHeaderValue("header", value) != nil {
 		return
@@ -380,10 +377,10 @@ func (a AttemptHeader) Set(key, value string) {
 	a.h.Set(key, value)
 }
 
-// WithObserver installs an Observer of every call (package rail0otel
-// provides one for OpenTelemetry, package rail0stats one that counts).
-// Given more than once, the observers add up: each hears every call, in
-// the order given, and each StartCall's context is passed to the next.
+// WithObserver installs an Observer of every call. Package rail0otel
+// provides one for OpenTelemetry, package rail0stats one that counts. Give
+// it once per observer: they add up, and each hears every call in the order
+// given. Each StartCall's context is passed to the next.
 func WithObserver(o Observer) Option {
 	return func(c *config) error {
 		if o == nil {
@@ -431,196 +428,6 @@ func observerOf(os []Observer) Observer {
 		return os[0]
 	}
 	return observers(append([]Observer(nil), os...))
-}
-
-// startCall opens the transcript of a call and tells the observer.
-func (c *Client) startCall(ctx context.Context, r *request) (context.Context, *Call) {
-	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
-	call.Attempts = call.first[:0]
-	op := r.op
-	if op == nil { // a request built from a method and a path
-		op = lookup(r.method, r.path)
-	}
-	call.Operation, call.Route, call.PaymentID = routeOf(op, r.path)
-	call.class = classOf(r.method, op)
-	if c.observer != nil {
-		ctx = c.observer.StartCall(ctx, call)
-	}
-	return ctx, call
-}
-
-// beforeAttempt runs just before each attempt leaves (send for the first,
-// prepareRetry for a retry): it opens the attempt's entry in the transcript
-// and lets the observer add its headers.
-func (c *Client) beforeAttempt(req *http.Request, st *callState) {
-	call := st.call
-	call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: len(st.requestBody)})
-	if c.observer != nil {
-		c.observer.SendAttempt(req.Context(), call, AttemptHeader{req.Header})
-	}
-	if c.wireLogging(req.Context()) {
-		c.logWireRequest(req.Context(), st, req.Header)
-	}
-}
-
-// recordAttempt completes the transcript's entry of the attempt that just
-// came back with what it got and the decision taken; nil when no attempt
-// is open.
-func (c *Client) recordAttempt(st *callState, o outcome, d decision, failure error, now time.Time) *Attempt {
-	call := st.call
-	if len(call.Attempts) == 0 {
-		return nil
-	}
-	a := &call.Attempts[len(call.Attempts)-1]
-	a.Duration = now.Sub(a.Sent)
-	a.StatusCode = o.status
-	a.ResponseBytes = len(st.body)
-	if o.status != 0 {
-		a.RequestID = requestID(st.header)
-		a.RateLimit = st.rateLimit
-		if o.hasRetryAfter {
-			a.RetryAfter = o.retryAfter
-		}
-	}
-	if failure != nil {
-		a.Err = errorText(failure)
-	}
-	if d.relevant {
-		a.Retry, a.Reason = d.retry, d.reason
-		if d.retry {
-			a.Wait = d.wait
-			a.ServerWait = o.hasRetryAfter && (o.status == http.StatusTooManyRequests || o.status == http.StatusServiceUnavailable)
-		} else {
-			a.Refused = isRefusal(d.reason)
-		}
-	}
-	return a
-}
-
-// tellAttempt reports an attempt whose answer and decision are final: one
-// line at debug with its facts, one at info with the retry decision when
-// the answer was a retry matter, and the observer's EndAttempt.
-func (c *Client) tellAttempt(ctx context.Context, call *Call, a *Attempt) {
-	if c.logger != nil {
-		if c.logger.Enabled(ctx, slog.LevelDebug) {
-			attrs := callAttrs(call.ID, call.Method, call.Path,
-				slog.Int("attempt", a.N),
-				slog.Int("status", a.StatusCode),
-				slog.Duration("duration", a.Duration),
-				slog.String("request_id", a.RequestID),
-				slog.Int("request_bytes", a.RequestBytes),
-				slog.Int("response_bytes", a.ResponseBytes))
-			if a.Err != "" {
-				attrs = append(attrs, slog.String("error", a.Err))
-			}
-			c.logger.LogAttrs(ctx, slog.LevelDebug, "rail0: attempt", attrs...)
-		}
-		if a.Reason != "" {
-			c.logDecision(ctx, call, a)
-		}
-	}
-	if c.observer != nil {
-		c.observer.EndAttempt(ctx, call, a)
-	}
-}
-
-// logDecision logs a retry decision at info: a retry, or a retryable
-// failure returned instead (what the user must act on is logged at warn
-// when the call ends).
-func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
-	msg := "rail0: retrying"
-	switch {
-	case a.Reason == ReasonRetryOn429Off:
-		msg = "rail0: rate limited; not retrying (WithRetryOn429 is off)"
-	case !a.Retry:
-		msg = "rail0: not retrying"
-	}
-	attrs := callAttrs(call.ID, call.Method, call.Path,
-		slog.Int("attempt", a.N),
-		slog.Int("status", a.StatusCode),
-		slog.Duration("wait", a.Wait),
-		slog.Bool("will_retry", a.Retry),
-		slog.String("reason", string(a.Reason)))
-	if a.RetryAfter > 0 {
-		attrs = append(attrs, slog.Duration("retry_after", a.RetryAfter))
-	}
-	if a.RequestID != "" {
-		attrs = append(attrs, slog.String("request_id", a.RequestID))
-	}
-	if a.Err != "" {
-		attrs = append(attrs, slog.String("error", a.Err))
-	}
-	c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
-}
-
-// noteAdmission records one answer of the limiter in the call's transcript
-// and logs it; the observer reads it there (see Observer). Every limiter
-// call site reports through it. A cooldown the call is about to wait out is
-// told to the request's onRateWait too.
-func (c *Client) noteAdmission(ctx context.Context, st *callState, adm ratelimit.Admission) {
-	call := st.call
-	call.Limiter = append(call.Limiter, LimiterWait{
-		Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
-		Wait: adm.Wait, Cooldown: adm.Cooldown, Refused: !adm.OK,
-	})
-	w := &call.Limiter[len(call.Limiter)-1]
-	if st.onRateWait != nil && adm.OK && adm.Cooldown && adm.Wait > 0 {
-		st.onRateWait(rateWait{method: st.method, path: st.path, until: w.At.Add(adm.Wait)})
-	}
-	if c.logger != nil && (w.Wait > 0 || w.Refused) {
-		level, msg := slog.LevelDebug, "rail0: waiting for the rate limit"
-		if w.Refused {
-			level, msg = slog.LevelInfo, "rail0: not sent: the rate-limit wait does not fit the call's allowance or deadline"
-		}
-		c.logger.LogAttrs(ctx, level, msg, callAttrs(call.ID, st.method, st.path,
-			slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))...)
-	}
-}
-
-// endCall closes the transcript, attaches it to what the call returns, logs
-// what the user must act on (warn) and tells the observer.
-func (c *Client) endCall(ctx context.Context, call *Call, resp *Response, err error) {
-	call.Duration = c.now().Sub(call.Start)
-	call.Outcome = outcomeOf(err)
-	if err == nil {
-		if resp != nil {
-			resp.Call = call
-			resp.Attempts = len(call.Attempts)
-		}
-	} else {
-		attachCall(err, call)
-		if c.logger != nil {
-			c.logOutcome(ctx, call, err)
-		}
-	}
-	if c.observer != nil {
-		c.observer.EndCall(ctx, call, err)
-	}
-}
-
-// logOutcome logs, at warn, the failures the user must act on: a write
-// whose outcome is unknown (read the resource before doing it again), and a
-// redirect (the base URL is wrong or a proxy is in the way).
-func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
-	var msg string
-	var apiErr *APIError
-	switch {
-	case call.Outcome == OutcomeUnknown:
-		msg = "rail0: outcome unknown; read the resource before doing this again"
-	case errors.As(err, &apiErr) && apiErr.StatusCode >= 300 && apiErr.StatusCode <= 399:
-		msg = "rail0: redirect not followed; check the base URL"
-	default:
-		return
-	}
-	c.logger.LogAttrs(ctx, slog.LevelWarn, msg, callAttrs(call.ID, call.Method, call.Path,
-		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))...)
-}
-
-// callAttrs opens every log line about a call with the same keys, so that
-// one search on call_id finds its attempts, limiter waits, retry decisions
-// and outcome.
-func callAttrs(id uint64, method, path string, more ...slog.Attr) []slog.Attr {
-	return append([]slog.Attr{slog.Uint64("call_id", id), slog.String("method", method), slog.String("path", path)}, more...)
 }
 
 // outcomeOf names how a call ended from the error it returns.
@@ -672,35 +479,4 @@ func attachCall(err error, call *Call) {
 			*slot = call
 		}
 	}
-}
-
-// isRefusal reports whether reason is a limit that stopped a retry the
-// client would have made (Attempt.Refused).
-func isRefusal(reason RetryReason) bool {
-	switch reason {
-	case ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonLimiter, ReasonRetryBudget:
-		return true
-	}
-	return false
-}
-
-// routeOf names the contract operation op of a request (path relative to
-// the base URL, segments escaped; op as its method declared it, or lookup's,
-// nil when the contract does not name it), its template and the payment id
-// it addresses. A path
-// the contract does not name is its own route.
-func routeOf(op *operation, path string) (operation, template, paymentID string) {
-	if op != nil {
-		operation, template = op.id, op.template
-	} else {
-		template = "/" + path
-	}
-	if rest, ok := strings.CutPrefix(path, "payments/"); ok {
-		id, _, _ := strings.Cut(rest, "/")
-		if u, err := url.PathUnescape(id); err == nil {
-			id = u
-		}
-		paymentID = id
-	}
-	return operation, template, paymentID
 }

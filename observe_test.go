@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -341,4 +344,363 @@ func TestTranscriptHoldsPartitionState(t *testing.T) {
 		require.Len(t, rec.partitions, 1, "the observer heard it at EndAttempt")
 		assert.Equal(t, *ps, rec.partitions[0])
 	})
+}
+
+// These tests pin the one way to watch a call: the transcript, the
+// logger and the Observer hear the same decisions, at the same points.
+
+// newTokens is a token source that gives a new token each time it is asked,
+// as a TokenSource does after a 401.
+func newTokens() func(context.Context) (string, error) {
+	var mu sync.Mutex
+	n := 0
+	return func(context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("tok-%d", n), nil
+	}
+}
+
+const unauthorizedBody = `{"code":"unauthorized","title":"Unauthorized","detail":"token revoked","status":"unauthorized"}`
+
+// The 401 after which the client got a new token and sent the call again
+// is reported once that decision is taken: EndAttempt hears
+// session_refused, the debug line of the attempt comes before the info line
+// of the decision, and the transcript says the call went again at once
+// with a new token (not a guessed wait).
+func TestSessionRefusedIsReportedOnceDecided(t *testing.T) {
+	srv := newScriptServer(t, step{status: 401, body: unauthorizedBody}, step{status: 200, body: paymentBody})
+	var rec recorder
+	var buf bytes.Buffer
+	c := newTestClient(t, srv.URL, WithTokenSource(newTokens()), WithObserver(&rec), WithLogger(slogJSON(&buf)))
+
+	p, err := c.Payments.Get(context.Background(), "p1")
+
+	require.NoError(t, err)
+	assert.Equal(t, []string{"start getPayment", "send", "attempt Unauthorized session_refused", "send", "attempt OK ", "end ok"}, rec.events)
+	lines := logLines(t, &buf)
+	require.Len(t, lines, 3)
+	assert.Equal(t, []any{"rail0: attempt", "rail0: retrying", "rail0: attempt"}, []any{lines[0]["msg"], lines[1]["msg"], lines[2]["msg"]})
+	assert.Equal(t, 401.0, lines[0]["status"])
+	assert.Equal(t, "session_refused", lines[1]["reason"])
+	assert.Equal(t, true, lines[1]["will_retry"])
+	first := p.Response.Call.Attempts[0]
+	assert.True(t, first.Retry)
+	assert.Zero(t, first.Wait)
+	assert.False(t, first.ServerWait)
+	text := p.Response.Call.String()
+	assert.Contains(t, text, "401 in ")
+	assert.Contains(t, text, "-> sent again at once with a new token (session_refused)")
+	assert.NotContains(t, text, "guessed")
+}
+
+// A 401 that is not sent again (a second one, or a write that must not run
+// twice) is reported as it is, once.
+func TestUnretried401IsReportedOnce(t *testing.T) {
+	srv := newScriptServer(t, step{status: 401, body: unauthorizedBody}, step{status: 401, body: unauthorizedBody})
+	var rec recorder
+	c := newTestClient(t, srv.URL, WithTokenSource(newTokens()), WithObserver(&rec))
+
+	_, err := c.Payments.Get(context.Background(), "p1")
+
+	require.ErrorIs(t, err, ErrUnauthorized)
+	assert.Equal(t, []string{"start getPayment", "send", "attempt Unauthorized session_refused", "send", "attempt Unauthorized ",
+		"end api_error"}, rec.events)
+	assert.Empty(t, CallOf(err).NotRetried(), "a 401 is no retry matter")
+}
+
+// Observers add up: each hears every call in the order given, and each
+// StartCall's context reaches the next one and the call.
+func TestObserversAddUp(t *testing.T) {
+	srv := newScriptServer(t, step{status: 503}, step{status: 200, body: paymentBody})
+	first, second := &eventLog{}, &recorder{}
+	c := newTestClient(t, srv.URL, WithToken("t"), WithObserver(first), WithObserver(second), withRand(func() float64 { return 0 }))
+
+	_, err := c.Payments.Get(context.Background(), "p1")
+
+	require.NoError(t, err)
+	require.Len(t, first.all(), 1)
+	assert.Equal(t, ReasonServerError, first.all()[0].Reason)
+	assert.Equal(t, []string{"start getPayment", "send", "attempt Service Unavailable server_error", "send", "attempt OK ", "end ok"}, second.events)
+	for _, r := range srv.requests() {
+		assert.Equal(t, "00-trace", r.header.Get("Traceparent"), "the second observer's header")
+	}
+}
+
+// Call.NotRetried says why the last answer came back: the reason of the
+// last attempt when no retry followed it, the limiter when it refused, and
+// nothing for an answer that was no retry matter.
+func TestCallNotRetried(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		call Call
+		want RetryReason
+	}{
+		{"no attempt, no refusal", Call{}, ""},
+		{"a success", Call{Attempts: []Attempt{{N: 1, StatusCode: 200}}}, ""},
+		{"a refused retry", Call{Attempts: []Attempt{{N: 1, StatusCode: 429, Reason: ReasonAllowance, Refused: true}}}, ReasonAllowance},
+		{"retried, then a 404", Call{Attempts: []Attempt{{N: 1, StatusCode: 503, Retry: true, Reason: ReasonServerError}, {N: 2, StatusCode: 404}}}, ""},
+		{"RetryOn429 off", Call{Attempts: []Attempt{{N: 1, StatusCode: 429, Reason: ReasonRetryOn429Off}}}, ReasonRetryOn429Off},
+		{"the limiter refused the retry", Call{Attempts: []Attempt{{N: 1, StatusCode: 429, Retry: true, Reason: ReasonRateLimited}},
+			Limiter: []LimiterWait{{Before: 1}, {Before: 2, Refused: true}}}, ReasonLimiter},
+		{"the limiter refused the first attempt", Call{Limiter: []LimiterWait{{Before: 1, Refused: true}}}, ReasonLimiter},
+		{"the context ended the wait", Call{Attempts: []Attempt{{N: 1, StatusCode: 429, Retry: true, Reason: ReasonRateLimited}}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.call.NotRetried())
+		})
+	}
+}
+
+// The limiter's admissions reach an Observer through the transcript: each
+// admission is in Call.Limiter before the attempt it admitted leaves
+// (SendAttempt), and a refusal is there when the call ends (EndCall).
+func TestObserverReadsAdmissionsFromTheTranscript(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(step{status: 200, body: paymentBody})
+		var seen []string
+		obs := admissionWatcher(func(point string, call *Call) {
+			seen = append(seen, fmt.Sprintf("%s %d", point, len(call.Limiter)))
+		})
+		c := newTestClient(t, memURL, memClient(srv), WithToken("t"), WithObserver(obs),
+			WithPacing(Pacing{Session: Budget{Limit: 1, Period: time.Minute}}), WithMaxRetryWait(time.Second))
+		_, err := c.Payments.Get(context.Background(), "a")
+		require.NoError(t, err)
+		_, err = c.Payments.Get(context.Background(), "b")
+		require.ErrorIs(t, err, ErrRateLimited)
+		assert.Equal(t, []string{"send 1", "end 1", "end 1"}, seen)
+		assert.True(t, CallOf(err).Limiter[0].Refused)
+	})
+}
+
+// admissionWatcher is an Observer that notes how many admissions the
+// transcript holds when an attempt leaves and when the call ends.
+type admissionWatcher func(point string, call *Call)
+
+func (f admissionWatcher) StartCall(ctx context.Context, _ *Call) context.Context { return ctx }
+
+func (f admissionWatcher) SendAttempt(_ context.Context, call *Call, _ AttemptHeader) {
+	f("send", call)
+}
+
+func (f admissionWatcher) EndAttempt(context.Context, *Call, *Attempt) {}
+
+func (f admissionWatcher) EndCall(_ context.Context, call *Call, _ error) { f("end", call) }
+
+// Every log line about a call carries its call_id, the limiter's warnings
+// included.
+func TestLimiterWarningsCarryTheCallID(t *testing.T) {
+	srv := newScriptServer(t, throttled("1"), step{status: 200, body: paymentBody})
+	var buf bytes.Buffer
+	c := newTestClient(t, srv.URL, WithToken("t"), WithRetryOn429(true), WithRetryAfterCap(time.Millisecond),
+		WithLimiter(failingLimiter{}), WithLogger(slogJSON(&buf)))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.NoError(t, err)
+	warnings := 0
+	for _, l := range logLines(t, &buf) {
+		assert.Equal(t, 1.0, l["call_id"], "%v", l)
+		if l["level"] == "WARN" {
+			warnings++
+			assert.True(t, strings.HasPrefix(l["msg"].(string), "rail0: rate limiter unavailable"), l["msg"])
+			assert.Equal(t, "/payments/p1", l["path"])
+		}
+	}
+	assert.GreaterOrEqual(t, warnings, 2, buf.String())
+}
+
+// failingLimiter is a Limiter whose store cannot be reached.
+type failingLimiter struct{}
+
+var errLimiterDown = fmt.Errorf("limiter down")
+
+func (failingLimiter) Reserve(context.Context, ratelimit.Reservation) (ratelimit.Admission, error) {
+	return ratelimit.Admission{}, errLimiterDown
+}
+
+func (failingLimiter) Observe(context.Context, string, ratelimit.Observation) (ratelimit.Feedback, error) {
+	return ratelimit.Feedback{}, errLimiterDown
+}
+
+func (failingLimiter) Release(context.Context, string, int64) error { return errLimiterDown }
+
+// These tests hold the claims of the package doc, the README and the doc
+// comments of the watching surface (Call, Attempt, Observer, WithLogger)
+// against what the SDK does, one claim per test.
+
+// Package doc, "What a call tells": "each retry decision reaches every one
+// of them" (the transcript, the logger, the observers). A retry, a refusal
+// by a limit and a refusal by the limiter, each seen by all three.
+func TestEachDecisionReachesEverySink(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		steps  []step
+		opts   []Option
+		calls  int
+		reason RetryReason
+		retry  bool
+		msg    string // the info line
+		line   string // in the transcript's text
+	}{
+		{"a retry", []step{{status: 503}, {status: 200, body: paymentBody}}, nil, 1,
+			ReasonServerError, true, "rail0: retrying", "-> retry in 250ms (server_error, guessed)"},
+		{"a limit refuses the retry", []step{throttled("600")}, []Option{WithRetryOn429(true)}, 1,
+			ReasonAllowance, false, "rail0: not retrying", "-> return (allowance_exhausted)"},
+		{"the limiter refuses the call", []step{{status: 200, body: paymentBody}},
+			[]Option{WithPacing(Pacing{Session: Budget{Limit: 1, Period: time.Hour}}), WithMaxRetryWait(time.Second)}, 2,
+			ReasonLimiter, false, "rail0: not sent: the rate-limit wait does not fit the call's allowance or deadline",
+			"limiter refused #1: pacing wait of"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newMemScript(tt.steps...)
+				ev := &eventLog{}
+				var buf bytes.Buffer
+				c := newTestClient(t, memURL, append([]Option{memClient(srv), WithToken("t"), WithObserver(ev),
+					WithLogger(slogJSON(&buf)), withRand(half)}, tt.opts...)...)
+				var call *Call
+				for range tt.calls {
+					p, err := c.Payments.Get(context.Background(), "p1")
+					if call = CallOf(err); err == nil {
+						call = p.Response.Call
+					}
+				}
+				// The transcript.
+				if tt.reason == ReasonLimiter {
+					assert.Equal(t, ReasonLimiter, call.NotRetried())
+					assert.True(t, call.Limiter[len(call.Limiter)-1].Refused)
+				} else {
+					a := call.Attempts[0]
+					assert.Equal(t, tt.reason, a.Reason)
+					assert.Equal(t, tt.retry, a.Retry)
+				}
+				assert.Contains(t, call.String(), tt.line)
+				// The observer.
+				if tt.reason == ReasonLimiter {
+					assert.Equal(t, map[RetryReason]int{ReasonLimiter: 1}, ev.refusals())
+				} else {
+					require.Len(t, ev.all(), 1)
+					assert.Equal(t, tt.reason, ev.all()[0].Reason)
+					assert.Equal(t, tt.retry, ev.all()[0].Retry)
+				}
+				// The logger, at info.
+				var info []map[string]any
+				for _, l := range logLines(t, &buf) {
+					if l["level"] == "INFO" {
+						info = append(info, l)
+					}
+				}
+				require.Len(t, info, 1, buf.String())
+				assert.Equal(t, tt.msg, info[0]["msg"])
+				assert.Equal(t, float64(call.ID), info[0]["call_id"])
+				if tt.reason != ReasonLimiter {
+					assert.Equal(t, string(tt.reason), info[0]["reason"])
+					assert.Equal(t, tt.retry, info[0]["will_retry"])
+				}
+			})
+		})
+	}
+}
+
+// Attempt.Retry: "the SDK decided to send the call again after Wait. The
+// next attempt follows unless ... the limiter refuses it (a refused
+// LimiterWait then ends the call)".
+func TestRetryDecidedThenRefusedByTheLimiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newMemScript(throttled("1"), step{status: 200, body: paymentBody})
+		c := newTestClient(t, memURL, memClient(srv), WithToken("t"), WithRetryOn429(true), WithLimiter(&closedLimiter{}), withRand(half))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		call := CallOf(err)
+		require.NotNil(t, call)
+		require.Len(t, call.Attempts, 1)
+		assert.True(t, call.Attempts[0].Retry, "the decision was to retry")
+		last := call.Limiter[len(call.Limiter)-1]
+		assert.True(t, last.Refused)
+		assert.Equal(t, 2, last.Before, "the refused admission is the retry's")
+		assert.Equal(t, ReasonLimiter, call.NotRetried())
+		assert.Contains(t, call.String(), "limiter refused #2")
+	})
+}
+
+// Observer: "Its methods are called synchronously on the calling
+// goroutine", and the call does not return before EndCall.
+func TestObserverRunsOnTheCallingGoroutine(t *testing.T) {
+	srv := newScriptServer(t, step{status: 503}, step{status: 200, body: paymentBody})
+	caller := goroutineID()
+	obs := &goroutineWatcher{}
+	c := newTestClient(t, srv.URL, WithToken("t"), WithObserver(obs), withRand(func() float64 { return 0 }))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"StartCall", "SendAttempt", "EndAttempt", "SendAttempt", "EndAttempt", "EndCall"}, obs.points)
+	for i, id := range obs.ids {
+		assert.Equal(t, caller, id, "%s ran on another goroutine", obs.points[i])
+	}
+}
+
+// goroutineWatcher notes each Observer method called and the goroutine it
+// ran on.
+type goroutineWatcher struct {
+	mu     sync.Mutex
+	points []string
+	ids    []string
+}
+
+func (w *goroutineWatcher) note(point string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.points = append(w.points, point)
+	w.ids = append(w.ids, goroutineID())
+}
+
+func (w *goroutineWatcher) StartCall(ctx context.Context, _ *Call) context.Context {
+	w.note("StartCall")
+	return ctx
+}
+
+func (w *goroutineWatcher) SendAttempt(context.Context, *Call, AttemptHeader) { w.note("SendAttempt") }
+
+func (w *goroutineWatcher) EndAttempt(context.Context, *Call, *Attempt) { w.note("EndAttempt") }
+
+func (w *goroutineWatcher) EndCall(context.Context, *Call, error) { w.note("EndCall") }
+
+// goroutineID is the id runtime.Stack prints for the running goroutine.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// Attempt.PartitionState: a 429 or an exhausted quota is told on every
+// client (a view that waits may be made later); a learned budget only on a
+// client that waits for its limiter (WithRetryOn429 or WithPacing).
+func TestPartitionStateWhenTheAnswerToldTheLimiter(t *testing.T) {
+	advertised := step{status: http.StatusOK, body: paymentBody,
+		header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=5;t=30`}}
+	for _, tt := range []struct {
+		name  string
+		opts  []Option
+		step  step
+		state bool
+	}{
+		{"a 429, RetryOn429 off, no pacing", nil, throttled("60"), true},
+		{"a 429, RetryOn429 on", []Option{WithRetryOn429(true), WithMaxRetryWait(0)}, throttled("60"), true},
+		{"a 429, pacing", []Option{WithPacing(PublishedLimits()), WithMaxRetryWait(0)}, throttled("60"), true},
+		{"a budget, RetryOn429 off, no pacing", nil, advertised, false},
+		{"a budget, RetryOn429 on", []Option{WithRetryOn429(true)}, advertised, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newMemScript(tt.step)
+				c := newTestClient(t, memURL, append([]Option{memClient(srv), WithToken("t")}, tt.opts...)...)
+				resp, err := c.Payments.Get(context.Background(), "p1")
+				call := CallOf(err)
+				if err == nil {
+					call = resp.Response.Call
+				}
+				require.Len(t, call.Attempts, 1)
+				assert.Equal(t, tt.state, call.Attempts[0].PartitionState != nil)
+			})
+		})
+	}
 }

@@ -3,41 +3,45 @@ package rail0
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
-// operation is one operation of the gateway contract, declared as a
-// package-level value beside the method that performs it, the way go-github
-// writes //meta:operation above each method: the value's name and id are the
-// contract's operationId, then its method, its path template relative to the
-// base URL with the leading slash Call.Route shows ("{...}" stands for one
-// segment), what repeating it does and why (the gateway guide, sections 4
-// and 9). The method passes it to do in its request with the path's
-// arguments, and do builds the path from the template (path), so the route,
-// the transcript's names and the retry class come with the request: no
-// method's request is matched against the templates at run time, and a path
-// cannot stray from its template. Adding an endpoint is one declaration and
-// one method in the resource's file; TestOperationsMatchTheContract holds
-// every declaration against the contract (testdata/openapi.json).
+// operation is one operation of the gateway contract: a row of the table
+// in package internal/ops, which the fake gateway (package rail0test)
+// serves from too. Each method names its row in a package-level value
+// beside it, the way go-github writes //meta:operation above each method:
+// var getPayment = declare(ops.GetPayment), named by the operationId. The
+// method passes it to do in its request with the path's arguments, and do
+// builds the path from the template (path). So the route, the
+// transcript's names and the retry class come with the request. No
+// method's request is matched against the templates at run time, and a
+// path cannot stray from its template. Adding an endpoint is one row in
+// internal/ops, one declaration and one method in the resource's file;
+// TestOperationsMatchTheContract holds every row against the contract
+// (testdata/openapi.json).
 type operation struct {
-	id, method, template string
+	id, method, template string // the operationId; the template has its leading slash, as Call.Route shows
 	class                opClass
 	why                  string
 }
 
-// declared lists every declared operation, for the one request that comes
-// without its operation: one the SDK builds from a method and a path (see
-// lookup). It is filled while the package initializes and only read after.
-var declared []*operation
+// operations is the table as the send path reads it, indexed by ops.ID.
+var operations = func() []operation {
+	rows := ops.All()
+	out := make([]operation, len(rows))
+	for i, r := range rows {
+		out[i] = operation{id: r.ID, method: r.Method, template: r.Template, class: r.Class, why: r.Why}
+	}
+	return out
+}()
 
-// declare registers op, a declaration of one contract operation, and
-// returns it.
-func declare(op operation) *operation {
-	declared = append(declared, &op)
-	return &op
-}
+// declare returns the operation id, for the method that performs it.
+func declare(id ops.ID) *operation { return &operations[id] }
 
-// lookup returns the declared operation a request without one performs,
+// lookup returns the operation a request without one performs,
 // from its method and its path relative to the base URL (segments escaped,
 // so an id is always one segment); nil when the contract does not name it.
 // Of two templates that match, the one with fewer "{...}" segments is the
@@ -46,8 +50,8 @@ func declare(op operation) *operation {
 func lookup(method, path string) *operation {
 	path = strings.Trim(path, "/")
 	var found *operation
-	for _, op := range declared {
-		if op.method == method && matchTemplate(op.template[1:], path) &&
+	for i := range operations {
+		if op := &operations[i]; op.method == method && matchTemplate(op.template[1:], path) &&
 			(found == nil || strings.Count(op.template, "{") < strings.Count(found.template, "{")) {
 			found = op
 		}
@@ -125,4 +129,50 @@ func classOf(method string, op *operation) opClass {
 		return op.class
 	}
 	return opKeyed
+}
+
+// opClass says what repeating an operation would do (ops.Class): the
+// retry rules read it (operationClass).
+type opClass = ops.Class
+
+// The classes, as the root names them.
+const (
+	opOnce       = ops.Once
+	opRead       = ops.Read
+	opRepeatable = ops.Repeatable
+	opKeyed      = ops.Keyed
+)
+
+// pathSegment validates an id that goes into a request path and returns it
+// escaped. Empty, "." and ".." are refused: escaping leaves the dots as they
+// are, and a dot segment would address another resource (GET /payments/..
+// is GET /).
+func pathSegment(field, id string) (string, error) {
+	switch id {
+	case "":
+		return "", &ValidationError{Field: field, Reason: "is required"}
+	case ".", "..":
+		return "", &ValidationError{Field: field, Reason: fmt.Sprintf("%q is a dot segment, not an id", id)}
+	}
+	return url.PathEscape(id), nil
+}
+
+// routeOf names the contract operation op of a request (path relative to
+// the base URL, segments escaped; op as its method declared it, or lookup's,
+// nil when the contract does not name it), its template and the payment id
+// it addresses. A path the contract does not name is its own route.
+func routeOf(op *operation, path string) (operation, template, paymentID string) {
+	if op != nil {
+		operation, template = op.id, op.template
+	} else {
+		template = "/" + path
+	}
+	if rest, ok := strings.CutPrefix(path, "payments/"); ok {
+		id, _, _ := strings.Cut(rest, "/")
+		if u, err := url.PathUnescape(id); err == nil {
+			id = u
+		}
+		paymentID = id
+	}
+	return operation, template, paymentID
 }

@@ -1,16 +1,21 @@
 package rail0
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,20 +24,15 @@ import (
 
 // declaration is one operation value as its source declares it.
 type declaration struct {
-	name  string // the variable's name
-	pos   string // file:line
-	op    operation
-	class string // the class's identifier, as written
+	name      string // the variable's name
+	pos       string // file:line
+	constName string // the ops constant it declares, as written
 }
 
-// opClasses maps the class identifiers a declaration may use to their values.
-var opClasses = map[string]opClass{"opOnce": opOnce, "opRead": opRead, "opRepeatable": opRepeatable, "opKeyed": opKeyed}
-
 // declaredOperations reads every operation that the package's own source
-// files (not its tests) declare: package-level values declare(operation{...})
-// spelling the five fields in order, as literals and a class identifier. A
-// package-level operation literal that is not declared is an error: lookup
-// would not know it.
+// files (not its tests) declare: package-level values declare(ops.X). A
+// package-level operation literal is an error: its row would not be the
+// table's, which the fake gateway serves.
 func declaredOperations(t *testing.T) []declaration {
 	t.Helper()
 	files, err := filepath.Glob("*.go")
@@ -55,7 +55,7 @@ func declaredOperations(t *testing.T) []declaration {
 				for i, v := range vs.Values {
 					if lit, ok := v.(*ast.CompositeLit); ok {
 						if id, ok := lit.Type.(*ast.Ident); ok && id.Name == "operation" {
-							t.Errorf("%s: declare the operation: declare(operation{...})", fset.Position(lit.Pos()))
+							t.Errorf("%s: declare the table's operation: declare(ops.X)", fset.Position(lit.Pos()))
 						}
 						continue
 					}
@@ -66,33 +66,12 @@ func declaredOperations(t *testing.T) []declaration {
 					if fun, ok := call.Fun.(*ast.Ident); !ok || fun.Name != "declare" {
 						continue
 					}
-					lit, ok := call.Args[0].(*ast.CompositeLit)
-					if !ok {
-						t.Fatalf("%s: declare an operation literal", fset.Position(call.Pos()))
+					pos := fset.Position(call.Pos()).String()
+					sel, ok := call.Args[0].(*ast.SelectorExpr)
+					if pkg, isIdent := sel.X.(*ast.Ident); !ok || !isIdent || pkg.Name != "ops" {
+						t.Fatalf("%s: declare an operation of the table: declare(ops.X)", pos)
 					}
-					pos := fset.Position(lit.Pos()).String()
-					require.Len(t, lit.Elts, 5, "%s: declare id, method, template, class and why, in order", pos)
-					var s [5]string
-					for j, e := range lit.Elts {
-						switch e := e.(type) {
-						case *ast.BasicLit:
-							if e.Kind == token.STRING {
-								s[j], err = strconv.Unquote(e.Value)
-								require.NoError(t, err)
-								continue
-							}
-						case *ast.Ident:
-							if j == 3 {
-								s[j] = e.Name
-								continue
-							}
-						}
-						t.Fatalf("%s: field %d of an operation must be a string literal (a class identifier for the class)", pos, j+1)
-					}
-					class, ok := opClasses[s[3]]
-					require.True(t, ok, "%s: %s is not an opClass", pos, s[3])
-					out = append(out, declaration{name: vs.Names[i].Name, pos: pos, class: s[3],
-						op: operation{id: s[0], method: s[1], template: s[2], class: class, why: s[4]}})
+					out = append(out, declaration{name: vs.Names[i].Name, pos: pos, constName: sel.Sel.Name})
 				}
 			}
 		}
@@ -136,15 +115,16 @@ func contractOperations(t *testing.T) []contractOperation {
 	return out
 }
 
-// The map of the API sits beside each method (operation): every operation
-// of the contract but the indexer's is declared exactly once, named by its
-// operationId, with the contract's method and template; nothing else is
-// declared; reads are opRead, and every write has a class that is not and
-// says why.
+// The map of the API is one table (internal/ops), named beside each
+// method: every operation of the contract but the indexer's is a row
+// exactly once, named by its operationId, with the contract's method and
+// template; nothing else is a row; reads are ops.Read, and every write has
+// a class that is not and says why. Each row is declared by exactly one
+// method's value, named by the operationId.
 func TestOperationsMatchTheContract(t *testing.T) {
-	inSource := map[string][]declaration{}
-	for _, d := range declaredOperations(t) {
-		inSource[d.op.id] = append(inSource[d.op.id], d)
+	rows := map[string][]operation{}
+	for _, op := range operations {
+		rows[op.id] = append(rows[op.id], op)
 	}
 	contract := contractOperations(t)
 	require.Greater(t, len(contract), 45)
@@ -152,36 +132,41 @@ func TestOperationsMatchTheContract(t *testing.T) {
 	writes := 0
 	for _, want := range contract {
 		inContract[want.id] = true
-		ds := inSource[want.id]
-		if !assert.Len(t, ds, 1, "%s (%s %s) must be declared exactly once", want.id, want.method, want.template) || len(ds) != 1 {
+		rs := rows[want.id]
+		if !assert.Len(t, rs, 1, "%s (%s %s) must be a row of the table exactly once", want.id, want.method, want.template) || len(rs) != 1 {
 			continue
 		}
-		d := ds[0]
-		assert.Equal(t, want.id, d.name, "%s: the variable is named by the operationId", d.pos)
-		assert.Equal(t, want.method, d.op.method, "%s: %s's method", d.pos, want.id)
-		assert.Equal(t, want.template, d.op.template, "%s: %s's template", d.pos, want.id)
-		assert.LessOrEqual(t, strings.Count(want.template, "{"), len(pathArgs{}), "%s: %s has more segments than pathArgs holds", d.pos, want.id)
+		op := rs[0]
+		assert.Equal(t, want.method, op.method, "%s's method", want.id)
+		assert.Equal(t, want.template, op.template, "%s's template", want.id)
+		assert.LessOrEqual(t, strings.Count(want.template, "{"), len(pathArgs{}), "%s has more segments than pathArgs holds", want.id)
 		if want.method == "GET" {
-			assert.Equal(t, "opRead", d.class, "%s: %s is a read", d.pos, want.id)
+			assert.Equal(t, opRead, op.class, "%s is a read", want.id)
 			continue
 		}
 		writes++
-		assert.NotEqual(t, "opRead", d.class, "%s: %s is a write: say what repeating it does", d.pos, want.id)
-		assert.NotEmpty(t, d.op.why, "%s: %s: say why it is %s", d.pos, want.id, d.class)
+		assert.NotEqual(t, opRead, op.class, "%s is a write: say what repeating it does", want.id)
+		assert.NotEmpty(t, op.why, "%s: say why it is of its class", want.id)
 	}
 	assert.Greater(t, writes, 25)
-	for id, ds := range inSource {
+	for id := range rows {
 		if !inContract[id] {
-			t.Errorf("%s declares %s, which the contract does not name", ds[0].pos, id)
+			t.Errorf("the table has %s, which the contract does not name", id)
 		}
 	}
-	// What the source says is what the program holds.
-	require.Len(t, declared, len(contract), "declare registers every declaration once")
-	for _, op := range declared {
-		if ds := inSource[op.id]; assert.Len(t, ds, 1, op.id) {
-			assert.Equal(t, ds[0].op, *op, "%s as the program holds it", op.id)
-		}
+	// Every row is declared once, beside its method, named by its
+	// operationId; the constant is the operationId with a capital
+	// (internal/ops's TestConstantsNameTheirRow).
+	declaredAs := map[string][]declaration{}
+	for _, d := range declaredOperations(t) {
+		declaredAs[d.constName] = append(declaredAs[d.constName], d)
+		assert.Equal(t, strings.ToLower(d.constName[:1])+d.constName[1:], d.name, "%s: the variable is named by the operationId", d.pos)
 	}
+	for _, op := range operations {
+		c := strings.ToUpper(op.id[:1]) + op.id[1:]
+		assert.Len(t, declaredAs[c], 1, "ops.%s must be declared exactly once", c)
+	}
+	assert.Len(t, declaredAs, len(operations), "every declaration is of a row")
 }
 
 // A request the SDK builds from a method and a path (not a method's, which
@@ -264,13 +249,13 @@ func TestClassify(t *testing.T) {
 	assert.Equal(t, opRead, classOf("HEAD", nil))
 	assert.Equal(t, opKeyed, classOf("PUT", nil))
 	assert.Equal(t, opKeyed, classOf("DELETE", nil))
-	assert.True(t, opKeyed.repeatable(true))
-	assert.False(t, opKeyed.repeatable(false))
-	assert.False(t, opOnce.repeatable(true), "the gateway ignores a key outside POST /payments")
-	assert.True(t, opOnce.matters())
-	assert.True(t, opKeyed.matters())
-	assert.False(t, opRepeatable.matters())
-	assert.False(t, opRead.matters())
+	assert.True(t, opKeyed.Repeatable(true))
+	assert.False(t, opKeyed.Repeatable(false))
+	assert.False(t, opOnce.Repeatable(true), "the gateway ignores a key outside POST /payments")
+	assert.True(t, opOnce.Matters())
+	assert.True(t, opKeyed.Matters())
+	assert.False(t, opRepeatable.Matters())
+	assert.False(t, opRead.Matters())
 }
 
 // A path is its template filled with the method's arguments, each escaped
@@ -327,4 +312,119 @@ func TestRouteOf(t *testing.T) {
 	_, template, id = routeOf(preparePaymentOperation, "payments/p1/capture/prepare")
 	assert.Equal(t, "/payments/{id}/{operation}/prepare", template)
 	assert.Equal(t, "p1", id)
+}
+
+// Ids that are empty or a dot segment are refused with a *ValidationError
+// naming the field, before anything is sent, on every method that takes an
+// id; any other id is escaped into one segment.
+func TestDotSegmentIdsRefused(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, WithToken("tok"))
+	ctx := context.Background()
+	calls := map[string]func(id string) error{
+		"Payments.Get": func(id string) error { _, err := c.Payments.Get(ctx, id); return err },
+		"Payments.SubmitSignature": func(id string) error {
+			_, err := c.Payments.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: "0xsig"})
+			return err
+		},
+		"Payments.ListTransactions": func(id string) error {
+			_, err := c.Payments.ListTransactions(ctx, id, PaymentListTransactionsParams{})
+			return err
+		},
+		"Payments.PrepareVoid": func(id string) error {
+			_, err := c.Payments.Prepare(ctx, id, OpVoid, PaymentPrepareParams{})
+			return err
+		},
+		"Webhooks.Get":          func(id string) error { _, err := c.Webhooks.Get(ctx, id); return err },
+		"Webhooks.Delete":       func(id string) error { _, err := c.Webhooks.Delete(ctx, id); return err },
+		"Webhooks.RotateSecret": func(id string) error { _, err := c.Webhooks.RotateSecret(ctx, id); return err },
+		"Webhooks.Redeliver callback_id": func(id string) error {
+			_, err := c.Webhooks.Redeliver(ctx, "wh-1", id)
+			return err
+		},
+		"Wallets.Get account_id":              func(id string) error { _, err := c.Wallets.Get(ctx, id, "w-1"); return err },
+		"Wallets.Deactivate":                  func(id string) error { _, err := c.Wallets.Deactivate(ctx, "acct", id); return err },
+		"Wallets.StopAcceptingToken token_id": func(id string) error { _, err := c.Wallets.StopAcceptingToken(ctx, "acct", "w-1", id); return err },
+		"Wallets.Balances": func(id string) error {
+			_, err := c.Wallets.Balances(ctx, "acct", id, WalletBalancesParams{})
+			return err
+		},
+		"Webhooks.ListEventCallbacks": func(id string) error {
+			_, err := c.Webhooks.ListEventCallbacks(ctx, id, WebhookListEventCallbacksParams{})
+			return err
+		},
+	}
+	for name, call := range calls {
+		for _, id := range []string{"", ".", ".."} {
+			err := call(id)
+			var ve *ValidationError
+			if assert.ErrorAs(t, err, &ve, "%s(%q)", name, id) {
+				assert.Contains(t, []string{"id", "account_id", "token_id", "callback_id"}, ve.Field)
+			}
+		}
+	}
+	assert.Empty(t, seen, "a refused id was sent")
+
+	_, err := c.Payments.Get(ctx, "a/../..")
+	require.NoError(t, err)
+	_, err = c.Payments.Get(ctx, "...")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GET /payments/a%2F..%2F..", "GET /payments/..."}, seen)
+}
+
+// TestServiceMethodsNameTheirEndpoint keeps the doc comments honest: every
+// exported method of a service starts with its name, names the endpoint(s)
+// it calls ("GET /payments/{id}") and says who may call it (after a dash,
+// or after "Caller:"), or says "It sends no request".
+func TestServiceMethodsNameTheirEndpoint(t *testing.T) {
+	endpoint := regexp.MustCompile(`(?s)(GET|POST|PUT|PATCH|DELETE) /.*?(—\s+\S|Caller: \S)`)
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || !fn.Name.IsExported() {
+				continue
+			}
+			star, ok := fn.Recv.List[0].Type.(*ast.StarExpr)
+			if !ok {
+				continue
+			}
+			recv, ok := star.X.(*ast.Ident)
+			if !ok || !strings.HasSuffix(recv.Name, "Service") {
+				continue
+			}
+			checked++
+			name := recv.Name + "." + fn.Name.Name
+			doc := fn.Doc.Text()
+			if !strings.HasPrefix(doc, fn.Name.Name+" ") {
+				t.Errorf("%s: the doc comment must start with the method's name", name)
+			}
+			if !endpoint.MatchString(doc) && !strings.Contains(doc, "It sends no request") {
+				t.Errorf("%s: the doc comment must name its endpoint and who may call it (\"GET /path — who\")", name)
+			}
+		}
+	}
+	if checked < 60 {
+		t.Fatalf("checked only %d service methods", checked)
+	}
 }

@@ -10,9 +10,24 @@ import (
 	"strings"
 )
 
-// SortKey names a field to sort a list by. The resource files define the
-// keys each list accepts; Desc reverses one.
+// SortKey names a field to sort a list by; Desc reverses one. Other field
+// names can be used as SortKey("field").
 type SortKey string
+
+// The sort keys of the lists.
+const (
+	// Payments sort by these; a payment's transactions too.
+	SortCreatedAt SortKey = "created_at"
+	SortUpdatedAt SortKey = "updated_at"
+	SortAmount    SortKey = "amount"
+	SortStatus    SortKey = "status"
+	// A payment's transactions also sort by these.
+	SortOperation   SortKey = "operation"
+	SortBlockNumber SortKey = "block_number"
+	// Disputes sort by these, and by SortStatus.
+	SortOpenedAt SortKey = "opened_at"
+	SortClosedAt SortKey = "closed_at"
+)
 
 // Desc returns the key sorting in descending order ("-field").
 func (k SortKey) Desc() SortKey {

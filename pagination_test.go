@@ -3,9 +3,11 @@ package rail0
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -152,4 +154,71 @@ func TestAllHonoursContext(t *testing.T) {
 	assert.ErrorIs(t, gotErr, context.Canceled)
 	assert.Equal(t, 25, n)
 	assert.Equal(t, int32(1), calls.Load())
+}
+
+// pageServer answers GET /payments with pages of size items whose x-page is
+// page(asked) and whose x-total-count is total.
+func pageServer(t *testing.T, size int, total int, page func(asked string) string) (*httptest.Server, *atomic.Int32) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		items := make([]string, size)
+		for i := range items {
+			items[i] = paymentBody
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Page", page(r.URL.Query().Get("page")))
+		w.Header().Set("X-Per-Page", fmt.Sprint(size))
+		w.Header().Set("X-Total-Count", fmt.Sprint(total))
+		io.WriteString(w, "["+strings.Join(items, ",")+"]")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+// All… iterators stop with a *PaginationError when the server's pages do
+// not advance or run past its own x-total-count, instead of asking for the
+// same page forever and yielding duplicates; a consistent server is walked
+// to its end.
+func TestAllStopsOnPagesThatDoNotAdvance(t *testing.T) {
+	tests := []struct {
+		name      string
+		size      int
+		total     int
+		page      func(asked string) string
+		wantItems int
+		wantHits  int32
+		wantErr   string
+	}{
+		{"x-page stuck at 1", 2, 100, func(string) string { return "1" }, 2, 2, "do not advance"},
+		{"more items than x-total-count", 2, 3, func(asked string) string { return asked }, 3, 2, "x-total-count is 3"},
+		{"consistent pages", 2, 4, func(asked string) string { return asked }, 4, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, hits := pageServer(t, tt.size, tt.total, tt.page)
+			c := newTestClient(t, srv.URL, WithToken("tok"))
+			var items int
+			var err error
+			for _, e := range c.Payments.All(context.Background(), PaymentListParams{}) {
+				if e != nil {
+					err = e
+					break
+				}
+				if items++; items > 50 {
+					break // the bug: it would go on forever
+				}
+			}
+			assert.Equal(t, tt.wantItems, items)
+			assert.Equal(t, tt.wantHits, hits.Load())
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var pe *PaginationError
+			require.ErrorAs(t, err, &pe)
+			assert.Contains(t, pe.Error(), tt.wantErr)
+			assert.Equal(t, "/payments", pe.Path)
+		})
+	}
 }

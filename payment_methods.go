@@ -3,6 +3,8 @@ package rail0
 import (
 	"context"
 	"net/url"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // PaymentMethodListParams selects whose payment methods to list: set
@@ -14,7 +16,7 @@ type PaymentMethodListParams struct {
 	Address string
 }
 
-var listPaymentMethods = declare(operation{"listPaymentMethods", "GET", "/payment_methods", opRead, ""})
+var listPaymentMethods = declare(ops.ListPaymentMethods)
 
 // List returns where a merchant can be paid: each active wallet with its
 // active holdings under Tokens. A wallet without an active holding is not

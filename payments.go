@@ -3,16 +3,13 @@ package rail0
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/rail0/rail0-go/internal/evm"
-	"github.com/rail0/rail0-go/internal/verify"
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // PaymentStatus is a payment's lifecycle status. The gateway may add
@@ -178,7 +175,7 @@ type PaymentCreateParams struct {
 	IdempotencyKey string `json:"-"`
 }
 
-var createPayment = declare(operation{"createPayment", "POST", "/payments", opKeyed, "the Idempotency-Key replays the payment it created"})
+var createPayment = declare(ops.CreatePayment)
 
 // Create opens a payment in status unsigned, carrying the signing payload
 // the payer must sign.
@@ -232,7 +229,7 @@ func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams
 	return &p, nil
 }
 
-var getPayment = declare(operation{"getPayment", "GET", "/payments/{id}", opRead, ""})
+var getPayment = declare(ops.GetPayment)
 
 // Get reads a payment by its UUID or its rail0_id.
 //
@@ -246,14 +243,6 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 	p.Response = resp
 	return &p, nil
 }
-
-// Sort keys for payments.
-const (
-	SortCreatedAt SortKey = "created_at"
-	SortUpdatedAt SortKey = "updated_at"
-	SortAmount    SortKey = "amount"
-	SortStatus    SortKey = "status"
-)
 
 // PaymentListParams filters GET /payments. Zero values are not sent.
 type PaymentListParams struct {
@@ -306,7 +295,7 @@ func (p PaymentListParams) values() url.Values {
 	return q
 }
 
-var listPayments = declare(operation{"listPayments", "GET", "/payments", opRead, ""})
+var listPayments = declare(ops.ListPayments)
 
 // List returns one page of the caller's payments (as payer or payee).
 //
@@ -322,44 +311,6 @@ func (s *PaymentsService) List(ctx context.Context, params PaymentListParams) (*
 func (s *PaymentsService) All(ctx context.Context, params PaymentListParams) iter.Seq2[Payment, error] {
 	return listAll[Payment](ctx, s.client, listPayments, pathArgs{}, params.values())
 }
-
-var signPayment = declare(operation{"signPayment", "PUT", "/payments/{id}/sign", opRepeatable, "stores the one payer signature"})
-
-// PaymentSubmitSignatureParams carries the payer's signature of a payment.
-type PaymentSubmitSignatureParams struct {
-	// Signature is the payer's EIP-712 signature of the payment's
-	// signing_payload: 65 bytes r‖s‖v as 0x hex.
-	Signature string `json:"signature"`
-}
-
-// SubmitSignature stores the payer's signature of the payment's
-// signing_payload, moving it from unsigned to signed: the low-level step
-// for a payer who signs elsewhere (check the payload with VerifyPayload
-// first). PayerSign reads and checks the payload, signs it and calls
-// SubmitSignature.
-//
-// PUT /payments/{id}/sign — the payer or the payee; the signature must
-// recover to the payer (else 422 signer_mismatch), and only an unsigned
-// payment takes it (422 not_signable).
-func (s *PaymentsService) SubmitSignature(ctx context.Context, id string, params PaymentSubmitSignatureParams) (*PaymentDetail, error) {
-	if params.Signature == "" {
-		return nil, &ValidationError{Field: "signature", Reason: "is required"}
-	}
-	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: params}, &p)
-	if err != nil {
-		return nil, err
-	}
-	p.Response = resp
-	return &p, nil
-}
-
-// Sort keys for a payment's transactions, besides SortCreatedAt,
-// SortUpdatedAt, SortAmount and SortStatus.
-const (
-	SortOperation   SortKey = "operation"
-	SortBlockNumber SortKey = "block_number"
-)
 
 // PaymentListTransactionsParams filters and pages GET /payments/{id}/transactions.
 // Zero values are not sent.
@@ -383,7 +334,7 @@ func (p PaymentListTransactionsParams) values() url.Values {
 	return q
 }
 
-var listPaymentTransactions = declare(operation{"listPaymentTransactions", "GET", "/payments/{id}/transactions", opRead, ""})
+var listPaymentTransactions = declare(ops.ListPaymentTransactions)
 
 // ListTransactions returns one page of a payment's transactions: every
 // attempt of every step, failed ones included.
@@ -414,7 +365,7 @@ func (p PaymentListDisputesParams) values() url.Values {
 	return DisputeListParams(p).values()
 }
 
-var listDisputes = declare(operation{"listDisputes", "GET", "/payments/{id}/disputes", opRead, ""})
+var listDisputes = declare(ops.ListDisputes)
 
 // ListDisputes returns one page of a payment's dispute history, open and
 // closed.
@@ -431,410 +382,4 @@ func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params Pa
 // GET /payments/{id}/disputes — the payer or the payee.
 func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params PaymentListDisputesParams) iter.Seq2[Dispute, error] {
 	return listAll[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
-}
-
-// ---- Lifecycle operations: prepare, then submit (README section 4.5) ----
-
-// PaymentPrepareParams is the body of a prepare call. Which fields a step
-// needs depends on the operation: Amount for capture and refund, Signature
-// for the second refund phase, From for release, Reason for the dispute
-// steps. The first refund phase has its own (PrepareRefund).
-type PaymentPrepareParams struct {
-	// Amount is a human decimal ("10.50"), required for capture and refund.
-	Amount string `json:"amount,omitempty"`
-	// Signature is the payee's signature of the refund phase-1
-	// signing_payload, required by the second refund phase.
-	Signature string `json:"signature,omitempty"`
-	// From is the address that will submit a release; the gateway defaults
-	// to the payer.
-	From string `json:"from,omitempty"`
-	// Reason is the bytes32 reason (0x + 64 hex) of a dispute or a dispute
-	// close; zero when empty.
-	Reason string `json:"reason,omitempty"`
-}
-
-// PreparedTransaction is the pending transaction returned by a prepare call.
-type PreparedTransaction struct {
-	Transaction
-	// Reused is true when the gateway answered 200 because a pending
-	// transaction for this step already existed and was returned again,
-	// false when it created a new one (201). Preparing twice is therefore
-	// harmless, and a reused transaction may carry an older nonce or fees.
-	// The close-dispute route answers 200 either way, so Reused is always
-	// false for it.
-	Reused bool `json:"-"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
-	Response *Response `json:"-"`
-}
-
-// RefundAuthorization is the answer to the first refund phase: an EIP-3009
-// ReceiveWithAuthorization for the payee to sign. No transaction exists yet.
-type RefundAuthorization struct {
-	// SigningPayload is the EIP-712 typed data, kept exactly as received:
-	// check it with VerifyPayload, sign the digest (or have a wallet sign
-	// the typed data) that returns, and pass the signature to
-	// Prepare(OpRefund) with the same amount.
-	SigningPayload json.RawMessage `json:"signing_payload"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
-	Response *Response `json:"-"`
-}
-
-// stepRoute returns which of a call's three declared operations serves the
-// step op on payment id (the generic route, the dispute's or the dispute
-// close's) with its path arguments: the generic routes name the step.
-func stepRoute(op Operation, id string, generic, dispute, closeDispute *operation) (*operation, pathArgs, error) {
-	switch op {
-	case OpAuthorize, OpCapture, OpCharge, OpVoid, OpRelease, OpRefund:
-		return generic, pathArgs{id, string(op)}, nil
-	case OpDispute:
-		return dispute, pathArgs{id}, nil
-	case OpCloseDispute:
-		return closeDispute, pathArgs{id}, nil
-	case "":
-		return nil, pathArgs{}, &ValidationError{Field: "operation", Reason: "is required"}
-	default:
-		return nil, pathArgs{}, &ValidationError{Field: "operation", Reason: fmt.Sprintf("%q has no prepare or submit route", string(op))}
-	}
-}
-
-var (
-	preparePaymentOperation = declare(operation{"preparePaymentOperation", "POST", "/payments/{id}/{operation}/prepare", opRepeatable, "preparing again returns the pending transaction"})
-	prepareDispute          = declare(operation{"prepareDispute", "POST", "/payments/{id}/dispute/prepare", opRepeatable, "preparing again reuses the pending transaction"})
-	prepareCloseDispute     = declare(operation{"prepareCloseDispute", "POST", "/payments/{id}/dispute/close/prepare", opRepeatable, "builds an unsigned transaction; nothing moves"})
-)
-
-// Prepare builds the unsigned EIP-1559 transaction of one lifecycle step and
-// records it as a pending Transaction. Sign its UnsignedTransaction with the
-// acting party's key and send it with Submit (or broadcast it yourself and
-// report it with SubmitByHash), passing its ID as the params'
-// TransactionID. Preparing again while one is pending returns that same
-// transaction with Reused set. A 2xx answer without a transaction id is a
-// *DecodeError.
-//
-// op may be any Operation: the six generic steps use
-// POST /payments/{id}/{operation}/prepare, OpDispute uses
-// POST /payments/{id}/dispute/prepare and OpCloseDispute
-// POST /payments/{id}/dispute/close/prepare. The first refund phase does not
-// produce a transaction: use PrepareRefund for it; Prepare with
-// OpRefund requires params.Signature (the second phase).
-//
-// Caller: the payee for authorize, capture, charge, void and refund; either
-// participant for release; a participant for dispute and close_dispute
-// (signed by the payer). A missing required field (capture and refund
-// amount, refund signature) is a *ValidationError before any request.
-func (s *PaymentsService) Prepare(ctx context.Context, id string, op Operation, params PaymentPrepareParams) (*PreparedTransaction, error) {
-	route, args, err := stepRoute(op, id, preparePaymentOperation, prepareDispute, prepareCloseDispute)
-	if err != nil {
-		return nil, err
-	}
-	if err := params.check(op); err != nil {
-		return nil, err
-	}
-	var body any
-	if params != (PaymentPrepareParams{}) {
-		body = params
-	}
-	var out PreparedTransaction
-	r := &request{op: route, args: args, body: body}
-	// The prepared row's id is what its submit's answer must name (see
-	// notTheTransaction): an answer without one is no prepared transaction.
-	r.identify = func() string {
-		if out.ID == "" {
-			return "carries no transaction id"
-		}
-		return ""
-	}
-	resp, err := s.client.do(ctx, r, &out.Transaction)
-	if err != nil {
-		return nil, err
-	}
-	// The close-dispute route answers 200 for new transactions too.
-	out.Reused = resp.StatusCode == http.StatusOK && op != OpCloseDispute
-	out.Response = resp
-	return &out, nil
-}
-
-// check validates params for op before any request: required fields must be
-// present and well formed, and fields that op does not take must be empty
-// (the gateway would ignore them silently).
-func (p PaymentPrepareParams) check(op Operation) error {
-	for _, f := range []struct {
-		name, value string
-		applies     bool
-	}{
-		{"amount", p.Amount, op == OpCapture || op == OpRefund},
-		{"signature", p.Signature, op == OpRefund},
-		{"from", p.From, op == OpRelease},
-		{"reason", p.Reason, op == OpDispute || op == OpCloseDispute},
-	} {
-		if f.value != "" && !f.applies {
-			return &ValidationError{Field: f.name, Reason: fmt.Sprintf("does not apply to %s", op)}
-		}
-	}
-	if op == OpCapture || op == OpRefund {
-		if err := checkHumanAmount("amount", p.Amount); err != nil {
-			return err
-		}
-	}
-	if op == OpRefund && p.Signature == "" {
-		return &ValidationError{Field: "signature", Reason: "is required to prepare a refund transaction; sign the payload of PrepareRefund first"}
-	}
-	if p.From != "" {
-		if err := checkHex("from", p.From, 20); err != nil {
-			return err
-		}
-	}
-	if p.Reason != "" {
-		if err := checkHex("reason", p.Reason, 32); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// The chain cannot mine the same signed bytes twice, but the gateway does not
-// promise to answer a repeated submit like the first: it may be refused
-// (transaction_not_overwritable) or recorded as a failed attempt
-// (already_known, nonce_too_low) while the first one goes through. Submit
-// reads the payment's transactions instead (reconcileSubmit).
-var (
-	submitPaymentOperation = declare(operation{"submitPaymentOperation", "POST", "/payments/{id}/{operation}", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
-	submitDispute          = declare(operation{"submitDispute", "POST", "/payments/{id}/dispute", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
-	submitCloseDispute     = declare(operation{"submitCloseDispute", "POST", "/payments/{id}/dispute/close", opOnce, "a raw transaction is broadcast; a repeat is not deduplicated"})
-)
-
-// PaymentSubmitParams carries the signed transaction of a prepared step.
-type PaymentSubmitParams struct {
-	// SignedTransaction is 0x02… hex: the RLP of the signed EIP-1559
-	// transaction.
-	SignedTransaction string `json:"signed_transaction"`
-	// TransactionID is the id of the prepared Transaction that
-	// SignedTransaction signs (PreparedTransaction.ID); it is not sent.
-	// The gateway answers a submit with that row, so when it is set an
-	// answer naming another transaction is not taken for the submit's (see
-	// Submit). The flows always set it.
-	TransactionID string `json:"-"`
-}
-
-// Submit sends the signed transaction of a prepared step for broadcast. The gateway checks
-// the sender and answers at once with the Transaction as it stands (usually
-// submitting or submitted): nothing is final until it is confirmed, so wait
-// with WaitForTransaction before preparing the next step.
-//
-// POST /payments/{id}/{operation}, POST /payments/{id}/dispute or
-// POST /payments/{id}/dispute/close — the payee for authorize, capture,
-// charge, void and refund (sent from the payee); any session for release
-// (sent from the payer or the payee) and for dispute and close_dispute
-// (sent from the payer).
-//
-// A repeat of a submit whose first answer was lost may be refused with a
-// 422 because the transaction is known already (already_known,
-// nonce_too_low, transaction_not_overwritable). Submit then reads the
-// payment (GET /payments/{id}) and returns the transaction of op that
-// carries this signed transaction's hash, as the gateway recorded it; with
-// no such transaction the refusal stands.
-//
-// The answer must be the transaction sent: of op, of the payment id names
-// (when id is its UUID), carrying this signed transaction's hash once it
-// has one, and, when params.TransactionID is set, that very row. A 2xx
-// that is not (null, a proxy's JSON, another transaction) proves
-// nothing about the submit: the payment is read as for a refusal, and
-// without the transaction there the call is an *OutcomeUnknownError over a
-// *DecodeError, never a success; do not submit again before reading the
-// payment. An answer without a hash comes back carrying the hash of the
-// transaction sent: wait for the step with it
-// (PaymentWaitForTransactionParams.TransactionHash), since an id proves
-// nothing a rewritten Prepare answer did not also say.
-func (s *PaymentsService) Submit(ctx context.Context, id string, op Operation, params PaymentSubmitParams) (*Transaction, error) {
-	return s.submitSigned(ctx, id, op, params, preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id), typed: true})
-}
-
-// submitSigned is Submit of the prepared row prepared: a flow knows it
-// from the gateway's answers (Prepare's, and the payment it read, whatever
-// name the caller gave the payment).
-func (s *PaymentsService) submitSigned(ctx context.Context, id string, op Operation, params PaymentSubmitParams, prepared preparedRow) (*Transaction, error) {
-	routes := [3]*operation{submitPaymentOperation, submitDispute, submitCloseDispute}
-	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
-		return signedTransactionHash(params.SignedTransaction)
-	})
-}
-
-var (
-	submitPaymentOperationByHash = declare(operation{"submitPaymentOperationByHash", "POST", "/payments/{id}/{operation}/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
-	submitDisputeByHash          = declare(operation{"submitDisputeByHash", "POST", "/payments/{id}/dispute/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
-	submitCloseDisputeByHash     = declare(operation{"submitCloseDisputeByHash", "POST", "/payments/{id}/dispute/close/submitted", opRepeatable, "reporting a hash again is allowed until it confirms"})
-)
-
-// PaymentSubmitByHashParams carries the hash of a transaction the caller
-// broadcast itself.
-type PaymentSubmitByHashParams struct {
-	// TransactionHash is 0x + 64 hex.
-	TransactionHash string `json:"transaction_hash"`
-	// TransactionID is the id of the prepared Transaction that the hash is
-	// the transaction of (PreparedTransaction.ID); it is not sent. When it
-	// is set, an answer naming another transaction is not taken for the
-	// report's, as for Submit.
-	TransactionID string `json:"-"`
-}
-
-// SubmitByHash reports a prepared step that the caller signed and broadcast
-// itself (typically a browser wallet that never hands over the raw bytes).
-// The gateway checks that the hash calls this payment's contract for this
-// payment; a hash not yet visible on any node is still accepted. It can be
-// called again to replace a stuck or wrong hash until the transaction is
-// confirmed.
-//
-// POST /payments/{id}/{operation}/submitted,
-// POST /payments/{id}/dispute/submitted or
-// POST /payments/{id}/dispute/close/submitted — the payee for authorize,
-// capture, charge, void and refund; either participant for release; the
-// payer for dispute and close_dispute. A hash that is not 0x + 64 hex is a
-// *ValidationError before any request.
-//
-// A report refused with a 422 (the row is confirmed and final, for a repeat
-// whose first answer was lost while the transaction confirmed) is
-// reconciled as Submit's is: the payment is read and the transaction of op
-// carrying params.TransactionHash is returned; with none the refusal stands.
-// An answer without a hash comes back carrying params.TransactionHash, as
-// Submit's carries the hash sent.
-func (s *PaymentsService) SubmitByHash(ctx context.Context, id string, op Operation, params PaymentSubmitByHashParams) (*Transaction, error) {
-	routes := [3]*operation{submitPaymentOperationByHash, submitDisputeByHash, submitCloseDisputeByHash}
-	prepared := preparedRow{id: params.TransactionID, paymentID: paymentUUIDOf(id), typed: true}
-	return s.submit(ctx, id, op, routes, params, prepared, func() (verify.Word, error) {
-		return parseTransactionHash(params.TransactionHash)
-	})
-}
-
-// parseTransactionHash reads a transaction hash the caller gave (0x + 64
-// hex); anything else is a *ValidationError.
-func parseTransactionHash(s string) (verify.Word, error) {
-	if err := checkHex("transaction_hash", s, 32); err != nil {
-		return verify.Word{}, err
-	}
-	return verify.ParseWord(s)
-}
-
-// submit is what Submit and SubmitByHash share: op's route among routes
-// (the generic step's, the dispute's, the dispute close's, as stepRoute
-// takes them), then body checked by checked, which returns the hash the
-// chain and the gateway know the transaction by, then the send, whose
-// answer must be that transaction, the prepared row where it is known
-// (notTheTransaction); a send that fails is reconciled by that hash
-// (reconcileSubmit), for a repeat whose first answer was lost.
-func (s *PaymentsService) submit(ctx context.Context, id string, op Operation, routes [3]*operation, body any, prepared preparedRow, checked func() (verify.Word, error)) (*Transaction, error) {
-	route, args, err := stepRoute(op, id, routes[0], routes[1], routes[2])
-	if err != nil {
-		return nil, err
-	}
-	hash, err := checked()
-	if err != nil {
-		return nil, err
-	}
-	var tx Transaction
-	r := &request{op: route, args: args, body: body}
-	r.identify = func() string { return notTheTransaction(&tx, op, hash, prepared) }
-	resp, err := s.client.do(ctx, r, &tx)
-	if err != nil {
-		return s.reconcileSubmit(ctx, id, op, hash, err)
-	}
-	if tx.TransactionHash == nil || *tx.TransactionHash == "" {
-		// What ties this step to its confirmation is the hash sent, not an
-		// id the answer names: the caller's wait looks for it
-		// (PaymentWaitForTransactionParams.TransactionHash).
-		sent := hash.String()
-		tx.TransactionHash = &sent
-	}
-	tx.Response = resp
-	return &tx, nil
-}
-
-// PaymentPrepareRefundParams is the request of the first refund phase.
-type PaymentPrepareRefundParams struct {
-	// Amount is a human decimal ("4.00"), 0 < amount <= refundable_amount.
-	Amount string `json:"amount"`
-}
-
-// PrepareRefund runs the first refund phase for params.Amount (before
-// refund_expiry): the gateway answers with an EIP-3009
-// ReceiveWithAuthorization for the payee to sign, and creates no
-// transaction yet. Check it with VerifyPayload, sign the digest, and pass
-// the signature with the same amount to Prepare(OpRefund) for the second
-// phase; Refund does all of it. An empty or malformed amount is a
-// *ValidationError before any request. A 2xx answer without a
-// signing_payload is a *DecodeError, as any answer that is not the
-// resource the operation promises (request.identify): with the answer's
-// status, body and request id, and the call's transcript (CallOf).
-//
-// POST /payments/{id}/refund/prepare {"amount"} (200) — the payee.
-func (s *PaymentsService) PrepareRefund(ctx context.Context, id string, params PaymentPrepareRefundParams) (*RefundAuthorization, error) {
-	if err := checkHumanAmount("amount", params.Amount); err != nil {
-		return nil, err
-	}
-	var out RefundAuthorization
-	r := &request{op: preparePaymentOperation, args: pathArgs{id, string(OpRefund)}, body: params}
-	r.identify = func() string {
-		if !hasJSON(out.SigningPayload) {
-			return "carries no signing_payload"
-		}
-		return ""
-	}
-	resp, err := s.client.do(ctx, r, &out)
-	if err != nil {
-		return nil, err
-	}
-	out.Response = resp
-	return &out, nil
-}
-
-// ---- client-side checks ----
-
-// checkHumanAmount checks that a required human decimal amount is present,
-// well formed (see ToBaseUnits) and positive, so that a typo fails before any
-// request rather than as a 400 or 422.
-func checkHumanAmount(field, amount string) error {
-	if amount == "" {
-		return &ValidationError{Field: field, Reason: "is required"}
-	}
-	whole, frac, hasDot := strings.Cut(amount, ".")
-	if !isDigits(whole) || (hasDot && !isDigits(frac)) {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("%q is not a decimal such as \"10.50\"", amount)}
-	}
-	if strings.Trim(whole+frac, "0") == "" {
-		return &ValidationError{Field: field, Reason: "must be greater than zero"}
-	}
-	return nil
-}
-
-// checkHex checks that s is 0x followed by exactly 2*n hex digits.
-func checkHex(field, s string, n int) error {
-	if verify.DecodeFixedHex(s, make([]byte, n)) != nil {
-		return &ValidationError{Field: field, Reason: fmt.Sprintf("must be 0x followed by %d hex digits", 2*n)}
-	}
-	return nil
-}
-
-// signedTransactionHash checks s, a submit's signed transaction (0x and
-// the hex of at least one byte), and returns its hash: what the chain and
-// the gateway know it by.
-func signedTransactionHash(s string) (verify.Word, error) {
-	if s == "" {
-		return verify.Word{}, &ValidationError{Field: "signed_transaction", Reason: "is required"}
-	}
-	raw, err := verify.DecodeHex(s)
-	if err != nil || len(raw) == 0 {
-		return verify.Word{}, &ValidationError{Field: "signed_transaction", Reason: "must be 0x-prefixed hex (the RLP of the signed transaction)"}
-	}
-	return evm.Keccak256(raw), nil
-}
-
-// paymentUUIDOf returns id when it names a payment by its UUID, "" when it
-// is a rail0_id (section 7 of the contract: every /payments/{id} route
-// takes either).
-func paymentUUIDOf(id string) string {
-	if _, ok := rail0IDOf(id); ok {
-		return ""
-	}
-	return id
 }

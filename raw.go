@@ -142,7 +142,7 @@ func (c *Client) Raw(ctx context.Context, req RawRequest, out any) (*Response, e
 
 // stricter reports whether repeating an operation of class c is allowed in
 // fewer cases than one of class d.
-func (c opClass) stricter(d opClass) bool {
+func stricter(c, d opClass) bool {
 	rank := func(c opClass) int {
 		switch c {
 		case opOnce:

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -55,10 +54,6 @@ func signDigest(ctx context.Context, signer Signer, digest [32]byte) ([]byte, er
 	}
 	return sig, nil
 }
-
-// ErrBadSignature is returned when a Signer's answer is not a valid
-// signature by its own address over the digest it was given.
-var ErrBadSignature = errors.New("rail0: signer returned an invalid signature")
 
 // signMessage signs a SIWE message (EIP-191) and returns 0x hex.
 func signMessage(ctx context.Context, signer Signer, message string) (string, error) {

@@ -9,20 +9,19 @@ import (
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// SIWE statements. The gateway ties each statement to one purpose and
-// refuses the other with siwe_purpose_mismatch.
+// What SIWE messages say. The gateway ties each statement to one purpose
+// and refuses the other with siwe_purpose_mismatch.
 const (
 	// StatementLogin is the statement of a sign-in message (POST /auth).
 	StatementLogin = "Sign in to RAIL0"
 	// StatementAddWallet is the statement of a wallet ownership proof
 	// (POST /accounts/{account_id}/wallets).
 	StatementAddWallet = "Add this wallet to your RAIL0 account"
+	// DefaultSIWEChainID is the chain id of sign-in messages when none is
+	// given. The gateway's sign-in chain is 1 unless its operator
+	// configured another.
+	DefaultSIWEChainID int64 = 1
 )
-
-// DefaultSIWEChainID is the chain id of sign-in messages when none is given:
-// the gateway's sign-in chain policy is chain 1 unless its operator
-// configured another.
-const DefaultSIWEChainID int64 = 1
 
 // SIWEMessage is a Sign-In with Ethereum (EIP-4361) message in the exact
 // layout the gateway parses. Build one, check it with Validate, and have the
@@ -72,8 +71,8 @@ func (m SIWEMessage) String() string {
 	return b.String()
 }
 
-// Validate checks the fields the gateway parses strictly, so that a layout
-// slip is reported here with the field at fault rather than as a bare
+// Validate checks the fields the gateway parses strictly. A layout slip is
+// then reported here with the field at fault, rather than as a bare
 // invalid_siwe from the gateway. Each problem is a *ValidationError whose
 // Field is "siwe.<field>".
 func (m SIWEMessage) Validate() error {

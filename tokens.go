@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/url"
 	"strconv"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // Token is a token of the gateway's catalog on one chain, and the form of a
@@ -44,7 +46,7 @@ func (p TokenListParams) values() url.Values {
 	return q
 }
 
-var listTokens = declare(operation{"listTokens", "GET", "/tokens", opRead, ""})
+var listTokens = declare(ops.ListTokens)
 
 // List returns the catalog's tokens, retired ones included unless
 // params.Active is true. The list is not paginated.

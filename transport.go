@@ -57,3 +57,9 @@ func (t timeoutClient) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// noRedirects is the CheckRedirect of every HTTP client the SDK sends with:
+// the gateway never redirects, and following a redirect would carry the
+// bearer token (and a signed transaction) to wherever it points. The 3xx
+// comes back as an *APIError with its Location.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

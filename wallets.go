@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/rail0/rail0-go/internal/ops"
 )
 
 // Wallet is a payee wallet registered to a merchant account. Addresses are
@@ -145,7 +147,7 @@ func setBool(q url.Values, key string, b *bool) {
 	}
 }
 
-var listAccountWallets = declare(operation{"listAccountWallets", "GET", "/accounts/{account_id}/wallets", opRead, ""})
+var listAccountWallets = declare(ops.ListAccountWallets)
 
 // List returns one page of an account's wallets with their holdings.
 //
@@ -171,7 +173,7 @@ type WalletCreateParams struct {
 	Label string `json:"label,omitempty"`
 }
 
-var createWallet = declare(operation{"createWallet", "POST", "/accounts/{account_id}/wallets", opOnce, "a repeat is refused with 409: the address is registered"})
+var createWallet = declare(ops.CreateWallet)
 
 // Create registers a wallet to the account. The proof's address may differ
 // from the session's: one account can own several payee wallets. The wallet
@@ -197,7 +199,7 @@ func (s *WalletsService) Create(ctx context.Context, accountID string, params Wa
 	return &w, nil
 }
 
-var getWallet = declare(operation{"getWallet", "GET", "/accounts/{account_id}/wallets/{id}", opRead, ""})
+var getWallet = declare(ops.GetWallet)
 
 // Get reads a wallet by its UUID or its address.
 //
@@ -219,7 +221,7 @@ type WalletUpdateParams struct {
 	Active *bool   `json:"active,omitempty"`
 }
 
-var updateWallet = declare(operation{"updateWallet", "PATCH", "/accounts/{account_id}/wallets/{id}", opRepeatable, "sets the given fields"})
+var updateWallet = declare(ops.UpdateWallet)
 
 // Update changes a wallet's label or active flag. id is the wallet's UUID
 // or address.
@@ -238,7 +240,7 @@ func (s *WalletsService) Update(ctx context.Context, accountID, id string, param
 	return &w, nil
 }
 
-var deactivateWallet = declare(operation{"deactivateWallet", "DELETE", "/accounts/{account_id}/wallets/{id}", opRepeatable, "soft deactivation"})
+var deactivateWallet = declare(ops.DeactivateWallet)
 
 // Deactivate retires a wallet (a soft delete: it stays readable, inactive).
 // id is the wallet's UUID or address.
@@ -268,7 +270,7 @@ func (p WalletBalancesParams) values() url.Values {
 	return q
 }
 
-var getWalletBalances = declare(operation{"getWalletBalances", "GET", "/accounts/{account_id}/wallets/{id}/balances", opRead, ""})
+var getWalletBalances = declare(ops.GetWalletBalances)
 
 // Balances reads a wallet's live on-chain balances. A chain whose node
 // cannot be read is reported in its ChainBalance.Error rather than failing
@@ -297,7 +299,7 @@ type WalletAcceptTokenParams struct {
 	Default *bool `json:"default,omitempty"`
 }
 
-var enableWalletToken = declare(operation{"enableWalletToken", "POST", "/accounts/{account_id}/wallets/{id}/tokens", opRepeatable, "an upsert: a repeat answers 200 with the same holding"})
+var enableWalletToken = declare(ops.EnableWalletToken)
 
 // AcceptToken makes a wallet accept a token: it creates the holding, or
 // reactivates and updates an existing one (an upsert). Created is true when
@@ -335,7 +337,7 @@ type WalletAcceptTokenResult struct {
 	Response *Response `json:"-"`
 }
 
-var disableWalletToken = declare(operation{"disableWalletToken", "DELETE", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}", opRepeatable, "soft disable"})
+var disableWalletToken = declare(ops.DisableWalletToken)
 
 // StopAcceptingToken stops a wallet accepting a token. The holding is not
 // removed: it stays listed, inactive and no longer the default, and
@@ -350,7 +352,7 @@ func (s *WalletsService) StopAcceptingToken(ctx context.Context, accountID, id, 
 	return s.client.do(ctx, &request{op: disableWalletToken, args: pathArgs{accountID, id, tokenID}}, nil)
 }
 
-var enableExistingWalletToken = declare(operation{"enableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/enable", opRepeatable, "sets a state"})
+var enableExistingWalletToken = declare(ops.EnableExistingWalletToken)
 
 // EnableToken re-enables an existing holding and returns it. tokenID is the
 // token's UUID. A wallet with no holding of that token gives 404; use
@@ -362,7 +364,7 @@ func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID
 	return s.toggleToken(ctx, enableExistingWalletToken, accountID, id, tokenID)
 }
 
-var disableExistingWalletToken = declare(operation{"disableExistingWalletToken", "PATCH", "/accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable", opRepeatable, "sets a state"})
+var disableExistingWalletToken = declare(ops.DisableExistingWalletToken)
 
 // DisableToken switches an existing holding off and returns it: it stays
 // listed, inactive and no longer the default (see StopAcceptingToken).

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/ops"
 	"github.com/rail0/rail0-go/internal/secret"
 )
 
@@ -154,7 +155,7 @@ type WebhookCreateParams struct {
 	Topic WebhookTopic `json:"topic"`
 }
 
-var createWebhook = declare(operation{"createWebhook", "POST", "/webhooks", opOnce, "a repeat creates a second subscription"})
+var createWebhook = declare(ops.CreateWebhook)
 
 // Create registers a webhook and returns it with its shared secret, which
 // is shown only here and on rotation.
@@ -200,7 +201,7 @@ func (p WebhookListParams) values() url.Values {
 	return q
 }
 
-var listWebhooks = declare(operation{"listWebhooks", "GET", "/webhooks", opRead, ""})
+var listWebhooks = declare(ops.ListWebhooks)
 
 // List returns one page of the account's webhooks.
 //
@@ -218,7 +219,7 @@ func (s *WebhooksService) All(ctx context.Context, params WebhookListParams) ite
 	return listAll[Webhook](ctx, s.client, listWebhooks, pathArgs{}, params.values())
 }
 
-var getWebhook = declare(operation{"getWebhook", "GET", "/webhooks/{id}", opRead, ""})
+var getWebhook = declare(ops.GetWebhook)
 
 // Get reads a webhook.
 //
@@ -241,7 +242,7 @@ type WebhookUpdateParams struct {
 	Topic       WebhookTopic `json:"topic,omitempty"`
 }
 
-var updateWebhook = declare(operation{"updateWebhook", "PATCH", "/webhooks/{id}", opRepeatable, "sets the given fields"})
+var updateWebhook = declare(ops.UpdateWebhook)
 
 // Update changes a webhook's name, callback URL or topic.
 //
@@ -259,7 +260,7 @@ func (s *WebhooksService) Update(ctx context.Context, id string, params WebhookU
 	return &w, nil
 }
 
-var deleteWebhook = declare(operation{"deleteWebhook", "DELETE", "/webhooks/{id}", opRepeatable, "deletes"})
+var deleteWebhook = declare(ops.DeleteWebhook)
 
 // Delete removes a webhook.
 //
@@ -270,7 +271,7 @@ func (s *WebhooksService) Delete(ctx context.Context, id string) (*Response, err
 	return s.client.do(ctx, &request{op: deleteWebhook, args: pathArgs{id}}, nil)
 }
 
-var enableWebhook = declare(operation{"enableWebhook", "PUT", "/webhooks/{id}/enable", opRepeatable, "sets a state"})
+var enableWebhook = declare(ops.EnableWebhook)
 
 // Enable switches deliveries on.
 //
@@ -285,7 +286,7 @@ func (s *WebhooksService) Enable(ctx context.Context, id string) (*Webhook, erro
 	return &w, nil
 }
 
-var disableWebhook = declare(operation{"disableWebhook", "PUT", "/webhooks/{id}/disable", opRepeatable, "sets a state"})
+var disableWebhook = declare(ops.DisableWebhook)
 
 // Disable switches deliveries off.
 //
@@ -300,7 +301,7 @@ func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, err
 	return &w, nil
 }
 
-var rotateWebhookSecret = declare(operation{"rotateWebhookSecret", "PUT", "/webhooks/{id}/rotate_secret", opOnce, "a second rotation invalidates the secret the first returned"})
+var rotateWebhookSecret = declare(ops.RotateWebhookSecret)
 
 // RotateSecret replaces the webhook's shared secret and returns the new one,
 // shown only here. Deliveries signed before the rotation may still arrive:
@@ -317,7 +318,7 @@ func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*Webhook
 	return &w, nil
 }
 
-var resetWebhookCircuit = declare(operation{"resetWebhookCircuit", "PUT", "/webhooks/{id}/reset_circuit", opRepeatable, "sets a state"})
+var resetWebhookCircuit = declare(ops.ResetWebhookCircuit)
 
 // ResetCircuit closes the webhook's circuit breaker, opened after repeated
 // delivery failures, and re-enables the webhook.
@@ -366,7 +367,7 @@ func (p WebhookListEventCallbacksParams) values() url.Values {
 	return q
 }
 
-var listWebhookEventCallbacks = declare(operation{"listWebhookEventCallbacks", "GET", "/webhooks/{id}/event_callbacks", opRead, ""})
+var listWebhookEventCallbacks = declare(ops.ListWebhookEventCallbacks)
 
 // ListEventCallbacks returns one page of a webhook's delivery log.
 //
@@ -384,7 +385,7 @@ func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, para
 	return listAll[EventCallback](ctx, s.client, listWebhookEventCallbacks, pathArgs{id}, params.values())
 }
 
-var redeliverEventCallback = declare(operation{"redeliverEventCallback", "POST", "/webhooks/{id}/event_callbacks/{callback_id}/redeliver", opOnce, "a repeat queues a second delivery"})
+var redeliverEventCallback = declare(ops.RedeliverEventCallback)
 
 // Redeliver queues a recorded delivery to be sent again: the same body (same
 // event id) with a new timestamp and signature. It returns the queue status

@@ -30,58 +30,6 @@ var genericOperations = []string{opAuthorize, opCapture, opCharge, opVoid, opRel
 
 var allOperations = append(append([]string(nil), genericOperations...), opDispute, opCloseDispute)
 
-// Simulated gas figures. simGasPrice and simBaseFee are what a confirmed
-// transaction paid.
-var (
-	simGasPrice = big.NewInt(1200000)
-	simBaseFee  = big.NewInt(1000000)
-)
-
-const (
-	simPriorityFee = "1000000"
-	simMaxFee      = "1500000000"
-)
-
-// firstPaymentGas is what the first payment of a fresh deployment, an
-// authorize or a charge, pays over later ones for its first writes to the
-// contract's storage (509,000 against 411,000 for authorize, shared
-// contract guide section 12.2).
-const firstPaymentGas = 98_000
-
-// gasUsed is what the real RAIL0 contract (v1.3.0) spends on op when it
-// succeeds, as the shared contract guide (section 12.2) measured it: first
-// tells whether the payment is the deployment's first. Capture is
-// simulated at the dearer of its two figures (77,000 to 175,000).
-func gasUsed(op string, first bool) uint64 {
-	var gas uint64
-	switch op {
-	case opAuthorize:
-		gas = 411_000
-	case opCharge:
-		gas = 417_000
-	case opRefund:
-		gas = 207_000
-	case opCapture:
-		gas = 175_000
-	case opVoid, opRelease:
-		gas = 77_000
-	default: // dispute, closeDispute
-		gas = 43_000
-	}
-	if first && (op == opAuthorize || op == opCharge) {
-		gas += firstPaymentGas
-	}
-	return gas
-}
-
-// gasLimit is what a prepared transaction for op asks for, as a gateway
-// estimating on the chain would set it: the most the call can use (a
-// deployment's first payment, for authorize and charge) and 25% more.
-func gasLimit(op string) uint64 {
-	gas := gasUsed(op, true)
-	return gas + gas/4
-}
-
 var eip3009Fields = []apitypes.Type{
 	{Name: "from", Type: "address"},
 	{Name: "to", Type: "address"},
@@ -196,16 +144,17 @@ func (s *Server) newTransaction(p *payment, op string, from common.Address, amou
 		c.sig = p.Signature
 	}
 	data := c.encode()
+	gas := gasLimit(op, s.gasStateOf(p))
 	u := unsignedTx{
 		ChainID: p.Chain.ChainID, Nonce: s.st.nonceOf[from], To: p.Chain.Contract.Address.Hex(), Value: "0",
-		Data: "0x" + common.Bytes2Hex(data), GasLimit: gasLimit(op),
+		Data: "0x" + common.Bytes2Hex(data), GasLimit: gas,
 		MaxPriorityFeePerGas: simPriorityFee, MaxFeePerGas: simMaxFee, From: from.Hex(),
 	}
 	raw, _ := json.Marshal(u)
 	unsigned := string(raw)
 	tx := &transaction{
 		ID: s.ent.uuid(), Payment: p, Operation: op, Status: "pending", Unsigned: &unsigned, Amount: amount,
-		From: from, Data: data, Value: new(big.Int), Reason: reason, GasLimit: gasLimit(op),
+		From: from, Data: data, Value: new(big.Int), Reason: reason, GasLimit: gas,
 		PendingAt: &now, CreatedAt: now, UpdatedAt: now, seq: s.st.next(),
 	}
 	p.Txs = append(p.Txs, tx)
@@ -294,11 +243,12 @@ func (s *Server) confirm(tx *transaction, blockTime time.Time) {
 	block := p.Chain.nextBlock
 	p.Chain.nextBlock++
 	tx.BlockNumber = &block
-	tx.GasUsed = new(big.Int).SetUint64(min(gasUsed(tx.Operation, !p.Chain.Contract.paid), tx.GasLimit))
+	gas := gasUsed(tx.Operation, s.gasStateOf(p))
+	tx.GasUsed = new(big.Int).SetUint64(min(gas, tx.GasLimit))
 	tx.GasPrice, tx.BaseFee = simGasPrice, simBaseFee
 	tx.UpdatedAt = now
 
-	if e := s.chainCheck(tx, blockTime); e != nil {
+	if e := s.chainCheck(tx, blockTime, gas); e != nil {
 		tx.Status = "failed"
 		code, title, detail := e.code, e.title, e.detail
 		tx.ErrCode, tx.ErrTitle, tx.ErrDetail = &code, &title, &detail
@@ -330,9 +280,10 @@ func errTokenSignature(detail string) *apiError {
 // of the calldata, the Payment tuple against the stored config hash, the step's
 // rules, the EIP-3009 signature and the paying wallet's balance. It records the
 // amount and reason the calldata carries on tx: that is what the chain executes.
-func (s *Server) chainCheck(tx *transaction, blockTime time.Time) *apiError {
+// gas is what the call uses in the state it meets.
+func (s *Server) chainCheck(tx *transaction, blockTime time.Time, gas uint64) *apiError {
 	p := tx.Payment
-	if tx.GasLimit < gasUsed(tx.Operation, !p.Chain.Contract.paid) {
+	if tx.GasLimit < gas {
 		return errRevert("The transaction ran out of gas.")
 	}
 	if tx.Value != nil && tx.Value.Sign() != 0 {
@@ -432,9 +383,16 @@ func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 		if p.Refundable.Sign() == 0 && p.Capturable.Sign() == 0 {
 			p.Status = statusRefunded
 		}
+		// A refund that brings refundable_amount to 0 closes an open
+		// dispute, whatever the status: escrow may still be capturable.
+		// The payee sent it, with the contract's reserved reason.
+		d := openDispute(p)
+		closes := d != nil && p.Refundable.Sign() == 0
+		if closes {
+			s.closeDispute(d, "payee", fullRefundReason, block, now)
+		}
 		s.emit("payments.refunded", p, tx)
-		if d := openDispute(p); d != nil && p.Status == statusRefunded { // a full refund closes an open dispute
-			s.closeDispute(d, "payee", common.Hash{}, block, now)
+		if closes {
 			s.emit("payments.dispute_closed", p, tx)
 		}
 	case opDispute:
@@ -451,6 +409,11 @@ func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 		s.emit("payments.dispute_closed", p, tx)
 	}
 }
+
+// fullRefundReason is the reason of the DisputeClosed event a full refund
+// emits: the contract's REASON_FULL_REFUND, keccak256 of the name the
+// shared contract guide gives it.
+var fullRefundReason = keccak([]byte("rail0.dispute.full_refund"))
 
 func openDispute(p *payment) *dispute {
 	for _, d := range p.Disputes {

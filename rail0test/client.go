@@ -2,9 +2,9 @@ package rail0test
 
 import rail0 "github.com/rail0/rail0-go"
 
-// Client returns an SDK client pointed at the server, using the server's HTTP
-// client (whose connections Close releases) and trusting the server's RAIL0
-// contract (Pins). Options are applied after the defaults, so
+// Client returns an SDK client pointed at the server. It uses the server's
+// HTTP client, whose connections Close releases, and trusts the server's
+// RAIL0 contract (Pins). Options are applied after the defaults, so
 // rail0.WithHTTPClient can replace the HTTP client; add rail0.WithToken with a
 // token from Login to call session endpoints.
 func (s *Server) Client(opts ...rail0.Option) (*rail0.Client, error) {

@@ -3,6 +3,7 @@ package rail0test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,57 @@ func TestSDKSignInOnAnotherChain(t *testing.T) {
 	}
 	if _, err := c.Wallets.Create(ctx, *sess.AccountID, rail0.WalletCreateParams{WalletProof: *proof}); err != nil {
 		t.Fatalf("registering a wallet proven on chain %d: %v", TestChainID, err)
+	}
+}
+
+// A client that does not trust the server's contract refuses its payments
+// with an *UntrustedError that names srv.Pins(), the option that trusts it,
+// rather than WithTrustedContracts with an address to copy. The root knows
+// rail0test's contract only as a copy of ContractAddress: this holds the
+// two together.
+func TestUntrustedErrorNamesPins(t *testing.T) {
+	srv := NewServer(WithoutRateLimits())
+	defer srv.Close()
+	ctx := context.Background()
+	key, err := signing.NewPrivateKeySigner(srv.Buyer.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rail0.NewClient(srv.URL, rail0.WithHTTPClient(srv.HTTPClient()), rail0.WithSigner(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Payments.Create(ctx, rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
+		Amount: "5.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Payments.PayerSign(ctx, p.ID, rail0.PaymentPayerSignParams{})
+	var ue *rail0.UntrustedError
+	if !errors.As(err, &ue) || !strings.EqualFold(ue.Got, ContractAddress) {
+		t.Fatalf("PayerSign without Pins: %v, want an *UntrustedError on rail0test's contract", err)
+	}
+	if !strings.Contains(err.Error(), "srv.Pins()") {
+		t.Errorf("the error does not name srv.Pins(): %v", err)
+	}
+}
+
+// Create on a client without WithSigner (nor a token) is the gateway's 401,
+// and its error names WithSigner.
+func TestCreateWithoutCredentialsNamesWithSigner(t *testing.T) {
+	srv := NewServer(WithoutRateLimits())
+	defer srv.Close()
+	c, err := srv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Payments.Create(context.Background(), rail0.PaymentCreateParams{ChainID: srv.ChainID, Mode: rail0.ModeAuthorize,
+		Amount: "5.00", Token: srv.Token, Payer: srv.Buyer.Address, Payee: srv.Merchant.Address})
+	var apiErr *rail0.APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 {
+		t.Fatalf("Create without credentials: %v, want the gateway's 401", err)
+	}
+	if !strings.Contains(err.Error(), "WithSigner") || !strings.Contains(apiErr.Hint(), "WithSigner") {
+		t.Errorf("the 401 does not name WithSigner: %v (hint %q)", err, apiErr.Hint())
 	}
 }

@@ -19,7 +19,10 @@
 // "confirmed" when the server's Clock has moved past the confirmation delay
 // (WithConfirmationDelay, zero by default); the effect (escrow, capture, refund, ...)
 // is applied when a request next reads state, so no background goroutine is needed.
-// Every address gets a faucet balance of each active token on first use.
+// Every address gets a faucet balance of each active token on first use. As on
+// the contract, a refund that brings refundable_amount to 0 closes an open dispute
+// whatever the status, even with escrow still capturable: closed_by payee,
+// close_reason keccak256("rail0.dispute.full_refund").
 //
 // Artifacts follow the RAIL0 contract interface, version 1.3.0, of the contract
 // guide's section 12.1. config_hash is the EIP-712 digest of the payment's terms,
@@ -29,8 +32,11 @@
 // rail0_id and config_hash (and, for a refund, the refundable balance before it).
 // unsigned_transaction calls authorize, charge, capture, void, release, refund,
 // dispute or closeDispute with the Payment tuple inline, the payer's or payee's
-// v, r, s where the function takes them, value 0 and a gas limit that covers what
-// the call spends (200,000 for authorize and charge, 120,000 otherwise).
+// v, r, s where the function takes them, value 0 and the gas limit a gateway
+// estimating on the chain sets: what the call uses in the state it meets (the
+// contract guide's section 12.2: a deployment's first payment costs more, and so
+// does a refund while the contract holds none of the token) and 60% more. The
+// simulated chain charges that gas and runs out of it below.
 //
 // A raw transaction is refused at submit, as the gateway does, when it cannot be
 // decoded (400, no body), comes from the wrong sender (403, the role codes), or is

@@ -7,7 +7,9 @@ import (
 
 // Limit is one rate-limit budget: at most Requests per window of Period.
 type Limit struct {
-	// Requests is how many requests a window admits.
+	// Requests is how many requests a window admits. Zero (or less) admits
+	// none: every request of the surface is throttled, which is what
+	// rail0-gateway's -public-limit 0 does. It is not "the default".
 	Requests int
 	// Period is the window's length; zero means the WithRateLimitPeriod value
 	// (default 60 s). Each surface may have its own, as Rack::Attack throttles do.
@@ -89,9 +91,10 @@ func WithJWTSecret(secret []byte) Option {
 	return func(cfg *config) { cfg.jwtSecret = append([]byte(nil), secret...) }
 }
 
-// WithConfirmationDelay sets how long, on the server's Clock, a submitted transaction
-// stays "submitted" before it is confirmed and its effect applied. Zero (the default)
-// confirms it on the next request that reads state.
+// WithConfirmationDelay sets how long a submitted transaction stays
+// "submitted", on the server's Clock. It is then confirmed and its effect
+// applied. Zero (the default) confirms it on the next request that reads
+// state.
 func WithConfirmationDelay(d time.Duration) Option {
 	return func(cfg *config) {
 		if d >= 0 {
@@ -100,16 +103,36 @@ func WithConfirmationDelay(d time.Duration) Option {
 	}
 }
 
-// WithRateLimits sets the per-window budgets of the public surface (keyed by client
-// IP) and of the session surface (keyed by the bearer token of a valid session; a
-// request whose token is invented, expired or revoked counts as public). The defaults are 100 and
-// 300 per 60 s, as on the hosted gateway. No window ever admits more than its
-// Requests, also under concurrency and with a clock that jumps.
+// WithRateLimits sets the per-window budgets of both surfaces: public and
+// session (see WithPublicRateLimit and WithSessionRateLimit, which set one
+// and keep the other). The defaults are 100 and 300 per 60 s, as on the
+// hosted gateway. No window ever admits more than its Requests, also under
+// concurrency and with a clock that jumps.
 func WithRateLimits(public, session Limit) Option {
 	return func(cfg *config) {
 		cfg.rateLimits = true
 		cfg.publicLimit = public
 		cfg.sessionLimit = session
+	}
+}
+
+// WithPublicRateLimit sets the budget of the public surface only, keyed by
+// client IP (default 100 per 60 s). The session surface keeps its budget.
+func WithPublicRateLimit(l Limit) Option {
+	return func(cfg *config) {
+		cfg.rateLimits = true
+		cfg.publicLimit = l
+	}
+}
+
+// WithSessionRateLimit sets the budget of the session surface only
+// (default 300 per 60 s). It is keyed by the bearer token of a valid
+// session; a request whose token is invented, expired or revoked counts as
+// public. The public surface keeps its budget.
+func WithSessionRateLimit(l Limit) Option {
+	return func(cfg *config) {
+		cfg.rateLimits = true
+		cfg.sessionLimit = l
 	}
 }
 
@@ -198,9 +221,9 @@ func WithControl() Option {
 	return func(cfg *config) { cfg.control = true }
 }
 
-// WithWebhookRetry sets how many times a delivery is attempted (default 3) and the
-// real-time pause before the second attempt, doubled before each further one
-// (default 20 ms).
+// WithWebhookRetry sets how many times a delivery is attempted (default 3).
+// backoff is the real-time pause before the second attempt (default 20
+// ms), doubled before each further one.
 func WithWebhookRetry(attempts int, backoff time.Duration) Option {
 	return func(cfg *config) {
 		if attempts > 0 {

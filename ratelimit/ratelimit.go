@@ -33,7 +33,7 @@
 // window they fall silent in, and costs a client alone behind its budget one
 // refused request per window in which more calls wait than the budget
 // admits: no client can tell others that fell silent from no others
-// without sending one request more. The README's "Rate limits" section and
+// without sending one request more. docs/ratelimit-design.md and
 // docs/ratelimit.md give the rules and their failure modes in full.
 //
 // # What no rule may do

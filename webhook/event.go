@@ -29,7 +29,7 @@ var ErrMalformedEvent = errors.New("webhook: malformed event")
 // field can still be read by hand.
 //
 // ID is stable across redeliveries: deduplicate on it, because the gateway
-// delivers at least once.
+// delivers at least once ([Handler.Deduplicator] does).
 //
 // The payment and transaction are the root package's types: a delivery
 // carries a subset of their fields (the gateway's WebhookDelivery schema),

@@ -96,3 +96,30 @@ func ExampleVerifier_WithSubscription() {
 	// evt-2 payments.refunded for wh-refunds
 	// refused: true
 }
+
+// A Handler with a Deduplicator runs Handle once per event id: the
+// gateway's redelivery of a handled event (same id, new timestamp and
+// signature) is answered 204 without reaching Handle.
+func ExampleMemoryDeduplicator() {
+	secret := "example-shared-secret"
+	h := webhook.NewHandler(secret, func(ctx context.Context, e webhook.Event) error {
+		fmt.Println("handling", e.ID)
+		return nil
+	})
+	h.Deduplicator = webhook.NewMemoryDeduplicator(24*time.Hour, 100_000)
+
+	body := `{"id":"evt-1","topic":"payments.captured"}`
+	for range 2 {
+		ts := time.Now().Unix()
+		req := httptest.NewRequest(http.MethodPost, "/hooks/rail0", strings.NewReader(body))
+		req.Header.Set(webhook.TimestampHeader, fmt.Sprint(ts))
+		req.Header.Set(webhook.SignatureHeader, webhook.Sign([]byte(body), ts, secret))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		fmt.Println("status", rec.Code)
+	}
+	// Output:
+	// handling evt-1
+	// status 204
+	// status 204
+}

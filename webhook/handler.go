@@ -27,18 +27,22 @@ var ErrNoHandleFunc = errors.New("webhook: Handler.Handle is nil")
 // says which one a delivery came for, and Event.Topic is the signed body's.
 //
 // Answers:
-//   - 204 when Handle returns nil;
+//   - 204 when Handle returns nil, or (with a Deduplicator) for a
+//     redelivery of an event already handled, without running Handle;
 //   - 400 for a malformed signature header or an undecodable envelope;
 //   - 401 for a bad signature, a stale timestamp, or a topic that the
 //     subscription whose secret signed the delivery is not subscribed to;
 //   - 405 for a method other than POST;
+//   - 409 (with a Deduplicator) while another delivery of the event is
+//     being handled: the gateway retries, and finds it handled or free;
 //   - 413 for a body over MaxBodyBytes;
 //   - 500 when Handle fails (the gateway then redelivers), or when the
-//     Handler is misconfigured (no secret, no Handle).
+//     Handler is misconfigured (no secret, no Handle);
+//   - 503 when the Deduplicator fails.
 //
 // The gateway counts slow or failed answers toward opening the webhook's
-// circuit, so Handle should record the event (deduplicating on Event.ID)
-// and return; do slow work elsewhere.
+// circuit, so Handle should record the event (deduplicating on Event.ID,
+// or with a Deduplicator) and return; do slow work elsewhere.
 type Handler struct {
 	// Verifier holds the subscriptions' secrets, tolerance and clock.
 	Verifier Verifier
@@ -49,9 +53,16 @@ type Handler struct {
 	// MaxBodyBytes bounds the body; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 
+	// Deduplicator, when set, claims each verified event's ID before
+	// Handle runs, so that a redelivery does not reach Handle again
+	// (see [Claim]). A failed or panicking Handle releases the claim, so
+	// the gateway's redelivery runs. Nil runs Handle for every delivery.
+	Deduplicator Deduplicator
+
 	// OnError, when set, is called for every delivery that is not
-	// answered 204, with the reason. Use it for logging or metrics; the
-	// error never contains the secret.
+	// answered 204, and when a Deduplicator fails to record a handled
+	// event, with the reason. Use it for logging or metrics; the error
+	// never contains the secret.
 	OnError func(r *http.Request, err error)
 }
 
@@ -105,11 +116,64 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusInternalServerError, ErrNoHandleFunc)
 		return
 	}
-	if err := h.Handle(r.Context(), event); err != nil {
+	if h.Deduplicator == nil {
+		if err := h.Handle(r.Context(), event); err != nil {
+			h.fail(w, r, http.StatusInternalServerError, fmt.Errorf("webhook: handling event %s: %w", event.ID, err))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	h.serveOnce(w, r, event)
+}
+
+// serveOnce runs Handle for event under a claim on its ID. The claim is
+// taken only after the signature verified, so a forger cannot claim ids.
+func (h *Handler) serveOnce(w http.ResponseWriter, r *http.Request, event Event) {
+	claim, err := h.Deduplicator.Claim(r.Context(), event.ID)
+	switch {
+	case err != nil:
+		h.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("webhook: claiming event %s: %w", event.ID, err))
+		return
+	case claim == Handled:
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case claim == InFlight:
+		h.fail(w, r, http.StatusConflict, fmt.Errorf("%w: event %s", ErrEventInFlight, event.ID))
+		return
+	case claim != Claimed:
+		h.fail(w, r, http.StatusInternalServerError, fmt.Errorf("webhook: claiming event %s: the Deduplicator answered %v", event.ID, claim))
+		return
+	}
+	// The claim is settled even if the request's context ends or Handle
+	// panics: a claim left in flight would refuse every redelivery. It
+	// is settled before the answer, which may bring the redelivery.
+	settle := context.WithoutCancel(r.Context())
+	settled := false
+	defer func() {
+		if !settled { // Handle panicked
+			h.release(settle, r, event.ID)
+		}
+	}()
+	err = h.Handle(r.Context(), event)
+	settled = true
+	if err != nil {
+		h.release(settle, r, event.ID)
 		h.fail(w, r, http.StatusInternalServerError, fmt.Errorf("webhook: handling event %s: %w", event.ID, err))
 		return
 	}
+	if err := h.Deduplicator.Done(settle, event.ID); err != nil && h.OnError != nil {
+		// Handled all the same: asking for a redelivery would run it again.
+		h.OnError(r, fmt.Errorf("webhook: recording event %s as handled: %w", event.ID, err))
+	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// release drops the claim on id after Handle failed.
+func (h *Handler) release(ctx context.Context, r *http.Request, id string) {
+	if err := h.Deduplicator.Release(ctx, id); err != nil && h.OnError != nil {
+		h.OnError(r, fmt.Errorf("webhook: releasing event %s: %w", id, err))
+	}
 }
 
 func statusFor(err error) int {

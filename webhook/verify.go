@@ -8,7 +8,8 @@
 // constant time, and fresh when its timestamp lies within a tolerance of the
 // receiver's clock (300 s by default, in either direction). The timestamp is
 // covered by the digest, so the freshness check is what stops an attacker
-// from replaying a captured delivery later.
+// from replaying a captured delivery later. No unsigned header may move
+// that clock back (see [Verifier.ClockOffset]).
 //
 // Verify the raw body bytes exactly as they arrived: decoding and
 // re-encoding the JSON changes key order and whitespace, and with them the
@@ -27,6 +28,9 @@
 // each subscription's secrets with [Verifier.WithSubscription]: a delivery
 // is accepted when one of them verifies it, and only for the topic of the
 // subscription that secret belongs to.
+//
+// The gateway delivers at least once. A [Handler] with a [Deduplicator]
+// runs its Handle once per event id.
 package webhook
 
 import (
@@ -72,8 +76,10 @@ var (
 	// the tolerance from the receiver's clock, in the past (a replay or a
 	// long-delayed delivery) or in the future (clock skew).
 	ErrStale = errors.New("webhook: timestamp outside tolerance")
-	// ErrNoSecret means the verifier has no secret. An empty HMAC key is
-	// public knowledge, so verifying with it would accept forgeries.
+	// ErrNoSecret means the verifier has no secret, or a subscription's
+	// current secret is empty. An empty HMAC key is public knowledge, so
+	// verifying with it would accept forgeries; a previous secret alone
+	// is one the gateway no longer signs with.
 	ErrNoSecret = errors.New("webhook: no shared secret configured")
 	// ErrTopicMismatch means the delivery verified only with the secret of
 	// a subscription to another topic than the one its signed body names:
@@ -98,10 +104,22 @@ type Verifier struct {
 	Tolerance time.Duration
 
 	// Now returns the current time; nil means time.Now. Tests inject a
-	// fixed clock here.
+	// fixed clock here. Do not derive it from the gateway's Date headers:
+	// ClockOffset is the safe way to use them.
 	Now func() time.Time
 
+	// ClockOffset, when set, says how far the gateway's clock is ahead
+	// of Now: pass a rail0.Client's ClockOffset method. That offset is
+	// learned from unsigned Date headers, so the verifier only moves its
+	// clock forward by it, at most half the tolerance. A lying offset can
+	// then refuse a late delivery, never accept an older one.
+	ClockOffset func() time.Duration
+
 	keys []key // never modified once built: WithSubscription copies
+
+	// misconfigured, when set, refuses every delivery: a subscription
+	// was given without its current secret.
+	misconfigured error
 }
 
 // key is one accepted secret and the subscription it was issued for.
@@ -127,21 +145,38 @@ type Subscription struct {
 
 // NewVerifier returns a Verifier for one subscription of any topic that
 // accepts deliveries signed with any of secrets: the webhook's current
-// shared_secret and, after a rotation, the one it replaced, for as long as
-// deliveries signed before the rotation may still arrive. Empty secrets
-// are ignored.
+// shared_secret first and, after a rotation, the one it replaced, for as
+// long as deliveries signed before the rotation may still arrive.
+//
+// An empty current secret makes the Verifier refuse every delivery with
+// [ErrNoSecret]: a deploy that lost it must not go on trusting the
+// retired one alone. Later empty secrets are ignored.
 func NewVerifier(secrets ...string) Verifier {
+	if len(secrets) == 0 {
+		return Verifier{}
+	}
 	return Verifier{}.WithSubscription(Subscription{}, secrets...)
 }
 
 // WithSubscription returns a copy of v that also accepts deliveries for sub
-// signed with any of secrets (its current shared_secret and, during a
-// rotation, the previous one). Give each subscription of a callback URL its
-// own Topic: a delivery is then accepted only for the topic of the
+// signed with any of secrets (its current shared_secret first and, during
+// a rotation, the previous one). Give each subscription of a callback URL
+// its own Topic: a delivery is then accepted only for the topic of the
 // subscription whose secret verified it, so a secret handed to a system
 // that sees only payments.created cannot vouch for a payments.refunded.
-// Empty secrets are ignored; v is not modified.
+//
+// Without a current secret (none given, or the first empty) the copy
+// refuses every delivery with [ErrNoSecret], for every subscription: a
+// misconfigured receiver should fail loudly, not trust a retired
+// secret. Later empty secrets are ignored; v is not modified.
 func (v Verifier) WithSubscription(sub Subscription, secrets ...string) Verifier {
+	if (len(secrets) == 0 || secrets[0] == "") && v.misconfigured == nil {
+		of := ""
+		if sub.ID != "" {
+			of = fmt.Sprintf(" of subscription %q", sub.ID)
+		}
+		v.misconfigured = fmt.Errorf("%w: the current (first) secret%s is empty, so no delivery is trusted", ErrNoSecret, of)
+	}
 	keys := slices.Clip(v.keys) // an append must never write into another copy's array
 	for _, s := range secrets {
 		if s != "" {
@@ -216,6 +251,9 @@ func subscriptionFor(matched []Subscription, topic rail0.WebhookTopic) (Subscrip
 // and returns the subscriptions whose secret matched (at least one when
 // the error is nil).
 func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) ([]Subscription, error) {
+	if v.misconfigured != nil {
+		return nil, v.misconfigured
+	}
 	if len(v.keys) == 0 {
 		return nil, ErrNoSecret
 	}
@@ -231,19 +269,32 @@ func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) (
 	if len(matched) == 0 {
 		return nil, ErrBadSignature
 	}
-	now := time.Now
-	if v.Now != nil {
-		now = v.Now
-	}
 	tolerance := v.tolerance()
 	// Sub saturates instead of overflowing and Abs maps the minimum
 	// Duration to the maximum, so absurd timestamps are refused too.
-	skew := now().Sub(time.Unix(ts, 0))
+	skew := v.now(tolerance).Sub(time.Unix(ts, 0))
 	if skew.Abs() > tolerance {
 		return nil, fmt.Errorf("%w: signed at %s, %s away from now (tolerance %s)",
 			ErrStale, time.Unix(ts, 0).UTC().Format(time.RFC3339), skew.Abs(), tolerance)
 	}
 	return matched, nil
+}
+
+// now is the time a delivery's timestamp is compared with: Now, moved
+// forward by ClockOffset within [0, tolerance/2]. Moving it back would
+// accept deliveries older than the tolerance on an unsigned header's
+// word; moving it forward by at most half leaves a fresh delivery half
+// the window.
+func (v Verifier) now(tolerance time.Duration) time.Time {
+	now := time.Now
+	if v.Now != nil {
+		now = v.Now
+	}
+	t := now()
+	if v.ClockOffset != nil {
+		t = t.Add(min(max(v.ClockOffset(), 0), tolerance/2))
+	}
+	return t
 }
 
 // String describes the verifier without revealing any secret.

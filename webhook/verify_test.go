@@ -227,3 +227,87 @@ func TestReadmeVectorMatchesContractGuide(t *testing.T) {
 		t.Fatal("testdata/readme_delivery.json differs from the body in the contract guide")
 	}
 }
+
+// Issue 29 item 4: a verifier whose current (first) secret is empty
+// refuses every delivery with ErrNoSecret, whichever path set the secrets,
+// even one signed with a retired secret or another subscription's: a
+// deploy that lost its current secret accepted the retired one alone.
+func TestEmptyCurrentSecretRefusesEverything(t *testing.T) {
+	body := []byte(`{"id":"e1","topic":"payments.refunded"}`)
+	const ts = int64(1789381370)
+	refunds := Subscription{ID: "wh-refunds", Topic: "payments.refunded"}
+	for _, tc := range []struct {
+		name   string
+		v      Verifier
+		signer string // a secret the verifier holds
+	}{
+		{"NewVerifier, retired secret only", NewVerifier("", "retired"), "retired"},
+		{"NewVerifier, several retired", NewVerifier("", "", "retired"), "retired"},
+		{"WithSubscription, retired secret only", Verifier{}.WithSubscription(refunds, "", "retired"), "retired"},
+		{"WithSubscription without any secret", NewVerifier("orders").WithSubscription(refunds), "orders"},
+		{"another subscription's good secret", NewVerifier("orders").WithSubscription(refunds, "", "retired"), "orders"},
+		{"added before a good subscription", NewVerifier("", "retired").WithSubscription(refunds, "refunds"), "refunds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := withClock(tc.v, clockAt(ts))
+			sig := Sign(body, ts, tc.signer)
+			err := v.Verify(body, sig, fmt.Sprint(ts))
+			if !errors.Is(err, ErrNoSecret) {
+				t.Fatalf("Verify = %v, want ErrNoSecret", err)
+			}
+			if !strings.Contains(err.Error(), "current (first) secret") || strings.Contains(err.Error(), tc.signer) {
+				t.Errorf("error %q: want it to name the empty current secret, and no secret", err)
+			}
+			if e, err := v.VerifyEvent(body, sig, fmt.Sprint(ts)); !errors.Is(err, ErrNoSecret) || e.ID != "" {
+				t.Fatalf("VerifyEvent = %+v, %v; want ErrNoSecret", e, err)
+			}
+		})
+	}
+	// An empty previous secret is ordinary (no rotation under way).
+	v := withClock(NewVerifier("current", ""), clockAt(ts))
+	if err := v.Verify(body, Sign(body, ts, "current"), fmt.Sprint(ts)); err != nil {
+		t.Fatalf("an empty previous secret: Verify = %v", err)
+	}
+	// A verifier built without secrets is completed by WithSubscription.
+	v = withClock(NewVerifier().WithSubscription(refunds, "refunds"), clockAt(ts))
+	if err := v.Verify(body, Sign(body, ts, "refunds"), fmt.Sprint(ts)); err != nil {
+		t.Fatalf("NewVerifier().WithSubscription: Verify = %v", err)
+	}
+}
+
+// Issue 29 item 2: ClockOffset comes from unsigned Date headers, so the
+// verifier moves its clock only forward by it, by at most half the
+// tolerance. A lie can neither accept a delivery older than the
+// tolerance nor refuse a fresh one.
+func TestVerifyClockOffsetCannotWidenTheWindow(t *testing.T) {
+	body := []byte(`{"id":"evt_1"}`)
+	const now = int64(1_800_000_000)
+	for _, tc := range []struct {
+		name     string
+		offset   time.Duration
+		signedAt int64 // seconds before now (negative: after)
+		stale    bool
+	}{
+		{"a lying past Date: a delivery 20 h old", -20 * time.Hour, 20 * 3600, true},
+		{"a lying past Date: just over the tolerance", -20 * time.Hour, 301, true},
+		{"a lying past Date: a fresh delivery", -20 * time.Hour, 5, false},
+		{"a lying future Date: a fresh delivery", 20 * time.Hour, 5, false},
+		{"a lying future Date: 150 s old is the edge", 20 * time.Hour, 150, false},
+		{"a lying future Date: a delivery 20 h ahead", 20 * time.Hour, -20 * 3600, true},
+		{"a gateway 2 min ahead: its fresh delivery", 2 * time.Minute, -120, false},
+		{"a gateway 2 min ahead: 6 min old by its clock", 2 * time.Minute, 240, true},
+		{"a gateway 7 min ahead: its fresh delivery", 7 * time.Minute, -420, false},
+		{"a gateway behind: nothing older is accepted", -4 * time.Minute, 301, true},
+		{"no offset", 0, 300, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := withClock(NewVerifier("s"), clockAt(now))
+			v.ClockOffset = func() time.Duration { return tc.offset }
+			ts := now - tc.signedAt
+			err := v.Verify(body, Sign(body, ts, "s"), fmt.Sprint(ts))
+			if tc.stale != errors.Is(err, ErrStale) || (!tc.stale && err != nil) {
+				t.Fatalf("Verify = %v, want stale %v", err, tc.stale)
+			}
+		})
+	}
+}

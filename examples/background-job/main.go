@@ -1,9 +1,9 @@
 // Command background-job shows the rate-limit settings for work nobody waits
-// on: WithRetryOn429 sleeps the job's goroutines through 429s (each wait at
-// least the gateway's Retry-After, plus its own jitter, within a per-call
-// allowance), the client-wide cooldown stops the other workers from sending
-// into a closed window, and WithPacing keeps the job under the budget so the
-// gateway never has to refuse it.
+// on. WithRetryOn429 sleeps the job's goroutines through 429s: each wait is
+// at least the gateway's Retry-After (capped by RetryAfterCap), plus jitter,
+// all within a per-call allowance. The client-wide cooldown stops the other
+// workers from sending into a closed window. WithPacing keeps the job under
+// the budget, so the gateway never has to refuse it.
 //
 // It runs against the embedded rail0test gateway by default, throttling
 // sessions at 5 requests per 2 s so that the effect shows in seconds; set
@@ -48,7 +48,7 @@ var budget = rail0.Budget{Limit: 5, Period: 2 * time.Second}
 
 func run(ctx context.Context, w io.Writer) error {
 	env, err := demo.Setup(
-		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: budget.Limit}),
+		rail0test.WithSessionRateLimit(rail0test.Limit{Requests: budget.Limit}),
 		rail0test.WithRateLimitPeriod(budget.Period))
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func run(ctx context.Context, w io.Writer) error {
 	// A gateway clock that stands still keeps all requests in one throttle
 	// window, so the demonstration does not depend on when it runs.
 	env, err := demo.Setup(
-		rail0test.WithRateLimits(rail0test.Limit{Requests: 100}, rail0test.Limit{Requests: 3}),
+		rail0test.WithSessionRateLimit(rail0test.Limit{Requests: 3}),
 		rail0test.WithClock(rail0test.NewManualClock(time.Now())))
 	if err != nil {
 		return err

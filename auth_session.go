@@ -1,0 +1,387 @@
+package rail0
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file is the session of a client created WithSigner: tokenSource
+// signs in when a call needs a token, shares one sign-in among the calls
+// that wait for it, and drops a session the gateway refused.
+
+// defaultRefreshMargin is how long before a session's expires_at a
+// tokenSource signs in again. It covers the time a request takes to reach
+// the gateway plus clock skew.
+const defaultRefreshMargin = 2 * time.Minute
+
+// tokenSourceOption configures loginTokenSource; the tests' seams.
+type tokenSourceOption func(*tokenSource) error
+
+// withRefreshMargin sets how long before expires_at the session is
+// replaced (default defaultRefreshMargin). When a session lives less than
+// twice the margin, half its lifetime is used instead, so a short-lived
+// session is not replaced on every call.
+func withRefreshMargin(d time.Duration) tokenSourceOption {
+	return func(ts *tokenSource) error {
+		if d < 0 {
+			return fmt.Errorf("rail0: withRefreshMargin: must not be negative, got %v", d)
+		}
+		ts.margin = d
+		return nil
+	}
+}
+
+// withSessionClock sets the clock used to judge expiry (default: the
+// gateway's clock as the AuthService's client learned it; see
+// Client.ClockOffset); the tests' seam.
+func withSessionClock(now func() time.Time) tokenSourceOption {
+	return func(ts *tokenSource) error {
+		if now == nil {
+			return errors.New("rail0: withSessionClock: nil clock")
+		}
+		ts.now = now
+		return nil
+	}
+}
+
+// tokenSource keeps the session of a client created WithSigner alive: it
+// signs in on first use, hands out the cached token, and signs in again
+// once the session is within the refresh margin of expires_at, so a
+// long-running job never sends an expired token. It is safe for concurrent
+// use; concurrent callers that find no fresh session share one sign-in.
+//
+// A call that the client sends with one of its sessions and that the
+// gateway answers 401 (the session was revoked) makes the client drop that
+// session, sign in again and send the call once more: see do.
+//
+// The token is never logged or put in an error.
+type tokenSource struct {
+	auth   *AuthService
+	signer Signer
+	params SignIn
+	margin time.Duration
+	now    func() time.Time
+
+	mu       sync.Mutex // guards session, obtained and inflight
+	session  *Session   // never modified once stored: callers get copies
+	obtained time.Time
+	inflight *loginCall
+}
+
+// loginCall is one sign-in shared by the callers that wait for it.
+type loginCall struct {
+	done    chan struct{}
+	session *Session
+	err     error
+
+	// wait is the latest wait for a rate limit the sign-in started (a
+	// 429's backoff, or a cooldown), so that a caller whose own settings
+	// would not wait that long need not wait for the sign-in either (see
+	// await); changed is closed, and replaced, whenever wait changes. Both
+	// are guarded by tokenSource.mu.
+	wait    rateWait
+	changed chan struct{}
+}
+
+// rateWait is a wait for a rate limit that a call has started: on which
+// request, and until when.
+type rateWait struct {
+	method, path string
+	until        time.Time
+}
+
+// refusal is the 429 a caller gets that does not wait, for a wait on the
+// request of w with left to go: its own request was not sent.
+func (w rateWait) refusal(left time.Duration) *APIError {
+	return notSentError(w.method, w.path, left,
+		"not sent: the sign-in this call needs is waiting out a rate limit for longer than the call may wait")
+}
+
+// sessionRefusal is what a client tells its token source after a 401:
+// the token the gateway refused, and whether the client wants a token of a
+// new session now (renew) or only the refused one dropped (the call that
+// got the 401 is not sent again; the next call signs in). It reaches the
+// source in the context given to the source, as a read-only value. A
+// token names its session, so the source needs no more to drop that one
+// only. The zero value tells nothing: bearer sets it over a refusal the
+// context inherited from another client's call (a WithTokenSource function
+// that asks another rail0 client for its token), which is not for this
+// client's source.
+type sessionRefusal struct {
+	token string
+	renew bool
+}
+
+type sessionRefusalKey struct{}
+
+// loginTokenSource returns a tokenSource that signs in with signer through
+// auth, its messages placed by params. It does no I/O until its first use.
+func loginTokenSource(auth *AuthService, signer Signer, params SignIn, opts ...tokenSourceOption) (*tokenSource, error) {
+	if auth == nil || auth.client == nil {
+		return nil, &ValidationError{Field: "auth", Reason: "must not be nil"}
+	}
+	if signer == nil {
+		return nil, &ValidationError{Field: "signer", Reason: "must not be nil"}
+	}
+	if _, err := auth.message(params, StatementLogin, signer.Address(), "00000000"); err != nil {
+		return nil, err
+	}
+	ts := &tokenSource{
+		auth:   auth,
+		signer: signer,
+		params: params,
+		margin: defaultRefreshMargin,
+		now:    auth.client.gatewayNow, // expires_at is on the gateway's clock
+	}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, errors.New("rail0: loginTokenSource: nil option")
+		}
+		if err := opt(ts); err != nil {
+			return nil, err
+		}
+	}
+	return ts, nil
+}
+
+// Token returns a bearer token valid for at least the refresh margin,
+// signing in first when needed.
+//
+// Called by a client after the gateway answered 401 to a call sent with one
+// of its tokens, it first drops that token's session (and only that one: a
+// newer session another call obtained is kept).
+func (ts *tokenSource) Token(ctx context.Context) (string, error) {
+	if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
+		ts.refused(n.token)
+		if !n.renew {
+			return "", nil
+		}
+	}
+	s, err := ts.current(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.Token(), nil
+}
+
+// Session returns a copy of the current session, signing in first when
+// there is none or it is within the refresh margin of its expiry. The copy
+// is deep: writing through its pointer fields does not change the cached
+// session.
+//
+// When another caller's sign-in is under way, Session waits for it (or for
+// ctx). If that sign-in was cut short by its caller's context, or its 429
+// was refused because the wait did not fit its caller's allowance or
+// deadline (Call.NotRetried says so) while it fits this caller's, the waiting
+// callers sign in again with their own context and allowance instead of
+// inheriting a failure that was about another caller's budget.
+func (ts *tokenSource) Session(ctx context.Context) (*Session, error) {
+	s, err := ts.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return copySession(s), nil
+}
+
+// current returns the cached session (not to be modified), signing in
+// first when needed; see Session. Its errors say "rail0: sign-in".
+func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, signInError(err)
+		}
+		ts.mu.Lock()
+		if s := ts.session; s != nil && ts.fresh(s) {
+			ts.mu.Unlock()
+			return s, nil
+		}
+		if call := ts.inflight; call != nil {
+			ts.mu.Unlock()
+			if err := ts.await(ctx, call); err != nil {
+				return nil, err
+			}
+			if call.err == nil {
+				return call.session, nil
+			}
+			if ctx.Err() == nil && (isContextErr(call.err) || ts.ownBudgetAdmits(ctx, call.err)) {
+				continue // the leader gave up or ran out of budget; lead a sign-in ourselves
+			}
+			return nil, call.err
+		}
+		call := &loginCall{done: make(chan struct{}), changed: make(chan struct{})}
+		ts.inflight = call
+		ts.mu.Unlock()
+
+		publish := func(w rateWait) {
+			ts.mu.Lock()
+			call.wait = w
+			close(call.changed)
+			call.changed = make(chan struct{})
+			ts.mu.Unlock()
+		}
+		session, err := ts.auth.login(ctx, ts.signer, ts.params, publish)
+		if err != nil {
+			// A sign-in whose answer was lost (the connection broke after
+			// POST /auth was written) spent a nonce at most, and maybe
+			// made a session nobody holds: nothing to look up before
+			// signing in again. The callers it was for sent nothing, so
+			// it is no unknown outcome of theirs.
+			var unknown *OutcomeUnknownError
+			if errors.As(err, &unknown) {
+				err = unknown.Err // what failed, with the sign-in's transcript
+			}
+			err = signInError(err)
+		}
+
+		ts.mu.Lock()
+		ts.inflight = nil
+		call.session, call.err = session, err
+		if err == nil {
+			ts.session = session
+			ts.obtained = ts.now()
+		}
+		ts.mu.Unlock()
+		close(call.done)
+		if err != nil {
+			return nil, err
+		}
+		return session, nil
+	}
+}
+
+// signInError is err, a failure to sign in, as the callers of a client
+// created WithSigner get it.
+func signInError(err error) error { return &signInFailure{err} }
+
+// signInFailure is a failure of a client's own sign-in: its text names the
+// sign-in once, then says what failed ("rail0: sign-in: POST /auth/nonces:
+// 429 ..."), without a second "rail0:" for the SDK error it wraps; errors.Is
+// and errors.As reach that error.
+type signInFailure struct{ err error }
+
+func (e *signInFailure) Error() string {
+	return "rail0: sign-in: " + strings.TrimPrefix(e.err.Error(), "rail0: ")
+}
+
+func (e *signInFailure) Unwrap() error { return e.err }
+
+// await waits for call, a sign-in another caller leads, to end (nil), or
+// for ctx. While that sign-in waits out a rate limit, a caller whose own
+// settings would not wait so long (its view does not retry 429s, or the
+// wait does not fit its allowance or deadline) does not wait for it: it
+// gets at once the 429 that its own call would have got, NotSent (its
+// request never left), RetryAfter the wait that is left. A caller whose
+// context ends while that wait lasts gets the same 429, matching ctx's
+// error too.
+func (ts *tokenSource) await(ctx context.Context, call *loginCall) error {
+	for {
+		ts.mu.Lock()
+		w, changed := call.wait, call.changed
+		ts.mu.Unlock()
+		left := w.until.Sub(ts.auth.client.now())
+		if left > 0 && !ts.ownBudgetWaits(ctx, left) {
+			return signInError(w.refusal(left))
+		}
+		select {
+		case <-call.done:
+			return nil
+		case <-changed:
+		case <-ctx.Done():
+			if left := w.until.Sub(ts.auth.client.now()); left > 0 {
+				return signInError(w.refusal(left).withCause(ctx.Err()))
+			}
+			return signInError(ctx.Err())
+		}
+	}
+}
+
+// ownBudgetAdmits reports whether a sign-in led by another caller failed
+// only for that caller's settings or budget: it came back with a 429 (its
+// wait did not fit that caller's allowance or deadline, or that caller's
+// view does not retry 429s) whose wait this caller would take (see
+// ownBudgetWaits).
+func (ts *tokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	return ts.ownBudgetWaits(ctx, apiErr.RetryAfter)
+}
+
+// ownBudgetWaits reports whether a fresh call with the settings of ctx's
+// caller (see Client.With) would wait out a 429 for wait: its view retries
+// 429s, and wait fits its allowance and its deadline.
+func (ts *tokenSource) ownBudgetWaits(ctx context.Context, wait time.Duration) bool {
+	c := ts.auth.client.forCaller(ctx)
+	return c.policy.retryOn429 && wait <= c.policy.maxRetryWait && wait < timeLeft(ctx, c.now())
+}
+
+// refused drops the session whose token the gateway answered 401: it was
+// revoked. A newer session (another call already signed in again) is
+// kept.
+func (ts *tokenSource) refused(token string) {
+	ts.mu.Lock()
+	if ts.session != nil && ts.session.Token() == token {
+		ts.session = nil
+	}
+	ts.mu.Unlock()
+}
+
+// copySession returns a deep copy that the caller may modify without
+// touching the cached session.
+func copySession(s *Session) *Session {
+	c := *s
+	if s.AccountID != nil {
+		v := *s.AccountID
+		c.AccountID = &v
+	}
+	if s.Name != nil {
+		v := *s.Name
+		c.Name = &v
+	}
+	if s.Response != nil {
+		r := *s.Response
+		r.Header = s.Response.Header.Clone()
+		c.Response = &r
+	}
+	return &c
+}
+
+// Invalidate drops the cached session, so the next call signs in again
+// (after Logout; a 401 drops only the session it refused).
+func (ts *tokenSource) Invalidate() {
+	ts.mu.Lock()
+	ts.session = nil
+	ts.mu.Unlock()
+}
+
+// String describes the token source without any token.
+func (ts *tokenSource) String() string {
+	return fmt.Sprintf("rail0.tokenSource{address: %s, margin: %s}", ts.signer.Address(), ts.margin)
+}
+
+// Format implements fmt.Formatter so that every verb prints String: %d or
+// %x would otherwise walk the struct's fields.
+func (ts *tokenSource) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, ts.String()) }
+
+// LogValue implements slog.LogValuer without any token.
+func (ts *tokenSource) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("address", ts.signer.Address()), slog.Duration("margin", ts.margin))
+}
+
+// fresh reports whether s can still be handed out: now is before its
+// expiry minus the refresh margin (at most half the session's lifetime).
+func (ts *tokenSource) fresh(s *Session) bool {
+	margin := ts.margin
+	if half := max(s.ExpiresAt.Sub(ts.obtained)/2, 0); half < margin {
+		margin = half
+	}
+	return ts.now().Before(s.ExpiresAt.Add(-margin))
+}

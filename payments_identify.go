@@ -1,0 +1,107 @@
+package rail0
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rail0/rail0-go/internal/verify"
+)
+
+// This file checks that a 2xx answer to a write is the resource the
+// operation promises. When it is not, it proves nothing, like the answers
+// provesNotRun refuses as proof. A proxy's or a load balancer's JSON
+// (null, {}, {"message":"Accepted"}) decodes into a zero value without an
+// error, and taking it for a success would hand the caller a transaction
+// with no id (its next step, waiting for it, fails; the caller who then
+// submits again runs the write twice) or a payment with no id (and loses
+// the Idempotency-Key that would have found it). So the answers of those
+// writes must carry the resource's identifying fields, or the call ends as
+// it does for an undecodable 2xx: an *OutcomeUnknownError carrying the
+// key, over a *DecodeError that says what is missing. The checks below say
+// what; the send path applies them (request.identify).
+
+// preparedRow is what the SDK knows of the prepared transaction a submit
+// sends: its id and its payment's UUID, each "" when unknown (a low-level
+// Submit not tied to a Prepare, a payment named by its rail0_id). typed
+// says the caller wrote them (a low-level Submit's params and path), who
+// may write a UUID in capitals; a flow's are the gateway's own answers'
+// (Prepare's id, the payment read's), which its later answers must repeat
+// exactly: a flow's wait then finds the row the submit's answer names.
+type preparedRow struct {
+	id, paymentID string
+	typed         bool
+}
+
+// same reports whether got, an id in the gateway's answer, is want, an id
+// of the prepared row: ignoring case where the caller typed it.
+func (r preparedRow) same(want, got string) bool {
+	if r.typed {
+		return sameUUID(want, got)
+	}
+	return want == got
+}
+
+// sameUUID reports whether typed, a UUID the caller gave, names the
+// gateway's id: UUIDs compare ignoring case (RFC 9562), so a caller who
+// writes one in capitals is not refused the gateway's own answer. Ids
+// that come from the gateway are compared with its answer to the submit
+// exactly; a payment's rows are matched to an id with sameUUID, by the
+// wait and by the check that a prepared row was not sent already, so that
+// no row passes one and is found by the other.
+func sameUUID(typed, id string) bool { return strings.EqualFold(typed, id) }
+
+// notTheTransaction reports why tx, the decoded 2xx answer to a submit of
+// op (or a report of it by hash) whose transaction hash is hash, is not the
+// Transaction the operation promises; "" when it is one. The gateway's
+// answer carries the transaction's id and its operation, and its hash once
+// known: a hash that is there must be the hash of what was signed or
+// reported, since the answer is about that transaction.
+//
+// The contract answers a submit with the Transaction "as it stands": the
+// row that prepare recorded (prepare again while it is pending returns that
+// same row). So where the SDK knows that row (prepared), an answer naming
+// another id, or another payment, is about another transaction, even of
+// the same operation and without a hash yet: taken for the submit's answer,
+// it would have the caller wait for that other transaction (one confirmed
+// long ago, say) and believe this step done. Ids the caller typed compare
+// ignoring case, the gateway's own exactly (preparedRow.same).
+func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared preparedRow) string {
+	switch {
+	case tx.ID == "":
+		return "carries no transaction id"
+	case tx.Operation != op:
+		return fmt.Sprintf("is a transaction of operation %q, not %s", clip(oneLine(string(tx.Operation))), op)
+	case prepared.id != "" && !prepared.same(prepared.id, tx.ID):
+		return fmt.Sprintf("is transaction %q, not %s, the one prepared", clip(oneLine(tx.ID)), clip(oneLine(prepared.id)))
+	case prepared.paymentID != "" && tx.PaymentID != "" && !prepared.same(prepared.paymentID, tx.PaymentID):
+		return fmt.Sprintf("is a transaction of payment %q, not %s", clip(oneLine(tx.PaymentID)), clip(oneLine(prepared.paymentID)))
+	}
+	return wrongHash(tx, hash)
+}
+
+// wrongHash reports why tx does not carry hash, the hash of the
+// transaction sent; "" when it carries it or no hash yet. A hash that is
+// there must be that one: the answer or the row is about that transaction.
+func wrongHash(tx *Transaction, hash verify.Word) string {
+	if tx.TransactionHash == nil || *tx.TransactionHash == "" {
+		return ""
+	}
+	if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
+		return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)
+	}
+	return ""
+}
+
+// notThePayment reports why p, the decoded 2xx answer to a payment's
+// creation, is not the PaymentDetail the operation promises; "" when it is
+// one: it must carry the payment's id and its rail0_id (0x + 64 hex), which
+// the gateway assigns when it creates the payment.
+func notThePayment(p *PaymentDetail) string {
+	if p.ID == "" {
+		return "carries no payment id"
+	}
+	if _, err := verify.ParseWord(p.Rail0ID); err != nil {
+		return fmt.Sprintf("carries rail0_id %q, not 0x and 64 hex digits", clip(oneLine(p.Rail0ID)))
+	}
+	return ""
+}

@@ -1,0 +1,54 @@
+package rail0
+
+import (
+	"sync"
+)
+
+// The client-wide retry budget (a token bucket, after the retry quota of
+// the AWS SDKs) keeps an outage from multiplying the load: each retry of a
+// failure other than a 429 takes retryCost tokens (timeoutRetryCost after
+// a timeout, which holds a connection the longest), and each answer that is
+// not a failure (a 2xx, or a 4xx other than 429) gives successCredit back,
+// up to retryBudgetSize. An empty budget
+// makes failures come back at once. At 100 tokens a burst of failures gets
+// 20 retries client-wide, and in the long run retries keep going as long as
+// fewer than about one answer in six fails; 429s are not counted, since
+// MaxRetryWait and the cooldown govern them.
+const (
+	retryBudgetSize  = 100
+	retryCost        = 5
+	timeoutRetryCost = 10
+	successCredit    = 1
+)
+
+// retryQuota is the client-wide retry budget; safe for concurrent use.
+type retryQuota struct {
+	mu     sync.Mutex
+	tokens int
+}
+
+func newRetryQuota() *retryQuota { return &retryQuota{tokens: retryBudgetSize} }
+
+// spend runs a decision against the tokens left and takes what it costs, in
+// one step so that concurrent calls cannot spend the same tokens.
+func (q *retryQuota) spend(decide func(tokens int) decision) decision {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	d := decide(q.tokens)
+	q.tokens -= min(d.cost, q.tokens)
+	return d
+}
+
+// credit gives n tokens back, up to the budget's size.
+func (q *retryQuota) credit(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tokens = min(q.tokens+n, retryBudgetSize)
+}
+
+// left returns the tokens left.
+func (q *retryQuota) left() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.tokens
+}

@@ -1,0 +1,484 @@
+package rail0
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/rail0/rail0-go/ratelimit"
+)
+
+// This file is the retry rule: whether an answer is sent again, after how
+// long, and why. The rules below are read top to bottom (retryRules); each
+// is a small pure function of what the attempt got and what the call has
+// left. The send path (send.go) gathers that evidence in its classify
+// stage and hands it here from go-retryablehttp's CheckRetry hook. Nothing
+// here does I/O, sleeps or reads a clock. The waits themselves are
+// computed in backoff.go.
+//
+// The invariants hold for every rule. A 429 was never executed, so it may
+// be retried on any operation, but never before min(Retry-After,
+// RetryAfterCap). A server-given wait gets additive jitter only, and the
+// limiter's verdict only lengthens it. A header informs only the attempt it
+// came with. A failure that may have run is repeated only on an operation
+// safe to repeat.
+
+const (
+	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.
+	DefaultRetryAfterCap = 60 * time.Second
+	// DefaultMaxRetryWait is the per-call allowance of server-given waiting.
+	DefaultMaxRetryWait = 3 * time.Minute
+	// DefaultMaxRetries bounds retries of failures other than 429.
+	DefaultMaxRetries = 2
+	// maxAttempts is a safety net against a server that answers forever with
+	// tiny guesses; the allowance and MaxRetries normally stop far earlier.
+	maxAttempts = 100
+)
+
+const maxDuration = time.Duration(math.MaxInt64)
+
+// RetryReason says why a retry was made or not.
+type RetryReason string
+
+// Reasons of the transcript (Attempt.Reason, Call.NotRetried), the log
+// lines and the observers. Every reason the SDK gives is declared here.
+const (
+	// ReasonRateLimited: a 429 retried after the server's Retry-After.
+	ReasonRateLimited RetryReason = "rate_limited"
+	// ReasonRateLimitedGuess: a 429 without a usable Retry-After, retried after a guessed wait.
+	ReasonRateLimitedGuess RetryReason = "rate_limited_no_retry_after"
+	// ReasonRetryOn429Off: a 429 returned as it is, because WithRetryOn429 is off.
+	ReasonRetryOn429Off RetryReason = "retry_on_429_off"
+	// ReasonServerError: a 5xx on an operation that is safe to repeat.
+	ReasonServerError RetryReason = "server_error"
+	// ReasonNotSent: the connection could not be opened, so nothing was sent.
+	ReasonNotSent RetryReason = "not_sent"
+	// ReasonTransport: the connection failed after the request was written,
+	// on an operation that is safe to repeat.
+	ReasonTransport RetryReason = "transport_error"
+	// ReasonAllowance: the server's wait does not fit in what is left of WithMaxRetryWait.
+	ReasonAllowance RetryReason = "allowance_exhausted"
+	// ReasonDeadline: the wait would end after the context's deadline.
+	ReasonDeadline RetryReason = "deadline"
+	// ReasonMaxRetries: WithMaxRetries (or, for 429s, the safety net of 100
+	// attempts) is used up.
+	ReasonMaxRetries RetryReason = "max_retries"
+	// ReasonRetryBudget: the client-wide retry budget is empty (an outage is
+	// under way), so the failure comes back at once.
+	ReasonRetryBudget RetryReason = "retry_budget_empty"
+	// ReasonUnsafe: an operation that may have run and is not safe to
+	// repeat is not repeated; its outcome is unknown.
+	ReasonUnsafe RetryReason = "outcome_unknown"
+	// ReasonSessionRefused: a 401 after which the token source gave a new
+	// token (a client WithSigner signed in again). The call was sent once
+	// more at once, with Retry true and Wait zero. The re-send counts
+	// against the call's attempts and allowance like any retry.
+	ReasonSessionRefused RetryReason = "session_refused"
+	// ReasonRetryAfterDistrusted: a 429 came back after the previous 429's
+	// Retry-After had been honoured, so the header was short. The wait was
+	// lengthened to at least twice the previous one.
+	ReasonRetryAfterDistrusted RetryReason = "retry_after_distrusted"
+	// ReasonRetryAfterDistrustedClamped: as ReasonRetryAfterDistrusted, but
+	// the lengthened wait did not fit the call's allowance or deadline. It
+	// was shortened to fit, never below the server's own instruction, so the
+	// call makes its last try rather than give up with time left.
+	ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
+	// ReasonLimiter is Call.NotRetried of a call the limiter stopped: the
+	// cooldown or the pacing budget would not admit the request (or its
+	// retry) within the allowance or the deadline. No attempt carries it,
+	// since the refusal comes before an attempt; the transcript's last
+	// LimiterWait is Refused.
+	ReasonLimiter RetryReason = "limiter"
+)
+
+// isRefusal reports whether reason is a limit that stopped a retry the
+// client would have made (Attempt.Refused).
+func isRefusal(reason RetryReason) bool {
+	switch reason {
+	case ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonLimiter, ReasonRetryBudget:
+		return true
+	}
+	return false
+}
+
+// policy is the client's retry configuration.
+type policy struct {
+	retryOn429    bool
+	retryAfterCap time.Duration
+	maxRetryWait  time.Duration
+	maxRetries    int
+	base          time.Duration
+}
+
+// outcome is what one attempt produced, as the rules see it.
+type outcome struct {
+	op             opClass // what a repetition of the operation would do
+	idempotencyKey bool    // the request carries an Idempotency-Key
+	status         int     // 0 when no response arrived
+	retryAfter     time.Duration
+	hasRetryAfter  bool
+	failed         bool // transport error, or the body could not be read
+	timeout        bool // the failure was a timeout
+	notSent        bool // the request provably never left the client
+	ctxDone        bool
+}
+
+// budget is what the call has used so far, and what the client has left.
+type budget struct {
+	attempts     int           // attempts made, this one included
+	waited       time.Duration // server-given and rate-limit waiting already spent
+	otherRetries int           // retries of non-429 failures so far
+	guesses429   int           // 429 retries without instruction so far
+	deadline     time.Duration // time left before the context deadline; maxDuration when none
+	tokens       int           // what is left of the client-wide retry budget
+	rtt          time.Duration // the expected round trip: a retry clamped to the deadline leaves one for its answer
+}
+
+// decision is the rules' answer for one attempt.
+type decision struct {
+	retry bool
+	wait  time.Duration
+	// relevant is false when the outcome is not a retry matter at all (a
+	// success or a definitive answer): nothing is reported.
+	relevant bool
+	reason   RetryReason
+	// unknown marks a write whose outcome is unknown (do not retry, tell the caller).
+	unknown bool
+	// rateWait is true when wait counts against the allowance (MaxRetryWait).
+	rateWait bool
+	// cost is what the retry takes from the client-wide retry budget.
+	cost int
+	// guess is true when wait is a guess (full jitter): the answer gave
+	// no usable instruction, so no header may pace the retry
+	// (ratelimit.Reservation.Guessed).
+	guess bool
+}
+
+// evidence is what the rules read about one attempt.
+type evidence struct {
+	p policy
+	o outcome
+	b budget
+	u float64 // a uniform draw from [0, 1), for the jitter
+	// fb is what the limiter concluded from the answer (limiterVerdict).
+	fb ratelimit.Feedback
+	// renewed: after a 401, the token source gave the call a new token.
+	renewed bool
+}
+
+// rule is one step of the retry rule. It reads the evidence and the
+// decision the rules above it drafted. It returns the decision, and
+// settled when the rules below must not change it.
+type rule func(e *evidence, d decision) (_ decision, settled bool)
+
+// retryRules is the retry rule, in the order it is applied. A rule that
+// does not apply returns the draft unchanged.
+var retryRules = [...]rule{
+	sessionRefused,
+	contextEnded,
+	status,
+	retryOn429,
+	operationClass,
+	worthRepeating,
+	attemptsLeft,
+	instruction,
+	guess,
+	retryBudget,
+	limiterVerdict,
+}
+
+// decide applies the retry rules to one attempt. u is a uniform draw from
+// [0, 1).
+func decide(p policy, o outcome, b budget, u float64) decision {
+	return decideOn(&evidence{p: p, o: o, b: b, u: u})
+}
+
+// decideOn applies the retry rules, top to bottom, to e.
+func decideOn(e *evidence) decision {
+	var d decision
+	for _, r := range retryRules {
+		var settled bool
+		if d, settled = r(e, d); settled {
+			break
+		}
+	}
+	return d
+}
+
+// refuse settles a retry matter without a retry, for reason. A failure
+// other than a 429 that may have run leaves the outcome of a write unknown.
+func (e *evidence) refuse(reason RetryReason) (decision, bool) {
+	return decision{relevant: true, reason: reason, unknown: e.outcomeUnknown()}, true
+}
+
+// outcomeUnknown reports whether the failure may have let the operation
+// run with an effect a repetition would not reproduce: every 5xx and every
+// broken connection, on a write that must not run twice. A 429 never ran.
+func (e *evidence) outcomeUnknown() bool {
+	return e.o.status != http.StatusTooManyRequests && !e.o.notSent && e.o.op.Matters()
+}
+
+// is429 reports whether the answer is a 429.
+func (e *evidence) is429() bool { return e.o.status == http.StatusTooManyRequests }
+
+// sessionRefused: a 401 after which the token source gave a new token is
+// sent again at once with it. The gateway answers a 401 before it runs
+// anything; the send path asks the token source only for an operation
+// safe to repeat (callState.resendOn401).
+func sessionRefused(e *evidence, d decision) (decision, bool) {
+	if e.o.status == http.StatusUnauthorized && e.renewed {
+		return decision{relevant: true, retry: true, reason: ReasonSessionRefused}, true
+	}
+	return d, false
+}
+
+// contextEnded: the caller gave up; nothing is decided or reported.
+func contextEnded(e *evidence, d decision) (decision, bool) {
+	if e.o.ctxDone {
+		return decision{}, true
+	}
+	return d, false
+}
+
+// status: a 429, a connection that failed (before or after the request
+// left) and a 5xx are retry matters; any other answer is definitive. A
+// status past 599 is no proof that nothing ran either.
+func status(e *evidence, d decision) (decision, bool) {
+	o := e.o
+	switch {
+	case e.is429():
+		return decision{relevant: true}, false
+	case o.failed && o.notSent:
+		return decision{relevant: true, reason: ReasonNotSent}, false
+	case o.failed:
+		return decision{relevant: true, reason: ReasonTransport}, false
+	case o.status >= 500:
+		return decision{relevant: true, reason: ReasonServerError}, false
+	}
+	return decision{}, true // a success or a definitive answer
+}
+
+// retryOn429: a 429 is retried only WithRetryOn429. It was refused before
+// the application ran, so it is safe on any operation, and the allowance
+// governs it, not the retry budget.
+func retryOn429(e *evidence, d decision) (decision, bool) {
+	if e.is429() && !e.p.retryOn429 {
+		return e.refuse(ReasonRetryOn429Off)
+	}
+	return d, false
+}
+
+// operationClass: a failure that may have run is repeated only on an
+// operation safe to repeat (opClass.repeatable); otherwise its outcome is
+// unknown.
+func operationClass(e *evidence, d decision) (decision, bool) {
+	if !e.is429() && !e.o.notSent && !e.o.op.Repeatable(e.o.idempotencyKey) {
+		return e.refuse(ReasonUnsafe)
+	}
+	return d, false
+}
+
+// worthRepeating: a 5xx other than 500, 502, 503 and 504 (501, 507...) is
+// definitive, or an unknown outcome on a write that may have run.
+func worthRepeating(e *evidence, d decision) (decision, bool) {
+	if d.reason != ReasonServerError || retryableStatus(e.o.status) {
+		return d, false
+	}
+	if e.outcomeUnknown() {
+		return e.refuse(ReasonUnsafe)
+	}
+	return decision{}, true
+}
+
+// retryableStatus lists the 5xx answers worth repeating a safe request for.
+func retryableStatus(status int) bool {
+	switch status {
+	case http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// attemptsLeft: WithMaxRetries bounds the retries of failures other than
+// 429; maxAttempts bounds every call.
+func attemptsLeft(e *evidence, d decision) (decision, bool) {
+	if e.b.attempts >= maxAttempts || (!e.is429() && e.b.otherRetries >= e.p.maxRetries) {
+		return e.refuse(ReasonMaxRetries)
+	}
+	return d, false
+}
+
+// instruction: a 429's or a 503's Retry-After is a server-given wait
+// (serverWait), counted against the allowance. When the instruction,
+// uncapped, does not fit what is left of the allowance or the deadline,
+// no wait is started: the limit that refused it is the reason.
+func instruction(e *evidence, d decision) (decision, bool) {
+	if !e.o.hasRetryAfter || (!e.is429() && e.o.status != http.StatusServiceUnavailable) {
+		return d, false
+	}
+	room, limit := roomFor(e.p, e.b)
+	w, ok := serverWait(e.o.retryAfter, e.p.retryAfterCap, room, e.u)
+	if !ok {
+		return e.refuse(limit)
+	}
+	d.retry, d.wait, d.rateWait = true, w, true
+	if e.is429() {
+		d.reason = ReasonRateLimited
+	}
+	return d, false
+}
+
+// guess: without an instruction, the wait is a full-jitter guess
+// (guessWait). A 429's counts against the allowance; another failure's
+// must only end before the deadline.
+func guess(e *evidence, d decision) (decision, bool) {
+	if d.retry {
+		return d, false // the server said when
+	}
+	if e.is429() {
+		room, limit := roomFor(e.p, e.b)
+		w, ok := guessWait(e.p.base, e.p.retryAfterCap, e.b.guesses429, room, e.u)
+		if !ok {
+			return e.refuse(limit)
+		}
+		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true, guess: true}, false
+	}
+	w, ok := guessWait(e.p.base, e.p.retryAfterCap, e.b.otherRetries, e.b.deadline, e.u)
+	if !ok {
+		return e.refuse(ReasonDeadline)
+	}
+	d.retry, d.wait, d.guess = true, w, true
+	return d, false
+}
+
+// retryBudget: a retry of a failure other than a 429 costs the client-wide
+// retry budget (retry_budget.go) retryCost, or timeoutRetryCost after a
+// timeout; an empty budget returns the failure at once.
+func retryBudget(e *evidence, d decision) (decision, bool) {
+	if e.is429() {
+		return d, false
+	}
+	cost := retryCost
+	if e.o.timeout {
+		cost = timeoutRetryCost
+	}
+	if e.b.tokens < cost {
+		return e.refuse(ReasonRetryBudget)
+	}
+	d.cost = cost
+	return d, false
+}
+
+// roomFor is what the call may still wait for a server-given instruction:
+// what is left of the allowance and of the deadline, and which of the two
+// is the limit.
+func roomFor(p policy, b budget) (time.Duration, RetryReason) {
+	left := p.maxRetryWait - b.waited
+	if b.deadline < left {
+		return b.deadline, ReasonDeadline
+	}
+	return left, ReasonAllowance
+}
+
+// limiterVerdict: what the limiter concluded from the answer changes a
+// 429's retry (distrust). It may only lengthen the wait: a retry never
+// leaves before the server's instruction, and what the limiter learned of
+// the gateway's windows is a guess about its clock (issue 27).
+func limiterVerdict(e *evidence, d decision) (decision, bool) {
+	return distrust(d, e.fb, e.p, e.b, e.u), true
+}
+
+// distrust applies the limiter's verdict on the answer, fb, to a 429's
+// retry decision d (distrustedRetryAfter).
+func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
+	d, _ = distrustedRetryAfter(d, fb, p, b, u)
+	return d
+}
+
+// distrustedRetryAfter applies the limiter's verdict on a short
+// Retry-After to a 429 retry decision: the wait becomes at least the
+// lengthened cooldown plus additive jitter, reported as
+// ReasonRetryAfterDistrusted. When that does not fit what is left of the
+// allowance or the deadline, the wait is clamped to what is left (of the
+// deadline, less a round trip for the retry's answer), never below the
+// wait decided on the server's own instruction, which the rules above
+// found to fit, and reported as ReasonRetryAfterDistrustedClamped: the
+// lengthened cooldown is the limiter's guess, and a call whose room the
+// instruction fits makes its last try rather than giving up with time
+// left. Its retry is admitted before the lengthened cooldown ends
+// (ratelimit.Reservation.Clamped). A guessed wait is left alone.
+func distrustedRetryAfter(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) (decision, bool) {
+	if !fb.Distrusted || !d.retry || !d.rateWait || d.guess {
+		return d, false
+	}
+	room, limit := roomFor(p, b)
+	if w, ok := serverWait(fb.Cooldown, maxDuration, room, u); ok {
+		d.wait = max(d.wait, w)
+		d.reason = ReasonRetryAfterDistrusted
+		return d, true
+	}
+	if limit == ReasonDeadline {
+		room -= max(b.rtt, 0)
+	}
+	d.wait = max(d.wait, room)
+	d.reason = ReasonRetryAfterDistrustedClamped
+	return d, true
+}
+
+// mayHaveRun reports whether an attempt of a write that must not run twice
+// may have run, so that the call ends as an *OutcomeUnknownError whatever
+// its later attempts get: a broken connection after the request left, or
+// any answer that does not prove it did not run (provesNotRun; a 2xx
+// included, so that one the SDK cannot read is no proof either way).
+func mayHaveRun(o outcome, body []byte) bool {
+	return !o.notSent && o.op.Matters() && (o.failed || !provesNotRun(o.status, body))
+}
+
+// provesNotRun reports whether an answer proves that the request it
+// answers was not run, so that a write that must not run twice (opOnce, or
+// opKeyed: see operation.go) may come back as a refusal, an *APIError, rather
+// than as an *OutcomeUnknownError. Two answers prove it:
+//
+//   - a 429: the gateway's throttle refuses in middleware, before the
+//     application runs (the contract guide, section 10);
+//   - a 4xx other than 408 whose body is the gateway's own error envelope,
+//     a JSON object with the four fields the contract's Error schema
+//     requires (code, title, detail, status) as strings, code not empty
+//     (section 9): the application read the request and refused it.
+//
+// Nothing else does, because a proxy or load balancer in front of the
+// gateway may have written it after passing the request on: a 2xx whose
+// body is not the promised JSON (an HTML page, an empty body), a 3xx, a 408
+// (a timeout: whoever writes it may have forwarded the request), every 5xx
+// and every status outside 100-599, and a 4xx without the envelope (an
+// authenticating proxy's 401, a firewall's 403). The gateway's own bodiless
+// answers (a 400 to a raw transaction it cannot decode, 409 or 422 to a
+// wallet registration) cannot be told from those, so they prove nothing
+// either: reading the resource tells what happened.
+//
+// The envelope is what marks the gateway's answer, not its code being one
+// the guide lists: the list grows (and the gateway's 409 to a reused
+// Idempotency-Key has a code it does not list), while a proxy's JSON, where
+// there is any, is not shaped like it. A proxy that forges the envelope is
+// outside what any client can tell from the wire.
+func provesNotRun(status int, body []byte) bool {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return true
+	case status < 400 || status > 499 || status == http.StatusRequestTimeout:
+		return false
+	}
+	var fields map[string]json.RawMessage // exact keys: "Code" is not "code"
+	if json.Unmarshal(body, &fields) != nil {
+		return false
+	}
+	for _, name := range [...]string{"code", "title", "detail", "status"} {
+		if raw := fields[name]; len(raw) == 0 || raw[0] != '"' {
+			return false // absent, null, or not a string
+		}
+	}
+	var code string
+	return json.Unmarshal(fields["code"], &code) == nil && code != ""
+}
