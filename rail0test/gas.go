@@ -2,9 +2,9 @@ package rail0test
 
 import "math/big"
 
-// This file is the gas of the simulated chain: what each call of the RAIL0
-// contract uses in the state it meets, and the limit a gateway that
-// estimates on the chain prepares for it.
+// This file is the gas of the simulated chain. It says what each call of
+// the RAIL0 contract uses in the state it meets. It also gives the limit a
+// gateway that estimates on the chain prepares for it.
 
 // The fees of every transaction. simGasPrice and simBaseFee are what a
 // confirmed one paid.
@@ -20,8 +20,8 @@ const (
 
 // The gas the shared contract guide measured for the contract v1.3.0
 // (section 12.2). Capture is simulated at the dearer end of its 77,000 to
-// 175,000, and a refund while the contract holds none of the token at
-// the dearer end of its 324,000 to 328,000.
+// 175,000. So is a refund while the contract holds none of the token: the
+// dearer end of its 324,000 to 328,000.
 const (
 	gasAuthorize     = 411_000
 	gasCharge        = 417_000
@@ -52,8 +52,8 @@ func (s *Server) gasStateOf(p *payment) gasState {
 	return gasState{first: !c.paid, unheld: s.balance(c.Address, p.Token).Sign() == 0}
 }
 
-// gasUsed is what the real contract spends on op, when it succeeds, in
-// state st.
+// gasUsed is what the real contract spends on op in state st, when it
+// succeeds.
 func gasUsed(op string, st gasState) uint64 {
 	switch op {
 	case opAuthorize, opCharge:
@@ -78,12 +78,13 @@ func gasUsed(op string, st gasState) uint64 {
 	return gasDisputeSignal // dispute, closeDispute
 }
 
-// gasLimit is the gas_limit prepared for op in state st, as a gateway that
-// estimates the call on the chain sets it: the estimate and a 60% margin.
-// The margin lets a step prepared in a cheap state survive the dear one
-// the chain may be in when it is mined: a refund estimated while the
-// contract held the token (207,000) gets 331,200, enough for one mined
-// after that escrow left it (328,000).
+// gasLimit is the gas_limit prepared for op in state st.
+// A gateway that estimates the call on the chain sets it that way: the
+// estimate and a 60% margin. The margin lets a step prepared in a cheap
+// state survive the dear one the chain may be in when it is mined. Take a
+// refund estimated while the contract held the token (207,000). It gets
+// 331,200. That is enough for one mined after that escrow left it
+// (328,000).
 func gasLimit(op string, st gasState) uint64 {
 	gas := gasUsed(op, st)
 	return gas + gas*3/5
