@@ -23,6 +23,9 @@ type turn struct {
 	budget Budget             // the budget in force when it was admitted
 	sentAt time.Time          // when it was admitted; zero when it was not gated
 	fb     ratelimit.Feedback // what the limiter concluded from the attempt's answer
+	// advertised: the budget in force was one RateLimit fields stated
+	// (ratelimit.Admission.Advertised).
+	advertised bool
 }
 
 // configuredBudget is the WithPacing budget of the call's partition.
@@ -54,7 +57,7 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admission, error) {
 	b := c.configuredBudget(st)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
-		Ticket: st.held, Clamped: st.clamped && st.attempts > 0}
+		Ticket: st.held, Clamped: st.clamped && st.attempts > 0, Guessed: st.guessed && st.attempts > 0}
 	st.held = 0
 	st.turn = turn{}
 	var planned time.Time // when the slot slept for was due
@@ -72,7 +75,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		if err != nil || !adm.OK {
 			return adm, err
 		}
-		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget}
+		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget, advertised: adm.Advertised}
 		if adm.Wait <= 0 {
 			// The round trip is measured from when the slot was due, so
 			// that a late wake-up counts in the margin too.
@@ -120,7 +123,8 @@ func (c *Client) othersLearn(configured, inForce Budget) bool {
 // comes, rather than when the backoff is over: a fresh call that asks at
 // the reopening then finds every retry of the streak in the queue before
 // it, whatever jitter each retry drew. wait is the backoff decided, already
-// counted in st.waited; the slot must fit what was left before it. When it
+// counted in st.waited, and the limiter places the slot no sooner (After):
+// the slot must fit what was left before it. When it
 // does not, or the limiter fails, nothing is held and the retry's turn is
 // decided after the backoff as for any attempt.
 func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Duration) {
@@ -128,7 +132,7 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		MaxWait: room, After: wait, Clamped: st.clamped}
+		MaxWait: room, After: wait, Clamped: st.clamped, Guessed: st.guessed}
 	r.Margin, r.Step = c.timing(inForce(b, st.turn.budget))
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)

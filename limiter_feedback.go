@@ -63,13 +63,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		if rl.Exhausted() {
 			ob.Reset, tell = min(rl.Reset, c.policy.retryAfterCap), true
 		}
-		// An advertised window longer than RetryAfterCap teaches nothing,
-		// like such a Retry-After: one absurd header must not close the
-		// partition for years.
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}); paced(adv) &&
-			adv.Period <= c.policy.retryAfterCap && adv != st.turn.budget {
+		if adv := c.advertised(rl); paced(adv) && adv != st.turn.budget {
 			ob.Advertised, tell = adv, true
 		}
+	}
+	if st.turn.advertised && !paced(c.advertised(st.rateLimit)) {
+		// Answers stopped carrying the budget they stated: forgotten.
+		ob.Unadvertised, tell = true, true
 	}
 	if !tell {
 		return
@@ -95,4 +95,18 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		}
 		st.call.Attempts[n-1].PartitionState = ps
 	}
+}
+
+// advertised is the budget rl states, bounded as a Retry-After is: a window
+// longer than RetryAfterCap teaches nothing (one absurd header must not
+// pace the partition for years, and the client would not wait that long),
+// and a quota above maxAdvertisedLimit is clamped (a higher one only paces
+// less, and the limiter's log must count it). A low quota is no proof of
+// a lie, so it is taken, and the limiter probes beyond it and forgets it
+// when answers stop stating it. Zero when rl states no budget.
+func (c *Client) advertised(rl *RateLimitInfo) Budget {
+	if rl == nil || rl.Window > c.policy.retryAfterCap {
+		return Budget{}
+	}
+	return Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}
 }

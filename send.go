@@ -159,6 +159,7 @@ type callState struct {
 	gated     bool          // waits for the limiter before each attempt
 	jitter    float64       // the draw of the last 429 decision, reused for its admission
 	clamped   bool          // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
+	guessed   bool          // the retry's wait is a guess (ratelimit.Reservation.Guessed)
 	turn      turn          // the limiter's admission of the attempt in flight
 	held      int64         // the slot held for the retry of a 429 since the answer came; zero when none
 	next      time.Duration // the wait checkRetry decided, taken by backoff
@@ -316,7 +317,7 @@ func (st *callState) startSend(ctx context.Context, token string) error {
 // resetSend clears what the current send has seen.
 func (st *callState) resetSend() {
 	st.token, st.anonymous, st.partition = "", false, ""
-	st.gated, st.jitter, st.clamped = false, 0, false
+	st.gated, st.jitter, st.clamped, st.guessed = false, 0, false, false
 	st.turn, st.held, st.next = turn{}, 0, 0
 	st.last429, st.unknown = nil, false
 	st.status, st.rateLimit, st.header, st.body, st.bodyErr = 0, nil, nil, nil, nil
@@ -522,6 +523,7 @@ func (st *callState) decide(ctx context.Context, o outcome, now time.Time) decis
 		return decideOn(e)
 	})
 	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
+	st.guessed = d.guess
 	return d
 }
 
