@@ -86,6 +86,7 @@ type clientState struct {
 	cooldown      bool
 	delays        delayLog      // recent round trips, for the pacing margin
 	limitGen      atomic.Uint64 // bumped by every rate-limit news; see takeTurn
+	limits        knownLimits   // what the client itself knows per partition (limiter_known.go)
 
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.

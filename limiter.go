@@ -73,6 +73,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 			return adm, err
 		}
 		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget}
+		c.heardBudget(st, adm.Budget)
 		if adm.Wait <= 0 {
 			// The round trip is measured from when the slot was due, so
 			// that a late wake-up counts in the margin too.

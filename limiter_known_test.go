@@ -1,0 +1,147 @@
+package rail0
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Issue 27 item 3: one client serves a handler (RetryOn429 off) and a job.
+// Once the gateway said the partition is closed, the handler's calls are
+// answered at once, not sent, with the time actually left as RetryAfter,
+// until the instruction runs out; then they go to the gateway again. The
+// transcript, the observers and the log say why (ReasonKnownClosed).
+func TestHandlerIsAnsweredLocallyWhileTheDoorIsShut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, opt := newPipeScript(t, throttled("30"), step{status: http.StatusOK, body: paymentBody})
+		var logs bytes.Buffer
+		events := &eventLog{}
+		c := newTestClient(t, srv.URL, opt, WithToken("tok"), WithObserver(events),
+			WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+		handler := c.With(WithRetryOn429(false), WithLabel("handler"))
+		ctx := context.Background()
+
+		_, err := handler.Payments.Get(ctx, "p1")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		require.False(t, apiErr.NotSent, "the first 429 is the gateway's")
+		assert.Equal(t, 30*time.Second, apiErr.RetryAfter)
+
+		time.Sleep(10 * time.Second)
+		start := time.Now()
+		for i := range 50 {
+			_, err = handler.Payments.Get(ctx, "p2")
+			require.ErrorIs(t, err, ErrRateLimited, "call %d", i)
+		}
+		assert.Zero(t, time.Since(start), "the handler's calls were held")
+		assert.Len(t, srv.requests(), 1, "the handler knocked on a door the gateway said is shut")
+		require.ErrorAs(t, err, &apiErr)
+		assert.True(t, apiErr.NotSent)
+		assert.Equal(t, 20*time.Second, apiErr.RetryAfter, "RetryAfter is the time actually left")
+		call := CallOf(err)
+		require.NotNil(t, call)
+		assert.Empty(t, call.Attempts)
+		assert.Equal(t, ReasonKnownClosed, call.NotRetried())
+		assert.Equal(t, "handler", call.Label)
+		assert.Contains(t, call.String(), "known_closed")
+		assert.Equal(t, 50, events.closedLocally(), "the observer heard each local answer with its reason")
+		assert.Equal(t, 50, strings.Count(logs.String(), `"reason":"known_closed"`), "each local answer is logged with its reason")
+
+		// The instruction ran out: the next call goes to the gateway.
+		time.Sleep(20 * time.Second)
+		_, err = handler.Payments.Get(ctx, "p3")
+		require.NoError(t, err)
+		assert.Len(t, srv.requests(), 2)
+	})
+}
+
+// The door is the client's: a 429 the job's view got shuts it for the
+// handler's view, and so does an exhausted quota (RateLimit remaining 0)
+// until its reset. An absurd Retry-After shuts it for ten RetryAfterCaps
+// at most. An answer to a request sent after the closure proves it over.
+func TestTheDoorIsTheClients(t *testing.T) {
+	get := func(c *Client, id string) error {
+		_, err := c.Payments.Get(context.Background(), id)
+		return err
+	}
+	notSent := func(t *testing.T, err error) time.Duration {
+		t.Helper()
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		require.True(t, apiErr.NotSent, "sent: %v", err)
+		return apiErr.RetryAfter
+	}
+	t.Run("a job's 429", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, throttled("8"), step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"), WithRetryAfterCap(time.Millisecond))
+			job, handler := c.With(WithRetryOn429(true)), c.With(WithRetryOn429(false))
+			require.NoError(t, get(job, "j1"), "the job retries its 429 after the cap")
+			// The job's retry went through after the 429: the door is open.
+			require.NoError(t, get(handler, "h1"))
+			assert.Len(t, srv.requests(), 3)
+		})
+	})
+	t.Run("a 429 to another view", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, throttled("8"), step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+			require.ErrorIs(t, get(c, "j1"), ErrRateLimited)
+			time.Sleep(3 * time.Second)
+			assert.Equal(t, 5*time.Second, notSent(t, get(c.With(WithLabel("handler")), "h1")))
+			assert.Len(t, srv.requests(), 1)
+		})
+	})
+	t.Run("an exhausted quota", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t,
+				step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit": `"default";r=0;t=5`}},
+				step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+			require.NoError(t, get(c, "p1"))
+			time.Sleep(2 * time.Second)
+			assert.Equal(t, 3*time.Second, notSent(t, get(c, "p2")))
+			time.Sleep(3 * time.Second)
+			require.NoError(t, get(c, "p3"))
+			assert.Len(t, srv.requests(), 2)
+		})
+	})
+	t.Run("an absurd Retry-After", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, throttled("31536000"), step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+			var apiErr *APIError
+			require.ErrorAs(t, get(c, "p1"), &apiErr)
+			assert.Equal(t, 365*24*time.Hour, apiErr.RetryAfter, "the caller still reads the gateway's word")
+			assert.Equal(t, 10*DefaultRetryAfterCap, notSent(t, get(c, "p2")), "remembered for ten caps at most")
+			time.Sleep(10 * DefaultRetryAfterCap)
+			require.NoError(t, get(c, "p3"))
+		})
+	})
+	t.Run("another partition", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, throttled("30"), step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+			require.ErrorIs(t, get(c, "p1"), ErrRateLimited)
+			_, err := c.Chains.List(context.Background(), ChainListParams{}) // public: another budget
+			assert.NotErrorIs(t, err, ErrRateLimited)
+			assert.Len(t, srv.requests(), 2)
+		})
+	})
+}
+
+// closedLocally counts the calls the observer saw end on the client's own
+// answer (ReasonKnownClosed).
+func (l *eventLog) closedLocally() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.known
+}
