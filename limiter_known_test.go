@@ -145,3 +145,64 @@ func (l *eventLog) closedLocally() int {
 	defer l.mu.Unlock()
 	return l.known
 }
+
+// Issue 29 item 9: Client.RateLimits tells, per partition, what the client
+// knows, without a request: the configured budget, a 429's closure, what
+// RateLimit fields advertised. Partition names never hold the token.
+func TestRateLimitsWithoutARequest(t *testing.T) {
+	const token = "tok-SECRET-ratelimits"
+	session := partitionFor(token)
+	t.Run("pacing", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken(token), WithPacing(PublishedLimits()))
+			assert.Equal(t, []RateLimitState{{Partition: "public", Budget: Budget{Limit: 100, Period: time.Minute}, Source: BudgetConfigured}},
+				c.RateLimits(), "before any request")
+			assert.Empty(t, srv.requests())
+			_, err := c.Payments.Get(context.Background(), "p1")
+			require.NoError(t, err)
+			got := c.RateLimits()
+			require.Len(t, got, 2)
+			assert.Equal(t, "public", got[0].Partition)
+			assert.Equal(t, RateLimitState{Partition: session, Budget: Budget{Limit: 300, Period: time.Minute}, Source: BudgetConfigured,
+				Updated: time.Now()}, got[1])
+			assert.Len(t, srv.requests(), 1, "RateLimits sent a request")
+		})
+	})
+	t.Run("a 429", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, throttled("30"), step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken(token))
+			assert.Empty(t, c.RateLimits(), "a client that neither paces nor heard anything knows nothing")
+			_, err := c.Payments.Get(context.Background(), "p1")
+			require.ErrorIs(t, err, ErrRateLimited)
+			got := c.RateLimits()
+			require.Len(t, got, 1)
+			assert.Equal(t, session, got[0].Partition)
+			assert.NotContains(t, got[0].Partition, token)
+			assert.Equal(t, time.Now().Add(30*time.Second), got[0].ClosedUntil)
+			assert.False(t, got[0].HasRemaining)
+			if paced(got[0].Budget) {
+				assert.Equal(t, BudgetLearned, got[0].Source, "a budget the limiter learned from the 429")
+			}
+			time.Sleep(30 * time.Second)
+			assert.Zero(t, c.RateLimits()[0].ClosedUntil, "the instruction ran out")
+			assert.Len(t, srv.requests(), 1)
+		})
+	})
+	t.Run("RateLimit fields", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			srv, opt := newPipeScript(t, step{status: http.StatusOK, body: paymentBody, header: map[string]string{
+				"RateLimit-Policy": `"default";q=10;w=60`, "RateLimit": `"default";r=3;t=20`}})
+			c := newTestClient(t, srv.URL, opt, WithToken(token), WithPacing(PublishedLimits()))
+			_, err := c.Payments.Get(context.Background(), "p1")
+			require.NoError(t, err)
+			got := c.RateLimits()
+			require.Len(t, got, 2)
+			assert.Equal(t, RateLimitState{Partition: session, Budget: Budget{Limit: 10, Period: time.Minute}, Source: BudgetAdvertised,
+				Remaining: 3, HasRemaining: true, Reset: time.Now().Add(20 * time.Second), Updated: time.Now()}, got[1])
+			time.Sleep(20 * time.Second)
+			assert.False(t, c.RateLimits()[1].HasRemaining, "what was left is unknown once the reset passed")
+		})
+	})
+}
