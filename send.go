@@ -950,6 +950,9 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		if c.observer != nil {
 			c.observer.EndCall(ctx, call, ev.err)
 		}
+		if c.record != nil {
+			c.record.add(call)
+		}
 	}
 	return ctx
 }
