@@ -246,10 +246,10 @@ type APIError struct {
 	Method string
 	Path   string
 	// NotSent is true when the SDK answered this 429 itself without sending
-	// the request, because the rate-limit partition is cooling down or its
-	// pacing budget is spent for longer than the call may wait, or (for a
-	// call with RetryOn429 off) because the gateway said the partition is
-	// closed. RetryAfter is then the wait that was left.
+	// the request. The rate-limit partition was cooling down, or its pacing
+	// budget spent, for longer than the call may wait; or, for a call with
+	// RetryOn429 off, the gateway had said the partition is closed.
+	// RetryAfter is then the wait that was left.
 	NotSent bool
 	// Location is the Location header of a redirect (a 3xx answer). The SDK
 	// never follows redirects, since following one would carry the bearer

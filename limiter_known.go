@@ -192,11 +192,10 @@ func (c *Client) boundClosure(d time.Duration) time.Duration {
 	return d
 }
 
-// hear records what an answer on st's partition says: a 429's Retry-After
-// and an exhausted quota close the partition until they run out; an
-// answer to a request sent after a closure began proves it over; RateLimit
-// fields tell what is left. Answers that say none of this cost one atomic
-// load.
+// hear records what an answer on st's partition says. A 429's Retry-After
+// and an exhausted quota close the partition until they run out. An answer
+// to a request sent after a closure began proves it over. RateLimit fields
+// tell what is left. Answers that say none of this cost one atomic load.
 func (c *Client) hear(st *callState, o outcome, now time.Time) {
 	k := &c.limits
 	rl := st.rateLimit

@@ -339,7 +339,8 @@ func checkLabel(label string) error {
 // calls take their turn first in, first out and wait out cooldowns; a call
 // whose turn does not come within its allowance (WithMaxRetryWait) or its
 // context deadline gets a 429 at once, without sending (APIError.NotSent).
-// Off by default.
+// A call with RetryOn429 off (a handler's) goes ahead of the calls waiting
+// their turn, within the budget. Off by default.
 func WithPacing(p Pacing) Option {
 	return func(c *config) error {
 		if err := validateBudget("public", p.Public); err != nil {
@@ -363,8 +364,9 @@ func WithPacing(p Pacing) Option {
 // min(Retry-After, RetryAfterCap) after that answer, and calls that would
 // retry 429s wait for it to reopen instead of sending a request the gateway
 // would refuse; it then reopens for at most the learned budget, retried
-// calls first. Calls with RetryOn429 off and no pacing still go to the
-// server, as a request/response app expects.
+// calls first. Calls with RetryOn429 off and no pacing never wait for it:
+// they go to the server, unless the gateway's own instruction has not run
+// out, and then get its rest at once, not sent.
 func WithCooldown(on bool) Option {
 	return func(c *config) error {
 		c.cooldown = on

@@ -87,9 +87,9 @@ type request struct {
 	raw   bool
 	class opClass
 	// poll marks a read of a loop that waits out a 429 itself, for
-	// min(Retry-After, RetryAfterCap) (PaymentsService.wait): it may wait,
-	// so the door a call that cannot wait finds shut does not answer it
-	// (limiter_known.go), as the limiter admits a call that can wait.
+	// min(Retry-After, RetryAfterCap) (PaymentsService.wait). It can wait,
+	// so it is no interactive call: the client does not answer it on a
+	// closed partition (limiter_known.go), nor put it ahead of others.
 	poll bool
 	// onRateWait, when not nil, hears of every wait for a rate limit the
 	// call starts (a 429's backoff, a cooldown): the sign-in a token source

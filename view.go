@@ -9,10 +9,10 @@ import (
 
 // With returns a view of c whose calls use the retry settings opts give,
 // and c's for the rest. The options are NewClient's: WithRetryOn429,
-// WithMaxRetryWait, WithMaxRetries and WithLabel apply per call; every other option
-// sets what the view shares with c, so given here it makes every call of
-// the view return a *ValidationError (Field "option") before sending, as
-// an invalid value does (a negative WithMaxRetries, say). The view is c in
+// WithMaxRetryWait, WithMaxRetries and WithLabel apply per call. Every
+// other option sets what the view shares with c: given here, it makes every
+// call of the view return a *ValidationError (Field "option") before
+// sending, as an invalid value does (a negative WithMaxRetries, say). The view is c in
 // every other way: one connection pool, one session, one limiter (so one
 // cooldown and one learned budget per rate-limit partition), one retry
 // budget, one set of counters and pins, one record of created payments. It

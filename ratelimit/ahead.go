@@ -65,10 +65,10 @@ func (s *partitionState) reserveAhead(r Reservation, b Budget, now int64) Admiss
 
 // committed is the log as an interactive reservation sees it, ascending:
 // the slots sent by now and those interactive reservations hold, not the
-// slots waiting calls hold for later. Confirming the slot own, the slots
-// held at its very time are left out too, but for other interactive ones:
-// they are the backlog it goes ahead of (a whole window's budget is held at
-// its opening), not yet sent. It drops from ahead what was sent by now, and
+// slots waiting calls hold for later. Confirming the slot own, the others
+// held at its very time are left out too, but for interactive ones. They
+// are the backlog it goes ahead of, not yet sent: a whole window's budget
+// is held at its opening. It drops from ahead what was sent by now, and
 // keeps no more slots at a time than the log holds there (a holder at that
 // time gave one back, and slots at one time are interchangeable).
 func (s *partitionState) committed(now, own int64) []int64 {
