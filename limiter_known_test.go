@@ -3,8 +3,11 @@ package rail0
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -205,4 +208,29 @@ func TestRateLimitsWithoutARequest(t *testing.T) {
 			assert.False(t, c.RateLimits()[1].HasRemaining, "what was left is unknown once the reset passed")
 		})
 	})
+}
+
+// BenchmarkKnownClosed is a handler's call the client answers itself while
+// the gateway's instruction runs: no request, no limiter.
+func BenchmarkKnownClosed(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "3600")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, rateLimitedBody)
+	}))
+	defer srv.Close()
+	c, err := NewClient(srv.URL, WithToken("tok"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Payments.Get(ctx, "p1"); !errors.Is(err, ErrRateLimited) {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Payments.Get(ctx, "p2"); !errors.Is(err, ErrRateLimited) {
+			b.Fatal(err)
+		}
+	}
 }
