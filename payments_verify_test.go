@@ -814,7 +814,7 @@ func atArtCreation() Option {
 func TestGasLimitBoundPerOperation(t *testing.T) {
 	t.Parallel()
 	want := map[Operation]uint64{
-		OpAuthorize: 1_018_000, OpCharge: 1_030_000, OpRefund: 414_000, OpCapture: 350_000,
+		OpAuthorize: 1_018_000, OpCharge: 1_030_000, OpRefund: 656_000, OpCapture: 350_000,
 		OpVoid: 154_000, OpRelease: 154_000, OpDispute: 86_000, OpCloseDispute: 86_000,
 	}
 	for _, fc := range flowCases {
