@@ -58,6 +58,9 @@ type Client struct {
 	// which every call of the view returns before sending.
 	over    callOverrides
 	viewErr error
+	// record, when set, keeps the transcript of every call the view makes:
+	// the view a flow makes its calls through (flow.calls).
+	record *callRecord
 }
 
 // clientState is the state of a Client that all its views share: the
@@ -86,6 +89,7 @@ type clientState struct {
 	cooldown      bool
 	delays        delayLog      // recent round trips, for the pacing margin
 	limitGen      atomic.Uint64 // bumped by every rate-limit news; see takeTurn
+	limits        knownLimits   // what the client itself knows per partition (limiter_known.go)
 
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.
@@ -305,8 +309,8 @@ func parseBaseURL(raw string) (*url.URL, error) {
 // read and closed. Every struct a call returns carries it in its Response
 // field (stripe-go's LastResponse, go-github's *Response): the value the
 // call itself returns, not the values nested in it (the Transactions of a
-// PaymentDetail, the Items of a page), and not the values a flow of several
-// calls builds from them, whose Response is that of the flow's last call.
+// PaymentDetail, the Items of a page). The value a flow of several calls
+// returns carries its last call's Response, with every call in Calls.
 type Response struct {
 	StatusCode int
 	Header     http.Header
@@ -319,6 +323,10 @@ type Response struct {
 	RateLimit *RateLimitInfo
 	// Call is the call's transcript: every attempt, wait and decision.
 	Call *Call
+	// Calls holds, for the value a flow returns (Authorize, Capture,
+	// PayerSign, Refund, ...), the transcript of every call the flow made,
+	// in order: Call is the last of them. Nil for a single call.
+	Calls []*Call
 	// Reconciled is set when a write's own answer did not report its
 	// success (lost, unreadable, or a refusal as done already) and a read
 	// of the payment showed this call's work done; the Response is then

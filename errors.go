@@ -246,9 +246,10 @@ type APIError struct {
 	Method string
 	Path   string
 	// NotSent is true when the SDK answered this 429 itself without sending
-	// the request, because the rate-limit partition is cooling down or its
-	// pacing budget is spent for longer than the call may wait. RetryAfter
-	// is then the wait that would have been needed.
+	// the request. The rate-limit partition was cooling down, or its pacing
+	// budget spent, for longer than the call may wait; or, for a call with
+	// RetryOn429 off, the gateway had said the partition is closed.
+	// RetryAfter is then the wait that was left.
 	NotSent bool
 	// Location is the Location header of a redirect (a 3xx answer). The SDK
 	// never follows redirects, since following one would carry the bearer
@@ -271,6 +272,20 @@ type APIError struct {
 	// noCredentials marks a 401 to a client with no signer, token or token
 	// source: the gateway cannot know why, so Error and Hint say it.
 	noCredentials bool
+}
+
+// RetryAfterHeader returns RetryAfter as the value of an HTTP Retry-After
+// header: whole seconds, rounded up so that the caller comes back no
+// sooner than the gateway said, and at least 1. It is for a handler that
+// passes a 429 on to its own caller:
+//
+//	w.Header().Set("Retry-After", apiErr.RetryAfterHeader())
+func (e *APIError) RetryAfterHeader() string {
+	secs := int64(e.RetryAfter / time.Second)
+	if e.RetryAfter%time.Second > 0 {
+		secs++
+	}
+	return strconv.FormatInt(max(secs, 1), 10)
 }
 
 // noCredentialsHint is the next step after a 401 to a client that sent no

@@ -54,6 +54,31 @@ func TestAPIErrorCarriesRetryAfterOn429(t *testing.T) {
 	assert.Len(t, srv.requests(), 1, "no retry by default")
 }
 
+// Issue 27 item 4: a handler passes a 429 on with RetryAfterHeader: whole
+// seconds rounded up (never sooner than the gateway said), at least 1.
+func TestRetryAfterHeaderRoundsUp(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "1", -5 * time.Second: "1", time.Nanosecond: "1", 999 * time.Millisecond: "1", time.Second: "1",
+		time.Second + time.Nanosecond: "2", 59*time.Second + 900*time.Millisecond: "60", time.Minute: "60",
+		maxDuration: "9223372037",
+	} {
+		assert.Equal(t, want, (&APIError{RetryAfter: d}).RetryAfterHeader(), "%v", d)
+	}
+	// End to end: the time left of a closure the client answers itself.
+	synctest.Test(t, func(t *testing.T) {
+		srv, opt := newPipeScript(t, throttled("30"))
+		c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.ErrorIs(t, err, ErrRateLimited)
+		time.Sleep(10*time.Second + 500*time.Millisecond)
+		_, err = c.Payments.Get(context.Background(), "p2")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		require.True(t, apiErr.NotSent)
+		assert.Equal(t, "20", apiErr.RetryAfterHeader(), "19.5 s left")
+	})
+}
+
 // Rule 1: RetryAfter is zero when absent or unusable, and on other statuses.
 func TestAPIErrorRetryAfterZeroWhenNoInstruction(t *testing.T) {
 	for _, ra := range []string{"", "0", "-5", "garbage", "Sun, 06 Nov 1994 08:49:37 GMT"} {

@@ -33,9 +33,11 @@ const closureMemory = 10
 // must not go into a window the gateway said is closed.
 func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	st.turn.fb = ratelimit.Feedback{}
+	now := c.now()
 	if !st.turn.sentAt.IsZero() {
-		c.delays.add(c.now().Sub(st.turn.sentAt))
+		c.delays.add(now.Sub(st.turn.sentAt))
 	}
+	c.hear(st, o, now) // what the client itself knows (limiter_known.go)
 	closes := o.status == http.StatusTooManyRequests || (st.rateLimit != nil && st.rateLimit.Exhausted())
 	if !closes && !st.gated && !c.waiters.Load() {
 		return // no view of this client waits for the limiter: only closings matter
@@ -86,6 +88,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		return
 	}
 	st.turn.fb = fb
+	c.heardBudget(st, effectiveBudget(ob.Budget, fb.Budget))
 	if n := len(st.call.Attempts); n > 0 {
 		// The transcript keeps what the answer told the limiter; observers
 		// read it there (EndAttempt).

@@ -437,7 +437,8 @@ func refusedAtOnce(t *testing.T, c *Client, srv *scriptServer, left time.Duratio
 // would end in another 429), and so does every later call on the
 // partition that cannot wait the rest of it, for as long as the server
 // said and no longer. A call that can wait it out goes as the capped
-// cooldown allows, and a call with RetryOn429 off still goes to the server.
+// cooldown allows, and a call with RetryOn429 off, which never waits, gets
+// the rest at once too (issue 27 item 3).
 func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, viaPipe := newPipeScript(t, throttled("600"), step{status: 200, body: paymentBody})
@@ -455,16 +456,21 @@ func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 		time.Sleep(5 * time.Minute)
 		refusedAtOnce(t, c, srv, 5*time.Minute)
 
-		// A request/response handler decides itself: it still goes.
+		// A request/response handler is answered at once, not sent: the
+		// client knows the gateway's instruction has five minutes to run.
 		_, err = c.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p3")
-		require.NoError(t, err)
+		var handler *APIError
+		require.ErrorAs(t, err, &handler)
+		assert.True(t, handler.NotSent)
+		assert.Equal(t, 5*time.Minute, handler.RetryAfter)
+		assert.Equal(t, ReasonKnownClosed, handler.Call.NotRetried())
 		// A job that may wait longer than the rest goes as the capped
 		// cooldown allows: at once, its 60 s being over.
 		before := time.Now()
 		_, err = c.With(WithMaxRetryWait(15*time.Minute)).Payments.Get(context.Background(), "p4")
 		require.NoError(t, err)
 		assert.Zero(t, time.Since(before))
-		assert.Len(t, srv.requests(), 3)
+		assert.Len(t, srv.requests(), 2)
 
 		// A call that may not wait at all is refused until the last
 		// moment of the instruction, and no longer.
@@ -474,7 +480,7 @@ func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		_, err = never.Payments.Get(context.Background(), "p5")
 		require.NoError(t, err, "the server's instruction is over")
-		assert.Len(t, srv.requests(), 4)
+		assert.Len(t, srv.requests(), 3)
 		assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1, ReasonLimiter: 3}, ev.refusals())
 	})
 }
@@ -508,8 +514,10 @@ func TestAbsurdRetryAfterClosesForTenCapsAtMost(t *testing.T) {
 // (TestHandlersEarlier429ClosesThePartitionForAJobViewMadeLater): RateLimit
 // fields that close nothing cost a shared store no round trip.
 func TestUngatedClientTellsTheLimiterOnlyWhatClosesAPartition(t *testing.T) {
+	// The 429 says no wait: with one, the client itself would answer the
+	// next call (limiter_known.go), and this test is about the limiter.
 	srv := newScriptServer(t,
-		step{status: http.StatusTooManyRequests, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}},
+		step{status: http.StatusTooManyRequests, body: rateLimitedBody},
 		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=5;t=30`}},
 		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=0;t=30`}})
 	l := &countingLimiter{Limiter: ratelimit.NewMemory()}

@@ -122,8 +122,9 @@ func TestCooldownHoldsOtherCalls(t *testing.T) {
 	})
 }
 
-// Calls with RetryOn429 off keep the request/response behaviour: they are
-// sent at once, cooldown or not.
+// Calls with RetryOn429 off keep the request/response behaviour: they never
+// wait. While the gateway's instruction runs they get its rest at once,
+// not sent (issue 27 item 3); then they go at once.
 func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, viaPipe := newPipeArrivals(t, firstThrottled("30"))
@@ -132,8 +133,14 @@ func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
 		require.ErrorIs(t, err, ErrRateLimited)
 		start := time.Now()
 		_, err = c.Payments.Get(context.Background(), "b")
+		require.ErrorIs(t, err, ErrRateLimited)
+		assert.Zero(t, time.Since(start))
+		assert.Empty(t, srv.at("/payments/b"))
+		time.Sleep(30 * time.Second)
+		start = time.Now()
+		_, err = c.Payments.Get(context.Background(), "b")
 		require.NoError(t, err)
-		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Zero(t, time.Since(start))
 		assert.Len(t, srv.at("/payments/b"), 1)
 	})
 }
@@ -1253,5 +1260,48 @@ func TestNewsDuringAdmissionIsHeard(t *testing.T) {
 		seen := g.arrivals()
 		require.Len(t, seen, 2)
 		assert.GreaterOrEqual(t, seen[1].at, 10*time.Second, "the second call waited for the reopening")
+	})
+}
+
+// Issue 27 item 3: a handler's call is never queued behind a job's
+// backlog. Under WithPacing at the gateway's budget (5 per second), 20 job
+// calls hold the next windows; the handler's call goes at the next
+// window's opening, ahead of them (it waited 3.95 s behind 20 queued job
+// calls before), and the job's call it passed moves to a later window: no
+// window of the gateway sees more than the budget, and no call is refused.
+func TestHandlerGoesAheadOfAJobsBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period = 5, time.Second
+		g := newFixedWindow(limit, period)
+		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
+			WithPacing(Pacing{Session: Budget{Limit: limit, Period: period}}))
+		job := c.With(WithRetryOn429(true), WithLabel("job"))
+		handler := c.With(WithRetryOn429(false), WithLabel("handler"))
+		time.Sleep(100 * time.Millisecond) // into the window
+		done := make(chan []error)
+		go func() { done <- runCallsNamed(job, "job", 20, 20) }()
+		synctest.Wait() // five sent, fifteen hold the next three windows
+		start := time.Now()
+		_, err := handler.Payments.Get(context.Background(), "handler")
+		require.NoError(t, err)
+		waited := time.Since(start)
+		assert.Less(t, waited, period, "the handler's call waited behind the job's backlog")
+		for _, err := range <-done {
+			require.NoError(t, err)
+		}
+		per := map[int]int{}
+		handlerWindow := -1
+		for _, a := range g.arrivals() {
+			assert.Equal(t, http.StatusOK, a.status, "%s refused at %v", a.path, a.at)
+			per[g.window(a)]++
+			if a.path == "/payments/handler" {
+				handlerWindow = g.window(a)
+			}
+		}
+		for w, n := range per {
+			assert.LessOrEqual(t, n, limit, "window %d", w)
+		}
+		assert.Equal(t, 1, handlerWindow, "the handler went in the next window")
+		assert.Len(t, per, 5, "21 calls at 5 a window")
 	})
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -61,6 +63,9 @@ type FlowError struct {
 	Step FlowStep
 	// TransactionID is the prepared transaction, once there is one.
 	TransactionID string
+	// Calls holds the transcript of every call the flow made, in order,
+	// the failed one last when a call failed.
+	Calls []*Call
 	// Err is the cause.
 	Err error
 }
@@ -107,10 +112,41 @@ type flow struct {
 	paymentID string
 	payment   *PaymentDetail
 	txID      string
+	// calls keeps the transcripts of the requests of the flow, which are
+	// made through a view of the client that records them (s.client).
+	calls *callRecord
 }
 
 func (f *flow) fail(step FlowStep, err error) error {
-	return &FlowError{PaymentID: f.id, Operation: f.op, Step: step, TransactionID: f.txID, Err: err}
+	return &FlowError{PaymentID: f.id, Operation: f.op, Step: step, TransactionID: f.txID, Calls: f.calls.all(), Err: err}
+}
+
+// callRecord keeps the transcripts of a flow's calls, in order.
+type callRecord struct {
+	mu    sync.Mutex
+	calls []*Call
+}
+
+// add records the transcript of a call that has ended.
+func (r *callRecord) add(call *Call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, call)
+	r.mu.Unlock()
+}
+
+// all returns the transcripts recorded so far.
+func (r *callRecord) all() []*Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clip(r.calls)
+}
+
+// done hands the flow's transcripts to what it returns, resp being its
+// Response on success (Response.Calls); a FlowError has them already.
+func (f *flow) done(resp *Response, err error) {
+	if err == nil && resp != nil {
+		resp.Calls = f.calls.all()
+	}
 }
 
 // newFlow checks the flow's id and expectation and its binding (see
@@ -125,7 +161,12 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 	if err := expect.check(); err != nil {
 		return nil, err
 	}
-	f := &flow{s: s, id: id, op: op, signer: s.client.signer, expect: expect}
+	// The flow's requests go through a view of the client that records
+	// their transcripts: one allocation, with the record.
+	rec := &callRecord{}
+	v := newView(s.client.clientState, s.client.policy, s.client.over, s.client.viewErr)
+	v.record = rec
+	f := &flow{s: v.Payments, id: id, op: op, signer: s.client.signer, expect: expect, calls: rec}
 	if a, key, ok := s.client.created.lookup(id); ok {
 		f.asked, f.askedKey = &a, key
 	}
@@ -303,7 +344,11 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, exp
 	if op == OpRelease {
 		params.From = f.signer.Address()
 	}
-	return f.run(ctx, in, params)
+	tx, err := f.run(ctx, in, params)
+	if tx != nil {
+		f.done(tx.Response, err)
+	}
+	return tx, err
 }
 
 // Authorize moves a signed authorize-mode payment into escrow with the
@@ -463,6 +508,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 				return nil, f.fail(StepVerify, err)
 			}
 			f.forgetAsked()
+			f.done(payment.Response, nil)
 			return payment, nil // signed already, with the terms bound
 		}
 		if hasJSON(payment.SigningPayload) {
@@ -485,7 +531,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 	if err != nil {
 		return nil, err
 	}
-	signed, err := s.submitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig}, &signedFor{terms: t, digest: pc.Digest})
+	signed, err := f.s.submitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig}, &signedFor{terms: t, digest: pc.Digest})
 	if err != nil {
 		return nil, f.fail(StepSubmit, err)
 	}
@@ -495,6 +541,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 		s.client.learnTokenDomain(t, pc)
 	}
 	f.forgetAsked()
+	f.done(signed.Response, nil)
 	return signed, nil
 }
 
@@ -572,6 +619,9 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params PaymentR
 		return nil, err
 	}
 	sent, err := f.refund(ctx, t, tr, known, params.Amount)
+	if sent != nil {
+		f.done(sent.Response, err)
+	}
 	return sent, f.forgetOnRefusal(known, err)
 }
 

@@ -177,7 +177,7 @@ func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params P
 // waits for a status).
 func (s *PaymentsService) wait(ctx context.Context, id string, cond waitCondition, cfg *waitConfig) (*PaymentDetail, *Transaction, error) {
 	for {
-		payment, err := s.Get(ctx, id)
+		payment, err := s.get(ctx, id, true)
 		wait := cfg.next()
 		var throttled *APIError // the 429 this wait honours
 		if err == nil {

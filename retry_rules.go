@@ -90,6 +90,12 @@ const (
 	// since the refusal comes before an attempt; the transcript's last
 	// LimiterWait is Refused.
 	ReasonLimiter RetryReason = "limiter"
+	// ReasonKnownClosed is Call.NotRetried of a call with RetryOn429 off
+	// that the client answered itself: the gateway said its partition is
+	// closed (a 429's Retry-After, an exhausted quota) and that has not
+	// run out. The 429 is NotSent, its RetryAfter the time left. The
+	// transcript's last LimiterWait is Refused with this reason.
+	ReasonKnownClosed RetryReason = "known_closed"
 )
 
 // isRefusal reports whether reason is a limit that stopped a retry the
@@ -102,13 +108,16 @@ func isRefusal(reason RetryReason) bool {
 	return false
 }
 
-// policy is the client's retry configuration.
+// policy is the client's retry configuration, and the label of the view
+// its calls are made through (WithLabel), the one setting of a view that
+// the rules do not read.
 type policy struct {
 	retryOn429    bool
 	retryAfterCap time.Duration
 	maxRetryWait  time.Duration
 	maxRetries    int
 	base          time.Duration
+	label         string
 }
 
 // outcome is what one attempt produced, as the rules see it.

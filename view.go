@@ -9,10 +9,10 @@ import (
 
 // With returns a view of c whose calls use the retry settings opts give,
 // and c's for the rest. The options are NewClient's: WithRetryOn429,
-// WithMaxRetryWait and WithMaxRetries apply per call; every other option
-// sets what the view shares with c, so given here it makes every call of
-// the view return a *ValidationError (Field "option") before sending, as
-// an invalid value does (a negative WithMaxRetries, say). The view is c in
+// WithMaxRetryWait, WithMaxRetries and WithLabel apply per call. Every
+// other option sets what the view shares with c: given here, it makes every
+// call of the view return a *ValidationError (Field "option") before
+// sending, as an invalid value does (a negative WithMaxRetries, say). The view is c in
 // every other way: one connection pool, one session, one limiter (so one
 // cooldown and one learned budget per rate-limit partition), one retry
 // budget, one set of counters and pins, one record of created payments. It
@@ -70,11 +70,11 @@ func (c *Client) With(opts ...Option) *Client {
 // errNotPerCall is the refusal of an option that sets what a view shares
 // with its client.
 var errNotPerCall = &ValidationError{Field: "option",
-	Reason: "only WithRetryOn429, WithMaxRetryWait and WithMaxRetries apply to the calls of a view (Client.With); give the others to NewClient"}
+	Reason: "only WithRetryOn429, WithMaxRetryWait, WithMaxRetries and WithLabel apply to the calls of a view (Client.With); give the others to NewClient"}
 
 // callOption applies opt, an option given to With, to the overrides of a
 // view: it runs opt on probe, cleared first, and takes the retry settings
-// it set. An option that sets none of them (every option but the three
+// it set. An option that sets none of them (every option but the four
 // per-call ones, which record what they set in config.call) is refused, as
 // is a nil one. An invalid value is refused with opt's own reason, as a
 // *ValidationError whatever opt returned: NewClient's options report in
@@ -104,12 +104,14 @@ type callOverrides struct {
 	retryOn429   bool
 	maxRetryWait time.Duration
 	maxRetries   int
+	label        string
 }
 
 const (
 	setRetryOn429 uint8 = 1 << iota
 	setMaxRetryWait
 	setMaxRetries
+	setLabel
 )
 
 // apply returns p with the overridden settings replaced.
@@ -122,6 +124,9 @@ func (o callOverrides) apply(p policy) policy {
 	}
 	if o.set&setMaxRetries != 0 {
 		p.maxRetries = o.maxRetries
+	}
+	if o.set&setLabel != 0 {
+		p.label = o.label
 	}
 	return p
 }
@@ -140,6 +145,9 @@ func (o callOverrides) under(inner callOverrides) callOverrides {
 	}
 	if own&setMaxRetries == 0 {
 		inner.maxRetries = o.maxRetries
+	}
+	if own&setLabel == 0 {
+		inner.label = o.label
 	}
 	return inner
 }

@@ -114,6 +114,10 @@ type partitionState struct {
 	// what a refusal right after a reopening is judged against.
 	reopenStart, reopenUntil int64
 	reopenBudget             Budget
+
+	// ahead holds the slots interactive reservations hold for later,
+	// ascending (see reserveAhead); each is in the log too.
+	ahead []int64
 }
 
 // NewMemory returns an empty in-memory limiter.
@@ -268,6 +272,9 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	}
 	if r.Guessed && r.Retry {
 		return s.reserveGuessed(r, now)
+	}
+	if r.Interactive {
+		return s.reserveAhead(r, b, now)
 	}
 	if r.FixedWindows && b.enabled() && !s.sliding {
 		return s.reserveAligned(r, b, now)

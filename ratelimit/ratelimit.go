@@ -163,6 +163,15 @@ type Reservation struct {
 	// Ticket confirms a slot held by an earlier Reserve whose Wait has
 	// passed; zero asks for a new slot.
 	Ticket int64
+	// Interactive marks a call whose caller waits for its answer (a
+	// request/response handler's, which does not retry 429s). Its slot goes
+	// ahead of the slots waiting calls hold (retries, paced calls), still
+	// within the budget in every window: it counts only what was sent and
+	// what other interactive calls hold. The slots it goes ahead of move
+	// later when their holders confirm them, so a holder that may be
+	// passed so must confirm its slot after its sleep. While the partition
+	// is closed it holds nothing, as a fresh call.
+	Interactive bool
 }
 
 // Admission is a Limiter's answer.

@@ -408,6 +408,7 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		btoi(r.Clamped),
 		microsCeil(max(r.Step, 0)),
 		btoi(r.Guessed),
+		btoi(r.Interactive),
 	)
 	if err != nil {
 		return ratelimit.Admission{}, time.Time{}, err
@@ -722,7 +723,8 @@ end
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
 //	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
 //	      13 fixed windows, 14 after µs, 15 clamped, 16 step µs (the
-//	      pace of probe rounds after the first; 0: the margin), 17 guessed
+//	      pace of probe rounds after the first; 0: the margin), 17 guessed,
+//	      18 interactive
 //	returns {ok, wait µs, cooled, ticket, limit, period µs, now, advertised}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
@@ -833,6 +835,92 @@ if guessed then
   end
   keepalive(t)
   return {1, math.max(wait, 0), cooled, t, cl, cp, now, adv}
+end
+
+-- An interactive reservation goes ahead of the slots waiting calls hold,
+-- within the budget (see reserveAhead in package ratelimit). The slots
+-- interactive reservations hold for later are the state's 'ah', ascending.
+if tonumber(ARGV[18]) == 1 then
+  local ah = {}
+  for x in string.gmatch(redis.call('HGET', KEYS[1], 'ah') or '', '%S+') do ah[#ah + 1] = tonumber(x) end
+  local function saveAhead()
+    local parts = {}
+    for i, x in ipairs(ah) do parts[i] = str(x) end
+    redis.call('HSET', KEYS[1], 'ah', table.concat(parts, ' '))
+  end
+  local list = xs
+  if not aligned then
+    list = {}
+    for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do list[i] = tonumber(x) end
+  end
+  local own = 0
+  if ticket > 0 and redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1) then
+    own = ticket
+    redis.call('LREM', KEYS[2], -1, ARGV[7])
+    for i, x in ipairs(list) do
+      if x == ticket then
+        table.remove(list, i)
+        break
+      end
+    end
+    for i, x in ipairs(ah) do
+      if x == ticket then
+        table.remove(ah, i)
+        break
+      end
+    end
+  end
+  if reopen > now then
+    -- Closed: it holds nothing and asks again at the reopening.
+    saveAhead()
+    local wait = reopen - now
+    if wait > maxwait then return {0, wait, 1, 0, limit, bper, now, adv} end
+    return {1, wait, 1, 0, limit, bper, now, adv}
+  end
+  local function countEq(ys, v) return rank(ys, v, true) - rank(ys, v, false) end
+  -- committed: what was sent by now (at a confirmed slot's own time, the
+  -- held slots there are not) and what interactive reservations hold.
+  local cm, kept = {}, {}
+  for _, x in ipairs(list) do
+    if x <= now and x ~= own then cm[#cm + 1] = x end
+  end
+  for _, x in ipairs(ah) do
+    if not ((x <= now and x ~= own) or countEq(kept, x) >= countEq(list, x)) then kept[#kept + 1] = x end
+  end
+  ah = kept
+  for _, x in ipairs(kept) do cm[#cm + 1] = x end
+  table.sort(cm)
+  local from = now + math.max(tonumber(ARGV[14]), 0)
+  if own > 0 then from = math.max(own, now) end
+  local t = from
+  if aligned then
+    w.size = #cm
+    if own > 0 then t = confirmAligned(cm, fu, w, from) else t = alignedAt(cm, fu, w, from) end
+  elseif limit > 0 then
+    while true do
+      local hi = rank(cm, t, true)
+      if hi < limit then break end
+      local nxt = cm[hi - limit + 1] + per
+      if nxt <= t then break end
+      t = nxt
+    end
+  end
+  if t - now > maxwait then
+    saveAhead()
+    return {0, t - now, 0, 0, limit, bper, now, adv}
+  end
+  local later = {}
+  while true do
+    local x = redis.call('LINDEX', KEYS[2], -1)
+    if not x or tonumber(x) <= t then break end
+    table.insert(later, 1, redis.call('RPOP', KEYS[2]))
+  end
+  redis.call('RPUSH', KEYS[2], str(t))
+  if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
+  if t > now then table.insert(ah, rank(ah, t, true) + 1, t) end
+  saveAhead()
+  keepalive(t)
+  return {1, math.max(t - now, 0), 0, t, limit, bper, now, adv}
 end
 
 -- Fixed windows (see reserveAligned in package ratelimit): slots are no longer

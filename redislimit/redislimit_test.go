@@ -2078,3 +2078,63 @@ func TestLateRetryIsShared(t *testing.T) {
 		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
 }
+
+// Issue 27 item 3, in Redis: an interactive reservation (a handler's call)
+// goes ahead of the slots waiting calls hold, as in ratelimit.Memory. The
+// random sequences of TestDifferentialFakeClock, with a third of the
+// reservations interactive, must agree to the microsecond, and exercise
+// interactive slots held ahead of others, confirmed, and refused.
+func TestDifferentialInteractive(t *testing.T) {
+	rdb := newRedis(t)
+	var aheadOfHeld, confirmed, waited int
+	for seed := range uint64(4) {
+		start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(seed) * 7919 * time.Millisecond)
+		clk := &fakeClock{t: start}
+		w := &twin{mem: memoryOn(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
+		w.red.now = clk.now
+		rng := mrand.New(mrand.NewPCG(27+seed, 3))
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			for i, o := range genOps(mrand.New(mrand.NewPCG(6+seed, 46)), 1500, true, true) {
+				if o.advance > 0 {
+					clk.advance(o.advance)
+					continue
+				}
+				if o.res != nil && rng.IntN(3) == 0 {
+					r := *o.res
+					r.Interactive = true
+					o.res = &r
+				}
+				var later bool
+				if o.res != nil && o.res.Interactive {
+					now := clk.now().UnixMicro()
+					for _, x := range w.sends(t, o.part) {
+						later = later || x > now
+					}
+				}
+				want, reserved := w.step(t, i, o)
+				if !reserved || o.res == nil || !o.res.Interactive || !want.OK {
+					continue
+				}
+				if o.held >= 0 && want.Ticket != 0 {
+					confirmed++
+				}
+				if want.Wait > 0 {
+					waited++
+				}
+				if want.Ticket != 0 && later {
+					// Held slots come after the one it got: it went ahead.
+					for _, x := range w.sends(t, o.part) {
+						if x > want.Ticket/1000 {
+							aheadOfHeld++
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+	if aheadOfHeld == 0 || confirmed == 0 || waited == 0 {
+		t.Errorf("interactive sequence too tame: %d ahead of held slots, %d confirmed, %d waited", aheadOfHeld, confirmed, waited)
+	}
+	t.Logf("interactive: %d ahead of held slots, %d confirmed, %d waited", aheadOfHeld, confirmed, waited)
+}

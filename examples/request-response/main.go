@@ -14,11 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/rail0/rail0-go"
@@ -41,8 +39,7 @@ func paymentStatus(client *rail0.Client) http.HandlerFunc {
 		switch {
 		case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests:
 			// Pass the gateway's instruction on instead of holding the request.
-			secs := int(math.Ceil(apiErr.RetryAfter.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			w.Header().Set("Retry-After", apiErr.RetryAfterHeader())
 			http.Error(w, "payment service busy; retry later", http.StatusServiceUnavailable)
 		case errors.Is(err, rail0.ErrNotFound):
 			http.Error(w, "no such payment", http.StatusNotFound)
