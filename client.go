@@ -58,6 +58,9 @@ type Client struct {
 	// which every call of the view returns before sending.
 	over    callOverrides
 	viewErr error
+	// record, when set, keeps the transcript of every call the view makes:
+	// the view a flow makes its calls through (flow.calls).
+	record *callRecord
 }
 
 // clientState is the state of a Client that all its views share: the
@@ -89,6 +92,7 @@ type clientState struct {
 	cooldown      bool
 	delays        delayLog      // recent round trips, for the pacing margin
 	limitGen      atomic.Uint64 // bumped by every rate-limit news; see takeTurn
+	limits        knownLimits   // what the client itself knows per partition (limiter_known.go)
 
 	// signer is the client's identity for the flows (WithSigner); login
 	// keeps its session when the client signs in with it.
@@ -107,6 +111,9 @@ type clientState struct {
 	// the payments' terms the flows checked (payments_known.go).
 	created createdLog
 	known   knownPayments
+	// payloads are the payer payloads VerifyPayload checked, with which
+	// SubmitSignature reconciles a signature on file.
+	payloads checkedPayloads
 
 	quota   *retryQuota // the client-wide retry budget
 	maxBody int64       // the most read of a 2xx body (WithMaxResponseSize)
@@ -326,8 +333,8 @@ func parseBaseURL(raw string) (*url.URL, error) {
 // read and closed. Every struct a call returns carries it in its Response
 // field (stripe-go's LastResponse, go-github's *Response): the value the
 // call itself returns, not the values nested in it (the Transactions of a
-// PaymentDetail, the Items of a page), and not the values a flow of several
-// calls builds from them, whose Response is that of the flow's last call.
+// PaymentDetail, the Items of a page). The value a flow of several calls
+// returns carries its last call's Response, with every call in Calls.
 type Response struct {
 	StatusCode int
 	Header     http.Header
@@ -343,4 +350,22 @@ type Response struct {
 	Deprecation *Deprecation
 	// Call is the call's transcript: every attempt, wait and decision.
 	Call *Call
+	// Calls holds, for the value a flow returns (Authorize, Capture,
+	// PayerSign, Refund, ...), the transcript of every call the flow made,
+	// in order: Call is the last of them. Nil for a single call.
+	Calls []*Call
+	// Reconciled is set when a write's own answer did not report its
+	// success (lost, unreadable, or a refusal as done already) and a read
+	// of the payment showed this call's work done; the Response is then
+	// the read's.
+	Reconciled *Reconciliation
+}
+
+// Reconciliation says how a write ended before a read showed its work
+// done: a checkout can log it, and must not report the step failed.
+type Reconciliation struct {
+	// Err is the write's failure: the refusal as done already (an
+	// *APIError such as 422 already_signed), the unknown outcome or the
+	// unreadable answer. CallOf(Err) is the write's transcript.
+	Err error
 }

@@ -41,6 +41,8 @@
 //   - 429s are retried only WithRetryOn429(true), on any operation.
 //   - A server-given wait is min(RetryAfter, RetryAfterCap) plus U[0, 10%)
 //     of it. Pacing may delay a retry, never advance it.
+//   - A wait without an instruction is a full-jitter guess; an earlier
+//     answer's header does not pace it.
 //   - A wait that does not fit WithMaxRetryWait or the deadline is not
 //     started: the answer comes back at once.
 //   - Other failures get up to WithMaxRetries retries in a client-wide

@@ -246,9 +246,10 @@ type APIError struct {
 	Method string
 	Path   string
 	// NotSent is true when the SDK answered this 429 itself without sending
-	// the request, because the rate-limit partition is cooling down or its
-	// pacing budget is spent for longer than the call may wait. RetryAfter
-	// is then the wait that would have been needed.
+	// the request. The rate-limit partition was cooling down, or its pacing
+	// budget spent, for longer than the call may wait; or, for a call with
+	// RetryOn429 off, the gateway had said the partition is closed.
+	// RetryAfter is then the wait that was left.
 	NotSent bool
 	// Location is the Location header of a redirect (a 3xx answer). The SDK
 	// never follows redirects, since following one would carry the bearer
@@ -271,6 +272,20 @@ type APIError struct {
 	// noCredentials marks a 401 to a client with no signer, token or token
 	// source: the gateway cannot know why, so Error and Hint say it.
 	noCredentials bool
+}
+
+// RetryAfterHeader returns RetryAfter as the value of an HTTP Retry-After
+// header: whole seconds, rounded up so that the caller comes back no
+// sooner than the gateway said, and at least 1. It is for a handler that
+// passes a 429 on to its own caller:
+//
+//	w.Header().Set("Retry-After", apiErr.RetryAfterHeader())
+func (e *APIError) RetryAfterHeader() string {
+	secs := int64(e.RetryAfter / time.Second)
+	if e.RetryAfter%time.Second > 0 {
+		secs++
+	}
+	return strconv.FormatInt(max(secs, 1), 10)
 }
 
 // noCredentialsHint is the next step after a 401 to a client that sent no
@@ -407,6 +422,51 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 
 // Unwrap returns the last failure, so errors.As can reach an *APIError.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// ReconcileError reports a write the gateway called done already, or
+// whose outcome was unknown, when the payment read back does not show this
+// call's work. The claims are a payer signature on file (already_signed,
+// not_signable) and a transaction known (already_known, nonce_too_low,
+// transaction_not_overwritable, a report by hash refused 422). The claim
+// is false (a proxy's, say), or the work on file is another's. It is no
+// success: nothing shows that what this call sent is on file. Read the
+// payment before sending anything again. It unwraps to the write's failure
+// (errors.As finds its *APIError) and to the read's, if the read failed.
+type ReconcileError struct {
+	// PaymentID is the payment as the caller named it.
+	PaymentID string
+	// Operation is the step; empty for the payer's signature.
+	Operation Operation
+	// Reason says what the payment read back showed (`status is
+	// "unsigned" …`), or that the read failed.
+	Reason string
+	// Err is the write's failure.
+	Err error
+	// ReadErr is the read's failure, when the payment could not be read.
+	ReadErr error
+}
+
+// Error returns one readable line.
+func (e *ReconcileError) Error() string {
+	what := "payer signature"
+	if e.Operation != "" {
+		what = string(e.Operation)
+	}
+	s := fmt.Sprintf("rail0: %s of payment %s is not known to be done: %s; read back: %s",
+		what, oneLine(e.PaymentID), errorText(e.Err), oneLine(e.Reason))
+	if e.ReadErr != nil {
+		s += ": " + errorText(e.ReadErr)
+	}
+	return s
+}
+
+// Unwrap returns the write's failure and the read's.
+func (e *ReconcileError) Unwrap() []error {
+	if e.ReadErr == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Err, e.ReadErr}
+}
 
 // TransportError is a failure that left no answer from the gateway on a call
 // whose outcome does not matter or is known: a read, or a request that was

@@ -54,6 +54,31 @@ func TestAPIErrorCarriesRetryAfterOn429(t *testing.T) {
 	assert.Len(t, srv.requests(), 1, "no retry by default")
 }
 
+// Issue 27 item 4: a handler passes a 429 on with RetryAfterHeader: whole
+// seconds rounded up (never sooner than the gateway said), at least 1.
+func TestRetryAfterHeaderRoundsUp(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "1", -5 * time.Second: "1", time.Nanosecond: "1", 999 * time.Millisecond: "1", time.Second: "1",
+		time.Second + time.Nanosecond: "2", 59*time.Second + 900*time.Millisecond: "60", time.Minute: "60",
+		maxDuration: "9223372037",
+	} {
+		assert.Equal(t, want, (&APIError{RetryAfter: d}).RetryAfterHeader(), "%v", d)
+	}
+	// End to end: the time left of a closure the client answers itself.
+	synctest.Test(t, func(t *testing.T) {
+		srv, opt := newPipeScript(t, throttled("30"))
+		c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.ErrorIs(t, err, ErrRateLimited)
+		time.Sleep(10*time.Second + 500*time.Millisecond)
+		_, err = c.Payments.Get(context.Background(), "p2")
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		require.True(t, apiErr.NotSent)
+		assert.Equal(t, "20", apiErr.RetryAfterHeader(), "19.5 s left")
+	})
+}
+
 // Rule 1: RetryAfter is zero when absent or unusable, and on other statuses.
 func TestAPIErrorRetryAfterZeroWhenNoInstruction(t *testing.T) {
 	for _, ra := range []string{"", "0", "-5", "garbage", "Sun, 06 Nov 1994 08:49:37 GMT"} {
@@ -353,12 +378,10 @@ func TestDialRefusedIsNotSent(t *testing.T) {
 
 // Rule 5: the allowance bounds the summed waiting; when the next wait does
 // not fit, the last 429 comes back at once, with its uncapped RetryAfter.
-// With a 60 s instruction and a 150 s allowance: waits of 60 s fit twice
-// (60 <= 150, 60 <= 90), and then not (60 > 30). The client's limiter keeps
-// the gateway's fixed windows, where a retry's place is held by count, so
-// the wait is until the refused request's window reopens, without additive
-// jitter: never more than the instruction, and the final error's RetryAfter
-// is still the server's.
+// With a 60 s instruction, a jitter draw of 0.5 and a 150 s allowance:
+// waits of 63 s (the instruction plus half its tenth, issue 27: never the
+// window's reopening before it) fit twice (63 <= 150, 63 <= 87), and then
+// not (60 > 24). The final error's RetryAfter is still the server's.
 func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newMemScript(throttled("60"))
@@ -380,8 +403,7 @@ func TestAllowanceExhaustedReturnsLast429(t *testing.T) {
 		require.Len(t, events, 3)
 		for _, e := range events[:2] {
 			assert.True(t, e.Retry)
-			assert.LessOrEqual(t, e.Wait, 60*time.Second)
-			assert.Greater(t, e.Wait, 60*time.Second-200*time.Millisecond, "the window reopens within two clock allowances of the instruction")
+			assert.Equal(t, 63*time.Second, e.Wait, "the instruction plus its additive jitter")
 		}
 		assert.False(t, events[2].Retry)
 		assert.Equal(t, ReasonAllowance, events[2].Reason)

@@ -23,6 +23,9 @@ type turn struct {
 	budget Budget             // the budget in force when it was admitted
 	sentAt time.Time          // when it was admitted; zero when it was not gated
 	fb     ratelimit.Feedback // what the limiter concluded from the attempt's answer
+	// advertised: the budget in force was one RateLimit fields stated
+	// (ratelimit.Admission.Advertised).
+	advertised bool
 }
 
 // configuredBudget is the WithPacing budget of the call's partition.
@@ -54,7 +57,7 @@ func bounded(ctx context.Context, room time.Duration) (context.Context, context.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admission, error) {
 	b := c.configuredBudget(st)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
-		Ticket: st.held, Clamped: st.clamped && st.attempts > 0}
+		Ticket: st.held, Clamped: st.clamped && st.attempts > 0, Guessed: st.guessed && st.attempts > 0, Interactive: st.interactive()}
 	st.held = 0
 	st.turn = turn{}
 	var planned time.Time // when the slot slept for was due
@@ -72,7 +75,15 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		if err != nil || !adm.OK {
 			return adm, err
 		}
-		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget}
+		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget, advertised: adm.Advertised}
+		c.heardBudget(st, adm.Budget)
+		if r.Interactive && adm.Ticket != 0 {
+			// The slot may have gone ahead of slots other calls hold:
+			// they confirm theirs after their sleep, and move behind it.
+			// Its own sleep does not count that news.
+			c.limitGen.Add(1)
+			gen = c.limitGen.Load()
+		}
 		if adm.Wait <= 0 {
 			// The round trip is measured from when the slot was due, so
 			// that a late wake-up counts in the margin too.
@@ -89,7 +100,7 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 			c.release(ctx, st, adm.Ticket)
 			return adm, ctx.Err()
 		}
-		if adm.Ticket != 0 && c.limitGen.Load() == gen && !c.othersLearn(b, adm.Budget) {
+		if adm.Ticket != 0 && c.limitGen.Load() == gen && !c.othersLearn(adm.Budget) {
 			// Nothing this client heard about rate limits changed during
 			// the sleep: the slot stands, and a shared limiter is spared a
 			// round trip.
@@ -102,25 +113,35 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 }
 
 // othersLearn reports whether news this client does not hear may have
-// moved a slot held under the budget in force: when the limiter was given
-// by WithLimiter, which other processes (or other clients) may share, and
-// the budget is learned rather than the configured one. Processes sharing
-// a limiter are one client to the gateway: the 429 one of them gets for a
-// probe shows the window full for all, and the slots the others hold later
-// in that window must move to the next one, which only a confirmation
-// tells them. Without it they send those slots into a full window (5 to 34
-// 429s after the first window for 2 to 8 processes, where one process
-// alone gets 3). A configured budget is not probed, so a slot paced by it
-// stands, and a paced process asks the store once per call.
-func (c *Client) othersLearn(configured, inForce Budget) bool {
-	return c.sharedLimiter && inForce != configured
+// moved a slot held under the budget in force: whenever the limiter was
+// given by WithLimiter, which other processes (or other clients) may
+// share. Processes sharing a limiter are one client to the gateway: the
+// 429 one of them gets for a probe shows the window full for all, and the
+// slots the others hold later in that window must move to the next one,
+// which only a confirmation tells them. Without it they send those slots
+// into a full window (5 to 34 429s after the first window for 2 to 8
+// processes, where one process alone gets 3). Under a configured budget,
+// another process's interactive call (a handler's) may go ahead of the
+// slot (Reservation.Interactive), which only a confirmation tells too: a
+// call that waited asks the store twice, as package redislimit says. A slot
+// held with no budget in force (a cooldown's, or a guessed retry's) has
+// nothing for others to move: it stands.
+func (c *Client) othersLearn(inForce Budget) bool { return c.sharedLimiter && paced(inForce) }
+
+// interactive reports whether the call answers a caller who waits: it does
+// not retry 429s (a request/response handler's), and it is no poll, which
+// waits out a 429 itself. Its turn goes ahead of the slots the waiting
+// calls hold, within the budget (Reservation.Interactive).
+func (st *callState) interactive() bool {
+	return !st.c.policy.retryOn429 && !st.r.poll
 }
 
 // holdRetrySlot takes the slot of a 429's retry as soon as the answer
 // comes, rather than when the backoff is over: a fresh call that asks at
 // the reopening then finds every retry of the streak in the queue before
 // it, whatever jitter each retry drew. wait is the backoff decided, already
-// counted in st.waited; the slot must fit what was left before it. When it
+// counted in st.waited, and the limiter places the slot no sooner (After):
+// the slot must fit what was left before it. When it
 // does not, or the limiter fails, nothing is held and the retry's turn is
 // decided after the backoff as for any attempt.
 func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Duration) {
@@ -128,7 +149,7 @@ func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Dur
 	now := c.now()
 	room := max(min(c.policy.maxRetryWait-(st.waited-wait), timeLeft(ctx, now)), 0)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: true, Jitter: st.jitter, FixedWindows: true,
-		MaxWait: room, After: wait, Clamped: st.clamped}
+		MaxWait: room, After: wait, Clamped: st.clamped, Guessed: st.guessed}
 	r.Margin, r.Step = c.timing(inForce(b, st.turn.budget))
 	lctx, cancel := bounded(ctx, room)
 	adm, err := c.limiter.Reserve(lctx, r)

@@ -33,9 +33,11 @@ const closureMemory = 10
 // must not go into a window the gateway said is closed.
 func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	st.turn.fb = ratelimit.Feedback{}
+	now := c.now()
 	if !st.turn.sentAt.IsZero() {
-		c.delays.add(c.now().Sub(st.turn.sentAt))
+		c.delays.add(now.Sub(st.turn.sentAt))
 	}
+	c.hear(st, o, now) // what the client itself knows (limiter_known.go)
 	closes := o.status == http.StatusTooManyRequests || (st.rateLimit != nil && st.rateLimit.Exhausted())
 	if !closes && !st.gated && !c.waiters.Load() {
 		return // no view of this client waits for the limiter: only closings matter
@@ -63,13 +65,13 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		if rl.Exhausted() {
 			ob.Reset, tell = min(rl.Reset, c.policy.retryAfterCap), true
 		}
-		// An advertised window longer than RetryAfterCap teaches nothing,
-		// like such a Retry-After: one absurd header must not close the
-		// partition for years.
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}); paced(adv) &&
-			adv.Period <= c.policy.retryAfterCap && adv != st.turn.budget {
+		if adv := c.advertised(rl); paced(adv) && adv != st.turn.budget {
 			ob.Advertised, tell = adv, true
 		}
+	}
+	if st.turn.advertised && !paced(c.advertised(st.rateLimit)) {
+		// Answers stopped carrying the budget they stated: forgotten.
+		ob.Unadvertised, tell = true, true
 	}
 	if !tell {
 		return
@@ -86,6 +88,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		return
 	}
 	st.turn.fb = fb
+	c.heardBudget(st, effectiveBudget(ob.Budget, fb.Budget))
 	if n := len(st.call.Attempts); n > 0 {
 		// The transcript keeps what the answer told the limiter; observers
 		// read it there (EndAttempt).
@@ -95,4 +98,18 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		}
 		st.call.Attempts[n-1].PartitionState = ps
 	}
+}
+
+// advertised is the budget rl states, bounded as a Retry-After is: a window
+// longer than RetryAfterCap teaches nothing (one absurd header must not
+// pace the partition for years, and the client would not wait that long),
+// and a quota above maxAdvertisedLimit is clamped (a higher one only paces
+// less, and the limiter's log must count it). A low quota is no proof of
+// a lie, so it is taken, and the limiter probes beyond it and forgets it
+// when answers stop stating it. Zero when rl states no budget.
+func (c *Client) advertised(rl *RateLimitInfo) Budget {
+	if rl == nil || rl.Window > c.policy.retryAfterCap {
+		return Budget{}
+	}
+	return Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}
 }

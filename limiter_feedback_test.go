@@ -168,7 +168,8 @@ func eachCall(workers, calls int, do func(call int)) {
 // RetryOn429, the client learns the gateway's budget from the first
 // window's 429s; every later window is used in full with the retried calls
 // first, whatever the jitter draw (a retry's place in a fixed window is held
-// by count, so it waits its Retry-After exactly). Each window after the
+// by count, at its own wait: its Retry-After plus its jitter, issue 27).
+// Each window after the
 // first is refused one request at most: the probe beyond the learned budget
 // that finds room when others behind the budget fall silent (a lone client
 // cannot tell them from none), and none in the last window, where no call
@@ -176,7 +177,9 @@ func eachCall(workers, calls int, do func(call int)) {
 // allowance and the probes' drift: each window's probe goes a step (a
 // millisecond, the round trips being instant here) after the window's
 // latest slot, the retry of the previous window's probe among them, so the
-// window's last calls drift a step or two per window.
+// window's last calls drift a step or two per window; and the last
+// window's retry goes at its own wait, its jitter (the draw times a tenth
+// of the Retry-After) after the window's opening.
 func TestLearnedBudgetEndToEnd(t *testing.T) {
 	for _, draw := range []float64{0, 0.5, 0.99} {
 		t.Run(fmt.Sprint("jitter draw ", draw), func(t *testing.T) {
@@ -227,7 +230,8 @@ func TestLearnedBudgetEndToEnd(t *testing.T) {
 				assert.Zero(t, g.earlyRetries(0))
 				floor := time.Duration(windows-1) * period
 				drift := time.Duration(2*windows) * time.Millisecond
-				assert.LessOrEqual(t, makespan, floor+allowance(period)+drift, "makespan %v, floor %v", makespan, floor)
+				jitter := time.Duration(draw * float64(period) / 10)
+				assert.LessOrEqual(t, makespan, floor+allowance(period)+drift+jitter, "makespan %v, floor %v", makespan, floor)
 			})
 		})
 	}
@@ -245,7 +249,13 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 			WithObserver(ev), withRand(func() float64 { return 0.5 }))
 
-		errs := runCalls(c, 4, calls)
+		// One worker: with several, the calls sent at the learned
+		// reopening go at one instant, and the goroutines' order decides
+		// whether that burst is refused whole (the proof) or one of them
+		// is moved unsent by the 429s before it, and so counted as gone
+		// through when the last is refused (no proof: the client still
+		// sends nothing early, but does not say why).
+		errs := runCalls(c, 1, calls)
 
 		for _, err := range errs {
 			require.NoError(t, err)
@@ -264,8 +274,11 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 	})
 }
 
-// Issue 13, item 1: RateLimit fields set the budget outright: the client
-// paces at the advertised quota without ever being refused.
+// Issue 13, item 1: RateLimit fields set the budget the client paces at.
+// Since issue 27 (item 5) it probes beyond a stated budget as beyond a
+// learned one, so that one answer cannot throttle it for good: a gateway
+// that means its quota refuses one request a window at most (the probe),
+// whose retry waits its Retry-After plus its jitter.
 func TestAdvertisedQuotaPaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newFixedWindow(3, 2*time.Second)
@@ -278,10 +291,18 @@ func TestAdvertisedQuotaPaces(t *testing.T) {
 		for _, err := range errs {
 			require.NoError(t, err)
 		}
+		refused := map[int]int{}
 		for _, a := range g.arrivals() {
-			assert.Equal(t, http.StatusOK, a.status, "at %v", a.at)
+			if a.status != http.StatusOK {
+				refused[g.window(a)]++
+			}
 		}
-		assert.Less(t, time.Since(start), 4*time.Second+100*time.Millisecond)
+		for w, n := range refused {
+			assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
+		}
+		// Three windows; the last holds the retry of the clean window's
+		// probe (a step after its retries' jitter band), at its own wait.
+		assert.Less(t, time.Since(start), 4*time.Second+400*time.Millisecond+10*time.Millisecond)
 	})
 }
 
@@ -334,6 +355,61 @@ func TestAbsurdAdvertisedWindowTeachesNothing(t *testing.T) {
 	})
 }
 
+// Issue 27, item 5: one answer carrying RateLimit-Policy: "session";q=1;w=60
+// (a proxy's, a forged one) must not throttle a job for good. With the
+// gateway unthrottled, three calls of a RetryOn429 job 70 s later all go
+// within milliseconds: the stated budget is probed beyond as a learned one
+// is, and forgotten at the first answer to a request admitted under it
+// that does not carry it. A liar that sends the policy on every answer is
+// probed beyond too. On main the budget stood for good: two of the three
+// came back as NotSent 429s (each would have waited about 50 s, beyond
+// the job's 10 s allowance).
+func TestForgedPolicyDoesNotThrottleForGood(t *testing.T) {
+	for _, every := range []bool{false, true} {
+		t.Run(fmt.Sprint("on every answer ", every), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				forged := map[string]string{"RateLimit-Policy": `"session";q=1;w=60`}
+				srv := newScripted(func(path string, _ int) (int, map[string]string) {
+					if every || path == "/payments/first" {
+						return http.StatusOK, forged
+					}
+					return http.StatusOK, nil
+				})
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithToken("t"))
+				job := c.With(WithRetryOn429(true), WithMaxRetryWait(10*time.Second))
+				p, err := job.Payments.Get(context.Background(), "first")
+				require.NoError(t, err)
+				require.NotNil(t, p.Response.Call.Attempts[0].PartitionState)
+				require.Equal(t, Budget{Limit: 1, Period: time.Minute}, p.Response.Call.Attempts[0].PartitionState.Budget, "the stated budget is taken")
+
+				time.Sleep(70 * time.Second)
+				start := time.Now()
+				var wg sync.WaitGroup
+				calls := make([]*Call, 3)
+				for i := range calls {
+					wg.Go(func() {
+						p, err := job.Payments.Get(context.Background(), fmt.Sprint("p", i))
+						require.NoError(t, err, "call %d", i)
+						calls[i] = p.Response.Call
+					})
+				}
+				wg.Wait()
+				assert.Less(t, time.Since(start), 10*time.Millisecond, "the three calls went within a few probe rounds")
+				if every {
+					return
+				}
+				forgotten := false
+				for _, call := range calls {
+					if ps := call.Attempts[0].PartitionState; ps != nil && ps.Budget == (Budget{}) {
+						forgotten = true
+					}
+				}
+				assert.True(t, forgotten, "an answer without the fields forgets the stated budget")
+			})
+		})
+	}
+}
+
 // Issue 22, items 2 and 3: the server's own instruction (its Retry-After)
 // is what a call is measured against, end to end through NewClient.
 
@@ -363,7 +439,8 @@ func refusedAtOnce(t *testing.T, c *Client, srv *scriptServer, left time.Duratio
 // would end in another 429), and so does every later call on the
 // partition that cannot wait the rest of it, for as long as the server
 // said and no longer. A call that can wait it out goes as the capped
-// cooldown allows, and a call with RetryOn429 off still goes to the server.
+// cooldown allows, and a call with RetryOn429 off, which never waits, gets
+// the rest at once too (issue 27 item 3).
 func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, viaPipe := newPipeScript(t, throttled("600"), step{status: 200, body: paymentBody})
@@ -381,16 +458,21 @@ func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 		time.Sleep(5 * time.Minute)
 		refusedAtOnce(t, c, srv, 5*time.Minute)
 
-		// A request/response handler decides itself: it still goes.
+		// A request/response handler is answered at once, not sent: the
+		// client knows the gateway's instruction has five minutes to run.
 		_, err = c.With(WithRetryOn429(false)).Payments.Get(context.Background(), "p3")
-		require.NoError(t, err)
+		var handler *APIError
+		require.ErrorAs(t, err, &handler)
+		assert.True(t, handler.NotSent)
+		assert.Equal(t, 5*time.Minute, handler.RetryAfter)
+		assert.Equal(t, ReasonKnownClosed, handler.Call.NotRetried())
 		// A job that may wait longer than the rest goes as the capped
 		// cooldown allows: at once, its 60 s being over.
 		before := time.Now()
 		_, err = c.With(WithMaxRetryWait(15*time.Minute)).Payments.Get(context.Background(), "p4")
 		require.NoError(t, err)
 		assert.Zero(t, time.Since(before))
-		assert.Len(t, srv.requests(), 3)
+		assert.Len(t, srv.requests(), 2)
 
 		// A call that may not wait at all is refused until the last
 		// moment of the instruction, and no longer.
@@ -400,7 +482,7 @@ func TestRetryAfterBeyondTheAllowanceClosesThePartition(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		_, err = never.Payments.Get(context.Background(), "p5")
 		require.NoError(t, err, "the server's instruction is over")
-		assert.Len(t, srv.requests(), 4)
+		assert.Len(t, srv.requests(), 3)
 		assert.Equal(t, map[RetryReason]int{ReasonAllowance: 1, ReasonLimiter: 3}, ev.refusals())
 	})
 }
@@ -434,8 +516,10 @@ func TestAbsurdRetryAfterClosesForTenCapsAtMost(t *testing.T) {
 // (TestHandlersEarlier429ClosesThePartitionForAJobViewMadeLater): RateLimit
 // fields that close nothing cost a shared store no round trip.
 func TestUngatedClientTellsTheLimiterOnlyWhatClosesAPartition(t *testing.T) {
+	// The 429 says no wait: with one, the client itself would answer the
+	// next call (limiter_known.go), and this test is about the limiter.
 	srv := newScriptServer(t,
-		step{status: http.StatusTooManyRequests, body: rateLimitedBody, header: map[string]string{"Retry-After": "30"}},
+		step{status: http.StatusTooManyRequests, body: rateLimitedBody},
 		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=5;t=30`}},
 		step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"p";q=10;w=60`, "RateLimit": `"p";r=0;t=30`}})
 	l := &countingLimiter{Limiter: ratelimit.NewMemory()}

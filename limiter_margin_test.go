@@ -134,10 +134,19 @@ func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
 // the gateway's full windows and are refused. A partition that probes (its
 // budget learned from 429s) takes such a refusal for others' requests in
 // its windows (a client cannot tell the two apart) and keeps the windows,
-// learning what goes through: after the first windows, one refusal per
-// window at most, the probe; every call done, and the makespan at the floor
-// (the fallback to the sliding rule is left to budgets that do not probe:
+// learning what goes through; every call is done (the fallback to the
+// sliding rule is left to budgets that do not probe:
 // TestContradictedWindowsFallBackToTheSlidingRule).
+//
+// While a 429's retry went at the learned window's reopening, with the
+// window's burst, it cost one refusal per window (the probe) and nothing
+// of the floor. Since issue 27 a retry waits its Retry-After plus its
+// additive jitter (100 ms here), so with the gateway 30 or 50 ms behind,
+// it lands in the gateway's next window, which the client's next burst
+// (30 or 50 ms early by the gateway's clock) fills too: up to 5 refused
+// per window (the budget), and the makespan the floor plus one window in
+// some runs (24.1 s against 22 s). A gateway 700 ms off keeps one refusal
+// per window and the floor, plus the last retry's jitter.
 func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
 	for _, offset := range []time.Duration{30 * time.Millisecond, 50 * time.Millisecond, 700 * time.Millisecond} {
 		t.Run(offset.String(), func(t *testing.T) {
@@ -162,15 +171,20 @@ func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
 					}
 				}
 				t.Logf("refused per window %v, makespan %v", refused, makespan)
+				perWindow := 1
+				windows := calls / limit
+				floor := time.Duration(windows-1) * period
+				if offset < 100*time.Millisecond {
+					perWindow, floor = limit, floor+period
+				}
 				for w, n := range refused {
 					if w > 1 {
-						assert.LessOrEqual(t, n, 1, "window %d: more refused than the probe", w)
+						assert.LessOrEqual(t, n, perWindow, "window %d: more refused than the probe", w)
 					}
 				}
 				assert.Zero(t, g.earlyRetries(-1))
-				windows := calls / limit
-				floor := time.Duration(windows-1) * period
-				assert.LessOrEqual(t, makespan, floor+allowance(period)+time.Duration(2*windows)*time.Millisecond)
+				jitter := period / 20 // the last retry's: half a tenth of the Retry-After
+				assert.LessOrEqual(t, makespan, floor+allowance(period)+jitter+time.Duration(2*windows)*time.Millisecond)
 			})
 		})
 	}

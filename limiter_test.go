@@ -122,8 +122,9 @@ func TestCooldownHoldsOtherCalls(t *testing.T) {
 	})
 }
 
-// Calls with RetryOn429 off keep the request/response behaviour: they are
-// sent at once, cooldown or not.
+// Calls with RetryOn429 off keep the request/response behaviour: they never
+// wait. While the gateway's instruction runs they get its rest at once,
+// not sent (issue 27 item 3); then they go at once.
 func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, viaPipe := newPipeArrivals(t, firstThrottled("30"))
@@ -132,8 +133,14 @@ func TestCooldownIgnoredWithRetryOn429Off(t *testing.T) {
 		require.ErrorIs(t, err, ErrRateLimited)
 		start := time.Now()
 		_, err = c.Payments.Get(context.Background(), "b")
+		require.ErrorIs(t, err, ErrRateLimited)
+		assert.Zero(t, time.Since(start))
+		assert.Empty(t, srv.at("/payments/b"))
+		time.Sleep(30 * time.Second)
+		start = time.Now()
+		_, err = c.Payments.Get(context.Background(), "b")
 		require.NoError(t, err)
-		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Zero(t, time.Since(start))
 		assert.Len(t, srv.at("/payments/b"), 1)
 	})
 }
@@ -419,11 +426,24 @@ func (g *fixedWindow) refusedAfter(first int) int {
 	return n
 }
 
+// fleetSlack bounds the makespan of processes behind one budget, as a
+// multiple of the floor. Issue 21 asked for 1.02, which the engine met
+// (1.0005 to 1.008) while a 429's retry went at its learned window's
+// reopening, before its Retry-After. Issue 27 forbids that: a retry waits
+// the instruction plus its additive jitter, up to a tenth of the period
+// (200 ms here), and so lands late in the next window, where other
+// processes' shares and probes may have filled it; refused again, its next
+// retry lands later still. Measured over five runs of every cell (synctest,
+// instant and loaded round trips, nothing shared): 1.009 to 1.100, and
+// 1.019 to 1.108 with heavy-tailed round trips (runs differ by goroutine
+// order). The rule wins; this bound is what it costs, with a margin.
+const fleetSlack = 1.12
+
 // reachesTheFloor runs the fleet newFleet makes with go-retryablehttp's
 // defaults and then with the SDK, each in a bubble of its own, and checks
 // issue 21's targets for processes behind one budget, nothing shared: the
-// SDK's makespan within 1.02 × the floor, and no more 429s after the first
-// window than go-retryablehttp's.
+// SDK's makespan within fleetSlack × the floor, and no more 429s after the
+// first window than go-retryablehttp's.
 func reachesTheFloor(t *testing.T, newFleet func() fleet, seed uint64) {
 	var base int
 	synctest.Test(t, func(t *testing.T) {
@@ -441,7 +461,7 @@ func reachesTheFloor(t *testing.T, newFleet func() fleet, seed uint64) {
 		refused := f.g.refusedAfter(0)
 		t.Logf("makespan %v (%.4f × floor), %d 429s after the first window (go-retryablehttp: %d)",
 			makespan, float64(makespan)/float64(floor), refused, base)
-		assert.LessOrEqual(t, float64(makespan)/float64(floor), 1.02)
+		assert.LessOrEqual(t, float64(makespan)/float64(floor), fleetSlack)
 		if f.workers > f.processes {
 			assert.LessOrEqual(t, refused, base)
 		} else {
@@ -573,13 +593,23 @@ func (c *congested) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Issue 21's target "one process: no regression": a process alone behind
-// the budget, which probes it, reaches the floor as it did before the
-// probes (1.000–1.001 ×, at most 1.003 ×) at every concurrency, with the
-// round trips of a loaded gateway (0.3 ms plus 50 or 100 µs per request in
-// flight, each way), and is refused once per window at most. Its refused
-// probe's retry waits the whole Retry-After and lands late in the next
-// window; that window's probes do not wait for it (see behindIn in package
-// ratelimit), so the phase of the refusals cannot drift.
+// the budget, which probes it, reaches the floor at every concurrency,
+// with the round trips of a loaded gateway (0.3 ms plus 50 or 100 µs per
+// request in flight, each way). Its refused probe's retry waits the whole
+// Retry-After and lands late in the next window; that window's probes do
+// not wait for it (see behindIn in package ratelimit), so the phase of the
+// refusals cannot drift.
+//
+// It met 1.003 × (1.0008 to 1.0012, 3 429s after the first window) while
+// a 429's retry went at its window's reopening. Since issue 27 the retry
+// waits its Retry-After plus its additive jitter (up to 200 ms here), so
+// the last window's retry of the refused probe before it sets the
+// makespan: 1.0035 to 1.026 measured, 3 to 9 429s after the first window
+// (a retry late in a window is refused with the round of probes that
+// found the window full). aloneSlack is the floor plus the allowance, a
+// whole tenth of the period and a margin.
+const aloneSlack = 1.03
+
 func TestOneProcessReachesTheFloor(t *testing.T) {
 	const limit, period, calls = 20, 2 * time.Second, 100
 	floor := time.Duration(calls/limit-1) * period
@@ -600,8 +630,8 @@ func TestOneProcessReachesTheFloor(t *testing.T) {
 					}
 					refused := g.refusedAfter(0)
 					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", makespan, float64(makespan)/float64(floor), refused)
-					assert.LessOrEqual(t, float64(makespan)/float64(floor), 1.003)
-					assert.LessOrEqual(t, refused, calls/limit-1)
+					assert.LessOrEqual(t, float64(makespan)/float64(floor), aloneSlack)
+					assert.LessOrEqual(t, refused, 2*(calls/limit)) // measured 3 to 9
 				})
 			})
 		}
@@ -786,12 +816,18 @@ func runShared(t *testing.T, processes, workers int, rtt, failAfter, stall time.
 }
 
 // Issue 21: processes sharing one limiter that learn the budget through it
-// stay within 1.01 × the floor, with a store 0.2 or 1 ms away: to the
-// gateway they are one client, and the store shares what each learns,
-// provided each process confirms its held slots with the store (see
-// Client.othersLearn). With the store on loopback (0.2 ms) they are refused
-// no more than one process alone is, once per window after the first (the
-// probe beyond the learned budget, see TestOneProcessReachesTheFloor).
+// stay near the floor, with a store 0.2 or 1 ms away: to the gateway they
+// are one client, and the store shares what each learns, provided each
+// process confirms its held slots with the store (see Client.othersLearn).
+// With the store on loopback (0.2 ms) they are refused about as often as
+// one process alone is (see TestOneProcessReachesTheFloor).
+//
+// They met 1.01 × (1.0009 to 1.0022, 3 or 4 429s) while a 429's retry went
+// at its window's reopening. Since issue 27 it waits its Retry-After plus
+// its additive jitter and lands late in the next window: 1.001 to 1.099
+// measured over five runs (worst with one or two workers a process, whose
+// late retry is refused again when the window filled before it), 3 to 6
+// 429s after the first window with the store 0.2 ms away.
 func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 	const windows = 5 // 100 calls at 20 per window
 	for _, processes := range []int{2, 4, 8} {
@@ -801,9 +837,9 @@ func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 					r := runShared(t, processes, workers, rtt, 0, 0)
 					t.Logf("store %v away: makespan %v (%.4f × floor), %d 429s after the first window, %.2f store round trips per call",
 						rtt, r.makespan, r.ratio(), r.refused, r.perCall)
-					assert.LessOrEqual(t, r.ratio(), 1.01, "store %v away", rtt)
+					assert.LessOrEqual(t, r.ratio(), fleetSlack, "store %v away", rtt)
 					if rtt < time.Millisecond {
-						assert.LessOrEqual(t, r.refused, windows-1, "store %v away", rtt)
+						assert.LessOrEqual(t, r.refused, 2*(windows-1), "store %v away", rtt)
 					}
 				}
 			})
@@ -812,13 +848,21 @@ func TestProcessesSharingALimiterReachTheFloor(t *testing.T) {
 }
 
 // Issue 21: when the shared store fails mid-run (3 s in, the store 0.5 ms
-// away), no call fails and the run stays within 1.1 × the floor: each
+// away), no call fails and the run stays near the floor: each
 // process falls back to a limiter of its own, as redislimit does, whether
 // the dead store answers at once or only at redislimit's default timeout
 // (half a second, a killed master until the failover). A stalled store
 // costs the calls in flight when it fails that stall once; the callers do
 // not ask it again until a background check finds it back (1.13-1.19 × for
 // 4 and 8 processes at W = 8 when they did).
+//
+// That was 1.001 to 1.004 while a 429's retry went at its learned window's
+// reopening. Since issue 27 it waits its Retry-After plus its additive
+// jitter: each process's fallback learns its share from its own 429s, whose
+// retries land late in the next windows and are refused again when others
+// filled them first. Measured over fifteen runs: 1.035 to 1.18 in all
+// but one cell of one run, which lost a window (1.31, the dead store
+// answering at once, P = 4, W = 8); the bound lets a window go.
 func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
 	for _, stall := range []time.Duration{0, 500 * time.Millisecond} {
 		for _, processes := range []int{2, 4, 8} {
@@ -826,7 +870,7 @@ func TestProcessesSharingALimiterSurviveTheStore(t *testing.T) {
 				t.Run(fmt.Sprintf("stall %v P=%d W=%d", stall, processes, workers), func(t *testing.T) {
 					r := runShared(t, processes, workers, 500*time.Microsecond, 3*time.Second, stall)
 					t.Logf("makespan %v (%.4f × floor), %d 429s after the first window", r.makespan, r.ratio(), r.refused)
-					assert.LessOrEqual(t, r.ratio(), 1.1)
+					assert.LessOrEqual(t, r.ratio(), 1.35)
 				})
 			}
 		}
@@ -1005,12 +1049,12 @@ func runTailCell(t *testing.T, processes, workers, calls int, seed uint64) (base
 // nothing, with round trips of 0.3 ms plus 50 µs per request in flight
 // plus a heavy-tailed draw (0.5 to 40 ms, Pareto index 1.2) each way, and a
 // heavy-tailed scheduling delay (0.2 to 20 ms, index 1.5) before each
-// request leaves its process. It holds issue 21's targets in every cell:
-// no call fails; the makespan is within 1.02 × the floor; no more 429s
-// after the first window than go-retryablehttp's defaults get in the same
-// scenario (one worker per process: one per process and window at most);
-// and at W ≥ 128 the p99 latency is no worse than go-retryablehttp's but
-// for maxP99Excess.
+// request leaves its process. It holds issue 21's targets in every cell,
+// with issue 27's cost (see fleetSlack): no call fails; the makespan is
+// within fleetSlack × the floor; no more 429s after the first window than
+// go-retryablehttp's defaults get in the same scenario (one worker per
+// process: one per process and window at most); and at W ≥ 128 the p99
+// latency is no worse than go-retryablehttp's but for maxP99Excess.
 //
 // At W = 8 and 32 the p99 is not compared: with a few workers per process
 // the 99th percentile is one call or two, and whether that call waited for
@@ -1028,13 +1072,16 @@ func runTailCell(t *testing.T, processes, workers, calls int, seed uint64) (base
 // docs/ratelimit.md.
 func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 	const calls = 100
-	// maxP99Excess: the p99 is one call's latency, and the same seeded
-	// draws fall to other requests in each strategy's run, so the call
-	// ranked there may have drawn a tail of up to 40 ms on a leg in one run
-	// and not in the other, whatever the rule. Half of that cap is above
-	// what this rule shows over seeds 0, 7, 13 and 21 (at most 10 ms) and
-	// below what the rule before it lost (30 to 130 ms in 22 of 24 cells).
-	const maxP99Excess = 20 * time.Millisecond
+	// maxP99Excess: the p99 is one call's latency, the last window's
+	// tail. While a 429's retry went at its window's reopening it was
+	// within 10 ms of go-retryablehttp's over seeds 0, 7, 13 and 21, and
+	// this bound was 20 ms. Since issue 27 a retry waits its Retry-After
+	// plus its additive jitter (up to 200 ms here) and lands late in the
+	// last window, and a late retry refused once lands later still:
+	// +12 to +556 ms measured over five runs at W ≥ 128. go-retryablehttp
+	// retries at the Retry-After exactly, without jitter. The bound is that
+	// cost with a margin, well below a whole window (2 s) lost.
+	const maxP99Excess = 700 * time.Millisecond
 	floor := time.Duration(calls/20-1) * 2 * time.Second
 	for _, processes := range []int{2, 4, 8} {
 		for _, workers := range []int{8, 32, 128, 512} {
@@ -1048,7 +1095,7 @@ func TestProcessesWithNoisyRoundTrips(t *testing.T) {
 				} else {
 					assert.LessOrEqual(t, sdk.refused, processes*(calls/20-1))
 				}
-				assert.LessOrEqual(t, float64(sdk.makespan)/float64(floor), 1.02, "makespan %v, floor %v", sdk.makespan, floor)
+				assert.LessOrEqual(t, float64(sdk.makespan)/float64(floor), fleetSlack, "makespan %v, floor %v", sdk.makespan, floor)
 				if workers >= 128 {
 					assert.LessOrEqual(t, sdk.p99, base.p99+maxP99Excess, "p99 %v, go-retryablehttp's %v", sdk.p99, base.p99)
 				}
@@ -1213,5 +1260,48 @@ func TestNewsDuringAdmissionIsHeard(t *testing.T) {
 		seen := g.arrivals()
 		require.Len(t, seen, 2)
 		assert.GreaterOrEqual(t, seen[1].at, 10*time.Second, "the second call waited for the reopening")
+	})
+}
+
+// Issue 27 item 3: a handler's call is never queued behind a job's
+// backlog. Under WithPacing at the gateway's budget (5 per second), 20 job
+// calls hold the next windows; the handler's call goes at the next
+// window's opening, ahead of them (it waited 3.95 s behind 20 queued job
+// calls before), and the job's call it passed moves to a later window: no
+// window of the gateway sees more than the budget, and no call is refused.
+func TestHandlerGoesAheadOfAJobsBacklog(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, period = 5, time.Second
+		g := newFixedWindow(limit, period)
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
+			WithPacing(Pacing{Session: Budget{Limit: limit, Period: period}}))
+		job := c.With(WithRetryOn429(true), WithLabel("job"))
+		handler := c.With(WithRetryOn429(false), WithLabel("handler"))
+		time.Sleep(100 * time.Millisecond) // into the window
+		done := make(chan []error)
+		go func() { done <- runCallsNamed(job, "job", 20, 20) }()
+		synctest.Wait() // five sent, fifteen hold the next three windows
+		start := time.Now()
+		_, err := handler.Payments.Get(context.Background(), "handler")
+		require.NoError(t, err)
+		waited := time.Since(start)
+		assert.Less(t, waited, period, "the handler's call waited behind the job's backlog")
+		for _, err := range <-done {
+			require.NoError(t, err)
+		}
+		per := map[int]int{}
+		handlerWindow := -1
+		for _, a := range g.arrivals() {
+			assert.Equal(t, http.StatusOK, a.status, "%s refused at %v", a.path, a.at)
+			per[g.window(a)]++
+			if a.path == "/payments/handler" {
+				handlerWindow = g.window(a)
+			}
+		}
+		for w, n := range per {
+			assert.LessOrEqual(t, n, limit, "window %d", w)
+		}
+		assert.Equal(t, 1, handlerWindow, "the handler went in the next window")
+		assert.Len(t, per, 5, "21 calls at 5 a window")
 	})
 }

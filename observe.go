@@ -29,6 +29,9 @@ type Call struct {
 	// ID identifies the call within its Client (the call_id of its log
 	// lines); it counts from 1.
 	ID uint64
+	// Label is the label of the view the call was made through
+	// (WithLabel); empty when it has none.
+	Label string
 	// Operation is the gateway operation (the contract's operationId, such
 	// as "getPayment" or "submitPaymentOperation"); empty for a path the
 	// contract does not name.
@@ -128,10 +131,14 @@ type LimiterWait struct {
 	Wait time.Duration
 	// Cooldown says a cooldown after a 429 set the wait; otherwise pacing.
 	Cooldown bool
-	// Refused is true when the wait did not fit the allowance or the
-	// deadline: the attempt was not sent and the call ended
-	// (Call.NotRetried returns ReasonLimiter).
+	// Refused is true when the attempt was not sent and the call ended:
+	// the wait did not fit the allowance or the deadline, or the client
+	// knew the partition closed. Reason says which.
 	Refused bool
+	// Reason is why a refused attempt was not sent (Call.NotRetried):
+	// ReasonLimiter, or ReasonKnownClosed for a call that does not retry
+	// 429s on a partition the gateway said is closed. Empty when admitted.
+	Reason RetryReason
 }
 
 // CallOutcome says how a call ended.
@@ -176,8 +183,8 @@ func (c *Call) RequestID() string {
 }
 
 // NotRetried returns why the call's last answer (or failure) came back
-// instead of being sent again: ReasonLimiter when the limiter refused the
-// attempt (Limiter ends with a refusal), otherwise the Reason of the last
+// instead of being sent again: the Reason of the refusal Limiter ends with
+// (ReasonLimiter, ReasonKnownClosed), otherwise the Reason of the last
 // attempt when no retry followed it: a limit (ReasonAllowance,
 // ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget), an operation not
 // safe to repeat (ReasonUnsafe), RetryOn429 off (ReasonRetryOn429Off) or an
@@ -186,6 +193,9 @@ func (c *Call) RequestID() string {
 // when the context ended the call.
 func (c *Call) NotRetried() RetryReason {
 	if n := len(c.Limiter); n > 0 && c.Limiter[n-1].Refused {
+		if r := c.Limiter[n-1].Reason; r != "" {
+			return r
+		}
 		return ReasonLimiter
 	}
 	if n := len(c.Attempts); n > 0 && !c.Attempts[n-1].Retry {
@@ -201,7 +211,11 @@ func (c *Call) String() string {
 		return "<no call>"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "call %d %s %s", c.ID, c.Method, c.Path)
+	fmt.Fprintf(&b, "call %d", c.ID)
+	if c.Label != "" {
+		fmt.Fprintf(&b, " [%s]", c.Label)
+	}
+	fmt.Fprintf(&b, " %s %s", c.Method, c.Path)
 	if c.Operation != "" {
 		fmt.Fprintf(&b, " (%s)", c.Operation)
 	}
@@ -298,6 +312,8 @@ func writeLimiterLine(b *strings.Builder, w LimiterWait) {
 		kind = "cooldown"
 	}
 	switch {
+	case w.Refused && w.Reason == ReasonKnownClosed:
+		fmt.Fprintf(b, "\n  not sent #%d: the gateway said the partition is closed for %v more (%s)", w.Before, w.Wait.Round(time.Millisecond), w.Reason)
 	case w.Refused:
 		fmt.Fprintf(b, "\n  limiter refused #%d: %s wait of %v does not fit", w.Before, kind, w.Wait.Round(time.Millisecond))
 	case w.Wait > 0:

@@ -325,6 +325,43 @@ func WithRetryBudget(retries int) Option {
 	}
 }
 
+// WithLabel names the calls of a view, so that each kind of caller can be
+// watched on its own: client.With(rail0.WithLabel("handler")). The label
+// is in the transcript (Call.Label), hence every observer's events, on
+// every log line of the call (key "label"), and package rail0stats counts
+// per label. A sign-in a call triggers carries its label. label is 1 to 64
+// letters, digits and "._:/-", a bounded set of names chosen in code: one
+// per request or per user would grow every metric without bound. Given to
+// NewClient, it labels the calls made outside any view.
+func WithLabel(label string) Option {
+	return func(c *config) error {
+		if err := checkLabel(label); err != nil {
+			return err
+		}
+		c.call.set |= setLabel
+		c.call.label = label
+		return nil
+	}
+}
+
+// maxLabel bounds a label: it goes on every log line and metric of a call.
+const maxLabel = 64
+
+// checkLabel refuses a label that is empty, too long, or has a character
+// a log search or a metric backend would have to quote.
+func checkLabel(label string) error {
+	if label == "" || len(label) > maxLabel {
+		return &ValidationError{Field: "label", Reason: fmt.Sprintf("must be 1 to %d bytes, got %d", maxLabel, len(label))}
+	}
+	for i := 0; i < len(label); i++ {
+		b := label[i]
+		if !('a' <= b && b <= 'z') && !('A' <= b && b <= 'Z') && !('0' <= b && b <= '9') && !strings.ContainsRune("._:/-", rune(b)) {
+			return &ValidationError{Field: "label", Reason: fmt.Sprintf("%q has %q; use letters, digits and ._:/-", clip(label), label[i:i+1])}
+		}
+	}
+	return nil
+}
+
 // WithAttemptTimeout bounds each attempt of a call, from sending the
 // request to reading the answer's body, apart from the call's context
 // deadline, which bounds the whole call. An attempt it cuts is a timeout
@@ -357,7 +394,8 @@ func WithAttemptTimeout(d time.Duration) Option {
 // calls take their turn first in, first out and wait out cooldowns; a call
 // whose turn does not come within its allowance (WithMaxRetryWait) or its
 // context deadline gets a 429 at once, without sending (APIError.NotSent).
-// Off by default.
+// A call with RetryOn429 off (a handler's) goes ahead of the calls waiting
+// their turn, within the budget. Off by default.
 func WithPacing(p Pacing) Option {
 	return func(c *config) error {
 		if err := validateBudget("public", p.Public); err != nil {
@@ -381,8 +419,9 @@ func WithPacing(p Pacing) Option {
 // min(Retry-After, RetryAfterCap) after that answer, and calls that would
 // retry 429s wait for it to reopen instead of sending a request the gateway
 // would refuse; it then reopens for at most the learned budget, retried
-// calls first. Calls with RetryOn429 off and no pacing still go to the
-// server, as a request/response app expects.
+// calls first. Calls with RetryOn429 off and no pacing never wait for it:
+// they go to the server, unless the gateway's own instruction has not run
+// out, and then get its rest at once, not sent.
 func WithCooldown(on bool) Option {
 	return func(c *config) error {
 		c.cooldown = on

@@ -235,8 +235,14 @@ var getPayment = declare(ops.GetPayment)
 //
 // GET /payments/{id} — the payer or the payee.
 func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, error) {
+	return s.get(ctx, id, false)
+}
+
+// get is Get; poll marks a read of a loop that waits out 429s itself
+// (request.poll).
+func (s *PaymentsService) get(ctx context.Context, id string, poll bool) (*PaymentDetail, error) {
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: getPayment, args: pathArgs{id}}, &p)
+	resp, err := s.client.do(ctx, &request{op: getPayment, args: pathArgs{id}, poll: poll}, &p)
 	if err != nil {
 		return nil, err
 	}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -103,84 +100,32 @@ func (e Expectation) ordersTerms() bool {
 	return e.ChainID != 0 && e.Mode != "" && e.Token != "" && e.Payee != "" && e.Amount != ""
 }
 
-// checkExpected compares payment p, named id by the caller, with e. The
-// amount is compared in base units: toBase converts a human amount with the
-// payment's token, and is called only once the token is known to match.
+// checkExpected compares payment p, named id by the caller, with e (the
+// rows of verify.ArtOrder). The amount is compared in base units: toBase
+// converts a human amount with the payment's token, and is called only
+// once the token is known to match.
 func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(string) (string, error)) error {
-	fail := func(field, expected, got string) error {
-		return &ArtifactError{PaymentID: id, Artifact: "payment", Field: field, Expected: expected, Got: got}
-	}
-	if e.Rail0ID != "" {
-		want, _ := verify.ParseWord(e.Rail0ID)
-		if got, err := verify.ParseWord(p.Rail0ID); err != nil || got != want {
-			return fail("rail0_id", e.Rail0ID, p.Rail0ID)
-		}
-	}
-	if e.ChainID != 0 && p.ChainID != e.ChainID {
-		return fail("chain_id", strconv.FormatInt(e.ChainID, 10), strconv.FormatInt(p.ChainID, 10))
-	}
-	if e.Mode != "" && p.Mode != e.Mode {
-		return fail("mode", string(e.Mode), string(p.Mode))
-	}
-	for _, f := range []struct{ field, expected, got string }{
-		{"token", e.Token, p.Token}, {"payer", e.Payer, p.Payer}, {"payee", e.Payee, p.Payee},
-	} {
-		if f.expected != "" && !sameAddress(f.expected, f.got) {
-			return fail(f.field, f.expected, f.got)
-		}
-	}
-	if latest := e.LatestAuthorizationExpiry; !latest.IsZero() && int64(p.AuthorizationExpiry) > latest.Unix() {
-		return fail("authorization_expiry", "at most "+strconv.FormatInt(latest.Unix(), 10), strconv.FormatInt(int64(p.AuthorizationExpiry), 10))
-	}
-	if earliest := e.EarliestRefundExpiry; !earliest.IsZero() && int64(p.RefundExpiry) < earliest.Unix() {
-		return fail("refund_expiry", "at least "+strconv.FormatInt(earliest.Unix(), 10), strconv.FormatInt(int64(p.RefundExpiry), 10))
-	}
-	if e.Amount == "" {
-		return nil
-	}
-	base, err := toBase(e.Amount)
-	if err != nil {
-		return err
-	}
-	got, ok := new(big.Int).SetString(p.Amount, 10)
-	want, _ := new(big.Int).SetString(base, 10)
-	if !ok || want == nil || got.Cmp(want) != 0 {
-		return fail("amount", base, p.Amount)
-	}
-	return nil
+	return fromVerify(verify.CheckOrder(paymentOf(p), id, "", false, toBase, e.forCheck()))
+}
+
+// forCheck is e as the checks take it.
+func (e Expectation) forCheck() verify.Expectation {
+	return verify.Expectation{Rail0ID: e.Rail0ID, ChainID: e.ChainID, Mode: string(e.Mode), Token: e.Token, Payer: e.Payer,
+		Payee: e.Payee, Amount: e.Amount, LatestAuthorizationExpiry: e.LatestAuthorizationExpiry, EarliestRefund: e.EarliestRefundExpiry}
 }
 
 // sameAddress compares two addresses whatever their case; text that is not
 // an address only equals itself, ignoring case.
-func sameAddress(a, b string) bool {
-	x, errA := verify.ParseAddress(a)
-	y, errB := verify.ParseAddress(b)
-	if errA != nil || errB != nil {
-		return errA != nil && errB != nil && strings.EqualFold(a, b)
-	}
-	return x == y
-}
+func sameAddress(a, b string) bool { return verify.SameAddress(a, b) }
 
 // rail0IDOf reports whether id names a payment by its rail0_id (0x + 64
 // hex) rather than its UUID, and returns it.
-func rail0IDOf(id string) (verify.Word, bool) {
-	if len(id) != 66 {
-		return verify.Word{}, false
-	}
-	w, err := verify.ParseWord(id)
-	return w, err == nil
-}
+func rail0IDOf(id string) (verify.Word, bool) { return verify.Rail0IDOf(id) }
 
 // namedBy reports whether p is the payment id, as the caller typed it,
 // names: its rail0_id when id is one, its UUID otherwise (ignoring case, as
 // sameUUID).
-func namedBy(p *PaymentDetail, id string) bool {
-	if w, ok := rail0IDOf(id); ok {
-		got, err := verify.ParseWord(p.Rail0ID)
-		return err == nil && got == w
-	}
-	return sameUUID(id, p.ID)
-}
+func namedBy(p *PaymentDetail, id string) bool { return verify.NamedBy(id, p.ID, p.Rail0ID) }
 
 // maxCreated bounds how many payments a client remembers having created
 // for PayerSign; a payment signed is forgotten at once. A payment pushed out
@@ -289,102 +234,222 @@ func (f *flow) requireBinding() error {
 // this client asked Create for. It records the payment's UUID, which every
 // later answer of the flow must carry.
 func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
-	if !namedBy(p, f.id) {
-		field, got := "id", p.ID
-		if _, ok := rail0IDOf(f.id); ok {
-			field, got = "rail0_id", p.Rail0ID
-		}
-		return &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "payment", Field: field, Expected: f.id, Got: got}
-	}
 	expected := []Expectation{f.expect}
 	if f.asked != nil {
 		expected = append(expected, *f.asked)
 	}
-	if err := checkBound(p, f.id, f.op, t, expected...); err != nil {
+	if err := checkOrder(p, f.id, f.op, true, t, expected...); err != nil {
 		return err
 	}
 	f.paymentID, f.payment = p.ID, p
 	return nil
 }
 
-// checkBound compares payment p, named id by the caller, whose terms t
-// were checked, with each expectation of what the caller meant, for op.
-func checkBound(p *PaymentDetail, id string, op Operation, t *verify.Terms, expected ...Expectation) error {
+// checkOrder compares payment p, named id by the caller (compared when
+// named), whose terms t were checked, with each expectation of what the
+// caller meant, for op: the rows of verify.ArtOrder.
+func checkOrder(p *PaymentDetail, id string, op Operation, named bool, t *verify.Terms, expected ...Expectation) error {
 	toBase := func(amount string) (string, error) { return baseUnits(t, "amount", amount) }
+	expect := make([]verify.Expectation, 0, len(expected))
 	for _, e := range expected {
-		if e == (Expectation{}) {
-			continue
-		}
-		if err := checkExpected(p, id, e, toBase); err != nil {
-			var ae *ArtifactError
-			if errors.As(err, &ae) {
-				ae.Operation = op
-			}
-			return err
+		if e != (Expectation{}) {
+			expect = append(expect, e.forCheck())
 		}
 	}
-	return nil
+	return fromVerify(verify.CheckOrder(paymentOf(p), id, string(op), named, toBase, expect...))
 }
 
-// signedAlready reconciles PayerSign's PUT .../sign that failed with cause:
-// refused because a signature is on file (already_signed, not_signable: the
-// answer to a repeat whose first answer was lost), or of unknown outcome.
-// The payment is read again; it is reported signed only when it is the
-// payment checked before signing (the same rail0_id, config_hash and mode,
-// so the same authorization) and is signed (status past unsigned, signed_at
-// set). The gateway stores only a signature that recovers to the payer, who
-// is this client's signer, over that authorization: the signature on file
-// is this signer's. Otherwise cause stands.
-func (f *flow) signedAlready(ctx context.Context, checked *verify.Terms, cause error) (*PaymentDetail, bool) {
+// signedFor is what a payer's signature was made for: the payment's terms
+// as checked, and the digest signed. PayerSign knows it; SubmitSignature
+// finds it in what VerifyPayload checked on this client (checkedPayloads).
+type signedFor struct {
+	terms  *verify.Terms
+	digest verify.Word
+}
+
+// maxChecked bounds how many payer payloads a client remembers having
+// checked with VerifyPayload; a payment pushed out by newer ones is
+// reconciled only with a token domain the client learned.
+const maxChecked = 1024
+
+// checkedPayloads remembers, by payment (its UUID, foldID), the payer
+// payloads VerifyPayload checked: what a browser wallet was given to sign.
+// SubmitSignature reconciles with it a signature on file, which the
+// gateway does not show: the signature sent must be the payer's over that
+// payment's authorization.
+type checkedPayloads struct {
+	recent[signedFor]
+}
+
+func (l *checkedPayloads) remember(id string, s signedFor) { l.put(maxChecked, foldID(id), s) }
+
+// lookup finds what was checked of the payment id names (its UUID or its
+// rail0_id).
+func (l *checkedPayloads) lookup(id string) (signedFor, bool) {
+	if s, ok := l.get(foldID(id)); ok {
+		return s, true
+	}
+	if w, ok := rail0IDOf(id); ok {
+		_, s, ok := l.find(func(_ string, s signedFor) bool { return s.terms.Rail0ID == w })
+		return s, ok
+	}
+	return signedFor{}, false
+}
+
+// claimsSigned reports whether cause, the failure of PUT .../sign, is the
+// gateway saying a signature is on file already: already_signed, or
+// not_signable (the payment is past unsigned).
+func claimsSigned(cause error) bool {
 	var apiErr *APIError
-	refusedAsDone := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity &&
+	return errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity &&
 		(apiErr.Code == CodeAlreadySigned || apiErr.Code == CodeNotSignable)
-	if !refusedAsDone && !errors.Is(cause, ErrOutcomeUnknown) {
-		return nil, false
-	}
-	p, t, _, err := f.read(ctx)
-	if err != nil || !isSigned(p) || t.Rail0ID != checked.Rail0ID || t.ConfigHash != checked.ConfigHash || t.Mode != checked.Mode {
-		return nil, false
-	}
-	return p, true
 }
 
-// isSigned reports whether p carries the payer's signature.
-func isSigned(p *PaymentDetail) bool { return p.Status != StatusUnsigned && p.SignedAt != nil }
-
-// reconcileSubmit reports a submit of op on payment id, failed with cause,
-// as what happened when the gateway refused it because the transaction is
-// known already (a repeat after a lost answer: already_known, nonce_too_low,
-// transaction_not_overwritable, or a report by hash of a confirmed row, all
-// 422), or when a 2xx answered it that is not the transaction (a proxy's
-// page or JSON written after the gateway ran the submit, or not: see
-// notTheTransaction). The payment is read, and the transaction of op that
-// carries hash, the one this client signed or reported, is returned as the
-// submit's result, with the read's Response. A refusal for any other reason
-// leaves no such transaction, and cause stands; so does a failed read, and
-// so does a 2xx whose transaction the read does not show (still an
-// *OutcomeUnknownError for a submit of a signed transaction).
-func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
+// claimsKnown reports whether cause, the failure of a submit, is the
+// gateway saying the transaction is known already: already_known,
+// nonce_too_low, transaction_not_overwritable, or a 422 without a code (a
+// report by hash of a confirmed row).
+func claimsKnown(cause error) bool {
 	var apiErr *APIError
+	if !errors.As(cause, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
+		return false
+	}
+	switch apiErr.Code {
+	case CodeAlreadyKnown, CodeNonceTooLow, CodeTransactionNotOverwritable, "":
+		return true
+	}
+	return false
+}
+
+// unreadAnswer reports whether cause is a 2xx that is not the resource
+// promised (request.identify): a proxy's page or JSON, written after the
+// write ran or not.
+func unreadAnswer(cause error) bool {
 	var decodeErr *DecodeError
-	refused := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity
-	unread := errors.As(cause, &decodeErr) && decodeErr.StatusCode >= 200 && decodeErr.StatusCode <= 299
-	if !refused && !unread {
+	return errors.As(cause, &decodeErr) && decodeErr.StatusCode >= 200 && decodeErr.StatusCode <= 299
+}
+
+// reconcileSignature reconciles PUT .../sign of signature on payment id,
+// failed with cause. It acts when the gateway says a signature is on file
+// (claimsSigned: the answer to a repeat whose first answer was lost), when
+// the outcome is unknown, or when a 2xx is not the payment. The payment is
+// read back. It is returned, with Response.Reconciled, when it holds what
+// this call sent (signatureOnFile). The gateway does not show the
+// signature it keeps. It keeps only one that recovers to the payer over
+// that authorization, whose nonce is spent once. So a signature sent that
+// recovers too authorizes exactly what is on file. Otherwise a claim the
+// read does not bear out, or another signature on file, is a
+// *ReconcileError; anything else leaves cause. signed is what the
+// signature was made for, nil for SubmitSignature.
+func (s *PaymentsService) reconcileSignature(ctx context.Context, id, signature string, signed *signedFor, cause error) (*PaymentDetail, error) {
+	claim := claimsSigned(cause)
+	if !claim && !errors.Is(cause, ErrOutcomeUnknown) && !unreadAnswer(cause) {
 		return nil, cause
 	}
 	p, err := s.Get(ctx, id)
-	if err != nil || !namedBy(p, id) {
+	if err != nil {
+		if claim {
+			return nil, &ReconcileError{PaymentID: id, Reason: "the read failed", Err: cause, ReadErr: err}
+		}
 		return nil, cause
 	}
-	for i := range p.Transactions {
-		tx := p.Transactions[i]
-		if tx.Operation != op || tx.TransactionHash == nil {
-			continue
+	if why := s.signatureOnFile(p, id, signature, signed); why != nil {
+		if claim || isSigned(p) {
+			return nil, &ReconcileError{PaymentID: id, Reason: reasonOf(why), Err: cause}
 		}
-		if got, err := verify.ParseWord(*tx.TransactionHash); err == nil && got == hash {
-			tx.Response = p.Response
-			return &tx, nil
+		return nil, cause
+	}
+	p.Response.Reconciled = &Reconciliation{Err: cause}
+	return p, nil
+}
+
+// signatureOnFile checks that p, read back as payment id, holds signature
+// (the rows of verify.ArtSignatureOnFile) once its terms pass the client's
+// pins. What the signature was made for is signed; without it, what
+// VerifyPayload checked of the payment, else the read's terms with the
+// token domain the client learned from a signature the gateway accepted.
+func (s *PaymentsService) signatureOnFile(p *PaymentDetail, id, signature string, signed *signedFor) error {
+	tr := s.client.trust()
+	t, err := checkPayment(p, tr)
+	if err != nil {
+		return err
+	}
+	var digest *verify.Word
+	unknown := "this client checked no payer payload of it (VerifyPayload) and knows no EIP-712 domain of its token from a signature the gateway accepted"
+	if signed == nil {
+		if c, ok := s.client.payloads.lookup(id); ok {
+			signed = &c
+		} else if dom, ok := tr.TokenDomains[verify.TokenKey{ChainID: t.ChainID.Int64(), Token: t.Token}]; ok {
+			signed = &signedFor{terms: t, digest: verify.PayerDigest(t, dom[0], dom[1])}
 		}
 	}
-	return nil, cause
+	checked := t
+	if signed != nil {
+		checked, digest = signed.terms, &signed.digest
+	}
+	read := verify.OnFile{Terms: t, Status: string(p.Status), SignedAt: p.SignedAt != nil}
+	return fromVerify(verify.CheckSignatureOnFile(id, checked, read, signature, digest, unknown))
+}
+
+// isSigned reports whether p carries the payer's signature.
+func isSigned(p *PaymentDetail) bool { return verify.IsSigned(string(p.Status), p.SignedAt != nil) }
+
+// reasonOf is a refusal of a read back, as a reason: its field and what is
+// wrong with it.
+func reasonOf(err error) string {
+	var ae *ArtifactError
+	if !errors.As(err, &ae) {
+		return err.Error()
+	}
+	if ae.Reason != "" {
+		return oneLine(ae.Field + " " + ae.Reason)
+	}
+	return oneLine(fmt.Sprintf("%s: expected %s, got %s", ae.Field, ae.Expected, ae.Got))
+}
+
+// reconcileSubmit reconciles a submit of op on payment id, failed with
+// cause. It acts on a refusal as known already (claimsKnown: a repeat after
+// a lost answer), another 422, or a 2xx that is not the transaction (a
+// proxy's page or JSON, see notTheTransaction). The payment is read. The
+// row of op carrying hash, the one this client signed or reported
+// (verify.FindSubmitted), is the submit's result. It carries the read's
+// Response, with Response.Reconciled. A claim the read does not bear out is
+// a *ReconcileError. Otherwise cause stands: a refusal for another reason,
+// or a 2xx whose transaction the read does not show (still an
+// *OutcomeUnknownError for a submit of a signed transaction).
+func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
+	var apiErr *APIError
+	refused := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity
+	if !refused && !unreadAnswer(cause) {
+		return nil, cause
+	}
+	claim := claimsKnown(cause)
+	p, err := s.Get(ctx, id)
+	if err != nil {
+		if claim {
+			return nil, &ReconcileError{PaymentID: id, Operation: op, Reason: "the read failed", Err: cause, ReadErr: err}
+		}
+		return nil, cause
+	}
+	rows := make([]verify.Row, len(p.Transactions))
+	for i := range p.Transactions {
+		rows[i] = rowOf(&p.Transactions[i])
+	}
+	i, err := verify.FindSubmitted(id, p.ID, p.Rail0ID, rows, string(op), hash)
+	if err != nil {
+		if claim {
+			return nil, &ReconcileError{PaymentID: id, Operation: op, Reason: reasonOf(fromVerify(err)), Err: cause}
+		}
+		return nil, cause
+	}
+	tx := p.Transactions[i]
+	tx.Response = p.Response
+	tx.Response.Reconciled = &Reconciliation{Err: cause}
+	return &tx, nil
+}
+
+// rowOf is what the checks read of tx.
+func rowOf(tx *Transaction) verify.Row {
+	return verify.Row{ID: tx.ID, PaymentID: tx.PaymentID, Operation: string(tx.Operation), Status: string(tx.Status),
+		Amount: tx.Amount, Hash: tx.TransactionHash}
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -61,6 +63,9 @@ type FlowError struct {
 	Step FlowStep
 	// TransactionID is the prepared transaction, once there is one.
 	TransactionID string
+	// Calls holds the transcript of every call the flow made, in order,
+	// the failed one last when a call failed.
+	Calls []*Call
 	// Err is the cause.
 	Err error
 }
@@ -107,10 +112,41 @@ type flow struct {
 	paymentID string
 	payment   *PaymentDetail
 	txID      string
+	// calls keeps the transcripts of the requests of the flow, which are
+	// made through a view of the client that records them (s.client).
+	calls *callRecord
 }
 
 func (f *flow) fail(step FlowStep, err error) error {
-	return &FlowError{PaymentID: f.id, Operation: f.op, Step: step, TransactionID: f.txID, Err: err}
+	return &FlowError{PaymentID: f.id, Operation: f.op, Step: step, TransactionID: f.txID, Calls: f.calls.all(), Err: err}
+}
+
+// callRecord keeps the transcripts of a flow's calls, in order.
+type callRecord struct {
+	mu    sync.Mutex
+	calls []*Call
+}
+
+// add records the transcript of a call that has ended.
+func (r *callRecord) add(call *Call) {
+	r.mu.Lock()
+	r.calls = append(r.calls, call)
+	r.mu.Unlock()
+}
+
+// all returns the transcripts recorded so far.
+func (r *callRecord) all() []*Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clip(r.calls)
+}
+
+// done hands the flow's transcripts to what it returns, resp being its
+// Response on success (Response.Calls); a FlowError has them already.
+func (f *flow) done(resp *Response, err error) {
+	if err == nil && resp != nil {
+		resp.Calls = f.calls.all()
+	}
 }
 
 // newFlow checks the flow's id and expectation and its binding (see
@@ -125,7 +161,12 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 	if err := expect.check(); err != nil {
 		return nil, err
 	}
-	f := &flow{s: s, id: id, op: op, signer: s.client.signer, expect: expect}
+	// The flow's requests go through a view of the client that records
+	// their transcripts: one allocation, with the record.
+	rec := &callRecord{}
+	v := newView(s.client.clientState, s.client.policy, s.client.over, s.client.viewErr)
+	v.record = rec
+	f := &flow{s: v.Payments, id: id, op: op, signer: s.client.signer, expect: expect, calls: rec}
 	if a, key, ok := s.client.created.lookup(id); ok {
 		f.asked, f.askedKey = &a, key
 	}
@@ -201,32 +242,8 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	if prep.UnsignedTransaction == nil || *prep.UnsignedTransaction == "" {
 		return nil, f.fail(StepPrepare, ErrNoUnsignedTransaction)
 	}
-	if len(prep.ID) > maxRowID {
-		// The contract's ids are UUIDs; the client keeps the ids it sends
-		// (knownPayments.sent), and keeps none this long.
-		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
-			Reason: fmt.Sprintf("is %d bytes long, longer than a transaction id (a UUID) can be", len(prep.ID))})
-	}
-	art := func(field, expected, got string) error {
-		return f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: field, Expected: expected, Got: got})
-	}
-	if prep.Operation != f.op {
-		return nil, art("operation", string(f.op), string(prep.Operation))
-	}
-	if prep.PaymentID != "" && prep.PaymentID != f.paymentID {
-		return nil, art("payment_id", f.paymentID, prep.PaymentID)
-	}
-	// A row sent already (confirmed, failed, carrying a hash) is not this
-	// step's: its submit's answer would name it, its wait would find it
-	// settled, and the caller would take an old step for this one.
-	if why := f.sentAlready(prep.ID); why != "" {
-		return nil, f.fail(StepVerify, &ArtifactError{PaymentID: f.id, Operation: f.op, Artifact: "transaction", Field: "id",
-			Reason: fmt.Sprintf("names transaction %s, %s: a prepare answers with a new row, or the pending one not yet sent", clip(oneLine(prep.ID)), why)})
-	}
-	if in.Amount != "" && prep.Amount != nil && *prep.Amount != in.Amount {
-		// A pending transaction prepared earlier for another amount is
-		// handed back rather than a new one (Reused): never sign it.
-		return nil, art("amount", in.Amount, *prep.Amount)
+	if err := fromVerify(verify.CheckPrepared(rowOf(&prep.Transaction), f.id, string(f.op), f.paymentID, in.Amount, f.sentAlready)); err != nil {
+		return nil, f.fail(StepVerify, err)
 	}
 	tx, err := checkTransaction(t, in, *prep.UnsignedTransaction, tr)
 	if err != nil {
@@ -327,7 +344,11 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, exp
 	if op == OpRelease {
 		params.From = f.signer.Address()
 	}
-	return f.run(ctx, in, params)
+	tx, err := f.run(ctx, in, params)
+	if tx != nil {
+		f.done(tx.Response, err)
+	}
+	return tx, err
 }
 
 // Authorize moves a signed authorize-mode payment into escrow with the
@@ -449,12 +470,13 @@ const payerSignReads = 5
 // again with the order's IdempotencyKey, which the gateway answers with the
 // same payment and which restores the record.
 //
-// A payment found signed already (status past unsigned, signed_at set),
-// whether by this call's PUT answered already_signed after its first answer
-// was lost or by an earlier call, is returned as a success when it is the
-// payment bound and checked: the gateway keeps only a signature that
-// recovers to the payer, this client's signer, over that payment's
-// authorization.
+// A payment found signed already (status past unsigned, signed_at set) by
+// an earlier call is a success when it is the payment bound and checked.
+// The gateway keeps only a signature that recovers to the payer, this
+// client's signer, over that payment's authorization. This call's PUT
+// answered already_signed after its first answer was lost is reconciled as
+// SubmitSignature reconciles it. The payment then comes back with
+// Response.Reconciled set.
 //
 // If the gateway answers with a null signing_payload (a transient node
 // failure on its side), the payment is read again, waiting between reads as
@@ -486,6 +508,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 				return nil, f.fail(StepVerify, err)
 			}
 			f.forgetAsked()
+			f.done(payment.Response, nil)
 			return payment, nil // signed already, with the terms bound
 		}
 		if hasJSON(payment.SigningPayload) {
@@ -508,19 +531,17 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 	if err != nil {
 		return nil, err
 	}
-	signed, err := s.SubmitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig})
+	signed, err := f.s.submitSignature(ctx, id, PaymentSubmitSignatureParams{Signature: sig}, &signedFor{terms: t, digest: pc.Digest})
 	if err != nil {
-		done, ok := f.signedAlready(ctx, t, err)
-		if !ok {
-			return nil, f.fail(StepSubmit, err)
-		}
-		signed = done
-	} else {
+		return nil, f.fail(StepSubmit, err)
+	}
+	if signed.Response.Reconciled == nil {
 		// The gateway accepted the signature over this domain: the payer's
 		// signature in a later authorize or charge can be recovered.
 		s.client.learnTokenDomain(t, pc)
 	}
 	f.forgetAsked()
+	f.done(signed.Response, nil)
 	return signed, nil
 }
 
@@ -598,6 +619,9 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params PaymentR
 		return nil, err
 	}
 	sent, err := f.refund(ctx, t, tr, known, params.Amount)
+	if sent != nil {
+		f.done(sent.Response, err)
+	}
 	return sent, f.forgetOnRefusal(known, err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 )
@@ -105,5 +106,86 @@ func TestPayerSignsBoundedExpiries(t *testing.T) {
 				t.Fatalf("the payer signed %d digests", signed)
 			}
 		})
+	}
+}
+
+// Issue 27 item 4: a flow exposes every request's record, not only its
+// last. The value a flow returns carries the transcript of each call it
+// made, in order (Response.Calls, the last being Response.Call), and a
+// flow that fails carries them in its FlowError, the failed call last.
+func TestFlowResponseCarriesEveryCall(t *testing.T) {
+	ctx := context.Background()
+	operations := func(calls []*Call) []string {
+		var ops []string
+		for _, c := range calls {
+			ops = append(ops, c.Operation)
+		}
+		return ops
+	}
+	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+	c := g.client(g.payee)
+	job := c.With(WithLabel("job"))
+	tx, err := job.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := tx.Response
+	if got, want := operations(resp.Calls), []string{"getPayment", "preparePaymentOperation", "submitPaymentOperation"}; !slices.Equal(got, want) {
+		t.Fatalf("Capture's calls = %v, want %v", got, want)
+	}
+	if resp.Calls[len(resp.Calls)-1] != resp.Call {
+		t.Error("the last call is not Response.Call")
+	}
+	for _, call := range resp.Calls {
+		if call.Label != "job" || call.Outcome != OutcomeOK {
+			t.Errorf("call %d: label %q, outcome %s", call.ID, call.Label, call.Outcome)
+		}
+	}
+	// A second step knows the terms: a prepare and a submit, its own calls
+	// only.
+	tx, err = job.Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "2.00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := operations(tx.Response.Calls); len(got) != 2 {
+		t.Errorf("the second capture's calls = %v", got)
+	}
+	g.setRefundable("13000000")
+	tx, err = job.Payments.Refund(ctx, artPayment, PaymentRefundParams{Amount: "4.00", Expect: Expectation{Payer: artPayer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := operations(tx.Response.Calls); len(got) != 3 {
+		t.Errorf("Refund's calls = %v, want both prepares and the submit", got)
+	}
+	// PayerSign: the read and the signature.
+	u := newArtGateway(t, ModeAuthorize, StatusUnsigned)
+	signed, err := u.client(u.payer).Payments.PayerSign(ctx, artPayment, PaymentPayerSignParams{Expect: artOrder(ModeAuthorize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := operations(signed.Response.Calls), []string{"getPayment", "signPayment"}; !slices.Equal(got, want) {
+		t.Errorf("PayerSign's calls = %v, want %v", got, want)
+	}
+	// A single call carries no list.
+	p, err := job.Payments.Get(ctx, artPayment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Response.Calls != nil {
+		t.Errorf("Get's Calls = %v", p.Response.Calls)
+	}
+
+	// A flow that fails: the gateway prepared a transaction to another
+	// chain, nothing was signed, and the error holds both calls.
+	g2 := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
+	tamperTx(func(tx map[string]any) { tx["chain_id"] = 1 })(g2)
+	_, err = g2.client(g2.payee).Payments.Capture(ctx, artPayment, PaymentCaptureParams{Amount: "1.00"})
+	var fe *FlowError
+	if !errors.As(err, &fe) || fe.Step != StepVerify {
+		t.Fatalf("err = %v, want a FlowError at verify", err)
+	}
+	if got, want := operations(fe.Calls), []string{"getPayment", "preparePaymentOperation"}; !slices.Equal(got, want) {
+		t.Errorf("FlowError.Calls = %v, want %v", got, want)
 	}
 }

@@ -1,7 +1,7 @@
 package rail0
 
 import (
-	"fmt"
+	"errors"
 	"strings"
 
 	"github.com/rail0/rail0-go/internal/verify"
@@ -32,15 +32,6 @@ type preparedRow struct {
 	typed         bool
 }
 
-// same reports whether got, an id in the gateway's answer, is want, an id
-// of the prepared row: ignoring case where the caller typed it.
-func (r preparedRow) same(want, got string) bool {
-	if r.typed {
-		return sameUUID(want, got)
-	}
-	return want == got
-}
-
 // sameUUID reports whether typed, a UUID the caller gave, names the
 // gateway's id: UUIDs compare ignoring case (RFC 9562), so a caller who
 // writes one in capitals is not refused the gateway's own answer. Ids
@@ -52,10 +43,11 @@ func sameUUID(typed, id string) bool { return strings.EqualFold(typed, id) }
 
 // notTheTransaction reports why tx, the decoded 2xx answer to a submit of
 // op (or a report of it by hash) whose transaction hash is hash, is not the
-// Transaction the operation promises; "" when it is one. The gateway's
-// answer carries the transaction's id and its operation, and its hash once
-// known: a hash that is there must be the hash of what was signed or
-// reported, since the answer is about that transaction.
+// Transaction the operation promises; "" when it is one (the rows of
+// verify.ArtSubmitAnswer). The gateway's answer carries the transaction's
+// id and its operation, and its hash once known: a hash that is there must
+// be the hash of what was signed or reported, since the answer is about
+// that transaction.
 //
 // The contract answers a submit with the Transaction "as it stands": the
 // row that prepare recorded (prepare again while it is pending returns that
@@ -64,44 +56,34 @@ func sameUUID(typed, id string) bool { return strings.EqualFold(typed, id) }
 // the same operation and without a hash yet: taken for the submit's answer,
 // it would have the caller wait for that other transaction (one confirmed
 // long ago, say) and believe this step done. Ids the caller typed compare
-// ignoring case, the gateway's own exactly (preparedRow.same).
+// ignoring case, the gateway's own exactly.
 func notTheTransaction(tx *Transaction, op Operation, hash verify.Word, prepared preparedRow) string {
-	switch {
-	case tx.ID == "":
-		return "carries no transaction id"
-	case tx.Operation != op:
-		return fmt.Sprintf("is a transaction of operation %q, not %s", clip(oneLine(string(tx.Operation))), op)
-	case prepared.id != "" && !prepared.same(prepared.id, tx.ID):
-		return fmt.Sprintf("is transaction %q, not %s, the one prepared", clip(oneLine(tx.ID)), clip(oneLine(prepared.id)))
-	case prepared.paymentID != "" && tx.PaymentID != "" && !prepared.same(prepared.paymentID, tx.PaymentID):
-		return fmt.Sprintf("is a transaction of payment %q, not %s", clip(oneLine(tx.PaymentID)), clip(oneLine(prepared.paymentID)))
-	}
-	return wrongHash(tx, hash)
-}
-
-// wrongHash reports why tx does not carry hash, the hash of the
-// transaction sent; "" when it carries it or no hash yet. A hash that is
-// there must be that one: the answer or the row is about that transaction.
-func wrongHash(tx *Transaction, hash verify.Word) string {
-	if tx.TransactionHash == nil || *tx.TransactionHash == "" {
-		return ""
-	}
-	if got, err := verify.ParseWord(*tx.TransactionHash); err != nil || got != hash {
-		return fmt.Sprintf("carries transaction_hash %q, not %s, the hash of the transaction sent", clip(oneLine(*tx.TransactionHash)), hash)
-	}
-	return ""
+	return reasonFor(verify.CheckSubmitAnswer(rowOf(tx), string(op), hash,
+		verify.Prepared{ID: prepared.id, PaymentID: prepared.paymentID, Typed: prepared.typed}))
 }
 
 // notThePayment reports why p, the decoded 2xx answer to a payment's
-// creation, is not the PaymentDetail the operation promises; "" when it is
-// one: it must carry the payment's id and its rail0_id (0x + 64 hex), which
-// the gateway assigns when it creates the payment.
-func notThePayment(p *PaymentDetail) string {
-	if p.ID == "" {
-		return "carries no payment id"
+// creation, is not the PaymentDetail promised; "" when it is one (the rows
+// of verify.ArtPaymentAnswer). It must carry the payment's id and its
+// rail0_id (0x + 64 hex), which the gateway assigns at creation.
+func notThePayment(p *PaymentDetail) string { return notThePaymentNamed(p, "") }
+
+// notThePaymentNamed is notThePayment for a write to the payment named
+// (its UUID or its rail0_id), such as PUT .../sign: the answer carries an
+// id and is that payment.
+func notThePaymentNamed(p *PaymentDetail, named string) string {
+	return reasonFor(verify.CheckPaymentAnswer(verify.PaymentAnswer{ID: p.ID, Rail0ID: p.Rail0ID}, named))
+}
+
+// reasonFor is a refusal of an answer, as identify reports it: why it is
+// not the resource, on one line.
+func reasonFor(err error) string {
+	var m *verify.Mismatch
+	if errors.As(err, &m) {
+		return oneLine(m.Reason)
 	}
-	if _, err := verify.ParseWord(p.Rail0ID); err != nil {
-		return fmt.Sprintf("carries rail0_id %q, not 0x and 64 hex digits", clip(oneLine(p.Rail0ID)))
+	if err != nil {
+		return oneLine(err.Error())
 	}
 	return ""
 }

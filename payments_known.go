@@ -104,10 +104,9 @@ func (k *knownPayments) sentBy(paymentID, txID string) bool {
 // handful, so only a gateway inventing rows reaches it.
 const maxSpentRows = 256
 
-// maxRowID bounds the length of a transaction id the client keeps: the
-// contract's ids are UUIDs (36 bytes), and a longer one is not kept, so
-// that an answer cannot make the kept rows large.
-const maxRowID = 64
+// maxRowID bounds the length of a transaction id the client keeps, as a
+// prepared row's id is bounded (verify.MaxRowID).
+const maxRowID = verify.MaxRowID
 
 // spentRows returns the rows of read, then those of kept not among them,
 // that a prepare may not hand out again (wasSent), each reduced to its id,

@@ -32,17 +32,41 @@ type PaymentSubmitSignatureParams struct {
 // first). PayerSign reads and checks the payload, signs it and calls
 // SubmitSignature.
 //
+// The answer must be the payment id names; a 2xx that is not (a proxy's
+// null, {} or page) proves nothing, and is reconciled as a repeat is.
+//
+// A repeat whose first answer was lost (a proxy's 502 after the gateway
+// stored the signature) is refused 422 already_signed (or not_signable).
+// SubmitSignature then reads the payment back (GET /payments/{id}). It
+// returns it, with Response.Reconciled set, when it holds what this call
+// sent. That is the payment VerifyPayload checked on this client, signed,
+// and the signature sent its payer's authorization of it. Without that
+// record, a token domain this client learned from an accepted signature
+// serves. The gateway does not show the signature it keeps. It keeps only
+// one that recovers to the payer over that authorization, whose nonce is
+// spent once: one sent that recovers too authorizes what is on file.
+// Otherwise the call is a *ReconcileError over the refusal: the claim is
+// false, or the signature on file is another.
+//
 // PUT /payments/{id}/sign — the payer or the payee; the signature must
 // recover to the payer (else 422 signer_mismatch), and only an unsigned
 // payment takes it (422 not_signable).
 func (s *PaymentsService) SubmitSignature(ctx context.Context, id string, params PaymentSubmitSignatureParams) (*PaymentDetail, error) {
+	return s.submitSignature(ctx, id, params, nil)
+}
+
+// submitSignature is SubmitSignature of a signature made for signed (nil
+// when the SDK did not make it: see reconcileSignature).
+func (s *PaymentsService) submitSignature(ctx context.Context, id string, params PaymentSubmitSignatureParams, signed *signedFor) (*PaymentDetail, error) {
 	if params.Signature == "" {
 		return nil, &ValidationError{Field: "signature", Reason: "is required"}
 	}
 	var p PaymentDetail
-	resp, err := s.client.do(ctx, &request{op: signPayment, args: pathArgs{id}, body: params}, &p)
+	r := &request{op: signPayment, args: pathArgs{id}, body: params}
+	r.identify = func() string { return notThePaymentNamed(&p, id) }
+	resp, err := s.client.do(ctx, r, &p)
 	if err != nil {
-		return nil, err
+		return s.reconcileSignature(ctx, id, params.Signature, signed, err)
 	}
 	p.Response = resp
 	return &p, nil

@@ -246,7 +246,9 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 // payment or an intent that cannot be served (a field the operation does
 // not use included) is a *ValidationError.
 //
-// It sends no request: what it checks against is the client's own.
+// It sends no request: what it checks against is the client's own. It
+// remembers the payer payloads it passed (the last 1024 payments), so
+// that SubmitSignature can reconcile a signature on file.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
 	decoded, err := checkRequest(payment, intent, false)
 	if err != nil {
@@ -267,6 +269,11 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
 		return nil, err
+	}
+	if in.Operation == "" {
+		// What the wallet will sign, for SubmitSignature to reconcile a
+		// signature on file with.
+		s.client.payloads.remember(payment.ID, signedFor{terms: t, digest: pc.Digest})
 	}
 	return &VerifiedPayload{Digest: pc.Digest, TypedData: pc.TypedData()}, nil
 }
@@ -335,7 +342,7 @@ func (s *PaymentsService) checkIntent(payment *PaymentDetail, t *verify.Terms, i
 	if asked, _, ok := s.client.created.lookup(payment.ID); ok {
 		expected = append(expected, asked)
 	}
-	if err := checkBound(payment, payment.ID, intent.Operation, t, expected...); err != nil {
+	if err := checkOrder(payment, payment.ID, intent.Operation, false, t, expected...); err != nil {
 		return nil, intent, nil, err
 	}
 	if intent.Amount != "" {

@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -814,7 +818,7 @@ func atArtCreation() Option {
 func TestGasLimitBoundPerOperation(t *testing.T) {
 	t.Parallel()
 	want := map[Operation]uint64{
-		OpAuthorize: 1_018_000, OpCharge: 1_030_000, OpRefund: 414_000, OpCapture: 350_000,
+		OpAuthorize: 1_018_000, OpCharge: 1_030_000, OpRefund: 656_000, OpCapture: 350_000,
 		OpVoid: 154_000, OpRelease: 154_000, OpDispute: 86_000, OpCloseDispute: 86_000,
 	}
 	for _, fc := range flowCases {
@@ -943,5 +947,58 @@ func TestNothingSentBeforeAValidationError(t *testing.T) {
 		if n := requests.Load() - before; n != 0 {
 			t.Errorf("%s: %d requests before the refusal", tt.name, n)
 		}
+	}
+}
+
+// TestArtifactErrorsComeFromTheTable: the root makes no refusal of an
+// artifact of its own. Every check that guards a signature is a row of
+// package internal/verify's registry (verify.Checks), which the flows and
+// the low-level path run; the root only turns a row's refusal into its
+// error (fromVerify). An *ArtifactError or *UntrustedError written anywhere
+// else, or a verify refusal made here, fails this test.
+func TestArtifactErrorsComeFromTheTable(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				lit, ok := n.(*ast.CompositeLit)
+				if !ok {
+					return true
+				}
+				switch typ := lit.Type.(type) {
+				case *ast.Ident:
+					if typ.Name == "ArtifactError" || typ.Name == "UntrustedError" {
+						found++
+						if fn.Name.Name != "fromVerify" {
+							t.Errorf("%s: %s makes an %s: add a row to verify.Checks instead", name, fn.Name.Name, typ.Name)
+						}
+					}
+				case *ast.SelectorExpr:
+					if typ.Sel.Name == "Mismatch" || typ.Sel.Name == "Untrusted" {
+						t.Errorf("%s: %s makes a verify.%s: add a row to verify.Checks instead", name, fn.Name.Name, typ.Sel.Name)
+					}
+				}
+				return true
+			})
+		}
+	}
+	if found == 0 {
+		t.Fatal("no artifact error found: the scan proves nothing")
 	}
 }

@@ -177,7 +177,7 @@ func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params P
 // waits for a status).
 func (s *PaymentsService) wait(ctx context.Context, id string, cond waitCondition, cfg *waitConfig) (*PaymentDetail, *Transaction, error) {
 	for {
-		payment, err := s.Get(ctx, id)
+		payment, err := s.get(ctx, id, true)
 		wait := cfg.next()
 		var throttled *APIError // the 429 this wait honours
 		if err == nil {
@@ -245,17 +245,9 @@ func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 
 // notSentAs reports why tx, the row a wait found, is not the transaction
 // whose hash is hash; "" when it may be (it carries hash, or no hash yet
-// and is not confirmed). A row carrying another hash is another
-// transaction, however its id reads, and a confirmed row without a hash
-// proves nothing about what was sent; neither changes with more polls.
+// and is not confirmed): the rows of verify.ArtAwaitedRow.
 func notSentAs(tx *Transaction, hash verify.Word) string {
-	if tx.TransactionHash != nil && *tx.TransactionHash != "" {
-		return wrongHash(tx, hash)
-	}
-	if tx.Status == TxConfirmed {
-		return fmt.Sprintf("is confirmed without a transaction_hash, not shown to be %s, the hash sent", hash)
-	}
-	return ""
+	return reasonFor(verify.CheckAwaitedRow(rowOf(tx), hash))
 }
 
 // PaymentWaitForTransactionParams says which transaction WaitForTransaction

@@ -19,8 +19,10 @@ import (
 //
 // The invariants hold for every rule. A 429 was never executed, so it may
 // be retried on any operation, but never before min(Retry-After,
-// RetryAfterCap). A server-given wait gets additive jitter only. A failure
-// that may have run is repeated only on an operation safe to repeat.
+// RetryAfterCap). A server-given wait gets additive jitter only, and the
+// limiter's verdict only lengthens it. A header informs only the attempt it
+// came with. A failure that may have run is repeated only on an operation
+// safe to repeat.
 
 const (
 	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.
@@ -92,6 +94,12 @@ const (
 	// since the refusal comes before an attempt; the transcript's last
 	// LimiterWait is Refused.
 	ReasonLimiter RetryReason = "limiter"
+	// ReasonKnownClosed is Call.NotRetried of a call with RetryOn429 off
+	// that the client answered itself: the gateway said its partition is
+	// closed (a 429's Retry-After, an exhausted quota) and that has not
+	// run out. The 429 is NotSent, its RetryAfter the time left. The
+	// transcript's last LimiterWait is Refused with this reason.
+	ReasonKnownClosed RetryReason = "known_closed"
 )
 
 // isRefusal reports whether reason is a limit that stopped a retry the
@@ -104,13 +112,16 @@ func isRefusal(reason RetryReason) bool {
 	return false
 }
 
-// policy is the client's retry configuration.
+// policy is the client's retry configuration, and the label of the view
+// its calls are made through (WithLabel), the one setting of a view that
+// the rules do not read.
 type policy struct {
 	retryOn429    bool
 	retryAfterCap time.Duration
 	maxRetryWait  time.Duration
 	maxRetries    int
 	base          time.Duration
+	label         string
 	// attemptTimeout bounds each attempt (WithAttemptTimeout); zero
 	// leaves it to the HTTP client's Timeout. The send path applies it;
 	// the rules see its cut as the timeout it is.
@@ -156,6 +167,10 @@ type decision struct {
 	rateWait bool
 	// cost is what the retry takes from the client-wide retry budget.
 	cost int
+	// guess is true when wait is a guess (full jitter): the answer gave
+	// no usable instruction, so no header may pace the retry
+	// (ratelimit.Reservation.Guessed).
+	guess bool
 }
 
 // evidence is what the rules read about one attempt.
@@ -357,13 +372,13 @@ func guess(e *evidence, d decision) (decision, bool) {
 		if !ok {
 			return e.refuse(limit)
 		}
-		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true}, false
+		return decision{relevant: true, retry: true, wait: w, reason: ReasonRateLimitedGuess, rateWait: true, guess: true}, false
 	}
 	w, ok := guessWait(e.p.base, e.p.retryAfterCap, e.b.otherRetries, e.b.deadline, e.u)
 	if !ok {
 		return e.refuse(ReasonDeadline)
 	}
-	d.retry, d.wait = true, w
+	d.retry, d.wait, d.guess = true, w, true
 	return d, false
 }
 
@@ -397,38 +412,18 @@ func roomFor(p policy, b budget) (time.Duration, RetryReason) {
 }
 
 // limiterVerdict: what the limiter concluded from the answer changes a
-// 429's retry (distrust).
+// 429's retry (distrust). It may only lengthen the wait: a retry never
+// leaves before the server's instruction, and what the limiter learned of
+// the gateway's windows is a guess about its clock (issue 27).
 func limiterVerdict(e *evidence, d decision) (decision, bool) {
 	return distrust(d, e.fb, e.p, e.b, e.u), true
 }
 
-// verdictRules are the rules of the limiter's verdict, in order.
-var verdictRules = [...]func(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) (decision, bool){
-	learnedWindow,
-	distrustedRetryAfter,
-}
-
 // distrust applies the limiter's verdict on the answer, fb, to a 429's
-// retry decision d (verdictRules).
+// retry decision d (distrustedRetryAfter).
 func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
-	for _, r := range verdictRules {
-		var settled bool
-		if d, settled = r(d, fb, p, b, u); settled {
-			break
-		}
-	}
+	d, _ = distrustedRetryAfter(d, fb, p, b, u)
 	return d
-}
-
-// learnedWindow: in fixed windows the limiter holds the retry's place by
-// count, so the retry waits the instruction, exactly, without jitter, or
-// less when the limiter says the window reopens sooner (fb.RetryWait).
-func learnedWindow(d decision, fb ratelimit.Feedback, _ policy, _ budget, _ float64) (decision, bool) {
-	if fb.RetryWait > 0 && !fb.Distrusted && d.retry && d.rateWait && d.reason == ReasonRateLimited {
-		d.wait = min(d.wait, fb.RetryWait)
-		return d, true
-	}
-	return d, false
 }
 
 // distrustedRetryAfter applies the limiter's verdict on a short
@@ -442,9 +437,9 @@ func learnedWindow(d decision, fb ratelimit.Feedback, _ policy, _ budget, _ floa
 // lengthened cooldown is the limiter's guess, and a call whose room the
 // instruction fits makes its last try rather than giving up with time
 // left. Its retry is admitted before the lengthened cooldown ends
-// (ratelimit.Reservation.Clamped).
+// (ratelimit.Reservation.Clamped). A guessed wait is left alone.
 func distrustedRetryAfter(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) (decision, bool) {
-	if !fb.Distrusted || !d.retry || !d.rateWait {
+	if !fb.Distrusted || !d.retry || !d.rateWait || d.guess {
 		return d, false
 	}
 	room, limit := roomFor(p, b)

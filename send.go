@@ -82,6 +82,11 @@ type request struct {
 	// rather than the contract table's.
 	raw   bool
 	class opClass
+	// poll marks a read of a loop that waits out a 429 itself, for
+	// min(Retry-After, RetryAfterCap) (PaymentsService.wait). It can wait,
+	// so it is no interactive call: the client does not answer it on a
+	// closed partition (limiter_known.go), nor put it ahead of others.
+	poll bool
 	// onRateWait, when not nil, hears of every wait for a rate limit the
 	// call starts (a 429's backoff, a cooldown): the sign-in a token source
 	// leads tells the callers waiting for it (see tokenSource.await).
@@ -157,6 +162,7 @@ type callState struct {
 	gated     bool          // waits for the limiter before each attempt
 	jitter    float64       // the draw of the last 429 decision, reused for its admission
 	clamped   bool          // the retry's distrusted wait was clamped (ratelimit.Reservation.Clamped)
+	guessed   bool          // the retry's wait is a guess (ratelimit.Reservation.Guessed)
 	turn      turn          // the limiter's admission of the attempt in flight
 	held      int64         // the slot held for the retry of a 429 since the answer came; zero when none
 	next      time.Duration // the wait checkRetry decided, taken by backoff
@@ -235,7 +241,7 @@ func (c *Client) prepare(ctx context.Context, r *request) (*callState, context.C
 // newCall returns the state of the call r, with its transcript.
 func (c *Client) newCall(r *request) *callState {
 	u := c.resolve(r.path, r.query)
-	call := &Call{ID: c.calls.Add(1), Method: r.method, Path: "/" + r.path, URL: u, Start: c.now()}
+	call := &Call{ID: c.calls.Add(1), Label: c.policy.label, Method: r.method, Path: "/" + r.path, URL: u, Start: c.now()}
 	if len(r.query) > 0 {
 		call.URL = c.resolveShown(r.path, r.query)
 	}
@@ -318,6 +324,14 @@ func (st *callState) startSend(ctx context.Context, token string) error {
 		return err
 	}
 	c := st.c
+	if !c.policy.retryOn429 && !st.r.poll {
+		// A call that does not wait out a 429 is not sent into a
+		// partition the gateway said is closed (limiter_known.go).
+		if left := c.shutFor(st, c.now()); left > 0 {
+			st.report(ctx, event{kind: shut, adm: ratelimit.Admission{Wait: left, Cooldown: true}})
+			return st.notSent(left, "not sent: the gateway said this rate limit is closed for this long")
+		}
+	}
 	st.gated = c.pacingOn || (c.policy.retryOn429 && c.cooldown)
 	if !st.gated {
 		return nil
@@ -336,7 +350,7 @@ func (st *callState) startSend(ctx context.Context, token string) error {
 // resetSend clears what the current send has seen.
 func (st *callState) resetSend() {
 	st.token, st.anonymous, st.partition = "", false, ""
-	st.gated, st.jitter, st.clamped = false, 0, false
+	st.gated, st.jitter, st.clamped, st.guessed = false, 0, false, false
 	st.turn, st.held, st.next = turn{}, 0, 0
 	st.last429, st.unknown = nil, false
 	st.status, st.rateLimit, st.header, st.body, st.bodyErr = 0, nil, nil, nil, nil
@@ -554,6 +568,7 @@ func (st *callState) decide(ctx context.Context, o outcome, now time.Time) decis
 		return decideOn(e)
 	})
 	st.clamped = d.reason == ReasonRetryAfterDistrustedClamped
+	st.guessed = d.guess
 	return d
 }
 
@@ -840,6 +855,7 @@ type eventKind int
 const (
 	callStarted    eventKind = iota // the call begins, before anything is sent
 	admitted                        // the limiter answered: a wait, a refusal, or an admission at once
+	shut                            // the client knows the partition closed: answered at once, not sent
 	attemptSent                     // an attempt is about to leave
 	answerRead                      // an attempt's answer is read
 	attemptDecided                  // an attempt's answer (or failure) and the decision taken on it
@@ -882,6 +898,9 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 			Wait: adm.Wait, Cooldown: adm.Cooldown, Refused: !adm.OK,
 		})
 		w := &call.Limiter[len(call.Limiter)-1]
+		if w.Refused {
+			w.Reason = ReasonLimiter
+		}
 		if st.onRateWait != nil && adm.OK && adm.Cooldown && adm.Wait > 0 {
 			st.onRateWait(rateWait{method: st.method, path: st.path, until: w.At.Add(adm.Wait)})
 		}
@@ -890,8 +909,20 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 			if w.Refused {
 				level, msg = slog.LevelInfo, "rail0: not sent: the rate-limit wait does not fit the call's allowance or deadline"
 			}
-			c.logger.LogAttrs(ctx, level, msg, callAttrs(call.ID, st.method, st.path,
+			c.logger.LogAttrs(ctx, level, msg, callAttrs(call,
 				slog.Duration("wait", w.Wait), slog.Bool("cooldown", w.Cooldown))...)
+		}
+
+	case shut:
+		// The transcript ends with the refusal; the observer reads it there
+		// (EndCall), as it reads the limiter's.
+		call.Limiter = append(call.Limiter, LimiterWait{
+			Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
+			Wait: ev.adm.Wait, Cooldown: true, Refused: true, Reason: ReasonKnownClosed,
+		})
+		if c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "rail0: not sent: the gateway said this rate limit is closed",
+				callAttrs(call, slog.Duration("retry_after", ev.adm.Wait), slog.String("reason", string(ReasonKnownClosed)))...)
 		}
 
 	case attemptSent:
@@ -920,7 +951,7 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		// EndAttempt.
 		if c.logger != nil {
 			if c.logger.Enabled(ctx, slog.LevelDebug) {
-				attrs := callAttrs(call.ID, call.Method, call.Path,
+				attrs := callAttrs(call,
 					slog.Int("attempt", a.N),
 					slog.Int("status", a.StatusCode),
 					slog.Duration("duration", a.Duration),
@@ -946,7 +977,7 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 	case limiterDown:
 		if c.logger != nil {
 			c.logger.LogAttrs(ctx, slog.LevelWarn, ev.msg,
-				callAttrs(call.ID, st.method, st.path, slog.String("error", ev.err.Error()))...)
+				callAttrs(call, slog.String("error", ev.err.Error()))...)
 		}
 
 	case callEnded:
@@ -967,6 +998,9 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		}
 		if c.observer != nil {
 			c.observer.EndCall(ctx, call, ev.err)
+		}
+		if c.record != nil {
+			c.record.add(call)
 		}
 	}
 	return ctx
@@ -1018,7 +1052,7 @@ func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 	case !a.Retry:
 		msg = "rail0: not retrying"
 	}
-	attrs := callAttrs(call.ID, call.Method, call.Path,
+	attrs := callAttrs(call,
 		slog.Int("attempt", a.N),
 		slog.Int("status", a.StatusCode),
 		slog.Duration("wait", a.Wait),
@@ -1048,7 +1082,7 @@ func (c *Client) logDeprecation(ctx context.Context, call *Call, a *Attempt) {
 		return
 	}
 	d := a.Deprecation
-	attrs := callAttrs(call.ID, call.Method, call.Path, slog.String("operation", op), slog.Bool("deprecated", d.Deprecated))
+	attrs := callAttrs(call, slog.String("operation", op), slog.Bool("deprecated", d.Deprecated))
 	if !d.Date.IsZero() {
 		attrs = append(attrs, slog.Time("deprecation", d.Date))
 	}
@@ -1075,15 +1109,20 @@ func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
 	default:
 		return
 	}
-	c.logger.LogAttrs(ctx, slog.LevelWarn, msg, callAttrs(call.ID, call.Method, call.Path,
+	c.logger.LogAttrs(ctx, slog.LevelWarn, msg, callAttrs(call,
 		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))...)
 }
 
 // callAttrs opens every log line about a call with the same keys, so that
 // one search on call_id finds its attempts, limiter waits, retry decisions
-// and outcome.
-func callAttrs(id uint64, method, path string, more ...slog.Attr) []slog.Attr {
-	return append([]slog.Attr{slog.Uint64("call_id", id), slog.String("method", method), slog.String("path", path)}, more...)
+// and outcome, and one on label a view's calls.
+func callAttrs(call *Call, more ...slog.Attr) []slog.Attr {
+	attrs := make([]slog.Attr, 0, 4+len(more))
+	attrs = append(attrs, slog.Uint64("call_id", call.ID), slog.String("method", call.Method), slog.String("path", call.Path))
+	if call.Label != "" {
+		attrs = append(attrs, slog.String("label", call.Label))
+	}
+	return append(attrs, more...)
 }
 
 // bearer asks the client's token source for a token. refused, when not

@@ -329,6 +329,7 @@ type eventLog struct {
 	mu      sync.Mutex
 	events  []retryEvent
 	limiter int // calls that ended on a limiter refusal
+	known   int // calls the client answered itself (ReasonKnownClosed)
 }
 
 // retryEvent is one retry decision as an Observer hears it.
@@ -352,10 +353,13 @@ func (l *eventLog) EndAttempt(_ context.Context, call *Call, a *Attempt) {
 }
 
 func (l *eventLog) EndCall(_ context.Context, call *Call, _ error) {
-	if call.NotRetried() == ReasonLimiter {
-		l.mu.Lock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch call.NotRetried() {
+	case ReasonLimiter:
 		l.limiter++
-		l.mu.Unlock()
+	case ReasonKnownClosed:
+		l.known++
 	}
 }
 

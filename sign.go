@@ -1,9 +1,9 @@
 package rail0
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -25,7 +25,8 @@ func eip191Digest(message string) [32]byte {
 // signDigest has signer sign digest, checks that the signature recovers to
 // the signer's address, and returns it as 65 bytes r ‖ s ‖ v with v = 27 or
 // 28. A signature over another key, a high s or a malformed answer is an
-// error, so a misconfigured signer is caught before anything is sent.
+// error (the rows of verify.ArtSignerAnswer), so a misconfigured signer is
+// caught before anything is sent.
 func signDigest(ctx context.Context, signer Signer, digest [32]byte) ([]byte, error) {
 	want, err := verify.ParseAddress(signer.Address())
 	if err != nil {
@@ -35,24 +36,12 @@ func signDigest(ctx context.Context, signer Signer, digest [32]byte) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	if len(sig) != 65 {
-		return nil, fmt.Errorf("%w: %d bytes, want 65", ErrBadSignature, len(sig))
+	sig, err = verify.CheckSignerAnswer(sig, digest, want)
+	var m *verify.Mismatch
+	if errors.As(err, &m) {
+		return nil, fmt.Errorf("%w: %s", ErrBadSignature, m.Reason)
 	}
-	sig = bytes.Clone(sig)
-	if sig[64] < 27 {
-		sig[64] += 27
-	}
-	if !evm.IsLowS(sig[32:64]) {
-		return nil, fmt.Errorf("%w: s is in the upper half of the curve order", ErrBadSignature)
-	}
-	got, err := evm.Recover(digest, sig)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadSignature, err)
-	}
-	if verify.Address(got) != want {
-		return nil, fmt.Errorf("%w: it recovers to %s, not to the signer's address %s", ErrBadSignature, verify.Address(got), want)
-	}
-	return sig, nil
+	return sig, err
 }
 
 // signMessage signs a SIWE message (EIP-191) and returns 0x hex.

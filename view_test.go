@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -371,5 +372,96 @@ func TestViewSettingsStayWithTheirClient(t *testing.T) {
 		assert.ErrorIs(t, err, ErrRateLimited, "the unrelated client's 429 comes back through the token source")
 		assert.Len(t, other.requests(), 1, "the unrelated client (RetryOn429 off) retried a 429 under the view's settings")
 		assert.Empty(t, gw.requests())
+	})
+}
+
+// labelLog is an Observer that keeps the label of every call at each of
+// its four events.
+type labelLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *labelLog) add(event string, call *Call) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, event+" "+call.Label)
+}
+
+func (l *labelLog) StartCall(ctx context.Context, call *Call) context.Context {
+	l.add("start", call)
+	return ctx
+}
+func (l *labelLog) SendAttempt(_ context.Context, call *Call, _ AttemptHeader) { l.add("send", call) }
+func (l *labelLog) EndAttempt(_ context.Context, call *Call, _ *Attempt)       { l.add("attempt", call) }
+func (l *labelLog) EndCall(_ context.Context, call *Call, _ error)             { l.add("end", call) }
+
+// Issue 27 item 4: a view is watched on its own. Its label is in the
+// transcript, reaches the observers at every event and every log line of
+// the call; a view of a view takes the later label, and a label given to
+// NewClient names the calls made outside any view.
+func TestLabelNamesAViewsCalls(t *testing.T) {
+	srv := newScriptServer(t, step{status: http.StatusOK, body: paymentBody})
+	var logs strings.Builder
+	events := &labelLog{}
+	c := newTestClient(t, srv.URL, WithToken("tok"), WithObserver(events), WithLabel("app"), WithWireLog(true),
+		WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	ctx := context.Background()
+	handler := c.With(WithRetryOn429(false), WithLabel("handler"))
+	for _, tt := range []struct {
+		c    *Client
+		want string
+	}{{handler, "handler"}, {handler.With(WithLabel("handler:v2")), "handler:v2"}, {c, "app"}, {c.With(WithMaxRetries(1)), "app"}} {
+		logs.Reset()
+		events.events = nil
+		p, err := tt.c.Payments.Get(ctx, "p1")
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, p.Response.Call.Label)
+		assert.Contains(t, p.Response.Call.String(), "["+tt.want+"]")
+		assert.Equal(t, []string{"start " + tt.want, "send " + tt.want, "attempt " + tt.want, "end " + tt.want}, events.events)
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		require.NotEmpty(t, lines)
+		for _, line := range lines {
+			assert.Contains(t, line, `"label":"`+tt.want+`"`, "a log line without the view's label")
+		}
+	}
+}
+
+// A label is a bounded name chosen in code; anything else is refused, by
+// NewClient and by With, before a call is sent.
+func TestLabelIsChecked(t *testing.T) {
+	for _, bad := range []string{"", "has space", "quote\"", strings.Repeat("x", 65), "é", "new\nline"} {
+		_, err := NewClient("https://api.rail0.xyz", WithLabel(bad))
+		var ve *ValidationError
+		require.ErrorAs(t, err, &ve, "%q", bad)
+		assert.Equal(t, "label", ve.Field)
+		c := newTestClient(t, "https://api.rail0.xyz")
+		_, err = c.With(WithLabel(bad)).Payments.Get(context.Background(), "p1")
+		require.ErrorAs(t, err, &ve, "%q", bad)
+	}
+	for _, good := range []string{"handler", "job-7", "svc.checkout:v2/http", strings.Repeat("x", 64)} {
+		_, err := NewClient("https://api.rail0.xyz", WithLabel(good))
+		require.NoError(t, err, good)
+	}
+}
+
+// The sign-in a labelled view's call triggers carries the view's label:
+// its requests are the view's cost.
+func TestSignInCarriesTheCallersLabel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := newSIWEGateway(t, 0)
+		events := &labelLog{}
+		c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()), WithObserver(events))
+		_, err := c.With(WithLabel("handler")).Payments.Get(context.Background(), "p")
+		require.NoError(t, err)
+		require.Greater(t, gw.requests(), 1, "no sign-in: %s", strings.Join(gw.paths(), " "))
+		ends := 0
+		for _, e := range events.events {
+			if strings.HasPrefix(e, "end ") {
+				ends++
+				assert.Equal(t, "end handler", e)
+			}
+		}
+		assert.Equal(t, gw.requests(), ends, "one call per request, each labelled")
 	})
 }

@@ -212,7 +212,7 @@ func (c *Client) wireLogging(ctx context.Context) bool {
 // logWireRequest writes the wire log's line for the attempt about to leave.
 func (c *Client) logWireRequest(ctx context.Context, st *callState, h http.Header) {
 	call := st.call
-	attrs := callAttrs(call.ID, call.Method, call.Path,
+	attrs := callAttrs(call,
 		slog.Int("attempt", len(call.Attempts)),
 		slog.String("url", call.URL),
 		wireHeader(h, c.shownQuery))
@@ -226,7 +226,7 @@ func (c *Client) logWireRequest(ctx context.Context, st *callState, h http.Heade
 // just got.
 func (c *Client) logWireResponse(ctx context.Context, st *callState, status int, h http.Header, body []byte) {
 	call := st.call
-	attrs := callAttrs(call.ID, call.Method, call.Path,
+	attrs := callAttrs(call,
 		slog.Int("attempt", len(call.Attempts)),
 		slog.Int("status", status),
 		wireHeader(h, c.shownQuery))

@@ -90,6 +90,9 @@ const (
 	AttrPartition   = attribute.Key("rail0.partition")
 	AttrDeprecation = attribute.Key("rail0.deprecation")
 	AttrSunset      = attribute.Key("rail0.sunset")
+	// AttrLabel is the label of the view a call was made through
+	// (rail0.WithLabel), on its span and its metrics; absent when none.
+	AttrLabel = attribute.Key("rail0.label")
 )
 
 // Option configures New.
@@ -232,6 +235,15 @@ func (o *Observer) partitionState(s rail0.PartitionState) {
 	}
 }
 
+// labelled returns attrs with the call's label, when it has one: each
+// view's calls can be told apart in every metric.
+func labelled(call *rail0.Call, attrs ...attribute.KeyValue) metric.MeasurementOption {
+	if call.Label != "" {
+		attrs = append(attrs, AttrLabel.String(call.Label))
+	}
+	return metric.WithAttributes(attrs...)
+}
+
 func operation(call *rail0.Call) string {
 	if call.Operation != "" {
 		return call.Operation
@@ -256,6 +268,9 @@ func (o *Observer) StartCall(ctx context.Context, call *rail0.Call) context.Cont
 	}
 	if call.PaymentID != "" {
 		attrs = append(attrs, AttrPaymentID.String(call.PaymentID))
+	}
+	if call.Label != "" {
+		attrs = append(attrs, AttrLabel.String(call.Label))
 	}
 	ctx, _ = o.tracer.Start(ctx, call.Method+" "+call.Route,
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...), trace.WithTimestamp(call.Start))
@@ -283,11 +298,11 @@ func (o *Observer) SendAttempt(ctx context.Context, call *rail0.Call, h rail0.At
 	n := len(call.Attempts)
 	for i := range call.Limiter {
 		if w := &call.Limiter[i]; w.Before == n {
-			o.admission(ctx, w)
+			o.admission(ctx, call, w)
 		}
 	}
 	if n > 1 {
-		o.retries.Add(ctx, 1, metric.WithAttributes(AttrReason.String(string(call.Attempts[n-2].Reason))))
+		o.retries.Add(ctx, 1, labelled(call, AttrReason.String(string(call.Attempts[n-2].Reason))))
 	}
 	o.prop.Inject(ctx, carrier{h})
 }
@@ -323,7 +338,7 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 	span.AddEvent("rail0.attempt", trace.WithAttributes(attrs...), trace.WithTimestamp(a.Sent.Add(a.Duration)))
 	op := AttrOperation.String(operation(call))
 	if a.StatusCode == 429 {
-		o.rateLimited.Add(ctx, 1, metric.WithAttributes(op))
+		o.rateLimited.Add(ctx, 1, labelled(call, op))
 	}
 	reason := AttrReason.String(string(a.Reason))
 	switch {
@@ -334,11 +349,11 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 		if a.ServerWait {
 			source = "server"
 		}
-		o.retryWait.Record(ctx, a.Wait.Seconds(), metric.WithAttributes(reason, AttrWaitSource.String(source)))
+		o.retryWait.Record(ctx, a.Wait.Seconds(), labelled(call, reason, AttrWaitSource.String(source)))
 		span.AddEvent("rail0.wait", trace.WithAttributes(AttrAttempt.Int(a.N), reason,
 			AttrWait.Float64(a.Wait.Seconds()), AttrWaitSource.String(source)))
 	case a.Refused:
-		o.refusals.Add(ctx, 1, metric.WithAttributes(reason))
+		o.refusals.Add(ctx, 1, labelled(call, reason))
 	}
 	if a.PartitionState != nil {
 		o.partitionState(*a.PartitionState)
@@ -366,8 +381,9 @@ func (o *Observer) deprecation(ctx context.Context, span trace.Span, op attribut
 }
 
 // admission adds an admission's event and records its wait, or counts
-// its refusal.
-func (o *Observer) admission(ctx context.Context, w *rail0.LimiterWait) {
+// its refusal under its reason (the limiter's, or the client's own answer
+// on a partition the gateway said is closed).
+func (o *Observer) admission(ctx context.Context, call *rail0.Call, w *rail0.LimiterWait) {
 	kind := "pacing"
 	if w.Cooldown {
 		kind = "cooldown"
@@ -377,11 +393,15 @@ func (o *Observer) admission(ctx context.Context, w *rail0.LimiterWait) {
 		AttrAttempt.Int(w.Before), AttrWait.Float64(w.Wait.Seconds()), AttrLimiterKind.String(kind),
 		AttrRefused.Bool(w.Refused), AttrPartition.String(partition)), trace.WithTimestamp(w.At))
 	if w.Refused {
-		o.refusals.Add(ctx, 1, metric.WithAttributes(AttrReason.String(string(rail0.ReasonLimiter))))
+		reason := w.Reason
+		if reason == "" {
+			reason = rail0.ReasonLimiter
+		}
+		o.refusals.Add(ctx, 1, labelled(call, AttrReason.String(string(reason))))
 		return
 	}
 	if w.Wait > 0 {
-		o.limiterWait.Record(ctx, w.Wait.Seconds(), metric.WithAttributes(AttrLimiterKind.String(kind)))
+		o.limiterWait.Record(ctx, w.Wait.Seconds(), labelled(call, AttrLimiterKind.String(kind)))
 	}
 }
 
@@ -391,7 +411,7 @@ func (o *Observer) admission(ctx context.Context, w *rail0.LimiterWait) {
 func (o *Observer) EndCall(ctx context.Context, call *rail0.Call, err error) {
 	for i := range call.Limiter {
 		if w := &call.Limiter[i]; w.Before > len(call.Attempts) {
-			o.admission(ctx, w)
+			o.admission(ctx, call, w)
 		}
 	}
 	span := trace.SpanFromContext(ctx)
@@ -416,7 +436,7 @@ func (o *Observer) EndCall(ctx context.Context, call *rail0.Call, err error) {
 	}
 	span.SetAttributes(attrs...)
 	span.End(trace.WithTimestamp(call.Start.Add(call.Duration)))
-	set := metric.WithAttributes(AttrOperation.String(operation(call)), AttrOutcome.String(string(call.Outcome)))
+	set := labelled(call, AttrOperation.String(operation(call)), AttrOutcome.String(string(call.Outcome)))
 	o.calls.Add(ctx, 1, set)
 	o.callDuration.Record(ctx, call.Duration.Seconds(), set)
 }

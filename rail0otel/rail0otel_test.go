@@ -684,3 +684,45 @@ func TestDeprecationEvent(t *testing.T) {
 		t.Errorf("deprecated{getPayment} = %d", n)
 	}
 }
+
+// Issue 27 item 4: a view's label is on its calls' spans and metrics, so
+// a handler's calls and a job's are told apart; a call through no
+// labelled view carries none.
+func TestLabelOnSpansAndMetrics(t *testing.T) {
+	h := newHarness(t, map[string][]int{"/payments/j1": {429}})
+	job := h.client.With(rail0.WithLabel("job"))
+	handler := h.client.With(rail0.WithLabel("handler"))
+	for _, call := range []struct {
+		c  *rail0.Client
+		id string
+	}{{job, "j1"}, {handler, "h1"}, {h.client, "p1"}} {
+		if _, err := call.c.Payments.Get(context.Background(), call.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labels := map[string]string{}
+	for _, s := range h.spans.GetSpans() {
+		id, _ := attr(s.Attributes, rail0otel.AttrPaymentID)
+		if v, ok := attr(s.Attributes, rail0otel.AttrLabel); ok {
+			labels[id.AsString()] = v.AsString()
+		}
+	}
+	if want := map[string]string{"j1": "job", "h1": "handler"}; fmt.Sprint(labels) != fmt.Sprint(want) {
+		t.Errorf("span labels = %v, want %v", labels, want)
+	}
+	m := h.metrics(t)
+	for label, want := range map[string]int64{"job": 1, "handler": 1} {
+		if got := sum(t, m["rail0.client.calls"], rail0otel.AttrLabel.String(label)); got != want {
+			t.Errorf("calls labelled %s = %d, want %d", label, got, want)
+		}
+	}
+	if got := sum(t, m["rail0.client.calls"]); got != 3 {
+		t.Errorf("calls = %d, want 3", got)
+	}
+	if got := sum(t, m["rail0.client.rate_limited"], rail0otel.AttrLabel.String("job")); got != 1 {
+		t.Errorf("429s labelled job = %d, want 1", got)
+	}
+	if got := sum(t, m["rail0.client.retries"], rail0otel.AttrLabel.String("job")); got != 1 {
+		t.Errorf("retries labelled job = %d, want 1", got)
+	}
+}

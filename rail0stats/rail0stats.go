@@ -1,13 +1,17 @@
 // Package rail0stats counts what the calls of a rail0.Client did: calls,
-// requests sent, 429 answers, retries, and the retries a limit refused, by
-// reason. It is a rail0.Observer, for programs that want a few numbers
-// (a health page, expvar, a job's summary) without OpenTelemetry; package
-// rail0otel reports the same events as metrics and spans.
+// requests sent, 429 answers, retries, the retries a limit refused, by
+// reason, and the calls answered locally because the gateway said their
+// partition is closed. It is a rail0.Observer, for programs that want a
+// few numbers (a health page, expvar, a job's summary) without
+// OpenTelemetry; package rail0otel reports the same events as metrics and
+// spans.
 //
 //	var counts rail0stats.Counters
 //	client, err := rail0.NewClient(baseURL, rail0.WithObserver(&counts))
+//	handler := client.With(rail0.WithRetryOn429(false), rail0.WithLabel("handler"))
 //	...
-//	s := counts.Snapshot() // s.Retries, s.Refusals.Allowance, ...
+//	s := counts.Snapshot()             // s.Retries, s.Refusals.Allowance, ...
+//	h := counts.Labels()["handler"]    // the same counts, for the handler's calls
 //
 // The counters are atomic: one Counters may serve several clients and any
 // number of concurrent calls, and Snapshot may be called at any time.
@@ -16,15 +20,23 @@ package rail0stats
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rail0/rail0-go"
 )
 
-// Counters is a rail0.Observer that counts since it was created. The zero
-// value is ready to use; it must not be copied once in use.
+// Counters is a rail0.Observer that counts since it was created, in all
+// and per view label (rail0.WithLabel). The zero value is ready to use; it
+// must not be copied once in use.
 type Counters struct {
-	calls, attempts, rateLimited, retries atomic.Uint64
+	all    counts
+	labels sync.Map // label -> *counts
+}
+
+// counts is one set of counters: all calls', or one label's.
+type counts struct {
+	calls, attempts, rateLimited, retries, knownClosed atomic.Uint64
 
 	allowance, deadline, attemptLimit, limiter, retryBudget atomic.Uint64
 }
@@ -37,12 +49,17 @@ type Snapshot struct {
 	Calls uint64
 	// Attempts is the number of requests sent, retries included.
 	Attempts uint64
-	// RateLimited is the number of 429 answers received (the 429s the SDK
-	// answered itself without sending count under Refusals.Limiter).
+	// RateLimited is the number of 429 answers received. The 429s the SDK
+	// answered itself without sending count under Refusals.Limiter and
+	// KnownClosed.
 	RateLimited uint64
 	// Retries is the number of retries sent: every attempt after a call's
 	// first, the send after a 401 and a new sign-in included.
 	Retries uint64
+	// KnownClosed is the number of calls with RetryOn429 off answered at
+	// once, not sent, because the gateway had said their partition is
+	// closed (rail0.ReasonKnownClosed).
+	KnownClosed uint64
 	// Refusals counts, by reason, the failures that came back although the
 	// SDK would have retried them, because a limit was reached.
 	Refusals Refusals
@@ -76,12 +93,26 @@ func (r Refusals) Total() uint64 {
 
 // Snapshot returns the counts so far. Each count is read atomically; counts
 // that a call in flight is changing may be one call apart.
-func (c *Counters) Snapshot() Snapshot {
+func (c *Counters) Snapshot() Snapshot { return c.all.snapshot() }
+
+// Labels returns the counts so far of each label's calls (rail0.WithLabel),
+// by label; calls made through no labelled view count in Snapshot only.
+func (c *Counters) Labels() map[string]Snapshot {
+	out := map[string]Snapshot{}
+	c.labels.Range(func(label, n any) bool {
+		out[label.(string)] = n.(*counts).snapshot()
+		return true
+	})
+	return out
+}
+
+func (c *counts) snapshot() Snapshot {
 	return Snapshot{
 		Calls:       c.calls.Load(),
 		Attempts:    c.attempts.Load(),
 		RateLimited: c.rateLimited.Load(),
 		Retries:     c.retries.Load(),
+		KnownClosed: c.knownClosed.Load(),
 		Refusals: Refusals{
 			Allowance:    c.allowance.Load(),
 			Deadline:     c.deadline.Load(),
@@ -92,39 +123,70 @@ func (c *Counters) Snapshot() Snapshot {
 	}
 }
 
+// count applies add to the counts of every call, and to those of call's
+// label when it has one.
+func (c *Counters) count(call *rail0.Call, add func(*counts)) {
+	add(&c.all)
+	if call.Label == "" {
+		return
+	}
+	n, ok := c.labels.Load(call.Label)
+	if !ok {
+		n, _ = c.labels.LoadOrStore(call.Label, new(counts))
+	}
+	add(n.(*counts))
+}
+
 // StartCall is part of rail0.Observer; it counts nothing.
 func (c *Counters) StartCall(ctx context.Context, _ *rail0.Call) context.Context { return ctx }
 
 // SendAttempt counts a request sent, and a retry when it is not the call's
 // first.
 func (c *Counters) SendAttempt(_ context.Context, call *rail0.Call, _ rail0.AttemptHeader) {
-	c.attempts.Add(1)
-	if len(call.Attempts) > 1 {
-		c.retries.Add(1)
-	}
+	retry := len(call.Attempts) > 1
+	c.count(call, func(n *counts) {
+		n.attempts.Add(1)
+		if retry {
+			n.retries.Add(1)
+		}
+	})
 }
 
 // EndAttempt counts a 429 answer, and a retry a limit refused.
-func (c *Counters) EndAttempt(_ context.Context, _ *rail0.Call, a *rail0.Attempt) {
-	if a.StatusCode == http.StatusTooManyRequests {
-		c.rateLimited.Add(1)
+func (c *Counters) EndAttempt(_ context.Context, call *rail0.Call, a *rail0.Attempt) {
+	if a.StatusCode != http.StatusTooManyRequests && !a.Refused {
+		return
 	}
-	if a.Refused {
-		c.refuse(a.Reason)
-	}
+	c.count(call, func(n *counts) {
+		if a.StatusCode == http.StatusTooManyRequests {
+			n.rateLimited.Add(1)
+		}
+		if a.Refused {
+			n.refuse(a.Reason)
+		}
+	})
 }
 
-// EndCall counts the call, and a refusal by the limiter, which ends a call
-// without an attempt to carry it.
+// EndCall counts the call, and a refusal by the limiter or the client's
+// own answer on a closed partition, which end a call without an attempt
+// to carry them.
 func (c *Counters) EndCall(_ context.Context, call *rail0.Call, _ error) {
-	c.calls.Add(1)
+	var refused rail0.RetryReason
 	if n := len(call.Limiter); n > 0 && call.Limiter[n-1].Refused {
-		c.refuse(rail0.ReasonLimiter)
+		refused = call.NotRetried()
 	}
+	c.count(call, func(n *counts) {
+		n.calls.Add(1)
+		if refused == rail0.ReasonKnownClosed {
+			n.knownClosed.Add(1)
+		} else if refused != "" {
+			n.refuse(refused)
+		}
+	})
 }
 
 // refuse counts a refusal under its reason.
-func (c *Counters) refuse(reason rail0.RetryReason) {
+func (c *counts) refuse(reason rail0.RetryReason) {
 	switch reason {
 	case rail0.ReasonAllowance:
 		c.allowance.Add(1)

@@ -2,6 +2,7 @@ package rail0stats_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -164,5 +165,42 @@ func TestBesideAnotherObserver(t *testing.T) {
 	}
 	if a, b := first.Snapshot(), second.Snapshot(); a != b || a.Retries != 1 {
 		t.Errorf("first %+v, second %+v", a, b)
+	}
+}
+
+// Issue 27 item 4: one client, two views, each watched on its own. The
+// counts of each label are its calls' only; Snapshot counts all of them.
+// A handler's call on a partition the gateway said is closed is answered
+// locally and counted as KnownClosed.
+func TestCountsPerLabel(t *testing.T) {
+	var counts rail0stats.Counters
+	// The cap is an hour here: the gateway's 600 s then closes the
+	// partition for all of them, not ten caps.
+	c := client(t, &counts, map[string][]int{"/payments/h1": {429}}, "600",
+		rail0.WithToken("t"), rail0.WithRetryAfterCap(time.Hour))
+	job := c.With(rail0.WithRetryOn429(true), rail0.WithLabel("job"))
+	handler := c.With(rail0.WithRetryOn429(false), rail0.WithLabel("handler"))
+	if err := get(job, "j1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(c, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(handler, "h1"); !errors.Is(err, rail0.ErrRateLimited) {
+		t.Fatalf("handler: %v", err)
+	}
+	// The gateway said ten minutes: the handler's next call is not sent.
+	if err := get(handler, "h2"); !errors.Is(err, rail0.ErrRateLimited) {
+		t.Fatalf("handler: %v", err)
+	}
+	want := map[string]rail0stats.Snapshot{
+		"job":     {Calls: 1, Attempts: 1},
+		"handler": {Calls: 2, Attempts: 1, RateLimited: 1, KnownClosed: 1},
+	}
+	if got := counts.Labels(); len(got) != len(want) || got["job"] != want["job"] || got["handler"] != want["handler"] {
+		t.Errorf("Labels() = %+v, want %+v", got, want)
+	}
+	if got, want := counts.Snapshot(), (rail0stats.Snapshot{Calls: 4, Attempts: 3, RateLimited: 1, KnownClosed: 1}); got != want {
+		t.Errorf("Snapshot() = %+v, want %+v", got, want)
 	}
 }

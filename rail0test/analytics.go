@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// analyticsPayments returns the payments whose payee is a wallet of the session's
-// account, filtered by the common analytics parameters. Call with s.mu held.
+// analyticsPayments returns the payments whose payee is a wallet of the
+// session's account. They are filtered by the common analytics parameters.
+// Call with s.mu held.
 func (s *Server) analyticsPayments(r *http.Request, sess *session) ([]*payment, *apiError) {
 	q := r.URL.Query()
 	mode, e := enumParam(q, "mode", modeAuthorize, modeCharge)
@@ -122,7 +123,8 @@ func (s *Server) handleSummary(w http.ResponseWriter, r *http.Request, sess *ses
 	})
 }
 
-// bucketStart truncates t to the start of its day, ISO week (Monday) or month, UTC.
+// bucketStart truncates t to the start of its day, ISO week (Monday) or
+// month, in UTC.
 func bucketStart(t time.Time, interval string) time.Time {
 	t = t.UTC()
 	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
@@ -178,8 +180,9 @@ func (s *Server) handleTimeseries(w http.ResponseWriter, r *http.Request, sess *
 			last = p.CreatedAt
 		}
 	}
-	// Buckets run from the oldest to the newest payment, empty ones included, capped
-	// so a sparse range cannot produce an unbounded answer.
+	// Buckets run from the oldest to the newest payment, empty ones
+	// included. They are capped, so a sparse range cannot produce an
+	// unbounded answer.
 	for b, n := bucketStart(first, interval), 0; !b.After(last) && n < 1000; b, n = nextBucket(b, interval), n+1 {
 		end := nextBucket(b, interval)
 		orders, sum := 0, new(big.Int)

@@ -43,8 +43,9 @@ type siweMessage struct {
 
 var errSIWELayout = errors.New("the message does not follow the EIP-4361 layout")
 
-// parseSIWE parses the exact ten-line layout of README section 2. Anything else,
-// including a missing blank line or a trailing newline, is refused.
+// parseSIWE parses the exact ten-line layout of README section 2.
+// Anything else is refused, a missing blank line or a trailing newline
+// included.
 func parseSIWE(msg string) (*siweMessage, error) {
 	lines := strings.Split(msg, "\n")
 	if len(lines) != 10 {
@@ -116,12 +117,15 @@ func siweText(domain, address, statement, uri string, chainID int64, nonce strin
 	}, "\n")
 }
 
-// SIWEMessage returns a message for address and nonce, in the exact layout this
-// server accepts: the first accepted domain (the server's own host unless
-// WithSIWEDomain says otherwise), a URI on that host (the server's URL when it
-// matches), the sign-in chain id and the server clock's current time.
-// statement is the purpose's: "Sign in to RAIL0" (rail0.StatementLogin) or
-// "Add this wallet to your RAIL0 account" (rail0.StatementAddWallet).
+// SIWEMessage returns a message for address and nonce, in the exact layout
+// this server accepts. The message holds:
+//   - the first accepted domain: the server's own host, unless
+//     WithSIWEDomain says otherwise;
+//   - a URI on that host: the server's URL when it matches;
+//   - the sign-in chain id and the server clock's current time.
+//
+// statement is the purpose's. It is "Sign in to RAIL0" (rail0.StatementLogin)
+// or "Add this wallet to your RAIL0 account" (rail0.StatementAddWallet).
 func (s *Server) SIWEMessage(address, nonce, statement string) string {
 	domain, uri := s.domains[0], s.URL
 	if u, err := url.Parse(s.URL); err != nil || u.Hostname() != domain {
@@ -135,8 +139,8 @@ func personalHash(msg []byte) []byte {
 	return crypto.Keccak256([]byte(fmt.Sprintf("\x19Ethereum Signed Message:\n%d", len(msg))), msg)
 }
 
-// recoverSigner recovers the address that produced a 65-byte r||s||v signature over
-// digest; v may be 27/28 or 0/1.
+// recoverSigner recovers the address that produced a 65-byte r||s||v
+// signature over digest. v may be 27/28 or 0/1.
 func recoverSigner(digest []byte, sigHex string) (common.Address, error) {
 	sig, err := hex.DecodeString(strings.TrimPrefix(sigHex, "0x"))
 	if err != nil || len(sig) != 65 {
@@ -156,8 +160,9 @@ func recoverSigner(digest []byte, sigHex string) (common.Address, error) {
 	return crypto.PubkeyToAddress(*pub), nil
 }
 
-// verifySIWE checks a SIWE proof for purpose (loginStatement or walletStatement),
-// consumes its nonce, and returns the proven address.
+// verifySIWE checks a SIWE proof for purpose: loginStatement or
+// walletStatement. It consumes the proof's nonce and returns the proven
+// address.
 func (s *Server) verifySIWE(message, signature, purpose string) (common.Address, *apiError) {
 	invalid := func(detail string) *apiError {
 		return errUnprocessable("invalid_siwe", "Invalid sign-in message", detail)
@@ -215,8 +220,8 @@ type sessionClaims struct {
 	jwt.RegisteredClaims
 }
 
-// authenticate validates the bearer token: signature, expiry on the server clock,
-// and revocation.
+// authenticate validates the bearer token.
+// It checks the signature, the expiry on the server clock, and revocation.
 func (s *Server) authenticate(r *http.Request) (*session, *apiError) {
 	raw, ok := bearer(r)
 	if !ok {
@@ -245,8 +250,9 @@ func (s *Server) authenticate(r *http.Request) (*session, *apiError) {
 }
 
 // sessionToken returns r's bearer token when it is a valid session of this
-// server (signed, unexpired, not revoked), and "" otherwise: an invented or
-// stale token is no session, so it must not buy its sender a budget of its own.
+// server: signed, unexpired, not revoked. Otherwise it returns "". An
+// invented or stale token is no session. So it must not buy its sender a
+// budget of its own.
 func (s *Server) sessionToken(r *http.Request) string {
 	if _, e := s.authenticate(r); e != nil {
 		return ""

@@ -30,58 +30,6 @@ var genericOperations = []string{opAuthorize, opCapture, opCharge, opVoid, opRel
 
 var allOperations = append(append([]string(nil), genericOperations...), opDispute, opCloseDispute)
 
-// Simulated gas figures. simGasPrice and simBaseFee are what a confirmed
-// transaction paid.
-var (
-	simGasPrice = big.NewInt(1200000)
-	simBaseFee  = big.NewInt(1000000)
-)
-
-const (
-	simPriorityFee = "1000000"
-	simMaxFee      = "1500000000"
-)
-
-// firstPaymentGas is what the first payment of a fresh deployment, an
-// authorize or a charge, pays over later ones for its first writes to the
-// contract's storage (509,000 against 411,000 for authorize, shared
-// contract guide section 12.2).
-const firstPaymentGas = 98_000
-
-// gasUsed is what the real RAIL0 contract (v1.3.0) spends on op when it
-// succeeds, as the shared contract guide (section 12.2) measured it: first
-// tells whether the payment is the deployment's first. Capture is
-// simulated at the dearer of its two figures (77,000 to 175,000).
-func gasUsed(op string, first bool) uint64 {
-	var gas uint64
-	switch op {
-	case opAuthorize:
-		gas = 411_000
-	case opCharge:
-		gas = 417_000
-	case opRefund:
-		gas = 207_000
-	case opCapture:
-		gas = 175_000
-	case opVoid, opRelease:
-		gas = 77_000
-	default: // dispute, closeDispute
-		gas = 43_000
-	}
-	if first && (op == opAuthorize || op == opCharge) {
-		gas += firstPaymentGas
-	}
-	return gas
-}
-
-// gasLimit is what a prepared transaction for op asks for, as a gateway
-// estimating on the chain would set it: the most the call can use (a
-// deployment's first payment, for authorize and charge) and 25% more.
-func gasLimit(op string) uint64 {
-	gas := gasUsed(op, true)
-	return gas + gas/4
-}
-
 var eip3009Fields = []apitypes.Type{
 	{Name: "from", Type: "address"},
 	{Name: "to", Type: "address"},
@@ -91,8 +39,9 @@ var eip3009Fields = []apitypes.Type{
 	{Name: "nonce", Type: "bytes32"},
 }
 
-// authorizationTypedData builds an EIP-3009 authorization both as go-ethereum typed
-// data (to verify signatures) and as the JSON document sent to clients.
+// authorizationTypedData builds an EIP-3009 authorization in two forms.
+// One is go-ethereum typed data, to verify signatures. The other is the
+// JSON document sent to clients.
 func authorizationTypedData(primary string, t *token, from, to common.Address, value *big.Int,
 	validBefore int64, nonce common.Hash) (apitypes.TypedData, map[string]any) {
 	chainID := math.NewHexOrDecimal256(t.ChainID)
@@ -134,8 +83,8 @@ func authorizationTypedData(primary string, t *token, from, to common.Address, v
 	return td, doc
 }
 
-// payerTypedData is the payer's TransferWithAuthorization into the RAIL0 contract,
-// its nonce bound to the payment's mode, id and config hash.
+// payerTypedData is the payer's TransferWithAuthorization into the RAIL0
+// contract. Its nonce is bound to the payment's mode, id and config hash.
 func (s *Server) payerTypedData(p *payment) (apitypes.TypedData, map[string]any) {
 	op := opAuthorize
 	if p.Mode == modeCharge {
@@ -145,17 +94,18 @@ func (s *Server) payerTypedData(p *payment) (apitypes.TypedData, map[string]any)
 		p.Amount, p.AuthExpiry, authorizationNonce(op, p.Rail0ID, p.ConfigHash))
 }
 
-// refundTypedData is the payee's ReceiveWithAuthorization for a refund of amount,
-// its nonce bound to the refundable balance before the refund. It is
-// deterministic, so phase 2 and the simulated chain can check a signature without
-// stored state.
+// refundTypedData is the payee's ReceiveWithAuthorization for a refund of
+// amount. Its nonce is bound to the refundable balance before the refund.
+// It is deterministic. So phase 2 and the simulated chain can check a
+// signature without stored state.
 func (s *Server) refundTypedData(p *payment, amount *big.Int) (apitypes.TypedData, map[string]any) {
 	return authorizationTypedData("ReceiveWithAuthorization", p.Token, p.Payee, p.Chain.Contract.Address,
 		amount, p.RefundExpiry, refundNonce(p.Rail0ID, p.ConfigHash, p.Refundable))
 }
 
-// verifyTypedSignature checks that sigHex over td recovers to want and is a
-// signature the token accepts (s in the lower half of the curve order).
+// verifyTypedSignature checks that sigHex over td recovers to want.
+// It also checks that the token accepts the signature: s in the lower half
+// of the curve order.
 func verifyTypedSignature(td apitypes.TypedData, sigHex string, want common.Address) error {
 	digest, _, err := apitypes.TypedDataAndHash(td)
 	if err != nil {
@@ -187,8 +137,9 @@ type unsignedTx struct {
 	From                 string `json:"from"`
 }
 
-// newTransaction records a pending transaction for op, to be sent by from; sig is
-// the payee's refund authorization for a refund. Call with s.mu held.
+// newTransaction records a pending transaction for op, to be sent by from.
+// For a refund, sig is the payee's refund authorization. Call with s.mu
+// held.
 func (s *Server) newTransaction(p *payment, op string, from common.Address, amount *big.Int, reason common.Hash, sig []byte) *transaction {
 	now := s.now()
 	c := call{op: op, id: p.Rail0ID, terms: termsOf(p), amount: amount, sig: sig, reason: reason}
@@ -196,16 +147,17 @@ func (s *Server) newTransaction(p *payment, op string, from common.Address, amou
 		c.sig = p.Signature
 	}
 	data := c.encode()
+	gas := gasLimit(op, s.gasStateOf(p))
 	u := unsignedTx{
 		ChainID: p.Chain.ChainID, Nonce: s.st.nonceOf[from], To: p.Chain.Contract.Address.Hex(), Value: "0",
-		Data: "0x" + common.Bytes2Hex(data), GasLimit: gasLimit(op),
+		Data: "0x" + common.Bytes2Hex(data), GasLimit: gas,
 		MaxPriorityFeePerGas: simPriorityFee, MaxFeePerGas: simMaxFee, From: from.Hex(),
 	}
 	raw, _ := json.Marshal(u)
 	unsigned := string(raw)
 	tx := &transaction{
 		ID: s.ent.uuid(), Payment: p, Operation: op, Status: "pending", Unsigned: &unsigned, Amount: amount,
-		From: from, Data: data, Value: new(big.Int), Reason: reason, GasLimit: gasLimit(op),
+		From: from, Data: data, Value: new(big.Int), Reason: reason, GasLimit: gas,
 		PendingAt: &now, CreatedAt: now, UpdatedAt: now, seq: s.st.next(),
 	}
 	p.Txs = append(p.Txs, tx)
@@ -214,7 +166,8 @@ func (s *Server) newTransaction(p *payment, op string, from common.Address, amou
 
 var errUndecodable = errors.New("undecodable transaction")
 
-// decodeSigned decodes a 0x02 raw transaction for chainID and recovers its sender.
+// decodeSigned decodes a 0x02 raw transaction for chainID.
+// It recovers the transaction's sender.
 func decodeSigned(raw string, chainID int64) (*types.Transaction, common.Address, error) {
 	b, err := hexBytes(raw)
 	if err != nil || len(b) == 0 || b[0] != types.DynamicFeeTxType {
@@ -264,10 +217,10 @@ func (s *Server) markSubmitted(tx *transaction, hash common.Hash) {
 	s.st.inflight = append(s.st.inflight, tx)
 }
 
-// settle confirms every submitted transaction whose confirmation delay has passed
-// on the server clock, in submission order, applying its effect. It is how the
-// simulated chain advances: lazily, whenever a request reads state. Call with s.mu
-// held.
+// settle confirms every submitted transaction whose confirmation delay has
+// passed on the server clock. It goes in submission order, applying each
+// effect. That is how the simulated chain advances: lazily, whenever a
+// request reads state. Call with s.mu held.
 func (s *Server) settle() {
 	now := s.Clock.Now()
 	keep := s.st.inflight[:0]
@@ -286,19 +239,20 @@ func (s *Server) settle() {
 	s.st.inflight = keep
 }
 
-// confirm mines tx: the contract re-checks the step at the block time (the moment
-// it was submitted) and either applies it or reverts.
+// confirm mines tx. The contract re-checks the step at the block time,
+// the moment tx was submitted. Then it either applies the step or reverts.
 func (s *Server) confirm(tx *transaction, blockTime time.Time) {
 	p := tx.Payment
 	now := s.now()
 	block := p.Chain.nextBlock
 	p.Chain.nextBlock++
 	tx.BlockNumber = &block
-	tx.GasUsed = new(big.Int).SetUint64(min(gasUsed(tx.Operation, !p.Chain.Contract.paid), tx.GasLimit))
+	gas := gasUsed(tx.Operation, s.gasStateOf(p))
+	tx.GasUsed = new(big.Int).SetUint64(min(gas, tx.GasLimit))
 	tx.GasPrice, tx.BaseFee = simGasPrice, simBaseFee
 	tx.UpdatedAt = now
 
-	if e := s.chainCheck(tx, blockTime); e != nil {
+	if e := s.chainCheck(tx, blockTime, gas); e != nil {
 		tx.Status = "failed"
 		code, title, detail := e.code, e.title, e.detail
 		tx.ErrCode, tx.ErrTitle, tx.ErrDetail = &code, &title, &detail
@@ -314,9 +268,9 @@ func (s *Server) confirm(tx *transaction, blockTime time.Time) {
 	s.applyEffect(tx, block, now)
 }
 
-// errRevert is a revert the gateway cannot name (no reason data): running out of
-// gas, a value sent to a function that is not payable, calldata the contract's ABI
-// decoder refuses.
+// errRevert is a revert the gateway cannot name: it has no reason data.
+// Causes are running out of gas, a value sent to a function that is not
+// payable, and calldata the contract's ABI decoder refuses.
 func errRevert(detail string) *apiError {
 	return &apiError{code: "revert", title: "Transaction reverted", detail: detail}
 }
@@ -325,14 +279,20 @@ func errTokenSignature(detail string) *apiError {
 	return &apiError{code: "invalid_token_signature", title: "Invalid token authorization", detail: detail}
 }
 
-// chainCheck is what the EVM, the contract and the token would refuse at block
-// time, in the order they would meet it: the gas and the value, the ABI decoding
-// of the calldata, the Payment tuple against the stored config hash, the step's
-// rules, the EIP-3009 signature and the paying wallet's balance. It records the
-// amount and reason the calldata carries on tx: that is what the chain executes.
-func (s *Server) chainCheck(tx *transaction, blockTime time.Time) *apiError {
+// chainCheck is what the EVM, the contract and the token would refuse at
+// block time. It checks in the order they would meet it:
+//  1. the gas and the value;
+//  2. the ABI decoding of the calldata;
+//  3. the Payment tuple against the stored config hash;
+//  4. the step's rules;
+//  5. the EIP-3009 signature;
+//  6. the paying wallet's balance.
+//
+// It records on tx the amount and reason the calldata carries. That is what
+// the chain executes. gas is what the call uses in the state it meets.
+func (s *Server) chainCheck(tx *transaction, blockTime time.Time, gas uint64) *apiError {
 	p := tx.Payment
-	if tx.GasLimit < gasUsed(tx.Operation, !p.Chain.Contract.paid) {
+	if tx.GasLimit < gas {
 		return errRevert("The transaction ran out of gas.")
 	}
 	if tx.Value != nil && tx.Value.Sign() != 0 {
@@ -381,8 +341,8 @@ func (s *Server) chainCheck(tx *transaction, blockTime time.Time) *apiError {
 	return nil
 }
 
-// applyEffect changes the payment as the confirmed transaction says and emits the
-// matching webhook event.
+// applyEffect changes the payment as the confirmed transaction says.
+// It emits the matching webhook event.
 func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 	p := tx.Payment
 	escrow := p.Chain.Contract.Address
@@ -432,9 +392,16 @@ func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 		if p.Refundable.Sign() == 0 && p.Capturable.Sign() == 0 {
 			p.Status = statusRefunded
 		}
+		// A refund that brings refundable_amount to 0 closes an open
+		// dispute, whatever the status: escrow may still be capturable.
+		// The payee sent it, with the contract's reserved reason.
+		d := openDispute(p)
+		closes := d != nil && p.Refundable.Sign() == 0
+		if closes {
+			s.closeDispute(d, "payee", fullRefundReason, block, now)
+		}
 		s.emit("payments.refunded", p, tx)
-		if d := openDispute(p); d != nil && p.Status == statusRefunded { // a full refund closes an open dispute
-			s.closeDispute(d, "payee", common.Hash{}, block, now)
+		if closes {
 			s.emit("payments.dispute_closed", p, tx)
 		}
 	case opDispute:
@@ -451,6 +418,11 @@ func (s *Server) applyEffect(tx *transaction, block int64, now time.Time) {
 		s.emit("payments.dispute_closed", p, tx)
 	}
 }
+
+// fullRefundReason is the reason of the DisputeClosed event a full refund
+// emits. It is the contract's REASON_FULL_REFUND: keccak256 of the name the
+// shared contract guide gives it.
+var fullRefundReason = keccak([]byte("rail0.dispute.full_refund"))
 
 func openDispute(p *payment) *dispute {
 	for _, d := range p.Disputes {
@@ -475,8 +447,8 @@ func faucet(t *token) *big.Int {
 	return new(big.Int).Mul(big.NewInt(1_000_000), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(t.Decimals)), nil))
 }
 
-// balance returns a's balance of t, creating the faucet balance on first use (the
-// RAIL0 contract starts empty). Call with s.mu held.
+// balance returns a's balance of t, creating the faucet balance on first
+// use. The RAIL0 contract starts empty. Call with s.mu held.
 func (s *Server) balance(a common.Address, t *token) *big.Int {
 	m := s.st.balances[a]
 	if m == nil {

@@ -50,8 +50,20 @@ func TestClientHelperTalksToTheServer(t *testing.T) {
 	if n := srv.Ledger.Count(routeCreatePayment, "sdk-1"); n != 2 {
 		t.Fatalf("create ran %d times, want 2", n)
 	}
+	// The client now knows the session's window is closed for a minute of
+	// its own clock, and answers its next call itself, not sent.
+	_, err = c.Payments.Get(ctx, p.ID)
+	if !errors.As(err, &apiErr) || !apiErr.NotSent {
+		t.Fatalf("fourth request: %v, want a 429 not sent", err)
+	}
+	// The manual clock moves the server's clock only: a client that has
+	// not heard the 429 finds the next window open.
 	clock.Advance(time.Minute)
-	got, err := c.Payments.Get(ctx, p.ID)
+	fresh, err := srv.Client(rail0.WithToken(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fresh.Payments.Get(ctx, p.ID)
 	if err != nil || got.ID != p.ID {
 		t.Fatalf("Get after the window: %+v, %v", got, err)
 	}

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// Clock tells the server what time it is. Token expiry, nonce expiry, SIWE
-// freshness, payment windows, transaction confirmation and rate-limit windows all
-// read it, so a ManualClock makes every one of them deterministic.
+// Clock tells the server what time it is.
+// Token expiry, nonce expiry, SIWE freshness and payment windows read it.
+// So do transaction confirmation and rate-limit windows. A ManualClock
+// thus makes every one of them deterministic.
 type Clock interface {
 	Now() time.Time
 }
@@ -18,7 +19,8 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-// ManualClock is a Clock that only moves when told to. It is safe for concurrent use.
+// ManualClock is a Clock that only moves when told to.
+// It is safe for concurrent use.
 type ManualClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -55,8 +57,8 @@ type advancer interface {
 	Advance(d time.Duration)
 }
 
-// offsetClock is a clock that cannot move itself, plus an offset the control
-// surface moves forward.
+// offsetClock is a clock that cannot move itself, plus an offset.
+// The control surface moves the offset forward.
 type offsetClock struct {
 	base   Clock
 	offset atomic.Int64 // nanoseconds
@@ -64,8 +66,8 @@ type offsetClock struct {
 
 func (c *offsetClock) Now() time.Time { return c.base.Now().Add(time.Duration(c.offset.Load())) }
 
-// Advance adds d to the offset, saturating instead of wrapping around, so no
-// sequence of moves can send the clock back to before 1970.
+// Advance adds d to the offset, saturating instead of wrapping around.
+// So no sequence of moves can send the clock back to before 1970.
 func (c *offsetClock) Advance(d time.Duration) {
 	for {
 		old := c.offset.Load()

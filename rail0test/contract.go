@@ -10,9 +10,10 @@ import (
 )
 
 // This file is the RAIL0 contract's interface, version 1.3.0 (README section
-// 12.1): the Payment terms, their EIP-712 config hash, the EIP-3009 nonces and the
-// calldata of the eight functions. It is written out by hand, word by word, so that
-// the tests can check it against go-ethereum's independent ABI and EIP-712 code.
+// 12.1). It holds the Payment terms, their EIP-712 config hash, the EIP-3009
+// nonces and the calldata of the eight functions. It is written out by hand,
+// word by word. So the tests can check it against go-ethereum's independent
+// ABI and EIP-712 code.
 
 // The contract's own EIP-712 domain.
 const (
@@ -20,8 +21,8 @@ const (
 	contractDomainVersion = "1.3.0"
 )
 
-// paymentType is the EIP-712 type string of the terms; its field order is the
-// order of the ABI tuple.
+// paymentType is the EIP-712 type string of the terms.
+// Its field order is the order of the ABI tuple.
 const paymentType = "Payment(address payer,address payee,address token,uint120 amount,uint48 authorizationExpiry,uint48 refundExpiry)"
 
 // paymentTuple is the canonical ABI form of Payment inside function signatures.
@@ -41,7 +42,8 @@ func termsOf(p *payment) terms {
 		AuthExpiry: uint64(p.AuthExpiry), RefundExpiry: uint64(p.RefundExpiry)}
 }
 
-// words is the ABI encoding of the terms: six words, the static tuple inline.
+// words is the ABI encoding of the terms.
+// That is six words: the static tuple inline.
 func (t terms) words() [][]byte {
 	return [][]byte{
 		word(t.Payer.Bytes()), word(t.Payee.Bytes()), word(t.Token.Bytes()), word(t.Amount.Bytes()),
@@ -58,8 +60,10 @@ var (
 	paymentTypeHash      = crypto.Keccak256([]byte(paymentType))
 )
 
-// configHash is the EIP-712 digest 0x1901 || domainSeparator || hashStruct(Payment)
-// under the contract's domain on chainID at contract.
+// configHash is the EIP-712 digest of the terms under the contract's domain
+// on chainID at contract:
+//
+//	0x1901 || domainSeparator || hashStruct(Payment)
 func configHash(chainID int64, contract common.Address, t terms) common.Hash {
 	domain := keccak(eip712DomainTypeHash, crypto.Keccak256([]byte(contractDomainName)),
 		crypto.Keccak256([]byte(contractDomainVersion)), word(big.NewInt(chainID).Bytes()), word(contract.Bytes()))
@@ -72,9 +76,10 @@ func paymentConfigHash(p *payment) common.Hash {
 	return configHash(p.Chain.ChainID, p.Chain.Contract.Address, termsOf(p))
 }
 
-// authorizationNonce is the EIP-3009 nonce of the payer's authorization for op
-// (authorize or charge): keccak256(abi.encode(keccak256("RAIL0.AUTHORIZE" or
-// "RAIL0.CHARGE"), paymentId, configHash)).
+// authorizationNonce is the EIP-3009 nonce of the payer's authorization for
+// op, authorize or charge. The tag is "RAIL0.AUTHORIZE" or "RAIL0.CHARGE":
+//
+//	keccak256(abi.encode(keccak256(tag), paymentId, configHash))
 func authorizationNonce(op string, id, config common.Hash) common.Hash {
 	tag := "RAIL0.AUTHORIZE"
 	if op == opCharge {
@@ -83,9 +88,10 @@ func authorizationNonce(op string, id, config common.Hash) common.Hash {
 	return keccak(crypto.Keccak256([]byte(tag)), id.Bytes(), config.Bytes())
 }
 
-// refundNonce is the EIP-3009 nonce of the payee's refund authorization:
-// keccak256(abi.encode(keccak256("RAIL0.REFUND"), paymentId, configHash,
-// uint120 refundable)), refundable being the balance before this refund.
+// refundNonce is the EIP-3009 nonce of the payee's refund authorization.
+// refundable is the balance before this refund:
+//
+//	keccak256(abi.encode(keccak256("RAIL0.REFUND"), paymentId, configHash, uint120 refundable))
 func refundNonce(id, config common.Hash, refundable *big.Int) common.Hash {
 	return keccak(crypto.Keccak256([]byte("RAIL0.REFUND")), id.Bytes(), config.Bytes(), word(refundable.Bytes()))
 }
@@ -103,8 +109,9 @@ func (f function) signature() string {
 	return f.name + "(bytes32," + paymentTuple + f.extra + ")"
 }
 
-// functions maps each operation to its entry point; each selector is computed
-// from the canonical signature with the tuple expanded.
+// functions maps each operation to its entry point.
+// Each selector is computed from the canonical signature with the tuple
+// expanded.
 var functions = func() map[string]function {
 	const vrs = ",uint8,bytes32,bytes32"
 	m := map[string]function{}
@@ -124,8 +131,8 @@ var functions = func() map[string]function {
 	return m
 }()
 
-// extraWords is how many words follow paymentId and the tuple in op's calldata:
-// one per extra argument, every one of them static.
+// extraWords is how many words follow paymentId and the tuple in op's
+// calldata. There is one per extra argument, every one of them static.
 func extraWords(op string) int { return strings.Count(functions[op].extra, ",") }
 
 // call is a decoded (or to be encoded) call of the contract.
@@ -138,8 +145,8 @@ type call struct {
 	reason common.Hash
 }
 
-// encode is the calldata of c: the selector, then one 32-byte word per argument
-// (every argument is static, so the tuple sits inline).
+// encode is the calldata of c: the selector, then one 32-byte word per
+// argument. Every argument is static, so the tuple sits inline.
 func (c call) encode() []byte {
 	sel := functions[c.op].selector
 	out := append(sel[:], c.id.Bytes()...)
@@ -171,8 +178,9 @@ var (
 	errBadCalldata     = errors.New("calldata does not decode as the function's arguments")
 )
 
-// callTarget reads the selector and paymentId of data, which is how the gateway
-// tells which step of which payment a raw transaction is for.
+// callTarget reads the selector and paymentId of data.
+// That is how the gateway tells which step of which payment a raw
+// transaction is for.
 func callTarget(data []byte) (op string, id common.Hash, err error) {
 	if len(data) < 4+32 {
 		return "", common.Hash{}, errBadCalldata
@@ -185,9 +193,10 @@ func callTarget(data []byte) (op string, id common.Hash, err error) {
 	return "", common.Hash{}, errUnknownSelector
 }
 
-// decodeCall decodes calldata as the contract's ABI decoder does: a known selector,
-// enough words (trailing bytes are ignored), and every word in range for its type
-// (an address, uint120, uint48 or uint8 with dirty high bits reverts).
+// decodeCall decodes calldata as the contract's ABI decoder does.
+// It wants a known selector and enough words; trailing bytes are ignored.
+// Every word must be in range for its type. An address, uint120, uint48 or
+// uint8 with dirty high bits reverts.
 func decodeCall(data []byte) (call, error) {
 	op, id, err := callTarget(data)
 	if err != nil {
@@ -227,10 +236,11 @@ func decodeCall(data []byte) (call, error) {
 	return c, nil
 }
 
-// canonicalSignature reports whether sig (r || s || v, 65 bytes) is one a token
-// accepts: v 27 or 28 (off chain, onChain false, 0 or 1 is taken as its alias), r
-// and s in range, and s in the lower half of the curve order, since the tokens'
-// ecrecover refuses the malleable high-s twin.
+// canonicalSignature reports whether sig is one a token accepts.
+// sig is r || s || v, 65 bytes. v must be 27 or 28. Off chain (onChain
+// false), 0 or 1 is taken as its alias. r and s must be in range. And s
+// must be in the lower half of the curve order, since the tokens' ecrecover
+// refuses the malleable high-s twin.
 func canonicalSignature(sig []byte, onChain bool) bool {
 	if len(sig) != 65 {
 		return false

@@ -201,11 +201,11 @@ func TestPreparedCallsDecodeWithTheContractABI(t *testing.T) {
 	a, aSig := payerSign("authorize", "25")
 	p := h.detailOf(merchant, a)
 	u := prepare(merchant, a, "authorize", nil)
-	checkVRS(t, "authorize", checkPrepared(t, parsed, u, p, "authorize", 636_250), aSig)
+	checkVRS(t, "authorize", checkPrepared(t, parsed, u, p, "authorize", 814_400), aSig)
 	submit(merchant, a, "authorize", u, mk)
 
 	u = prepare(merchant, a, "capture", map[string]any{"amount": "10"})
-	if args := checkPrepared(t, parsed, u, p, "capture", 218_750); args["amount"].(*big.Int).String() != "10000000" {
+	if args := checkPrepared(t, parsed, u, p, "capture", 280_000); args["amount"].(*big.Int).String() != "10000000" {
 		t.Errorf("capture amount = %v", args["amount"])
 	}
 	submit(merchant, a, "capture", u, mk)
@@ -214,7 +214,7 @@ func TestPreparedCallsDecodeWithTheContractABI(t *testing.T) {
 	expect(t, phase1, http.StatusOK, "")
 	refundSig := signTypedData(t, mk, phase1.json(t)["signing_payload"])
 	u = prepare(merchant, a, "refund", map[string]any{"amount": "4", "signature": refundSig})
-	args := checkPrepared(t, parsed, u, p, "refund", 258_750)
+	args := checkPrepared(t, parsed, u, p, "refund", 331_200)
 	if args["amount"].(*big.Int).String() != "4000000" {
 		t.Errorf("refund amount = %v", args["amount"])
 	}
@@ -226,7 +226,7 @@ func TestPreparedCallsDecodeWithTheContractABI(t *testing.T) {
 		{"dispute/close", "closeDispute", "0x" + strings.Repeat("cd", 32)},
 	} {
 		u = prepare(buyer, a, c.route, map[string]any{"reason": c.reason})
-		if got := checkPrepared(t, parsed, u, p, c.name, 53_750)["reason"].([32]byte); common.Hash(got) != common.HexToHash(c.reason) {
+		if got := checkPrepared(t, parsed, u, p, c.name, 68_800)["reason"].([32]byte); common.Hash(got) != common.HexToHash(c.reason) {
 			t.Errorf("%s reason = %x, want %s", c.name, got, c.reason)
 		}
 		submit(buyer, a, c.route, u, bk)
@@ -234,7 +234,7 @@ func TestPreparedCallsDecodeWithTheContractABI(t *testing.T) {
 
 	h.clock.Set(time.Unix(num64(p["authorization_expiry"]), 0))
 	u = prepare(buyer, a, "release", nil)
-	checkPrepared(t, parsed, u, p, "release", 96_250)
+	checkPrepared(t, parsed, u, p, "release", 123_200)
 	submit(buyer, a, "release", u, bk)
 	after := h.detailOf(buyer, a)
 	if after["capturable_amount"] != "0" || after["refundable_amount"] != "6000000" || after["disputed"] != false || after["last_error_code"] != nil {
@@ -246,12 +246,12 @@ func TestPreparedCallsDecodeWithTheContractABI(t *testing.T) {
 	u = prepare(merchant, b, "authorize", nil)
 	submit(merchant, b, "authorize", u, mk)
 	u = prepare(merchant, b, "void", nil)
-	checkPrepared(t, parsed, u, h.detailOf(merchant, b), "void", 96_250)
+	checkPrepared(t, parsed, u, h.detailOf(merchant, b), "void", 123_200)
 	submit(merchant, b, "void", u, mk)
 
 	c, cSig := payerSign("charge", "3.5")
 	u = prepare(merchant, c, "charge", nil)
-	checkVRS(t, "charge", checkPrepared(t, parsed, u, h.detailOf(merchant, c), "charge", 643_750), cSig)
+	checkVRS(t, "charge", checkPrepared(t, parsed, u, h.detailOf(merchant, c), "charge", 667_200), cSig)
 	submit(merchant, c, "charge", u, mk)
 	if s1, s2 := h.detailOf(buyer, b)["status"], h.detailOf(buyer, c)["status"]; s1 != "voided" || s2 != "charged" {
 		t.Fatalf("statuses = %v, %v", s1, s2)

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// controlPrefix is where WithControl mounts the control surface. Its requests
-// bypass faults, the rate limiter and the Ledger.
+// controlPrefix is where WithControl mounts the control surface.
+// Its requests bypass faults, the rate limiter and the Ledger.
 const controlPrefix = "/_rail0test/"
 
 // controlRoutes builds the control surface:
@@ -70,13 +70,15 @@ func (s *Server) controlRoutes() *http.ServeMux {
 	return m
 }
 
-// serveControl answers a control request from a loopback client addressed by a
-// loopback name, and refuses every other one: the surface can reset the server,
-// move its clock and install faults, so it must not be reachable from another
-// machine, nor from a web page through DNS rebinding. It also refuses what a
-// browser sends on behalf of a page of another origin (see sameOrigin): the
-// developer's browser is a loopback client too, and any page open in it could
-// otherwise reach the surface with a no-cors fetch or a form post.
+// serveControl answers a control request from a loopback client addressed
+// by a loopback name. It refuses every other one. The surface can reset the
+// server, move its clock and install faults. So it must not be reachable
+// from another machine, nor from a web page through DNS rebinding.
+//
+// It also refuses what a browser sends on behalf of a page of another
+// origin (see sameOrigin). The developer's browser is a loopback client
+// too. Any page open in it could otherwise reach the surface with a no-cors
+// fetch or a form post.
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	if !loopbackPeer(r.RemoteAddr) || !loopbackHost(r.Host) {
 		writeError(w, errForbidden("forbidden", "The control surface answers loopback clients only."))
@@ -89,22 +91,27 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	s.control.ServeHTTP(w, r)
 }
 
-// sameOrigin reports whether r is not a browser's request on behalf of a page of
-// another origin. A browser marks such a request with Sec-Fetch-Site (every
-// browser since 2023), and with Origin on every POST or DELETE (older ones
-// too); a program such as curl or a test client sends neither and is let
-// through. So a request is refused when Sec-Fetch-Site is present and is not
-// same-origin or none (a URL typed into the address bar), or when Origin is
-// present and is not this server's own origin: a page on another loopback port
-// is same-site but not same-origin, and "null" (a sandboxed frame, a file: page)
-// is no origin at all.
+// sameOrigin reports whether r is not a browser's request on behalf of a
+// page of another origin.
 //
-// This is the rule of http.CrossOriginProtection, applied to every method: that
-// handler lets GET, HEAD and OPTIONS through unchecked, compares Origin with the
-// Host without the scheme, and answers with its own plain-text 403. A
-// non-simple content type (application/json) is not required: every browser
-// that can send a no-cors POST also sends Origin, and the surface's plain-text
-// fault rules and bodiless POSTs are what curl users of rail0-gateway send.
+// A browser marks such a request with Sec-Fetch-Site; every browser does
+// since 2023. It also sends Origin on every POST or DELETE, older browsers
+// too. A program such as curl or a test client sends neither and is let
+// through. So a request is refused in two cases:
+//   - Sec-Fetch-Site is present and is neither same-origin nor none. none
+//     is a URL typed into the address bar.
+//   - Origin is present and is not this server's own origin. A page on
+//     another loopback port is same-site but not same-origin. And "null"
+//     (a sandboxed frame, a file: page) is no origin at all.
+//
+// This is the rule of http.CrossOriginProtection, applied to every method.
+// That handler differs in three ways. It lets GET, HEAD and OPTIONS through
+// unchecked. It compares Origin with the Host without the scheme. And it
+// answers with its own plain-text 403.
+//
+// A non-simple content type (application/json) is not required. Every
+// browser that can send a no-cors POST also sends Origin. And curl users of
+// rail0-gateway send plain-text fault rules and bodiless POSTs.
 func sameOrigin(r *http.Request) bool {
 	switch r.Header.Get("Sec-Fetch-Site") {
 	case "", "same-origin", "none":

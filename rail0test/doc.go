@@ -1,65 +1,113 @@
-// Package rail0test runs an in-process RAIL0 gateway for tests, examples and local
-// development: think net/http/httptest, but behind it sits a faithful implementation
-// of the gateway contract (openapi.json and its README) with a simulated chain.
+// Package rail0test runs an in-process RAIL0 gateway for tests, examples and
+// local development. Think net/http/httptest, but behind it sits a faithful
+// implementation of the gateway contract (openapi.json and its README). Only
+// the chain is simulated.
 //
-// NewServer starts the gateway on a loopback port and seeds it with a catalog (Base
-// Sepolia, chain 84532, with a 6-decimal USDC and a RAIL0 contract; Base mainnet with
-// USDC but no RAIL0 deployment), a demo merchant account whose payee wallet accepts
-// that USDC, and two demo key pairs, Server.Merchant and Server.Buyer. The keys are
-// derived from fixed public seeds: they are test keys, never use them for real funds.
+// NewServer starts the gateway on a loopback port and seeds it with:
+//   - a catalog: Base Sepolia (chain 84532) with a 6-decimal USDC and a
+//     RAIL0 contract, and Base mainnet with USDC but no RAIL0 deployment;
+//   - a demo merchant account whose payee wallet accepts that USDC;
+//   - two demo key pairs, Server.Merchant and Server.Buyer.
 //
-// What is real: SIWE sign-in with single-use expiring nonces, EIP-191 recovery, HS256
-// JWTs with revocation; EIP-712 payloads whose payer signature is verified; EIP-1559
-// transactions whose signed RLP form is decoded and whose sender is recovered; the
-// payment state machine with the README's state-guard error codes; webhook deliveries
-// signed with HMAC-SHA256, retried, logged, with a circuit breaker; analytics computed
-// from stored payments; Rack::Attack-style rate limiting.
+// The keys are derived from fixed public seeds. They are test keys: never
+// use them for real funds.
 //
-// What is simulated: the chain. A submitted transaction is "submitted" at once and
-// "confirmed" when the server's Clock has moved past the confirmation delay
-// (WithConfirmationDelay, zero by default); the effect (escrow, capture, refund, ...)
-// is applied when a request next reads state, so no background goroutine is needed.
-// Every address gets a faucet balance of each active token on first use.
+// # What is real
 //
-// Artifacts follow the RAIL0 contract interface, version 1.3.0, of the contract
-// guide's section 12.1. config_hash is the EIP-712 digest of the payment's terms,
-// Payment(address payer,address payee,address token,uint120 amount,uint48
-// authorizationExpiry,uint48 refundExpiry), under the domain {RAIL0, 1.3.0, chain,
-// rail0_contract}. The EIP-3009 payloads carry the nonces the contract derives from
-// rail0_id and config_hash (and, for a refund, the refundable balance before it).
-// unsigned_transaction calls authorize, charge, capture, void, release, refund,
-// dispute or closeDispute with the Payment tuple inline, the payer's or payee's
-// v, r, s where the function takes them, value 0 and a gas limit that covers what
-// the call spends (200,000 for authorize and charge, 120,000 otherwise).
+//   - SIWE sign-in with single-use expiring nonces, and EIP-191 recovery.
+//   - HS256 JWTs with revocation.
+//   - EIP-712 payloads whose payer signature is verified.
+//   - EIP-1559 transactions: their signed RLP form is decoded and their
+//     sender recovered.
+//   - The payment state machine, with the README's state-guard error codes.
+//   - Webhook deliveries signed with HMAC-SHA256, retried and logged, with a
+//     circuit breaker.
+//   - Analytics computed from stored payments.
+//   - Rack::Attack-style rate limiting.
 //
-// A raw transaction is refused at submit, as the gateway does, when it cannot be
-// decoded (400, no body), comes from the wrong sender (403, the role codes), or is
-// not a call of this step on this payment: another contract, an unknown selector,
-// another operation's function or another payment's id (400 invalid_param).
-// Everything else is for the simulated chain, which decodes the calldata by the
-// contract's ABI when it mines the transaction and records what the EVM, the
-// contract or the token would refuse as a failed transaction row (the payment does
-// not move; last_error_code says why): revert (out of gas, a non-zero value,
-// calldata the ABI decoder refuses), config_hash_mismatch (a Payment tuple other
-// than the payment's terms: the contract's PaymentMismatch), invalid_amount (an
-// amount of 0), amount_exceeds_capturable, amount_exceeds_refundable,
-// authorization_expired, refund_expired, invalid_token_signature (a v, r, s that
-// does not recover to the paying wallet, or whose s is in the upper half of the
-// curve order, or whose v is not 27 or 28) and insufficient_token_balance. The
-// high-s twin of a signature is refused earlier too: PUT /payments/{id}/sign and
-// refund phase 2 answer 422 signer_mismatch. An amount beyond uint120 is refused at
-// creation with invalid_amount.
+// # What is simulated: the chain
 //
-// Tests drive the server through handles: Clock (a ManualClock from WithClock makes
-// time deterministic), Faults (status codes, stalls, dropped connections, truncated
-// bodies, probabilistic storms), and Ledger (how many times each handler really ran,
-// per route and Idempotency-Key, which is how a client proves it never executed a
-// write twice). Close stops every goroutine the server started; Reset returns the
-// server to its initial state without a new port.
+// A submitted transaction is "submitted" at once. It is "confirmed" when
+// the server's Clock has moved past the confirmation delay
+// (WithConfirmationDelay, zero by default). The effect (escrow, capture,
+// refund, ...) is applied when a request next reads state. So no background
+// goroutine is needed. Every address gets a faucet balance of each active
+// token on first use.
 //
-// Clients in other languages reach the same handles over HTTP through the control
-// surface that WithControl mounts under /_rail0test/ (loopback clients only, and
-// never a browser's request for a page of another origin):
+// As on the contract, a refund that brings refundable_amount to 0 closes an
+// open dispute. It does so whatever the status, even with escrow still
+// capturable. The dispute is then closed_by payee, with close_reason
+// keccak256("rail0.dispute.full_refund").
+//
+// # Artifacts
+//
+// Artifacts follow the RAIL0 contract interface, version 1.3.0, of the
+// contract guide's section 12.1. config_hash is the EIP-712 digest of the
+// payment's terms under the domain {RAIL0, 1.3.0, chain, rail0_contract}.
+// The terms' EIP-712 type is:
+//
+//	Payment(address payer,address payee,address token,uint120 amount,uint48 authorizationExpiry,uint48 refundExpiry)
+//
+// The EIP-3009 payloads carry the nonces the contract derives from rail0_id
+// and config_hash. A refund's nonce also derives from the refundable balance
+// before it.
+//
+// unsigned_transaction calls one of the contract's functions: authorize,
+// charge, capture, void, release, refund, dispute or closeDispute. It passes
+// the Payment tuple inline. It passes the payer's or payee's v, r, s where
+// the function takes them. Its value is 0. Its gas limit is the one a
+// gateway estimating on the chain sets. That is what the call uses in the
+// state it meets, and 60% more. The state matters (the contract guide's
+// section 12.2). A deployment's first payment costs more. So does a refund
+// while the contract holds none of the token. The simulated chain charges
+// what the call uses. A gas limit below that runs out of gas.
+//
+// # Refusals
+//
+// A raw transaction is refused at submit, as the gateway does, in three
+// cases:
+//   - It cannot be decoded: 400, no body.
+//   - It comes from the wrong sender: 403, the role codes.
+//   - It is not a call of this step on this payment: 400 invalid_param.
+//     That is another contract, an unknown selector, another operation's
+//     function or another payment's id.
+//
+// Everything else is for the simulated chain. It decodes the calldata by the
+// contract's ABI when it mines the transaction. What the EVM, the contract
+// or the token would refuse, it records as a failed transaction row. The
+// payment does not move, and last_error_code says why:
+//   - revert: out of gas, a non-zero value, or calldata the ABI decoder
+//     refuses.
+//   - config_hash_mismatch: a Payment tuple other than the payment's terms.
+//     It is the contract's PaymentMismatch.
+//   - invalid_amount: an amount of 0.
+//   - amount_exceeds_capturable and amount_exceeds_refundable.
+//   - authorization_expired and refund_expired.
+//   - invalid_token_signature: a v, r, s that does not recover to the paying
+//     wallet. Also one whose s is in the upper half of the curve order, or
+//     whose v is not 27 or 28.
+//   - insufficient_token_balance.
+//
+// The high-s twin of a signature is refused earlier too. PUT
+// /payments/{id}/sign and refund phase 2 answer 422 signer_mismatch. An
+// amount beyond uint120 is refused at creation with invalid_amount.
+//
+// # Handles for tests
+//
+// Tests drive the server through handles:
+//   - Clock: a ManualClock from WithClock makes time deterministic.
+//   - Faults: status codes, stalls, dropped connections, truncated bodies,
+//     probabilistic storms.
+//   - Ledger: how many times each handler really ran, per route and
+//     Idempotency-Key. That is how a client proves it never executed a write
+//     twice.
+//
+// Close stops every goroutine the server started. Reset returns the server
+// to its initial state without a new port.
+//
+// Clients in other languages reach the same handles over HTTP. WithControl
+// mounts a control surface for them under /_rail0test/. It serves loopback
+// clients only, and never a browser's request for a page of another origin:
 //
 //	GET    /_rail0test/clock                 {"now": RFC 3339 time}
 //	POST   /_rail0test/clock/advance?by=2h   moves the clock forward ({"by": "2h"} works too)
@@ -73,18 +121,25 @@
 //
 // Control requests are never faulted, throttled or recorded in the Ledger.
 //
-// Webhook deliveries are sent at once, in goroutines, and retried with a short
-// real-time backoff, but X-Rail0-Timestamp comes from the server Clock: a receiver
-// checking the timestamp tolerance must read the same clock.
+// # Webhooks
 //
-// Where the contract leaves a refusal unnamed, the server answers with these codes
-// (clients must surface unknown codes anyway): invalid_param (a malformed or
-// unknown filter, sort key or body field), bad_request (a body that is not JSON),
-// invalid_payee (payee equal to payer), idempotency_key_reused (the 409 of
-// POST /payments), transaction_not_prepared (a submit with nothing prepared) and
-// injected_fault (the default body of a Fault).
+// Webhook deliveries are sent at once, in goroutines. They are retried with
+// a short real-time backoff. But X-Rail0-Timestamp comes from the server
+// Clock. A receiver checking the timestamp tolerance must read the same
+// clock.
 //
-// One deliberate deviation from the contract: webhook callback_url must be https,
-// except that http URLs on 127.0.0.1, ::1 and localhost are accepted so tests can
-// receive deliveries on an httptest server.
+// One deliberate deviation from the contract: webhook callback_url must be
+// https, except on loopback. http URLs on 127.0.0.1, ::1 and localhost are
+// accepted, so tests can receive deliveries on an httptest server.
+//
+// # Codes the contract leaves unnamed
+//
+// Where the contract leaves a refusal unnamed, the server answers with these
+// codes. Clients must surface unknown codes anyway.
+//   - invalid_param: a malformed or unknown filter, sort key or body field.
+//   - bad_request: a body that is not JSON.
+//   - invalid_payee: payee equal to payer.
+//   - idempotency_key_reused: the 409 of POST /payments.
+//   - transaction_not_prepared: a submit with nothing prepared.
+//   - injected_fault: the default body of a Fault.
 package rail0test

@@ -17,30 +17,33 @@ import (
 type FaultKind int
 
 const (
-	// FaultStatus answers Status (default 503) without running the handler, with
-	// Body (default: a JSON error envelope), ContentType and, when RetryAfter is not
-	// empty, that raw Retry-After value, which may be anything: "5", "-1",
-	// "99999999", an HTTP-date or garbage.
+	// FaultStatus answers Status (default 503) without running the handler.
+	// The answer carries Body (default: a JSON error envelope) and
+	// ContentType. When RetryAfter is not empty, it also carries that raw
+	// Retry-After value. That may be anything: "5", "-1", "99999999", an
+	// HTTP-date or garbage.
 	FaultStatus FaultKind = iota + 1
-	// FaultStatusAfter runs the handler, throws its response away and answers as
-	// FaultStatus does: the write happened but the client sees an error, as behind
-	// a proxy that timed out.
+	// FaultStatusAfter runs the handler, throws its response away and
+	// answers as FaultStatus does. The write happened but the client sees an
+	// error, as behind a proxy that timed out.
 	FaultStatusAfter
-	// FaultStall waits Delay (real time) before handling the request normally. The
-	// wait ends early when the client gives up or the server closes.
+	// FaultStall waits Delay (real time) before handling the request
+	// normally. The wait ends early when the client gives up or the server
+	// closes.
 	FaultStall
-	// FaultDropBefore closes the connection without a response before the handler
-	// runs: the request was never executed.
+	// FaultDropBefore closes the connection without a response before the
+	// handler runs. The request was never executed.
 	FaultDropBefore
 	// FaultDropAfter runs the handler, then closes the connection without a
-	// response: the request was executed but the client cannot know it.
+	// response. The request was executed but the client cannot know it.
 	FaultDropAfter
-	// FaultTruncate runs the handler, then sends its status and headers with the
-	// full Content-Length but only half of the body before closing the connection.
+	// FaultTruncate runs the handler, then sends its status and headers
+	// with the full Content-Length. But it sends only half of the body before
+	// closing the connection.
 	FaultTruncate
-	// FaultGzipLie runs the handler, then sends its body gzip-compressed with
-	// Content-Encoding: gzip and a Content-Length larger than the bytes that follow
-	// before the connection closes.
+	// FaultGzipLie runs the handler, then sends its body gzip-compressed
+	// with Content-Encoding: gzip. Its Content-Length is larger than the
+	// bytes that follow before the connection closes.
 	FaultGzipLie
 )
 
@@ -69,19 +72,21 @@ func (k FaultKind) String() string {
 type Fault struct {
 	// Method matches the request method, e.g. "POST".
 	Method string
-	// Route matches the route pattern exactly, e.g. "POST /payments" or
-	// "POST /payments/{id}/{operation}" (the names used by Ledger).
+	// Route matches the route pattern exactly, as Ledger names it.
+	// Examples are "POST /payments" and "POST /payments/{id}/{operation}".
 	Route string
 	// Path matches the URL path with path.Match syntax, e.g. "/payments/*/capture".
 	Path string
-	// Times is how many matching requests the fault hits before it retires itself;
-	// zero means every matching request until Remove or Clear.
+	// Times is how many matching requests the fault hits before it retires
+	// itself. Zero means every matching request until Remove or Clear.
 	Times int
-	// Rate, when in (0, 1), hits a matching request with that probability (drawn
-	// from the server's seeded source, see WithSeed); 0 hits every match.
+	// Rate, when in (0, 1), hits a matching request with that probability.
+	// It is drawn from the server's seeded source (see WithSeed). 0 hits
+	// every match.
 	Rate float64
-	// Every, when above 1, hits only every Every-th matching request (the
-	// Every-th, the 2·Every-th, ...), for a deterministic intermittent failure.
+	// Every, when above 1, hits only every Every-th matching request: the
+	// Every-th, the 2·Every-th, and so on. That makes a deterministic
+	// intermittent failure.
 	Every int
 
 	// Kind says what happens to a request the fault hits.
@@ -91,8 +96,9 @@ type Fault struct {
 	// RetryAfter, when not empty, is sent verbatim as the Retry-After header of
 	// FaultStatus and FaultStatusAfter.
 	RetryAfter string
-	// Body, when not empty, is sent verbatim by FaultStatus and FaultStatusAfter
-	// instead of a JSON error envelope: an HTML page, truncated JSON, anything.
+	// Body, when not empty, is sent verbatim by FaultStatus and
+	// FaultStatusAfter instead of a JSON error envelope. It may be an HTML
+	// page, truncated JSON, anything.
 	Body string
 	// ContentType goes with Body (default application/json).
 	ContentType string
@@ -110,10 +116,10 @@ func (f *Fault) after() bool {
 
 // Faults holds the faults of a server. It is safe for concurrent use.
 //
-// Faults act in front of the gateway, like a misbehaving proxy: a request a fault
-// answers or drops before the handler is neither counted by the rate limiter nor
-// recorded in the Ledger; the "after" kinds let the request through the rate
-// limiter and the handler first.
+// Faults act in front of the gateway, like a misbehaving proxy. A fault may
+// answer or drop a request before the handler. Such a request is neither
+// counted by the rate limiter nor recorded in the Ledger. The "after" kinds
+// let the request through the rate limiter and the handler first.
 type Faults struct {
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -135,8 +141,8 @@ func newFaults(seed uint64, initial []Fault) *Faults {
 	return fs
 }
 
-// reset uninstalls every fault, forgets the hit counts, reseeds the random source
-// and installs initial, as a new server would.
+// reset uninstalls every fault and forgets the hit counts.
+// It reseeds the random source and installs initial, as a new server would.
 func (fs *Faults) reset(seed uint64, initial []Fault) {
 	fs.mu.Lock()
 	fs.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
@@ -147,8 +153,9 @@ func (fs *Faults) reset(seed uint64, initial []Fault) {
 	}
 }
 
-// Add installs f and returns its id. Faults are tried in the order they were added;
-// the first one that matches and fires applies.
+// Add installs f and returns its id.
+// Faults are tried in the order they were added. The first one that
+// matches and fires applies.
 func (fs *Faults) Add(f Fault) int {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -242,8 +249,8 @@ func (fs *Faults) match(method, route, urlPath string) *Fault {
 	return nil
 }
 
-// applyFaultBefore applies the pre-handler part of f; it reports whether the
-// request is finished.
+// applyFaultBefore applies the pre-handler part of f.
+// It reports whether the request is finished.
 func (s *Server) applyFaultBefore(w http.ResponseWriter, r *http.Request, f *Fault) bool {
 	switch f.Kind {
 	case FaultStatus:
@@ -267,8 +274,8 @@ func (s *Server) applyFaultBefore(w http.ResponseWriter, r *http.Request, f *Fau
 	return false
 }
 
-// applyFaultAfter runs the handler into a buffer, then delivers the response the
-// way f says.
+// applyFaultAfter runs the handler into a buffer.
+// Then it delivers the response the way f says.
 func (s *Server) applyFaultAfter(w http.ResponseWriter, r *http.Request, f *Fault, route string) {
 	buf := newBufferWriter()
 	// The buffered header starts with what the pipeline already set (X-Request-Id,
@@ -332,8 +339,8 @@ func dropConnection(w http.ResponseWriter) {
 	_ = conn.Close()
 }
 
-// writeRaw writes an HTTP/1.1 response by hand on the hijacked connection, so the
-// headers can disagree with the body, then closes it.
+// writeRaw writes an HTTP/1.1 response by hand on the hijacked connection,
+// then closes it. Written by hand, the headers can disagree with the body.
 func writeRaw(w http.ResponseWriter, status int, h http.Header, body []byte) {
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {

@@ -7,25 +7,39 @@ import (
 	"time"
 )
 
-// ParseFault reads a fault from the one-line form that rail0-gateway's -fault flag
-// and the control surface take: comma-separated key=value pairs, for example
+// ParseFault reads a fault from its one-line form.
+// rail0-gateway's -fault flag and the control surface take that form. It
+// is comma-separated key=value pairs, for example:
 //
 //	path=/payments/*/capture,status=502,every=2
 //	route=POST /payments,kind=drop,when=after,times=1
 //	method=GET,path=/tokens,kind=stall,delay=2s,p=0.5
 //	path=/health,status=503,retry_after=7,content_type=text/html,body=<h1>down</h1>
 //
-// Which requests: method (e.g. POST), route (a route pattern as Ledger names it,
-// e.g. "POST /payments/{id}/{operation}"), path (a path.Match glob on the URL
-// path); absent keys match everything. How often: every=N (every N-th matching
-// request), p=F (probability in (0, 1]), times=N (retire after N hits; default
-// unlimited). What happens: kind=status (the default when status= is given),
-// drop, stall, truncate or gzip_lie, or a FaultKind name such as status_after;
-// when=before (the handler never runs) or when=after (the handler runs, then the
-// response is replaced or broken); status=CODE (200-599, default 503),
-// retry_after=VALUE (sent verbatim), content_type=TYPE, delay=DURATION (stall),
-// and body=TEXT, which must come last and runs to the end of the line, commas
-// included. Whitespace around keys and values is ignored.
+// Which requests match; absent keys match everything:
+//   - method: e.g. POST.
+//   - route: a route pattern as Ledger names it, e.g.
+//     "POST /payments/{id}/{operation}".
+//   - path: a path.Match glob on the URL path.
+//
+// How often:
+//   - every=N: every N-th matching request.
+//   - p=F: probability in (0, 1].
+//   - times=N: retire after N hits; unlimited by default.
+//
+// What happens:
+//   - kind: status, drop, stall, truncate or gzip_lie, or a FaultKind name
+//     such as status_after. status is the default when status= is given.
+//   - when=before: the handler never runs.
+//   - when=after: the handler runs, then the response is replaced or broken.
+//   - status=CODE: 200-599, 503 by default.
+//   - retry_after=VALUE: sent verbatim.
+//   - content_type=TYPE.
+//   - delay=DURATION: for a stall.
+//   - body=TEXT: must come last and runs to the end of the line, commas
+//     included.
+//
+// Whitespace around keys and values is ignored.
 func ParseFault(spec string) (Fault, error) {
 	var f Fault
 	var kind, when string

@@ -386,3 +386,23 @@ func (h *harness) step(token string, signer *ecdsa.PrivateKey, id, op string, bo
 	h.t.Fatalf("%s transaction %v not confirmed", op, tx["id"])
 	return nil
 }
+
+// refund runs both refund phases as the payee and lets the chain confirm
+// the transaction; it returns the confirmed transaction.
+func (h *harness) refund(merchant, id, amount string) map[string]any {
+	h.t.Helper()
+	phase1 := h.call("POST", "/payments/"+id+"/refund/prepare", merchant, map[string]any{"amount": amount})
+	expect(h.t, phase1, http.StatusOK, "")
+	sig := signTypedData(h.t, h.srv.Merchant.Key(), phase1.json(h.t)["signing_payload"])
+	return h.step(merchant, h.srv.Merchant.Key(), id, opRefund, map[string]any{"amount": amount, "signature": sig})
+}
+
+// preparedGas is the gas_limit of a prepared transaction.
+func preparedGas(t *testing.T, prepared map[string]any) uint64 {
+	t.Helper()
+	var u unsignedTx
+	if err := json.Unmarshal([]byte(prepared["unsigned_transaction"].(string)), &u); err != nil {
+		t.Fatal(err)
+	}
+	return u.GasLimit
+}

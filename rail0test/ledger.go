@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// Execution is one request that reached a handler: it was not throttled and not
-// dropped before the handler ran. The handler may still have refused it (Status).
+// Execution is one request that reached a handler.
+// It was not throttled and not dropped before the handler ran. The handler
+// may still have refused it (Status).
 type Execution struct {
 	// Route is the route pattern, e.g. "POST /payments/{id}/{operation}".
 	Route string
@@ -17,8 +18,8 @@ type Execution struct {
 	IdempotencyKey string
 	// PaymentID is the UUID of the payment the handler resolved, if any.
 	PaymentID string
-	// Operation is the payment operation of prepare and submit routes
-	// ("capture", "dispute", "close_dispute", ...).
+	// Operation is the payment operation of prepare and submit routes:
+	// "capture", "dispute", "close_dispute", and so on.
 	Operation string
 	// Status is the status code the handler wrote.
 	Status int
@@ -28,7 +29,8 @@ type Execution struct {
 	At time.Time
 }
 
-// Ledger records every handler execution. It is safe for concurrent use.
+// Ledger records every handler execution.
+// It is safe for concurrent use.
 type Ledger struct {
 	mu   sync.Mutex
 	list []Execution
@@ -47,16 +49,18 @@ func (l *Ledger) Executions() []Execution {
 	return append([]Execution(nil), l.list...)
 }
 
-// Count returns how many times the handler of route ran with Idempotency-Key key.
-// An empty route matches every route and an empty key every request.
+// Count returns how many times the handler of route ran with
+// Idempotency-Key key. An empty route matches every route. An empty key
+// matches every request.
 func (l *Ledger) Count(route, key string) int {
 	return l.CountFunc(func(e Execution) bool {
 		return (route == "" || e.Route == route) && (key == "" || e.IdempotencyKey == key)
 	})
 }
 
-// CountOperation returns how many submit requests (raw transaction or hash) for
-// operation on the payment paymentID reached their handler.
+// CountOperation returns how many submit requests for operation on the
+// payment paymentID reached their handler. It counts submits of a raw
+// transaction and of a hash.
 func (l *Ledger) CountOperation(paymentID, operation string) int {
 	return l.CountFunc(func(e Execution) bool {
 		return e.PaymentID == paymentID && e.Operation == operation && isSubmitRoute(e.Route)

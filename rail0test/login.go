@@ -12,11 +12,14 @@ import (
 	"github.com/ethereum/go-ethereum/crypto"
 )
 
-// Login signs in with the key privateKeyHex (64 hex digits, 0x optional) the way a
-// client does, over HTTP: POST /auth/nonces, a SIWE message in the exact layout,
-// an EIP-191 signature, POST /auth. It returns the session token. It is a
-// convenience for tests and examples that do not use the SDK's signing package;
-// the requests go through the rate limiter, faults and ledger like any other.
+// Login signs in with the key privateKeyHex the way a client does, over
+// HTTP. The key is 64 hex digits, 0x optional. Login sends POST
+// /auth/nonces, then a SIWE message in the exact layout with an EIP-191
+// signature to POST /auth. It returns the session token.
+//
+// It is a convenience for tests and examples that do not use the SDK's
+// signing package. The requests go through the rate limiter, faults and
+// ledger like any other.
 func (s *Server) Login(ctx context.Context, privateKeyHex string) (string, error) {
 	key, err := crypto.HexToECDSA(trim0x(privateKeyHex))
 	if err != nil {

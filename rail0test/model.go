@@ -8,7 +8,8 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
-// The records below are the server's state. All of them are guarded by Server.mu.
+// The records below are the server's state.
+// All of them are guarded by Server.mu.
 
 type chain struct {
 	ChainID      int64
@@ -243,8 +244,9 @@ func (st *state) walletByAddress(a common.Address) *wallet {
 	return nil
 }
 
-// accountOf returns the account an address signs in to: a member address first,
-// then the owner of a wallet with that address.
+// accountOf returns the account an address signs in to.
+// A member address comes first, then the owner of a wallet with that
+// address.
 func (st *state) accountOf(a common.Address) *account {
 	for _, acc := range st.accounts {
 		if acc.Members[a] {

@@ -10,9 +10,9 @@ import (
 	"github.com/ethereum/go-ethereum/common"
 )
 
-// guard applies the state rules of README section 4.5 to op on p at time at. It is
-// used before preparing (so an illegal step never costs gas) and again when the
-// simulated chain mines the transaction.
+// guard applies the state rules of README section 4.5 to op on p at time at.
+// It is used before preparing, so an illegal step never costs gas. It is
+// used again when the simulated chain mines the transaction.
 func (s *Server) guard(p *payment, op string, amount *big.Int, at time.Time) *apiError {
 	unix := at.Unix()
 	switch op {
@@ -95,8 +95,9 @@ func (s *Server) guard(p *payment, op string, amount *big.Int, at time.Time) *ap
 	return nil
 }
 
-// pendingTx returns the pending transaction of op, and whether one is under way
-// (submitting or submitted). Call with s.mu held.
+// pendingTx returns the pending transaction of op.
+// It also reports whether one is under way: submitting or submitted. Call
+// with s.mu held.
 func pendingTx(p *payment, op string) (pending *transaction, underway bool) {
 	for _, tx := range p.Txs {
 		if tx.Operation != op {
@@ -215,8 +216,9 @@ func (s *Server) handlePrepare(w http.ResponseWriter, r *http.Request, sess *ses
 	writeJSON(w, http.StatusCreated, transactionView(tx))
 }
 
-// submitRole checks who may send a raw transaction for op: it returns the 403 for
-// a session that may not call, or for a sender that may not send.
+// submitRole checks who may send a raw transaction for op.
+// It returns the 403 for a session that may not call. It also returns it
+// for a sender that may not send.
 func submitRole(p *payment, op string, sess *session, sender *common.Address) *apiError {
 	switch op {
 	case opRelease:
@@ -276,10 +278,10 @@ func (s *Server) submitRaw(w http.ResponseWriter, r *http.Request, sess *session
 		if tx.Hash == nil || *tx.Hash != hash {
 			continue
 		}
-		// The same signed transaction again (a repeat after a lost answer): the
-		// gateway broadcasts it and passes on what the node says, as the
+		// The same signed transaction again: a repeat after a lost answer.
+		// The gateway broadcasts it and passes on what the node says, as the
 		// contract guide's node codes do. A repeat is not deduplicated into a
-		// 202: the client reads the payment to learn what happened.
+		// 202. The client reads the payment to learn what happened.
 		if tx.Status == "submitting" || tx.Status == "submitted" {
 			writeError(w, errUnprocessable("already_known", "Transaction already known",
 				"The identical transaction is already pending on the network."))
@@ -299,9 +301,10 @@ func (s *Server) submitRaw(w http.ResponseWriter, r *http.Request, sess *session
 			"Prepare this step before submitting a signed transaction."))
 		return
 	}
-	// The gateway binds a raw transaction to this step by what it calls: this
-	// payment's contract, this step's function, this payment's id. Everything else
-	// in it (terms, amount, signature, value, gas) is for the chain to judge.
+	// The gateway binds a raw transaction to this step by what it calls:
+	// this payment's contract, this step's function, this payment's id.
+	// Everything else in it is for the chain to judge: terms, amount,
+	// signature, value, gas.
 	callOp, callID, err := callTarget(raw.Data())
 	if raw.To() == nil || *raw.To() != p.Chain.Contract.Address || err != nil || callOp != op || callID != p.Rail0ID {
 		writeError(w, errBadRequest("invalid_param", "signed_transaction",

@@ -120,7 +120,8 @@ func transactionView(tx *transaction) map[string]any {
 	}
 }
 
-// findPayment resolves a path id (UUID or rail0_id). Call with s.mu held.
+// findPayment resolves a path id: a UUID or a rail0_id.
+// Call with s.mu held.
 func (s *Server) findPayment(r *http.Request) (*payment, *apiError) {
 	id := r.PathValue("id")
 	p := s.st.byID[id]
@@ -277,7 +278,8 @@ func (s *Server) handleCreatePayment(w http.ResponseWriter, r *http.Request, ses
 	writeJSON(w, http.StatusCreated, s.paymentDetailView(p))
 }
 
-// accepts reports whether payee has an active wallet with an active holding of t.
+// accepts reports whether payee has an active wallet with an active
+// holding of t.
 func (s *Server) accepts(payee common.Address, t *token) bool {
 	wl := s.st.walletByAddress(payee)
 	if wl == nil || !wl.Active {

@@ -9,9 +9,9 @@ import (
 	"sync"
 )
 
-// entropy is the server's single source of generated values. With WithSeed it is a
-// seeded ChaCha8 stream, so two servers built with the same seed and driven by the
-// same requests produce the same ids.
+// entropy is the server's single source of generated values.
+// With WithSeed it is a seeded ChaCha8 stream. So two servers built with
+// the same seed and driven by the same requests produce the same ids.
 type entropy struct {
 	mu  sync.Mutex
 	key [32]byte
@@ -30,15 +30,16 @@ func newEntropy(seed *uint64) *entropy {
 	return &entropy{key: key, src: rand.NewChaCha8(key)}
 }
 
-// rewind restarts the stream from its beginning, so a reset server generates the
-// same ids as a new one.
+// rewind restarts the stream from its beginning.
+// So a reset server generates the same ids as a new one.
 func (e *entropy) rewind() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.src = rand.NewChaCha8(e.key)
 }
 
-// randomSecret returns n bytes from crypto/rand, never from the (possibly seeded) stream.
+// randomSecret returns n bytes from crypto/rand.
+// It never reads the stream, which may be seeded.
 func randomSecret(n int) []byte {
 	b := make([]byte, n)
 	if _, err := crand.Read(b); err != nil {

@@ -10,18 +10,21 @@ import (
 	"time"
 )
 
-// rateLimiter reproduces Rack::Attack's throttle: per surface, a fixed window
-// numbered floor(now / period) since the Unix epoch, a counter per (discriminator,
-// window) incremented for every request (throttled ones included), and a request
-// throttled when the counter exceeds the limit.
+// rateLimiter reproduces Rack::Attack's throttle. Each surface has:
+//   - a fixed window, numbered floor(now / period) since the Unix epoch;
+//   - a counter per (discriminator, window), incremented for every request,
+//     throttled ones included.
 //
-// The clock is read under the same lock as the counters, so a request is counted
-// in the window of the time it was counted at: a request that read the clock just
-// before a boundary cannot reach the counters after another request opened the
-// next window and reopen the old one. A clock that moves backwards (or a Clock
-// whose Now returns a time it read long before) never reopens an older window
-// either: such a request is counted in the latest window. Both guarantee that no
-// window admits more than its limit.
+// A request is throttled when the counter exceeds the limit.
+//
+// The clock is read under the same lock as the counters. So a request is
+// counted in the window of the time it was counted at. Take a request that
+// read the clock just before a boundary. It cannot reach the counters after
+// another request opened the next window, and reopen the old one. A clock
+// that moves backwards never reopens an older window either. Neither does a
+// Clock whose Now returns a time it read long before. Such a request is
+// counted in the latest window. Both guarantee that no window admits more
+// than its limit.
 type rateLimiter struct {
 	on      atomic.Bool
 	clock   Clock
@@ -32,8 +35,8 @@ type rateLimiter struct {
 	session surfaceCounter
 }
 
-// surfaceCounter is the throttle of one surface. Its mutable fields are guarded
-// by rateLimiter.mu.
+// surfaceCounter is the throttle of one surface.
+// Its mutable fields are guarded by rateLimiter.mu.
 type surfaceCounter struct {
 	name   string
 	limit  int
@@ -85,8 +88,9 @@ func (l *rateLimiter) reset() {
 	}
 }
 
-// count counts one request of key on the session surface (session true) or the
-// public one, reading the clock under the lock.
+// count counts one request of key, reading the clock under the lock.
+// With session true it counts on the session surface, else on the public
+// one.
 func (l *rateLimiter) count(session bool, key string) verdict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -121,12 +125,12 @@ func seconds(d time.Duration) int64 {
 	return max(1, int64((d+time.Second-1)/time.Second))
 }
 
-// check counts r and, when it is over the limit, answers 429 and returns true.
-// session is the bearer token when r carries a valid session, and "" otherwise:
-// a request counts against its session's budget only when the token proves
-// one, and against its IP's public budget otherwise, as the gateway's
-// Rack::Attack keys do. Keying on any bearer text instead would give every
-// invented token a fresh budget.
+// check counts r and, when it is over the limit, answers 429 and returns
+// true. session is the bearer token when r carries a valid session, and ""
+// otherwise. A request counts against its session's budget only when the
+// token proves one. Otherwise it counts against its IP's public budget, as
+// the gateway's Rack::Attack keys do. Keying on any bearer text instead
+// would give every invented token a fresh budget.
 func (l *rateLimiter) check(w http.ResponseWriter, r *http.Request, session string) bool {
 	key := clientIP(r)
 	if session != "" {
@@ -158,7 +162,8 @@ func (l *rateLimiter) check(w http.ResponseWriter, r *http.Request, session stri
 	return true
 }
 
-// clientIP is the host part of RemoteAddr, as Rack's request.ip is behind no proxy.
+// clientIP is the host part of RemoteAddr.
+// That is what Rack's request.ip is behind no proxy.
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

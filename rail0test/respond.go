@@ -129,7 +129,8 @@ func tsPtr(t *time.Time) *string {
 	return &v
 }
 
-// query parameter helpers; each returns a 400 for a value it cannot accept.
+// query parameter helpers.
+// Each returns a 400 for a value it cannot accept.
 
 func enumParam(q url.Values, name string, allowed ...string) (string, *apiError) {
 	v := q.Get(name)
@@ -182,8 +183,8 @@ func timeParam(q url.Values, name string) (*time.Time, *apiError) {
 // sortKeys maps a sort field to a comparison.
 type sortKeys[T any] map[string]func(a, b T) int
 
-// sortItems orders items by a spec such as "-created_at,status". Unknown fields are
-// a 400. Ties keep insertion order.
+// sortItems orders items by a spec such as "-created_at,status".
+// Unknown fields are a 400. Ties keep insertion order.
 func sortItems[T any](items []T, spec, def string, keys sortKeys[T]) *apiError {
 	if spec == "" {
 		spec = def
@@ -228,7 +229,8 @@ func byString[T any](f func(T) string) func(a, b T) int {
 	return func(a, b T) int { return cmp.Compare(f(a), f(b)) }
 }
 
-// paginate cuts one page out of items and sets x-total-count, x-page and x-per-page.
+// paginate cuts one page out of items.
+// It sets x-total-count, x-page and x-per-page.
 func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) ([]T, *apiError) {
 	q := r.URL.Query()
 	page, perPage := int64(1), int64(25)
@@ -249,8 +251,8 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) ([]T, *a
 	w.Header().Set("X-Total-Count", strconv.Itoa(len(items)))
 	w.Header().Set("X-Page", strconv.FormatInt(page, 10))
 	w.Header().Set("X-Per-Page", strconv.FormatInt(perPage, 10))
-	// A page past the end is empty. Compare page numbers rather than offsets:
-	// (page-1)*perPage overflows for a page near the int64 limit.
+	// A page past the end is empty. Compare page numbers rather than
+	// offsets: (page-1)*perPage overflows for a page near the int64 limit.
 	total := int64(len(items))
 	if page-1 >= (total+perPage-1)/perPage {
 		return []T{}, nil
@@ -260,9 +262,9 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) ([]T, *a
 	return items[start:end], nil
 }
 
-// writePage sorts items by the request's sort parameter (def when absent),
-// cuts the requested page, sets the pagination headers and writes the page
-// as a bare JSON array of view(item).
+// writePage sorts items by the request's sort parameter, or def when it is
+// absent. It cuts the requested page and sets the pagination headers. It
+// writes the page as a bare JSON array of view(item).
 func writePage[T any](w http.ResponseWriter, r *http.Request, items []T, def string, keys sortKeys[T], view func(T) map[string]any) {
 	if e := sortItems(items, r.URL.Query().Get("sort"), def, keys); e != nil {
 		writeError(w, e)

@@ -7,8 +7,8 @@ import (
 )
 
 // The fake gateway serves the operations of the SDK's own table (package
-// internal/ops): their methods and path templates are read there, never
-// restated here. A handler per operation is all this file adds;
+// internal/ops). Their methods and path templates are read there, never
+// restated here. A handler per operation is all this file adds.
 // TestEveryOperationHasAHandler fails when an operation has none, or a
 // handler no operation.
 
@@ -25,7 +25,7 @@ var (
 )
 
 // pattern is the ServeMux pattern of an operation: its method and path
-// template, the root ("/") matching only itself.
+// template. The root ("/") matches only itself.
 func pattern(id ops.ID) string {
 	op := ops.Get(id)
 	if op.Template == "/" {
@@ -96,8 +96,8 @@ func (s *Server) handlers() map[ops.ID]http.HandlerFunc {
 	}
 }
 
-// routes builds the mux: the table's operations with their handlers, and
-// a 404 in the contract's envelope for everything else.
+// routes builds the mux: the table's operations with their handlers.
+// Everything else gets a 404 in the contract's envelope.
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
 	handlers := s.handlers()

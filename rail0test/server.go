@@ -37,8 +37,8 @@ const (
 	RetiredTokenAddress = "0x808456652fdb597867f38412077A9182bf77359F"
 	// MainnetTokenAddress is USDC on Base mainnet.
 	MainnetTokenAddress = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
-	// ContractAddress is the RAIL0 contract on the test chain (the README's example
-	// address, in EIP-55 form).
+	// ContractAddress is the RAIL0 contract on the test chain.
+	// It is the README's example address, in EIP-55 form.
 	ContractAddress = "0x7C1E3b52fa9d4C26E0a1F83B5D9E6a4c2b0f8e31"
 )
 
@@ -46,10 +46,10 @@ const (
 type Server struct {
 	// URL is the base URL, e.g. "http://127.0.0.1:41233", with no trailing slash.
 	URL string
-	// Clock is the clock the server reads (the one given to WithClock, or the
-	// system clock; with WithControl, that clock plus the control surface's offset
-	// when it cannot move itself). Choose it with WithClock; do not replace it
-	// afterwards.
+	// Clock is the clock the server reads: the one given to WithClock, or
+	// the system clock. WithControl may add the control surface's offset to
+	// it, when that clock cannot move itself. Choose it with WithClock; do not
+	// replace it afterwards.
 	Clock Clock
 	// Faults injects failures into matching requests.
 	Faults *Faults
@@ -59,8 +59,9 @@ type Server struct {
 	Merchant Party
 	// Buyer is the demo buyer, an account-less address.
 	Buyer Party
-	// ChainID, Token and Contract name the seeded test chain, its USDC and its RAIL0
-	// contract (EIP-55 addresses), ready for POST /payments.
+	// ChainID, Token and Contract name the seeded test chain, its USDC and
+	// its RAIL0 contract. The addresses are in EIP-55 form, ready for POST
+	// /payments.
 	ChainID  int64
 	Token    string
 	Contract string
@@ -145,12 +146,13 @@ func NewServer(opts ...Option) *Server {
 	return s
 }
 
-// Handler returns the gateway as an http.Handler, to serve it on another listener
-// (cmd/rail0-gateway does this). It shares state with the server at URL.
+// Handler returns the gateway as an http.Handler, to serve it on another
+// listener. cmd/rail0-gateway does this. It shares state with the server at
+// URL.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close stops the listener, cancels stalled requests and webhook deliveries, and
-// waits for every goroutine the server started.
+// Close stops the listener and cancels stalled requests and webhook
+// deliveries. It waits for every goroutine the server started.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
@@ -160,10 +162,13 @@ func (s *Server) Close() {
 	})
 }
 
-// SetHealth sets what GET /health reports: "ok" (the default), "degraded" (200,
-// background workers down) or "error" (503 with a Health body, database down).
-// Other values are ignored. Only the health report changes; every other endpoint
-// keeps working.
+// SetHealth sets what GET /health reports.
+//   - "ok" is the default.
+//   - "degraded" answers 200: background workers are down.
+//   - "error" answers 503 with a Health body: the database is down.
+//
+// Other values are ignored. Only the health report changes. Every other
+// endpoint keeps working.
 func (s *Server) SetHealth(status string) {
 	switch status {
 	case "ok", "degraded", "error":
@@ -173,14 +178,17 @@ func (s *Server) SetHealth(status string) {
 	}
 }
 
-// Reset returns the server to the state NewServer left it in: the seeded catalog
-// and demo account with the same ids, no payments, sessions, webhooks or nonces,
-// an empty Ledger, the faults of WithFaults only, fresh rate-limit counters, health
-// "ok", and the Clock back at its start time when the server can set it (a
-// ManualClock, or the control surface's offset). Session tokens issued before are
-// refused afterwards unless WithJWTSecret fixed the signing key. Webhook
-// deliveries still retrying are dropped. Requests in flight during a Reset may see
-// either state.
+// Reset returns the server to the state NewServer left it in:
+//   - the seeded catalog and demo account, with the same ids;
+//   - no payments, sessions, webhooks or nonces;
+//   - an empty Ledger and the faults of WithFaults only;
+//   - fresh rate-limit counters and health "ok";
+//   - the Clock back at its start time, when the server can set it. It can
+//     for a ManualClock, or through the control surface's offset.
+//
+// Session tokens issued before are refused afterwards, unless WithJWTSecret
+// fixed the signing key. Webhook deliveries still retrying are dropped.
+// Requests in flight during a Reset may see either state.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -211,12 +219,13 @@ func (s *Server) newJWTSecret() {
 // jwtKey is the current session signing key.
 func (s *Server) jwtKey() []byte { return *s.jwtSecret.Load() }
 
-// HTTPClient returns an *http.Client configured for the server whose idle
-// connections are closed by Close.
+// HTTPClient returns an *http.Client configured for the server.
+// Close closes its idle connections.
 func (s *Server) HTTPClient() *http.Client { return s.ts.Client() }
 
-// seed replaces the state with the catalog and the demo merchant account, and
-// returns the account's id. Call with s.mu held, or before the server is shared.
+// seed replaces the state with the catalog and the demo merchant account.
+// It returns the account's id. Call it with s.mu held, or before the server
+// is shared.
 func (s *Server) seed() string {
 	st := &state{
 		accounts: map[string]*account{},
@@ -260,14 +269,15 @@ func (s *Server) seed() string {
 	return acc.ID
 }
 
-// now is the server clock in UTC, truncated to whole seconds like the gateway's
-// timestamps.
+// now is the server clock in UTC.
+// It is truncated to whole seconds like the gateway's timestamps.
 func (s *Server) now() time.Time {
 	return s.Clock.Now().UTC().Truncate(time.Second)
 }
 
-// reqInfo travels in the request context so handlers can tell the ledger what they
-// resolved (the payment's UUID, the operation).
+// reqInfo travels in the request context.
+// Handlers use it to tell the ledger what they resolved: the payment's
+// UUID, the operation.
 type reqInfo struct {
 	requestID string
 	paymentID string
@@ -283,8 +293,8 @@ func info(r *http.Request) *reqInfo {
 	return &reqInfo{}
 }
 
-// serve is the whole pipeline: request id, faults, rate limiting, then the routed
-// handler with the ledger recording that it ran.
+// serve is the whole pipeline: request id, faults, rate limiting.
+// Then comes the routed handler, with the ledger recording that it ran.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rid := r.Header.Get("X-Request-Id")
 	if !validRequestID(rid) {
@@ -292,7 +302,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Request-Id", rid)
 	// The Date of every answer is the server's clock, as a real gateway's
-	// is (net/http would write the system clock): a client learns the
+	// is. net/http would write the system clock. A client learns the
 	// gateway's time from it.
 	w.Header().Set("Date", s.Clock.Now().UTC().Format(http.TimeFormat))
 	ri := &reqInfo{requestID: rid}
@@ -396,5 +406,5 @@ func (b *bufferWriter) Write(p []byte) (int, error) {
 	return b.body.Write(p)
 }
 
-// keccak is a shorthand for the 32-byte Keccak-256 digest of the concatenated parts.
+// keccak is the 32-byte Keccak-256 digest of the concatenated parts.
 func keccak(parts ...[]byte) common.Hash { return crypto.Keccak256Hash(parts...) }

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// parseUnits converts a human decimal such as "10.50" into base units of a token
-// with the given decimals. It refuses signs, exponents, empty parts and more
-// fractional digits than decimals, and returns a value > 0.
+// parseUnits converts a human decimal such as "10.50" into base units of a
+// token with the given decimals. It refuses signs, exponents and empty
+// parts. It refuses more fractional digits than decimals. It returns a
+// value > 0.
 func parseUnits(s string, decimals int) (*big.Int, error) {
 	whole, frac, hasDot := strings.Cut(s, ".")
 	if whole == "" && frac == "" {
@@ -38,8 +39,9 @@ func parseUnits(s string, decimals int) (*big.Int, error) {
 	return v, nil
 }
 
-// formatUnits renders base units as a human decimal with at least two fractional
-// digits, e.g. 15000000 with 6 decimals is "15.00".
+// formatUnits renders base units as a human decimal.
+// It shows at least two fractional digits: 15000000 with 6 decimals is
+// "15.00".
 func formatUnits(v *big.Int, decimals int) string {
 	s := new(big.Int).Abs(v).String()
 	if len(s) <= decimals {

@@ -38,8 +38,9 @@ func (s *Server) walletTokenView(wl *wallet, h *holding) map[string]any {
 	}
 }
 
-// accountWallet checks that the session belongs to the path's account and, when the
-// route has a wallet id, finds that wallet (UUID or address). Call with s.mu held.
+// accountWallet checks that the session belongs to the path's account.
+// When the route has a wallet id, it finds that wallet by UUID or address.
+// Call with s.mu held.
 func (s *Server) accountWallet(r *http.Request, sess *session, needWallet bool) (*wallet, *apiError) {
 	accountID := r.PathValue("account_id")
 	if sess.accountID == "" {

@@ -59,8 +59,9 @@ func callbackView(cb *eventCallback) map[string]any {
 	}
 }
 
-// validCallbackURL accepts https URLs, and http URLs on the loopback interface so
-// tests can receive deliveries (a deliberate relaxation of the contract).
+// validCallbackURL accepts https URLs, and http URLs on the loopback
+// interface. So tests can receive deliveries. It is a deliberate relaxation
+// of the contract.
 func validCallbackURL(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -83,8 +84,8 @@ func invalidParam(param, detail string) *apiError {
 		detail: detail, extra: map[string]any{"param": param}}
 }
 
-// ownWebhook finds the path's webhook and checks the session's account owns it.
-// Call with s.mu held.
+// ownWebhook finds the path's webhook and checks the session's account
+// owns it. Call with s.mu held.
 func (s *Server) ownWebhook(r *http.Request, sess *session) (*webhook, *apiError) {
 	id := r.PathValue("id")
 	for _, wh := range s.st.webhooks {
@@ -334,9 +335,9 @@ type delivery struct {
 	st        *state // the state it belongs to; a Reset orphans it
 }
 
-// emit builds the event for topic and queues a delivery to every active webhook of
-// the payment's merchant (and of the payer, when it has an account) subscribed to
-// it. Call with s.mu held.
+// emit builds the event for topic. It queues a delivery to every active
+// webhook subscribed to topic. The webhooks are the payment's merchant's,
+// and the payer's when it has an account. Call with s.mu held.
 func (s *Server) emit(topic string, p *payment, tx *transaction) {
 	accounts := map[string]bool{}
 	for _, a := range []*account{s.st.accountOf(p.Payee), s.st.accountOf(p.Payer)} {
@@ -381,8 +382,8 @@ func (s *Server) emit(topic string, p *payment, tx *transaction) {
 	}
 }
 
-// startDelivery runs a delivery in a goroutine that Close waits for. Call with
-// s.mu held.
+// startDelivery runs a delivery in a goroutine that Close waits for.
+// Call with s.mu held.
 func (s *Server) startDelivery(d delivery) {
 	if s.ctx.Err() != nil {
 		return
@@ -404,8 +405,9 @@ func sign(secret string, timestamp int64, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// deliver POSTs d, retrying with a doubling real-time backoff, logging every
-// attempt as an event callback and tripping the circuit after repeated failures.
+// deliver POSTs d, retrying with a doubling real-time backoff.
+// It logs every attempt as an event callback. It trips the circuit after
+// repeated failures.
 func (s *Server) deliver(d delivery) {
 	backoff := s.cfg.webhookBackoff
 	for attempt := 1; attempt <= s.cfg.webhookAttempts; attempt++ {

@@ -34,16 +34,18 @@ func TestReserveWithinInstructions(t *testing.T) {
 		at     time.Duration // the ticket, after epoch; zero for none
 	}{
 		// Item 3: a clamped retry.
-		{"sliding: a clamped retry goes with the instruction, not the cooldown", nil, 2 * s, 0, clamped,
-			Admission{OK: true, Wait: s, Cooldown: true}, 2 * s},
+		{"sliding: a clamped retry goes at its clamped wait, not the cooldown", nil, 2 * s, 0, clamped,
+			Admission{OK: true, Wait: 1500 * ms, Cooldown: true}, 2500 * ms},
+		{"sliding: never before its clamped wait (issue 27)", nil, 2 * s, 0, with(clamped, func(r *Reservation) { r.After = 1200 * ms }),
+			Admission{OK: true, Wait: 1200 * ms, Cooldown: true}, 2200 * ms},
 		{"sliding: a retry that is not clamped waits for the cooldown", nil, 2 * s, 0, retry,
 			Admission{Wait: 2 * s, Cooldown: true}, 0},
 		{"sliding: a fresh call is never clamped", nil, 2 * s, 0, with(clamped, func(r *Reservation) { r.Retry = false }),
 			Admission{Wait: 2*s + 200*ms, Cooldown: true}, 0},
 		{"sliding: not before a later instruction", nil, 2800 * ms, 0, clamped,
 			Admission{Wait: 1800 * ms, Cooldown: true}, 0},
-		{"sliding: first in, first out", []time.Duration{2200 * ms}, 2 * s, 0, clamped,
-			Admission{OK: true, Wait: 1200 * ms, Cooldown: true}, 2200 * ms},
+		{"sliding: first in, first out", []time.Duration{2600 * ms}, 2 * s, 0, with(clamped, func(r *Reservation) { r.MaxWait = 2 * s }),
+			Admission{OK: true, Wait: 1600 * ms, Cooldown: true}, 2600 * ms},
 		{"fixed windows: at its clamped wait, where the window has room", nil, 2 * s, 0, fixed(clamped),
 			Admission{OK: true, Wait: 1500 * ms, Cooldown: true, Budget: budget}, 2500 * ms},
 		{"fixed windows: not into a full window", []time.Duration{2100 * ms}, 2 * s, 0, fixed(clamped),

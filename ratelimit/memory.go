@@ -45,7 +45,7 @@ const (
 // alignedAt). This needs the gateway's clock and ours to agree within the
 // clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
 // far better). A partition whose budget is stated rather than learned
-// (configured at its ceiling, or advertised by RateLimit fields) and where
+// (configured, and not probed: see probes) and where
 // that fails (the second 429 in windows that by our count had room) falls
 // back to the sliding rule, which needs no clock agreement: a log of the
 // last L send times admits a request only when the L-th previous one is at
@@ -101,7 +101,7 @@ type partitionState struct {
 	sliding     bool  // the fixed-window hypothesis failed here: the sliding rule only
 
 	// Probing (see probes).
-	advertised bool          // the learned budget is what RateLimit fields said: not probed
+	advertised bool          // the learned budget is what RateLimit fields said (see Admission.Advertised)
 	shared     bool          // others' requests have filled our windows
 	probeFrom  int64         // probes start with the window opening at or after this
 	rampFrom   int64         // the window before probeFrom ramps from then: every retry of the streak has gone
@@ -114,6 +114,10 @@ type partitionState struct {
 	// what a refusal right after a reopening is judged against.
 	reopenStart, reopenUntil int64
 	reopenBudget             Budget
+
+	// ahead holds the slots interactive reservations hold for later,
+	// ascending (see reserveAhead); each is in the log too.
+	ahead []int64
 }
 
 // NewMemory returns an empty in-memory limiter.
@@ -182,7 +186,9 @@ func (m *Memory) Reserve(ctx context.Context, r Reservation) (Admission, error) 
 	defer m.mu.Unlock()
 	now := m.now().UnixNano()
 	s := m.state(r.Partition, now)
-	return s.reserve(r, now), nil
+	adm := s.reserve(r, now)
+	adm.Advertised = s.advertised && s.learned.enabled()
+	return adm, nil
 }
 
 // Release implements Limiter.
@@ -264,6 +270,12 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 		s.touched = now
 		return Admission{Wait: wait, Cooldown: true, Budget: b}
 	}
+	if r.Guessed && r.Retry {
+		return s.reserveGuessed(r, now)
+	}
+	if r.Interactive {
+		return s.reserveAhead(r, b, now)
+	}
 	if r.FixedWindows && b.enabled() && !s.sliding {
 		return s.reserveAligned(r, b, now)
 	}
@@ -294,6 +306,46 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 	return adm
 }
 
+// reserveGuessed places a guessed retry (see Reservation.Guessed) at its
+// own wait: a header informs only the attempt it came with, so neither the
+// learned budget nor the windows a 429 showed full hold it, only a
+// cooldown whose instruction still runs (reopensFor) and the configured
+// budget, counted in its windows (or, on a partition that fell back to
+// the sliding rule, first in, first out). A held slot being confirmed is
+// placed again from its own time, never earlier.
+func (s *partitionState) reserveGuessed(r Reservation, now int64) Admission {
+	b := r.Budget
+	s.touched = now
+	from := now + int64(max(r.After, 0))
+	if i := s.index(r.Ticket); i >= 0 {
+		from = max(from, r.Ticket)
+		s.log = slices.Delete(s.log, i, i+1)
+	}
+	cooled := false
+	if reopen := s.reopensFor(r); reopen > from {
+		from, cooled = reopen, true
+	}
+	t := from
+	switch {
+	case !b.enabled():
+	case r.FixedWindows && !s.sliding:
+		t = alignedAt(s.log, 0, windowsOf(b, r.Margin), from)
+	default:
+		if n := len(s.log); n > 0 {
+			t = max(t, s.log[n-1])
+		}
+		if len(s.log) >= b.Limit {
+			t = max(t, s.log[len(s.log)-b.Limit]+int64(b.Period+max(r.Margin, 0)))
+		}
+	}
+	wait := time.Duration(t - now)
+	if wait > r.MaxWait {
+		return Admission{Wait: wait, Cooldown: cooled, Budget: b}
+	}
+	s.insert(t)
+	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
 // confirm re-checks the slot r.Ticket held since an earlier admission, now
 // that its caller has slept: the slot stands, perhaps a little later (at
 // gives the first time the rule admits it from a time, against the log
@@ -322,11 +374,12 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 // reserveAligned is reserve in fixed windows. A held slot being confirmed
 // stands if its windows still have room, else moves to the first window
 // that has; a new slot is the first time its windows have room, from now
-// or, for a retry while the partition is closed, from the reopening plus
-// the retry's own jitter. A fresh call while the partition is closed holds
-// nothing and asks again at the reopening: by then every retry refused in
-// the streak holds its slot, so fresh calls only get what the retries
-// leave, in whatever order the jitter sends the retries.
+// or, for a retry while the partition is closed, from the reopening, and
+// never before r.After (the retry's own wait). A fresh call while the
+// partition is closed holds nothing and asks again at the reopening: by
+// then every retry refused in the streak holds its slot, so fresh calls
+// only get what the retries leave, in whatever order the jitter sends the
+// retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
 	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin, r.Step)
 	// The bound on the log's length must not drop admissions that the
@@ -357,8 +410,7 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 			return Admission{Wait: wait, OK: wait <= r.MaxWait, Cooldown: true, Budget: b}
 		}
 		// The retry's place is its rank in the window that reopens,
-		// held from its 429 on: no jitter in time (see
-		// Feedback.RetryWait).
+		// held from its 429 on, at its own wait or later (After).
 		from = reopen
 	}
 	from = max(from, now+int64(max(r.After, 0)))
@@ -436,24 +488,28 @@ func (w windows) lateIn(t int64) bool {
 func confirmBehind(_ []int64, _ int64, _ windows, t int64) int64 { return t }
 
 // reopensFor is when the partition reopens for r: when its cooldown ends,
-// or for a clamped retry (see Reservation.Clamped) when the latest
-// instruction the gateway gave ends, if that is sooner: a cooldown a short
-// Retry-After lengthened is the limiter's guess, not the gateway's word.
+// or for a clamped or guessed retry (see Reservation.Clamped and Guessed)
+// when the latest instruction the gateway gave ends, if that is sooner: a
+// cooldown a short Retry-After lengthened, or a window's end the limiter
+// worked out, is its guess, not the gateway's word.
 func (s *partitionState) reopensFor(r Reservation) int64 {
-	if r.Clamped && r.Retry {
+	if (r.Clamped || r.Guessed) && r.Retry {
 		return min(s.coolUntil, s.told)
 	}
 	return s.coolUntil
 }
 
 // probes reports whether the partition looks for room beyond its learned
-// budget: when the budget was learned from 429s (not advertised by
-// RateLimit fields, which state it) and is below the configured one, if
-// any, which is a ceiling. A budget learned from one window is the share
-// this client had then; the others behind the same budget may since have
-// fallen silent, and nothing but a request beyond the share can tell.
+// budget: when it has one (taught by 429s or stated by RateLimit fields)
+// below the configured one, if any, which is a ceiling. A budget learned
+// from one window is the share this client had then; the others behind
+// the same budget may since have fallen silent, and nothing but a request
+// beyond the share can tell. An advertised one is probed too: one answer
+// (a proxy's, a forged one) must not throttle the partition for good, and
+// a gateway that means it refuses one probe per busy window, or says the
+// quota is spent (RateLimit remaining 0), which closes the partition.
 func (s *partitionState) probes(configured Budget) bool {
-	return s.learned.enabled() && !s.advertised && !s.sliding &&
+	return s.learned.enabled() && !s.sliding &&
 		(!configured.enabled() || s.learned.Limit < configured.Limit)
 }
 
@@ -482,6 +538,13 @@ func (s *partitionState) probeWindows(w windows, configured Budget, margin, pace
 		w.pace = int64(max(min(pace, margin), time.Millisecond))
 	}
 	w.from, w.clean = s.probeFrom, s.rampFrom
+	if s.rampFrom > 0 {
+		// Every client's retry of the streak goes within its additive
+		// jitter after its Retry-After (a tenth of it): the clean window's
+		// probes wait for that band too, so that they do not take the
+		// places of other clients' retries, which land late in the window.
+		w.clean += int64(float64(w.period) * retryJitter)
+	}
 	w.ahead = !s.lone()
 	w.burst = s.shared
 	w.ceiling = math.MaxInt
@@ -805,6 +868,7 @@ func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
 //     previous admission is one (stretched) period old, so that at most
 //     Limit go in any interval of that period: after a cooldown the
 //     partition reopens for at most the budget.
+//   - No slot comes before r.After: a retry goes at its own wait or later.
 func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Duration, r Reservation, now int64) (at int64, hold, cooled bool) {
 	at = now
 	if n := len(log); n > 0 {
@@ -823,13 +887,18 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 	if b.enabled() && len(log) >= b.Limit {
 		at = max(at, log[len(log)-b.Limit]+int64(period))
 	}
-	return at, true, cooled
+	return max(at, now+int64(max(r.After, 0))), true, cooled
 }
 
 // observe applies an Observation; see learnFrom. Advertised RateLimit
-// fields set the budget outright; a 429 teaches it otherwise.
+// fields set the budget, forgotten when answers stop carrying it; a 429
+// teaches it otherwise, and only one that gave an instruction.
 func (s *partitionState) observe(o Observation, now int64) Feedback {
 	s.touched = now
+	if o.Unadvertised && s.advertised {
+		// Answers stopped carrying the budget they stated: it is forgotten.
+		s.learned, s.advertised = Budget{}, false
+	}
 	if o.Advertised.enabled() {
 		s.learned, s.advertised = o.Advertised, true
 	}
@@ -838,7 +907,13 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 	if o.Reset > 0 {
 		s.told = max(s.told, now+int64(o.Reset))
 	}
-	if o.Throttled {
+	if o.Throttled && o.RetryAfter <= 0 {
+		// A 429 without an instruction: refused, so its request used no
+		// budget. It teaches nothing and closes nothing: the period it
+		// would be counted in is known only from an earlier header, and
+		// a header informs only the attempt it came with.
+		s.remove(o.Ticket)
+	} else if o.Throttled {
 		if o.RetryAfter > 0 {
 			s.told = max(s.told, now+int64(o.RetryAfter))
 		}
@@ -922,24 +997,7 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 	}
 	s.close(now, cool)
 	fb.Cooldown, fb.Budget = time.Duration(max(s.coolUntil-now, 0)), s.learned
-	if o.Throttled && o.FixedWindows && !s.sliding && !fb.Distrusted && s.learned.enabled() {
-		fb.RetryWait = retryWait(o.RetryAfter, fb.Cooldown)
-	}
 	return fb
-}
-
-// retryWait is Feedback.RetryWait under a learned budget in fixed windows:
-// until the refused request's window reopens for the partition (the
-// cooldown, at least a millisecond), never more than the Retry-After.
-// Rack::Attack sends the whole period as Retry-After, not the time left in
-// the window, so waiting it exactly puts the retry of a request refused
-// 40 ms after an opening 40 ms after the next one, behind the probes of the
-// window it lands in; the contract (gateway README §10) makes Retry-After
-// an upper bound, and the partition's fresh calls go at the reopening too.
-// The retry's time in the window is still the limiter's (alignedAt, with
-// the delivery-delay band).
-func retryWait(retryAfter, cooldown time.Duration) time.Duration {
-	return min(retryAfter, max(cooldown, time.Millisecond))
 }
 
 // learnWindows is what a 429 says about fixed windows, given the budget in

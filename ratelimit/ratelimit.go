@@ -35,6 +35,29 @@
 // admits: no client can tell others that fell silent from no others
 // without sending one request more. docs/ratelimit-design.md and
 // docs/ratelimit.md give the rules and their failure modes in full.
+//
+// # What no rule may do
+//
+// Learning and pacing may delay a send, never advance it. The client
+// decides a 429's wait: min(Retry-After, RetryAfterCap) plus additive
+// jitter of up to a tenth, never less. It passes that wait as
+// Reservation.After, and every rule here (the learned windows, pacing,
+// probes, the late retry, the clamped one) places the retry's slot at After
+// or later. A learned window's reopening lets fresh calls go; a retry still
+// waits its own wait, because the window is a guess about the gateway's
+// clock.
+//
+// A header informs only the attempt it came with. A 429 without a usable
+// Retry-After teaches nothing and closes nothing. The retry of an answer
+// without an instruction (Reservation.Guessed) goes at the client's guess:
+// only a cooldown whose instruction still runs, and a configured budget,
+// may hold it.
+//
+// What a header teaches is bounded. A budget RateLimit fields state is
+// probed beyond as a learned one is, and forgotten when an answer to a
+// request admitted under it no longer carries it (Admission.Advertised,
+// Observation.Unadvertised). The client drops a stated window longer than
+// its RetryAfterCap and clamps the quota, as it bounds a Retry-After.
 package ratelimit
 
 import (
@@ -100,14 +123,16 @@ type Reservation struct {
 	// cooldown, its own additive jitter, so that waiters do not wake
 	// together, and fresh calls wait the whole 10%, so that no draw puts a
 	// retry behind them. In fixed windows a retry's place is its rank in
-	// the window that reopens, held from its 429 on, and it goes at its
-	// Retry-After (see Feedback.RetryWait): no jitter.
+	// the window that reopens, held from its 429 on, and its time is After
+	// (the client's wait, jitter included) or later.
 	Jitter float64
 	// MaxWait is the longest acceptable wait.
 	MaxWait time.Duration
 	// After is how long from now the request will go at the earliest: a
-	// retry's slot, held when its 429 arrives, is not taken before its
-	// Retry-After has passed. A Limiter holds no slot earlier.
+	// retry's slot, held when its 429 arrives, is not taken before the
+	// client's wait (the Retry-After, capped, plus its jitter) has passed.
+	// A Limiter places no slot earlier, under any rule: learning and
+	// pacing may delay a send, never advance it.
 	After time.Duration
 	// Clamped marks the retry of a 429 whose Retry-After the Limiter found
 	// short (Feedback.Distrusted) when its call cannot wait out the
@@ -120,6 +145,14 @@ type Reservation struct {
 	// and only where the windows have room. Fresh calls and other retries
 	// still wait for the cooldown.
 	Clamped bool
+	// Guessed marks a retry whose wait is the client's own guess: the
+	// answer it retries carried no usable instruction (a 429 without
+	// Retry-After, a 5xx, a broken connection). A header informs only the
+	// attempt it came with, so a Limiter places it at After, held back
+	// only by a cooldown whose instruction still runs (as for Clamped: not
+	// past the latest Retry-After or reset) and by the configured Budget.
+	// A budget or windows learned from earlier answers do not hold it.
+	Guessed bool
 	// FixedWindows says the gateway counts requests in fixed windows of the
 	// budget's period aligned to the Unix epoch, as Rack::Attack does. A
 	// Limiter may then admit the whole budget in each window (bursts at the
@@ -130,6 +163,15 @@ type Reservation struct {
 	// Ticket confirms a slot held by an earlier Reserve whose Wait has
 	// passed; zero asks for a new slot.
 	Ticket int64
+	// Interactive marks a call whose caller waits for its answer (a
+	// request/response handler's, which does not retry 429s). Its slot goes
+	// ahead of the slots waiting calls hold (retries, paced calls), still
+	// within the budget in every window: it counts only what was sent and
+	// what other interactive calls hold. The slots it goes ahead of move
+	// later when their holders confirm them, so a holder that may be
+	// passed so must confirm its slot after its sleep. While the partition
+	// is closed it holds nothing, as a fresh call.
+	Interactive bool
 }
 
 // Admission is a Limiter's answer.
@@ -148,8 +190,13 @@ type Admission struct {
 	// closed partition to reopen asks again after Wait.
 	Ticket int64
 	// Budget is the budget in force on the partition, configured or
-	// learned; zero when none is known.
+	// learned; zero when none is known. A Guessed retry's is the
+	// configured one only.
 	Budget Budget
+	// Advertised is true when the partition's learned budget is one that
+	// RateLimit fields stated (Observation.Advertised): an answer to this
+	// request without them makes it forgotten (Observation.Unadvertised).
+	Advertised bool
 }
 
 // Observation is what one answer said about its partition.
@@ -160,7 +207,9 @@ type Observation struct {
 	// Throttled is true for a 429.
 	Throttled bool
 	// RetryAfter is the server's instruction on a 429, already bounded by
-	// the client's RetryAfterCap; zero when the answer carried none.
+	// the client's RetryAfterCap; zero when the answer carried none. A 429
+	// without one teaches nothing and closes nothing: its request used no
+	// budget, and what earlier headers taught says nothing about it.
 	RetryAfter time.Duration
 	// Capped is true when the instruction was longer than the cap: the
 	// gateway's period is then unknown, and the 429 teaches no budget.
@@ -169,8 +218,16 @@ type Observation struct {
 	// server's Retry-After proved short (the client's RetryAfterCap).
 	MaxCooldown time.Duration
 	// Advertised is the quota the answer's RateLimit fields state; zero when
-	// absent. It replaces the learned budget outright.
+	// absent. It replaces the learned budget, and is probed beyond as a
+	// learned one is: one answer must not throttle a partition for good.
+	// The client bounds it as it bounds a Retry-After (a rail0.Client drops
+	// a window beyond its RetryAfterCap and clamps the quota).
 	Advertised Budget
+	// Unadvertised says the answer carried no RateLimit fields stating a
+	// budget, for a request admitted while the partition's budget was an
+	// advertised one (Admission.Advertised): answers stopped carrying it,
+	// so it is forgotten. A budget learned from 429s stays.
+	Unadvertised bool
 	// Closed is how long the server's instruction (a 429's Retry-After,
 	// uncapped) says the partition stays closed, when that is longer than
 	// the cap (Capped): the client retries no sooner than the cap allows,
@@ -208,15 +265,4 @@ type Feedback struct {
 	Distrusted bool
 	// Budget is the learned budget after the observation; zero when none.
 	Budget Budget
-	// RetryWait is how long the refused request waits before its retry
-	// when the limiter keeps the gateway's fixed windows for a budget it
-	// learned (not distrusted): until the refused request's window reopens
-	// for the partition, never more than the Retry-After, which the
-	// contract makes an upper bound (Rack::Attack sends the whole period,
-	// not the time left). The retry's place in the window that reopens is
-	// held by count, so spreading retries in time (the additive jitter a
-	// client adds to a server-given wait) buys nothing there and only
-	// delays the window's last calls. Zero leaves the wait to the client's
-	// retry policy.
-	RetryWait time.Duration
 }

@@ -141,20 +141,29 @@ func TestMemoryFixedWindows(t *testing.T) {
 
 // A 429 for a slot the windows had room for, by the client's count, is a
 // contradiction: the budget or the windows are wrong. On a partition that
-// does not probe (its budget stated by RateLimit fields), the first lowers
-// the budget; the second ends the hypothesis, and the partition keeps to
-// the sliding rule. A partition that probes (its budget learned from 429s)
-// takes such refusals for others' requests and keeps the windows.
+// does not probe (its budget stated by RateLimit fields and configured
+// alike, so that there is nothing to probe up to), the first lowers the
+// budget; the second ends the hypothesis, and the partition keeps to the
+// sliding rule. A partition that probes (its budget learned from 429s, or
+// stated by RateLimit fields alone: issue 27, item 5) takes such refusals
+// for others' requests and keeps the windows.
 func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 	const s = time.Second
-	for _, advertised := range []bool{true, false} {
+	for _, kind := range []string{"stated and configured", "stated", "learned"} {
+		advertised := kind == "stated and configured"
 		clk := &fakeClock{t: epoch.Add(s)}
 		m := newMemory(clk.Now)
 		b := Budget{Limit: 4, Period: 10 * s}
 		o := Observation{Throttled: true, RetryAfter: 10 * s, Margin: time.Millisecond, FixedWindows: true}
-		if advertised {
+		var configured Budget
+		if kind != "learned" {
 			o.Advertised = b // the gateway states its quota on every answer
-		} else {
+		}
+		if advertised {
+			configured = b
+			o.Budget = b
+		}
+		if kind == "learned" {
 			// Learned: the first window's 429 taught 4.
 			for range 4 {
 				reserve(t, m, Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true})
@@ -164,7 +173,7 @@ func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 			require.Equal(t, b, m.ps["public"].learned)
 			clk.t = epoch.Add(21 * s)
 		}
-		r := Reservation{Partition: "public", Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
+		r := Reservation{Partition: "public", Budget: configured, Margin: time.Millisecond, MaxWait: time.Minute, FixedWindows: true}
 		refuse := func() {
 			t.Helper()
 			adm := reserve(t, m, r)
@@ -174,7 +183,7 @@ func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 			_, err := m.Observe(t.Context(), "public", o)
 			assert.NoError(t, err)
 		}
-		if advertised {
+		if kind != "learned" {
 			_, err := m.Observe(t.Context(), "public", Observation{Advertised: b})
 			require.NoError(t, err)
 		}
@@ -186,8 +195,8 @@ func TestContradictedWindowsFallBackToTheSlidingRule(t *testing.T) {
 		// The first request of a later window refused.
 		clk.t = clk.t.Add(24 * s)
 		refuse()
-		assert.Equal(t, advertised, m.ps["public"].sliding, "advertised %v", advertised)
-		assert.True(t, m.ps["public"].shared, "advertised %v", advertised)
+		assert.Equal(t, advertised, m.ps["public"].sliding, kind)
+		assert.True(t, m.ps["public"].shared, kind)
 		if !advertised {
 			continue
 		}
@@ -398,9 +407,8 @@ func TestMemoryProbesBeyondTheLearnedBudget(t *testing.T) {
 	}
 	assert.Equal(t, Budget{3, 2 * s}, fb.Budget)
 	assert.Equal(t, 2*s+4*ms-10*ms, fb.Cooldown, "closed until its window ends, plus the clock allowance")
-	assert.Equal(t, fb.Cooldown, fb.RetryWait, "the retry waits until the window reopens, less than the instruction, without jitter")
 	// The two retries hold their slots when their 429s come: at their
-	// Retry-After.
+	// Retry-After, not at the reopening before it.
 	retry := r
 	retry.Retry, retry.After = true, 2*s
 	for range 2 {
@@ -411,7 +419,7 @@ func TestMemoryProbesBeyondTheLearnedBudget(t *testing.T) {
 	// step after the streak's last retry.
 	clk.Advance(2*s + 4*ms - 10*ms)
 	assert.Zero(t, reserve(t, m, r).Wait)
-	assert.Equal(t, 10*ms+ms-4*ms, reserve(t, m, r).Wait, "the probe: a step after the retries")
+	assert.Equal(t, 10*ms+200*ms+ms-4*ms, reserve(t, m, r).Wait, "the probe: a step after the retries' jitter band (a tenth of the period)")
 	// A refusal (the probe's) closes the window; the next one takes the
 	// budget and one more at its opening.
 	clk.Advance(8 * ms)
@@ -562,86 +570,80 @@ func TestHeldUntil(t *testing.T) {
 	assert.Equal(t, int64(43), windows{ahead: true}.heldUntil(42))
 }
 
-// Issue 21, the retry after a 429 in fixed windows (Feedback.RetryWait),
-// through Memory: five calls unpaced, the fifth refused 10 ms into the
-// window [0, 2 s) with Retry-After: 2 s (Rack::Attack's whole period).
-// Under a budget it learned, the partition's window reopens at 2 s plus
-// the clock allowance, 6 ms before the Retry-After ends: the retry waits
-// until then, and its slot is the window's opening, where every request is
-// counted in the new window whatever its delivery delay. Where the limiter
-// does not keep learned fixed windows, the wait is left to the retry
-// policy (zero), as before; never is it more than the Retry-After.
-func TestRetryWaitUntilTheWindowReopens(t *testing.T) {
+// Issue 27, item 1, through Memory: five calls unpaced, the fifth refused
+// 10 ms into the window [0, 2 s) with Retry-After: 2 s (Rack::Attack's
+// whole period). Under a budget it learned, the partition reopens for
+// fresh calls at 2 s plus the clock allowance, before the instruction
+// ends; the retry's slot is held at its own wait (After: the instruction
+// plus its jitter) or later, under every rule, and never at the reopening
+// before it. It pinned the opposite before (Feedback.RetryWait, the
+// reopening, without jitter).
+func TestRetrySlotNeverBeforeItsWait(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	tests := []struct {
-		name      string
-		fixed     bool
-		budget    Budget // configured
-		sliding   bool
-		distrust  bool // a second 429 after the first's Retry-After was honoured
-		wait      time.Duration
-		distrusts bool
+		name     string
+		fixed    bool
+		budget   Budget // configured
+		sliding  bool
+		distrust bool // a second 429 after the first's Retry-After was honoured
+		clamped  bool
 	}{
-		{"learned fixed windows: until the window reopens", true, Budget{}, false, false, 2*s + 4*ms - 10*ms, false},
-		{"cooldown past the Retry-After: the Retry-After, never more", true, Budget{3, 2 * s}, false, false, 2 * s, false},
-		{"the sliding rule: the retry policy's", true, Budget{}, true, false, 0, false},
-		{"not fixed windows: the retry policy's", false, Budget{}, false, false, 0, false},
-		{"distrusted: the retry policy's (the lengthened cooldown)", true, Budget{}, false, true, 0, true},
+		{"learned fixed windows", true, Budget{}, false, false, false},
+		{"a configured budget", true, Budget{3, 2 * s}, false, false, false},
+		{"the sliding rule", true, Budget{}, true, false, false},
+		{"not fixed windows", false, Budget{}, false, false, false},
+		{"distrusted", true, Budget{}, false, true, false},
+		{"distrusted, clamped", true, Budget{}, false, true, true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clk := &fakeClock{t: epoch}
-			m := newMemory(clk.Now)
-			r := Reservation{Partition: "public", Budget: tt.budget, Margin: 150 * ms, MaxWait: time.Minute, FixedWindows: tt.fixed}
-			var tickets []int64
-			for range 5 {
-				tickets = append(tickets, reserve(t, m, r).Ticket)
-			}
-			clk.Advance(10 * ms)
-			o := Observation{Throttled: true, RetryAfter: 2 * s, Margin: 150 * ms, FixedWindows: tt.fixed, Ticket: tickets[4], Budget: tt.budget}
-			if tt.sliding {
-				m.ps["public"].sliding = true
-			}
-			fb, err := m.Observe(t.Context(), "public", o)
-			require.NoError(t, err)
-			if tt.distrust {
-				clk.Advance(fb.Cooldown)
-				retry := r
-				retry.Retry = true
-				adm := reserve(t, m, retry)
-				clk.Advance(adm.Wait + 5*ms)
-				o.Ticket = adm.Ticket
-				fb, err = m.Observe(t.Context(), "public", o)
+		for _, u := range []float64{0, 0.5, 0.999} {
+			t.Run(fmt.Sprintf("%s, jitter %v", tt.name, u), func(t *testing.T) {
+				clk := &fakeClock{t: epoch}
+				m := newMemory(clk.Now)
+				r := Reservation{Partition: "public", Budget: tt.budget, Margin: 150 * ms, MaxWait: time.Minute, FixedWindows: tt.fixed}
+				var tickets []int64
+				for range 5 {
+					tickets = append(tickets, reserve(t, m, r).Ticket)
+				}
+				clk.Advance(10 * ms)
+				o := Observation{Throttled: true, RetryAfter: 2 * s, Margin: 150 * ms, FixedWindows: tt.fixed, Ticket: tickets[4], Budget: tt.budget}
+				if tt.sliding {
+					m.ps["public"].sliding = true
+				}
+				fb, err := m.Observe(t.Context(), "public", o)
 				require.NoError(t, err)
-			}
-			assert.Equal(t, tt.distrusts, fb.Distrusted)
-			assert.Equal(t, tt.wait, fb.RetryWait)
-			assert.LessOrEqual(t, fb.RetryWait, o.RetryAfter)
-			if fb.RetryWait == 0 {
-				return
-			}
-			// The retry's slot, held when its 429 came: at the window's
-			// opening, not in the band before it.
-			retry := r
-			retry.Retry, retry.After = true, fb.RetryWait
-			adm := reserve(t, m, retry)
-			require.True(t, adm.OK)
-			assert.GreaterOrEqual(t, time.Duration(adm.Ticket-ns(0)), 2*s+clockAllowance(2*s))
-		})
-	}
-}
-
-// retryWait as a pure function: the cooldown, at least a millisecond,
-// never more than the Retry-After.
-func TestRetryWait(t *testing.T) {
-	const s, ms = time.Second, time.Millisecond
-	for _, tt := range []struct{ retryAfter, cooldown, want time.Duration }{
-		{2 * s, 1994 * ms, 1994 * ms},
-		{2 * s, 2001 * ms, 2 * s},
-		{2 * s, 0, ms},
-		{60 * s, 59999 * ms, 59999 * ms},
-	} {
-		assert.Equal(t, tt.want, retryWait(tt.retryAfter, tt.cooldown), "Retry-After %v, cooldown %v", tt.retryAfter, tt.cooldown)
+				if tt.name == "learned fixed windows" {
+					assert.Less(t, fb.Cooldown, o.RetryAfter, "fresh calls may go at the learned reopening")
+				}
+				if tt.distrust {
+					clk.Advance(fb.Cooldown)
+					retry := r
+					retry.Retry = true
+					adm := reserve(t, m, retry)
+					clk.Advance(adm.Wait + 5*ms)
+					o.Ticket = adm.Ticket
+					fb, err = m.Observe(t.Context(), "public", o)
+					require.NoError(t, err)
+					require.True(t, fb.Distrusted)
+				}
+				// The client's wait: the instruction plus its jitter, and
+				// for a distrusted one at least the lengthened cooldown.
+				wait := o.RetryAfter + time.Duration(u*float64(o.RetryAfter)/10)
+				if tt.distrust && !tt.clamped {
+					wait = max(wait, fb.Cooldown)
+				}
+				retry := r
+				retry.Retry, retry.After, retry.Jitter, retry.Clamped = true, wait, u, tt.clamped
+				adm := reserve(t, m, retry)
+				require.True(t, adm.OK)
+				assert.GreaterOrEqual(t, adm.Wait, wait, "the slot is held at the retry's own wait or later")
+				// Its confirmation after the sleep never moves it earlier.
+				clk.Advance(wait)
+				retry.Ticket = adm.Ticket
+				conf := reserve(t, m, retry)
+				assert.GreaterOrEqual(t, clk.Now().Add(conf.Wait).UnixNano(), adm.Ticket)
+			})
+		}
 	}
 }
 

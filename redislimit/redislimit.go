@@ -38,7 +38,8 @@
 // that the processes sharing the store and any others behind the same
 // budget that do not share it find their parts; the probes are the shared
 // partition's, not each process's.
-// A partition paced at an advertised budget, after two 429s that its own
+// A partition paced at a budget it does not probe (configured, or stated
+// by RateLimit fields and configured alike), after two 429s that its own
 // count cannot explain, keeps to the sliding rule (first in, first out)
 // until it is forgotten. The window a 429 showed full, the probes' start,
 // the count of those 429s and the fallback are in the shared state: every
@@ -406,19 +407,22 @@ func (l *Limiter) reserve(ctx context.Context, r ratelimit.Reservation) (ratelim
 		microsCeil(max(r.After, 0)),
 		btoi(r.Clamped),
 		microsCeil(max(r.Step, 0)),
+		btoi(r.Guessed),
+		btoi(r.Interactive),
 	)
 	if err != nil {
 		return ratelimit.Admission{}, time.Time{}, err
 	}
-	if len(res) != 7 {
-		return ratelimit.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 7", len(res))}
+	if len(res) != 8 {
+		return ratelimit.Admission{}, time.Time{}, &Error{Op: "reserve", Partition: r.Partition, Err: fmt.Errorf("script returned %d values, want 8", len(res))}
 	}
 	a := ratelimit.Admission{
-		OK:       res[0] == 1,
-		Wait:     time.Duration(res[1]) * time.Microsecond,
-		Cooldown: res[2] == 1,
-		Ticket:   res[3],
-		Budget:   ratelimit.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
+		OK:         res[0] == 1,
+		Wait:       time.Duration(res[1]) * time.Microsecond,
+		Cooldown:   res[2] == 1,
+		Ticket:     res[3],
+		Budget:     ratelimit.Budget{Limit: int(res[4]), Period: time.Duration(res[5]) * time.Microsecond},
+		Advertised: res[7] == 1,
 	}
 	return a, time.UnixMicro(res[6]).Add(a.Wait), nil
 }
@@ -461,18 +465,18 @@ func (l *Limiter) Observe(ctx context.Context, partition string, o ratelimit.Obs
 		o.Admitted.Limit,
 		microsCeil(o.Admitted.Period),
 		microsCeil(max(o.Closed, 0)),
+		btoi(o.Unadvertised),
 	)
 	if err != nil {
 		return ratelimit.Feedback{}, err
 	}
-	if len(res) != 5 {
-		return ratelimit.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 5", len(res))}
+	if len(res) != 4 {
+		return ratelimit.Feedback{}, &Error{Op: "observe", Partition: partition, Err: fmt.Errorf("script returned %d values, want 4", len(res))}
 	}
 	return ratelimit.Feedback{
 		Cooldown:   time.Duration(res[0]) * time.Microsecond,
 		Distrusted: res[1] == 1,
 		Budget:     ratelimit.Budget{Limit: int(res[2]), Period: time.Duration(res[3]) * time.Microsecond},
-		RetryWait:  time.Duration(res[4]) * time.Microsecond,
 	}, nil
 }
 
@@ -555,10 +559,11 @@ local function save(key, st)
   end
   redis.call('HSET', key, unpack(kv))
 end
--- probes: the partition looks for room beyond a budget it learned from
--- 429s, below the configured one if any (see probes in package ratelimit).
+-- probes: the partition looks for room beyond a budget it learned (from
+-- 429s or RateLimit fields), below the configured one if any (see probes
+-- in package ratelimit).
 local function probes(st, cl, cp)
-  return st.ll > 0 and st.lp > 0 and st.ad == 0 and st.sl == 0 and (not (cl > 0 and cp > 0) or st.ll < cl)
+  return st.ll > 0 and st.lp > 0 and st.sl == 0 and (not (cl > 0 and cp > 0) or st.ll < cl)
 end
 `
 
@@ -567,7 +572,7 @@ end
 // of admission times in microseconds. The clock allowance and the late
 // bound are rounded up to whole microseconds: a band a fraction of a
 // microsecond wider than the in-memory one, never narrower.
-const luaWindows = `
+var luaWindows = `
 -- floorDiv is floor(a / b) for b > 0, exactly: the quotient of two doubles
 -- may round to the integer just above when a is just below a multiple of b.
 local function floorDiv(a, b)
@@ -604,6 +609,8 @@ end
 local function probeWindows(w, st, cl, cp, margin, pace)
   if not probes(st, cl, cp) then return w end
   w.step, w.from, w.clean = math.max(margin, 1000), st.pf, st.rf
+  -- The clean window's probes wait for the streak's retries' jitter band.
+  if st.rf > 0 then w.clean = st.rf + math.floor(w.period * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `) end
   w.pace = w.step
   if pace > 0 then w.pace = math.max(math.min(pace, margin), 1000) end
   w.ahead = st.sh ~= 0 or st.vr ~= 0
@@ -716,8 +723,9 @@ end
 //	      5 jitter draw, 6 max wait µs, 7 ticket, 8 clock override µs or '',
 //	      9 TTL slack µs, 10 max log length, 11 log horizon µs, 12 idle µs,
 //	      13 fixed windows, 14 after µs, 15 clamped, 16 step µs (the
-//	      pace of probe rounds after the first; 0: the margin)
-//	returns {ok, wait µs, cooled, ticket, limit, period µs, now}
+//	      pace of probe rounds after the first; 0: the margin), 17 guessed,
+//	      18 interactive
+//	returns {ok, wait µs, cooled, ticket, limit, period µs, now, advertised}
 var reserveScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[8])
 local st = state(KEYS[1])
@@ -730,17 +738,22 @@ local maxwait = tonumber(ARGV[6])
 local ticket = tonumber(ARGV[7])
 local slack = tonumber(ARGV[9])
 local idle = tonumber(ARGV[12])
--- A clamped retry reopens with the gateway's latest instruction, not with
--- a cooldown lengthened beyond it (see reopensFor in package ratelimit).
+-- A clamped or guessed retry reopens with the gateway's latest
+-- instruction, not with a cooldown the limiter worked out beyond it (see
+-- reopensFor in package ratelimit).
 local clamped = retry == 1 and tonumber(ARGV[15]) == 1
+local guessed = retry == 1 and tonumber(ARGV[17]) == 1
 local reopen = cu
-if clamped then reopen = math.min(cu, st.tu) end
+if clamped or guessed then reopen = math.min(cu, st.tu) end
+-- The learned budget was stated by RateLimit fields (Admission.Advertised).
+local adv = 0
+if st.ad == 1 and st.ll > 0 and st.lp > 0 then adv = 1 end
 
 -- The gateway said the partition stays closed longer than the caller may
 -- wait: nothing is held, and a slot being confirmed is given up.
 if st.xu - now > 0 and st.xu - now > maxwait then
   if ticket > 0 then redis.call('LREM', KEYS[2], -1, ARGV[7]) end
-  return {0, st.xu - now, 1, 0, limit, bper, now}
+  return {0, st.xu - now, 1, 0, limit, bper, now, adv}
 end
 -- Fixed windows, unless the partition fell back to the sliding rule.
 local aligned = tonumber(ARGV[13]) == 1 and limit > 0 and bper > 0 and sl == 0
@@ -790,6 +803,126 @@ end
 
 local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
 
+-- A guessed retry goes at its own wait: only a cooldown whose instruction
+-- still runs and the configured budget hold it (see reserveGuessed in
+-- package ratelimit).
+if guessed then
+  local cl, cp, margin = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+  local from = now + math.max(tonumber(ARGV[14]), 0)
+  if ticket > 0 and redis.call('LREM', KEYS[2], -1, ARGV[7]) > 0 then from = math.max(from, ticket) end
+  local cooled = 0
+  if reopen > from then from, cooled = reopen, 1 end
+  local raw = redis.call('LRANGE', KEYS[2], 0, -1)
+  local vs = {}
+  for i, x in ipairs(raw) do vs[i] = tonumber(x) end
+  local t = from
+  if cl > 0 and cp > 0 then
+    if tonumber(ARGV[13]) == 1 and sl == 0 then
+      t = alignedAt(vs, 0, windowsOf(cl, cp, margin), from)
+    else
+      -- First in, first out, at most the budget in a stretched period.
+      if #vs > 0 then t = math.max(t, vs[#vs]) end
+      if #vs >= cl then t = math.max(t, vs[#vs - cl + 1] + cp + margin) end
+    end
+  end
+  local wait = t - now
+  if wait > maxwait then return {0, wait, cooled, 0, cl, cp, now, adv} end
+  local j = rank(vs, t, true)
+  if j == #vs then
+    redis.call('RPUSH', KEYS[2], str(t))
+  else
+    redis.call('LINSERT', KEYS[2], 'BEFORE', raw[j + 1], str(t))
+  end
+  keepalive(t)
+  return {1, math.max(wait, 0), cooled, t, cl, cp, now, adv}
+end
+
+-- An interactive reservation goes ahead of the slots waiting calls hold,
+-- within the budget (see reserveAhead in package ratelimit). The slots
+-- interactive reservations hold for later are the state's 'ah', ascending.
+if tonumber(ARGV[18]) == 1 then
+  local ah = {}
+  for x in string.gmatch(redis.call('HGET', KEYS[1], 'ah') or '', '%S+') do ah[#ah + 1] = tonumber(x) end
+  local function saveAhead()
+    local parts = {}
+    for i, x in ipairs(ah) do parts[i] = str(x) end
+    redis.call('HSET', KEYS[1], 'ah', table.concat(parts, ' '))
+  end
+  local list = xs
+  if not aligned then
+    list = {}
+    for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do list[i] = tonumber(x) end
+  end
+  local own = 0
+  if ticket > 0 and redis.call('LPOS', KEYS[2], ARGV[7], 'RANK', -1) then
+    own = ticket
+    redis.call('LREM', KEYS[2], -1, ARGV[7])
+    for i, x in ipairs(list) do
+      if x == ticket then
+        table.remove(list, i)
+        break
+      end
+    end
+    for i, x in ipairs(ah) do
+      if x == ticket then
+        table.remove(ah, i)
+        break
+      end
+    end
+  end
+  if reopen > now then
+    -- Closed: it holds nothing and asks again at the reopening.
+    saveAhead()
+    local wait = reopen - now
+    if wait > maxwait then return {0, wait, 1, 0, limit, bper, now, adv} end
+    return {1, wait, 1, 0, limit, bper, now, adv}
+  end
+  local function countEq(ys, v) return rank(ys, v, true) - rank(ys, v, false) end
+  -- committed: what was sent by now (at a confirmed slot's own time, the
+  -- held slots there are not) and what interactive reservations hold.
+  local cm, kept = {}, {}
+  for _, x in ipairs(list) do
+    if x <= now and x ~= own then cm[#cm + 1] = x end
+  end
+  for _, x in ipairs(ah) do
+    if not ((x <= now and x ~= own) or countEq(kept, x) >= countEq(list, x)) then kept[#kept + 1] = x end
+  end
+  ah = kept
+  for _, x in ipairs(kept) do cm[#cm + 1] = x end
+  table.sort(cm)
+  local from = now + math.max(tonumber(ARGV[14]), 0)
+  if own > 0 then from = math.max(own, now) end
+  local t = from
+  if aligned then
+    w.size = #cm
+    if own > 0 then t = confirmAligned(cm, fu, w, from) else t = alignedAt(cm, fu, w, from) end
+  elseif limit > 0 then
+    while true do
+      local hi = rank(cm, t, true)
+      if hi < limit then break end
+      local nxt = cm[hi - limit + 1] + per
+      if nxt <= t then break end
+      t = nxt
+    end
+  end
+  if t - now > maxwait then
+    saveAhead()
+    return {0, t - now, 0, 0, limit, bper, now, adv}
+  end
+  local later = {}
+  while true do
+    local x = redis.call('LINDEX', KEYS[2], -1)
+    if not x or tonumber(x) <= t then break end
+    table.insert(later, 1, redis.call('RPOP', KEYS[2]))
+  end
+  redis.call('RPUSH', KEYS[2], str(t))
+  if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
+  if t > now then table.insert(ah, rank(ah, t, true) + 1, t) end
+  saveAhead()
+  keepalive(t)
+  return {1, math.max(t - now, 0), 0, t, limit, bper, now, adv}
+end
+
 -- Fixed windows (see reserveAligned in package ratelimit): slots are no longer
 -- first in, first out, so each goes into the list in order.
 if aligned then
@@ -832,10 +965,10 @@ if aligned then
         else
           t = confirmAligned(xs, fu, w, math.max(ticket, now))
         end
-        if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
+        if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now, adv} end
         put(t)
         if behind and t == ticket and t - now > 0 then redis.call('HSET', KEYS[1], 'bh', str(t)) end
-        return {1, t - now, 0, t, limit, bper, now}
+        return {1, t - now, 0, t, limit, bper, now, adv}
       end
     end
   end
@@ -845,8 +978,8 @@ if aligned then
     if retry == 0 then
       -- A fresh call holds nothing and asks again at the reopening.
       local wait = reopen - now
-      if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
-      return {1, wait, 1, 0, limit, bper, now}
+      if wait > maxwait then return {0, wait, 1, 0, limit, bper, now, adv} end
+      return {1, wait, 1, 0, limit, bper, now, adv}
     end
     -- A retry's place is its rank in the window that reopens: no jitter.
     from = reopen
@@ -860,10 +993,10 @@ if aligned then
   local late = retry == 1 and not clamped and tonumber(ARGV[14]) > 0 and st.sh == 0 and st.vr == 0 and lateIn(w, t)
   if late then t = alignedAt(xs, fu, w, t + w.step) end
   local wait = t - now
-  if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
+  if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now, adv} end
   put(t)
   if late and lateIn(w, t) then redis.call('HSET', KEYS[1], 'bh', str(t)) end
-  return {1, math.max(wait, 0), cooled, t, limit, bper, now}
+  return {1, math.max(wait, 0), cooled, t, limit, bper, now, adv}
 end
 
 -- A confirmation after the caller's sleep.
@@ -886,7 +1019,7 @@ if ticket > 0 then
           t = nxt
         end
       end
-      if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now} end
+      if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now, adv} end
       local later = {}
       while true do
         local x = redis.call('LINDEX', KEYS[2], -1)
@@ -896,7 +1029,7 @@ if ticket > 0 then
       redis.call('RPUSH', KEYS[2], str(t))
       if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
       keepalive(t)
-      return {1, t - now, 0, t, limit, bper, now}
+      return {1, t - now, 0, t, limit, bper, now, adv}
     end
   end
 end
@@ -912,8 +1045,8 @@ if last then at = math.max(at, tonumber(last)) end
 local cooled = 0
 if retry == 0 and ru + math.floor(window) > now then
   local wait = math.max(ru + math.floor(window), at) - now
-  if wait > maxwait then return {0, wait, 1, 0, limit, bper, now} end
-  return {1, wait, 1, 0, limit, bper, now}
+  if wait > maxwait then return {0, wait, 1, 0, limit, bper, now, adv} end
+  return {1, wait, 1, 0, limit, bper, now, adv}
 end
 if ru > now then
   cooled = 1
@@ -922,11 +1055,13 @@ end
 if limit > 0 and redis.call('LLEN', KEYS[2]) >= limit then
   at = math.max(at, tonumber(redis.call('LINDEX', KEYS[2], -limit)) + per)
 end
+-- No slot before the request's own wait (After).
+at = math.max(at, now + math.max(tonumber(ARGV[14]), 0))
 local wait = at - now
-if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now} end
+if wait > maxwait then return {0, wait, cooled, 0, limit, bper, now, adv} end
 redis.call('RPUSH', KEYS[2], str(at))
 keepalive(at)
-return {1, wait, cooled, at, limit, bper, now}
+return {1, wait, cooled, at, limit, bper, now, adv}
 `)
 
 // releaseScript gives back a slot: it removes one admission at the ticket's
@@ -949,21 +1084,26 @@ return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 //	      8 configured limit, 9 configured period µs, 10 margin µs,
 //	      11 clock override µs or '', 12 TTL slack µs, 13 idle µs, 14 capped,
 //	      15 fixed windows, 16 admitted limit, 17 admitted period µs,
-//	      18 closed µs
-//	returns {cooldown left µs, distrusted, learned limit, learned period µs,
-//	         retry wait µs}
+//	      18 closed µs, 19 unadvertised
+//	returns {cooldown left µs, distrusted, learned limit, learned period µs}
 var observeScript = redis.NewScript(luaCommon + luaWindows + `
 local now = clock(ARGV[11])
 local st = state(KEYS[1])
 local advL, advP = tonumber(ARGV[5]), tonumber(ARGV[6])
 local advertised = advL > 0 and advP > 0
+-- Answers stopped carrying the budget they stated: it is forgotten.
+if tonumber(ARGV[19]) == 1 and st.ad == 1 then st.ll, st.lp, st.ad = 0, 0, 0 end
 if advertised then st.ll, st.lp, st.ad = advL, advP, 1 end
 local cl, cp = tonumber(ARGV[8]), tonumber(ARGV[9])
 local windowsOn = tonumber(ARGV[15]) == 1
-local distrusted, retrywait = 0, 0
+local distrusted = 0
 local cool = tonumber(ARGV[7])
 if cool > 0 then st.tu = math.max(st.tu, now + cool) end
-if tonumber(ARGV[2]) == 1 then
+if tonumber(ARGV[2]) == 1 and tonumber(ARGV[3]) <= 0 then
+  -- A 429 without an instruction: refused (it used no budget), and it
+  -- teaches and closes nothing (see observe in package ratelimit).
+  if tonumber(ARGV[1]) > 0 then redis.call('LREM', KEYS[2], -1, ARGV[1]) end
+elseif tonumber(ARGV[2]) == 1 then
   if tonumber(ARGV[3]) > 0 then st.tu = math.max(st.tu, now + tonumber(ARGV[3])) end
   if tonumber(ARGV[18]) > 0 then st.xu = math.max(st.xu, now + tonumber(ARGV[18])) end
   if now >= st.cu then
@@ -1094,15 +1234,11 @@ if tonumber(ARGV[2]) == 1 then
       end
     end
   end
-  if windowsOn and st.sl == 0 and distrusted == 0 and st.ll > 0 and st.lp > 0 then retrywait = ra end
 end
 if cool > 0 and now + cool > st.cu then st.cs, st.cu = now, now + cool end
--- The retry waits until its window reopens, never more than the
--- Retry-After (see retryWait in package ratelimit).
-if retrywait > 0 then retrywait = math.min(retrywait, math.max(st.cu - now, 1000)) end
 save(KEYS[1], st)
 local ms = math.ceil((math.max(st.cu, st.xu, now) - now + tonumber(ARGV[13]) + st.lp + tonumber(ARGV[12])) / 1000)
 expire(KEYS[1], ms)
 if redis.call('EXISTS', KEYS[2]) == 1 then expire(KEYS[2], ms) end
-return {math.max(st.cu - now, 0), distrusted, st.ll, st.lp, retrywait}
+return {math.max(st.cu - now, 0), distrusted, st.ll, st.lp}
 `)

@@ -509,7 +509,10 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 			if rng.IntN(2) == 0 {
 				o.Budget = budgets[p]
 			}
-			if rng.IntN(8) == 0 {
+			if rng.IntN(10) == 0 {
+				// No instruction: the 429 teaches and closes nothing.
+				o.RetryAfter = 0
+			} else if rng.IntN(8) == 0 {
 				o.RetryAfter, o.Capped = o.MaxCooldown, true
 				if rng.IntN(2) == 0 {
 					// The uncapped instruction: calls that cannot wait
@@ -532,8 +535,13 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 			ops = append(ops, op{part: p, obs: &o, held: rng.IntN(1 << 20), admitted: admitted})
 		case k < 7:
 			o := ratelimit.Observation{Reset: minCooldown + time.Duration(rng.IntN(3000))*time.Millisecond}
-			if rng.IntN(2) == 0 {
+			switch rng.IntN(4) {
+			case 0, 1:
 				o.Advertised = ratelimit.Budget{Limit: 2 + rng.IntN(4), Period: time.Duration(1+rng.IntN(3)) * time.Second}
+			case 2:
+				// An answer without the fields: an advertised budget is
+				// forgotten.
+				o.Reset, o.Unadvertised = 0, true
 			}
 			ops = append(ops, op{part: p, obs: &o, held: -1})
 		case k < 8:
@@ -566,6 +574,9 @@ func genOps(rng *mrand.Rand, n int, advances, fixed bool) []op {
 			// A retry whose distrusted wait was clamped: not before the
 			// gateway's latest instruction, whatever the cooldown.
 			r.Clamped = r.Retry && rng.IntN(3) == 0
+			// A retry whose wait is a guess: only an instruction still
+			// running and the configured budget hold it.
+			r.Guessed = r.Retry && !r.Clamped && rng.IntN(3) == 0
 			held := -1
 			if rng.IntN(3) == 0 {
 				held = rng.IntN(1 << 20)
@@ -594,19 +605,22 @@ type twin struct {
 	filled, contradicted, fellBack, openings int
 	// What the probing rules did: slots beyond the budget in their window,
 	// 429s that showed others' requests, short Retry-Afters proved in fixed
-	// windows and doubled periods restored, retry waits given.
-	probed, shared, doubled, undoubled, retryWaits int
+	// windows and doubled periods restored.
+	probed, shared, doubled, undoubled int
 	// Probes of a partition sharing its budget that went ahead of a slot
 	// held later in their window (see heldUntil in package ratelimit).
 	ahead int
 	// Probes reserved with a pace (Step) below the margin; probes of an
-	// opening round beyond the first at a window's opening; retry waits
-	// shorter than the Retry-After (until the window reopens).
-	paced, burst, reopenWaits int
+	// opening round beyond the first at a window's opening.
+	paced, burst int
 	// What the gateway's own instructions did: reservations refused at
 	// once by an uncapped Retry-After, and clamped retries admitted before
 	// the cooldown ends.
 	closedRefusals, clampedEarly int
+	// Issue 27: guessed retries admitted while a budget was learned, 429s
+	// without an instruction, advertised budgets forgotten, and slots held
+	// later than now for a retry's After under the sliding rule.
+	guessed, headerless, forgotten, slidingAfter int
 }
 
 // fields reads some of a partition's state fields from Redis.
@@ -720,7 +734,7 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 			mo.Admitted, ro.Admitted = w.admitted[idx], w.admitted[idx]
 		}
 		fu0, ct0, sl0 := w.windows(t, o.part)
-		before := w.fields(t, o.part, "sh", "ud", "lp")
+		before := w.fields(t, o.part, "sh", "ud", "lp", "ad")
 		want, err := w.mem.Observe(ctx, o.part, mo)
 		if err != nil {
 			t.Fatal(err)
@@ -729,14 +743,19 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance ||
-			(got.RetryWait-want.RetryWait).Abs() > w.tolerance {
+		if got.Distrusted != want.Distrusted || got.Budget != want.Budget || (got.Cooldown-want.Cooldown).Abs() > w.tolerance {
 			t.Fatalf("step %d observe %+v: redis %+v, memory %+v", i, mo, got, want)
+		}
+		if mo.Throttled && mo.RetryAfter == 0 {
+			w.headerless++
 		}
 		if want.Distrusted {
 			w.distrusted++
 		}
-		after := w.fields(t, o.part, "sh", "ud", "lp")
+		after := w.fields(t, o.part, "sh", "ud", "lp", "ad")
+		if mo.Unadvertised && before[3] == 1 && after[3] == 0 {
+			w.forgotten++
+		}
 		switch {
 		case after[0] > before[0]:
 			w.shared++
@@ -744,12 +763,6 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 			w.doubled++
 		case after[1] == 0 && before[1] > 0 && after[2] < before[2]:
 			w.undoubled++
-		}
-		if want.RetryWait > 0 {
-			w.retryWaits++
-			if want.RetryWait < mo.RetryAfter {
-				w.reopenWaits++
-			}
 		}
 		if want.Budget.Limit > 1 {
 			w.learned++
@@ -770,7 +783,7 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 	case o.res != nil:
 		mr, rr := *o.res, *o.res
 		mr.Ticket, rr.Ticket = mt, rt
-		state := w.fields(t, o.part, "cu", "xu")
+		state := w.fields(t, o.part, "cu", "xu", "ll", "sl")
 		now := time.Now().UnixMicro()
 		if w.red.now != nil {
 			now = w.red.now().UnixMicro()
@@ -783,9 +796,18 @@ func (w *twin) step(t *testing.T, i int, o op) (want ratelimit.Admission, reserv
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.OK != want.OK || got.Cooldown != want.Cooldown || got.Budget != want.Budget ||
+		if got.OK != want.OK || got.Cooldown != want.Cooldown || got.Budget != want.Budget || got.Advertised != want.Advertised ||
 			(got.Ticket == 0) != (want.Ticket == 0) || (got.Wait-want.Wait).Abs() > w.tolerance {
 			t.Fatalf("step %d %+v: redis %+v, memory %+v", i, mr, got, want)
+		}
+		if want.OK && want.Ticket != 0 && mr.Ticket == 0 && want.Wait < mr.After {
+			t.Fatalf("step %d %+v: admitted %+v, before its After", i, mr, want)
+		}
+		if want.OK && mr.Guessed && mr.Retry && state[2] > 0 {
+			w.guessed++
+		}
+		if want.OK && want.Ticket != 0 && mr.After > 0 && (state[3] == 1 || !mr.FixedWindows) && want.Wait >= mr.After {
+			w.slidingAfter++
 		}
 		if !want.OK && state[1]-now > mr.MaxWait.Microseconds() {
 			w.closedRefusals++
@@ -877,11 +899,13 @@ func TestDifferentialFakeClock(t *testing.T) {
 		all.shared += w.shared
 		all.doubled += w.doubled
 		all.undoubled += w.undoubled
-		all.retryWaits += w.retryWaits
 		all.ahead += w.ahead
 		all.paced += w.paced
 		all.burst += w.burst
-		all.reopenWaits += w.reopenWaits
+		all.guessed += w.guessed
+		all.headerless += w.headerless
+		all.forgotten += w.forgotten
+		all.slidingAfter += w.slidingAfter
 		all.closedRefusals += w.closedRefusals
 		all.clampedEarly += w.clampedEarly
 	}
@@ -898,24 +922,28 @@ func TestDifferentialFakeClock(t *testing.T) {
 	}
 	// Short Retry-Afters proved in fixed windows need a scripted sequence
 	// (TestProbingIsShared).
-	if w.probed == 0 || w.shared == 0 || w.retryWaits == 0 || w.ahead == 0 {
-		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d retry waits, %d probes ahead of held slots",
-			w.probed, w.shared, w.retryWaits, w.ahead)
+	if w.probed == 0 || w.shared == 0 || w.ahead == 0 {
+		t.Errorf("probing too tame: %d slots beyond the budget, %d 429s showed others, %d probes ahead of held slots",
+			w.probed, w.shared, w.ahead)
 	}
-	if w.paced == 0 || w.burst == 0 || w.reopenWaits == 0 {
-		t.Errorf("probe rounds too tame: %d probes paced below the margin, %d in an opening round, %d retry waits until a reopening",
-			w.paced, w.burst, w.reopenWaits)
+	if w.paced == 0 || w.burst == 0 {
+		t.Errorf("probe rounds too tame: %d probes paced below the margin, %d in an opening round", w.paced, w.burst)
 	}
-	t.Logf("probe rounds: %d probes paced below the margin, %d in an opening round, %d retry waits until a reopening",
-		w.paced, w.burst, w.reopenWaits)
+	t.Logf("probe rounds: %d probes paced below the margin, %d in an opening round", w.paced, w.burst)
+	if w.guessed == 0 || w.headerless == 0 || w.forgotten == 0 || w.slidingAfter == 0 {
+		t.Errorf("issue 27 too tame: %d guessed retries on a learned budget, %d 429s without an instruction, %d advertised budgets forgotten, %d retries at their After outside fixed windows",
+			w.guessed, w.headerless, w.forgotten, w.slidingAfter)
+	}
+	t.Logf("issue 27: %d guessed retries on a learned budget, %d 429s without an instruction, %d advertised budgets forgotten, %d retries at their After outside fixed windows",
+		w.guessed, w.headerless, w.forgotten, w.slidingAfter)
 	if w.closedRefusals == 0 || w.clampedEarly == 0 {
 		t.Errorf("instructions too tame: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
 			w.closedRefusals, w.clampedEarly)
 	}
 	t.Logf("instructions: %d refused by an uncapped Retry-After, %d clamped retries before the cooldown's end",
 		w.closedRefusals, w.clampedEarly)
-	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d retry waits, %d probes ahead of held slots",
-		w.probed, w.shared, w.doubled, w.undoubled, w.retryWaits, w.ahead)
+	t.Logf("probing: %d slots beyond the budget, %d 429s showed others, %d periods doubled (%d restored), %d probes ahead of held slots",
+		w.probed, w.shared, w.doubled, w.undoubled, w.ahead)
 	t.Logf("%d refused, %d cooled, %d waited, %d confirmed, %d distrusted, %d learned, %d reported; "+
 		"fixed windows: %d filled, %d contradicted, %d fell back, %d at an opening",
 		refused, cooled, waited, confirmed, w.distrusted, w.learned, w.reported, w.filled, w.contradicted, w.fellBack, w.openings)
@@ -1043,20 +1071,21 @@ func fixedWindowsScenario(t *testing.T, clk *fakeClock, x, y ratelimit.Limiter, 
 	clk.set(epoch.Add(33 * s))
 	reserve(y, r)
 
-	// Two requests paced at a budget the gateway advertises, refused
-	// although their windows had room: after the second, y keeps to the
-	// sliding rule. (A budget learned from 429s is probed instead, and such
-	// refusals are taken for others' requests.)
+	// Two requests paced at a budget the gateway advertises and the client
+	// was configured with (nothing to probe up to), refused although their
+	// windows had room: after the second, y keeps to the sliding rule. (A
+	// budget learned from 429s, or advertised alone, is probed instead, and
+	// such refusals are taken for others' requests.)
 	r.Partition = "session:cd"
-	r.Budget = ratelimit.Budget{}
 	advertised := ratelimit.Budget{Limit: 4, Period: 10 * s}
+	r.Budget = advertised
 	if _, err := x.Observe(ctx, r.Partition, ratelimit.Observation{Advertised: advertised}); err != nil {
 		t.Fatal(err)
 	}
 	refuseAdvertised := func(l ratelimit.Limiter, adm ratelimit.Admission) {
 		t.Helper()
 		_, err := l.Observe(ctx, r.Partition, ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: 10 * s,
-			Advertised: advertised, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
+			Advertised: advertised, Budget: r.Budget, Margin: r.Margin, FixedWindows: r.FixedWindows, Admitted: adm.Budget})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1502,7 +1531,8 @@ func probingScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) ([]time.
 		reserve(retry) // the retry's slot, held for its Retry-After
 	}
 	// The clean window: one fresh call goes at its opening with the two
-	// retries; a fourth is the probe, a step after the retries.
+	// retries; a fourth is the probe, a step after the retries' jitter band
+	// (a tenth of the period: other clients' retries land there).
 	clk.set(epoch.Add(2*s + 4*ms))
 	reserve(r)
 	probe := reserve(r)
@@ -1639,15 +1669,14 @@ func TestProbingIsShared(t *testing.T) {
 	}
 	for i := range wantFb {
 		g, w := gotFb[i], wantFb[i]
-		if g.Budget != w.Budget || g.Distrusted != w.Distrusted || (g.Cooldown-w.Cooldown).Abs() > 2*time.Microsecond ||
-			(g.RetryWait-w.RetryWait).Abs() > 2*time.Microsecond {
+		if g.Budget != w.Budget || g.Distrusted != w.Distrusted || (g.Cooldown-w.Cooldown).Abs() > 2*time.Microsecond {
 			t.Errorf("feedback %d: redis %+v, memory %+v", i, g, w)
 		}
 	}
 	wantAt := []time.Duration{
 		0, 0, 0, 0, 0, // the first window, unpaced
 		2*s + 10*ms, 2*s + 10*ms, // the two retries, held for their Retry-After
-		2*s + 4*ms, 2*s + 11*ms, // the clean window: the share, then a probe after the retries
+		2*s + 4*ms, 2*s + 211*ms, // the clean window: the share, then a probe after the retries' jitter band
 		4*s + 4*ms, 4*s + 4*ms, 4*s + 4*ms, 4*s + 5*ms, // the share (2), one beyond at the opening, one a step later
 		10 * s, 10 * s, 10 * s, 10 * s, // session:ab: unpaced
 		11*s + 10*ms, 11*s + 10*ms, 11*s + 10*ms, // its reopening, refused whole
@@ -1669,8 +1698,8 @@ func TestProbingIsShared(t *testing.T) {
 	if !slices.Equal(want, wantAt) {
 		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
-	if fb := wantFb[1]; fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.RetryWait != 2*s-6*ms {
-		t.Errorf("the first window teaches %+v, want the 3 that went through, retries waiting until the window reopens (1.994 s, not the 2 s Retry-After)", fb)
+	if fb := wantFb[1]; fb.Budget != (ratelimit.Budget{Limit: 3, Period: 2 * s}) || fb.Cooldown != 2*s-6*ms {
+		t.Errorf("the first window teaches %+v, want the 3 that went through, and the partition reopening with the window (1.994 s; the retries wait their 2 s Retry-After)", fb)
 	}
 	if fb := wantFb[3]; fb.Budget != (ratelimit.Budget{Limit: 2, Period: 2 * s}) {
 		t.Errorf("the refused probe leaves %+v, want the 3 through, less one", fb)
@@ -1785,7 +1814,8 @@ type instructed struct {
 // closes the partition for the reservations that cannot wait the rest of it
 // (a held slot being confirmed is given up), for as long as it says and no
 // longer; and a retry whose distrusted wait was clamped goes before the
-// lengthened cooldown ends, never before the gateway's instruction, where
+// lengthened cooldown ends, never before the gateway's instruction nor
+// before its own clamped wait (issue 27), where
 // the windows have room, under the sliding rule as in fixed windows, while
 // other retries still wait for the cooldown.
 func instructionScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []instructed {
@@ -1846,7 +1876,7 @@ func instructionScenario(t *testing.T, clk *fakeClock, l ratelimit.Limiter) []in
 	observe("session:sl", ratelimit.Observation{Ticket: adm.Ticket, Throttled: true, RetryAfter: s, MaxCooldown: time.Minute}) // 9: distrusted
 	clamped := retry
 	clamped.Clamped, clamped.MaxWait, clamped.After = true, 1500*ms, 1500*ms
-	c := reserve(clamped) // 10: at the instruction (22 s), not the cooldown (23 s)
+	c := reserve(clamped) // 10: at its clamped wait (22.5 s), after the instruction (22 s), before the cooldown (23 s)
 	unclamped := retry
 	unclamped.MaxWait = 1500 * ms
 	reserve(unclamped) // 11: refused: the cooldown and its jitter
@@ -1917,7 +1947,7 @@ func TestInstructionsAreShared(t *testing.T) {
 		{4, instructed{wait: 5 * s, cooldown: true}},
 		{5, instructed{ok: true, at: 10 * s}},
 		{6, instructed{ok: true, at: 15 * s}},
-		{10, instructed{ok: true, wait: s, at: 22 * s, cooldown: true}},
+		{10, instructed{ok: true, wait: 1500 * ms, at: 22*s + 500*ms, cooldown: true}},
 		{12, instructed{ok: true, wait: 2 * s, at: 23 * s, cooldown: true}},
 		{13, instructed{ok: true, at: 22*s + 500*ms}},
 		{20, instructed{ok: true, wait: 1498 * ms, at: 32*s + 500*ms, cooldown: true}},
@@ -2026,7 +2056,7 @@ func TestLateRetryIsShared(t *testing.T) {
 	const s, ms = time.Second, time.Millisecond
 	wantAt := []time.Duration{
 		0, 0, 0, 0, 0, // the first window, unpaced
-		2*s + 10*ms, 2*s + 10*ms, 2*s + 4*ms, 2*s + 11*ms, // the clean window
+		2*s + 10*ms, 2*s + 10*ms, 2*s + 4*ms, 2*s + 211*ms, // the clean window
 		4*s + 20*ms,                          // the first probed window's late retry, at its Retry-After
 		4*s + 4*ms, 4*s + 20*ms, 4*s + 21*ms, // the share, the probes after the retry
 		6*s + 31*ms,                                    // the next late retry, a step after its Retry-After
@@ -2047,4 +2077,64 @@ func TestLateRetryIsShared(t *testing.T) {
 	if !slices.Equal(want, wantAt) {
 		t.Errorf("admissions at %v, want %v", want, wantAt)
 	}
+}
+
+// Issue 27 item 3, in Redis: an interactive reservation (a handler's call)
+// goes ahead of the slots waiting calls hold, as in ratelimit.Memory. The
+// random sequences of TestDifferentialFakeClock, with a third of the
+// reservations interactive, must agree to the microsecond, and exercise
+// interactive slots held ahead of others, confirmed, and refused.
+func TestDifferentialInteractive(t *testing.T) {
+	rdb := newRedis(t)
+	var aheadOfHeld, confirmed, waited int
+	for seed := range uint64(4) {
+		start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(seed) * 7919 * time.Millisecond)
+		clk := &fakeClock{t: start}
+		w := &twin{mem: memoryOn(clk.now), red: New(rdb, WithKeyPrefix(testPrefix(t, rdb))), tolerance: 2 * time.Microsecond}
+		w.red.now = clk.now
+		rng := mrand.New(mrand.NewPCG(27+seed, 3))
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			for i, o := range genOps(mrand.New(mrand.NewPCG(6+seed, 46)), 1500, true, true) {
+				if o.advance > 0 {
+					clk.advance(o.advance)
+					continue
+				}
+				if o.res != nil && rng.IntN(3) == 0 {
+					r := *o.res
+					r.Interactive = true
+					o.res = &r
+				}
+				var later bool
+				if o.res != nil && o.res.Interactive {
+					now := clk.now().UnixMicro()
+					for _, x := range w.sends(t, o.part) {
+						later = later || x > now
+					}
+				}
+				want, reserved := w.step(t, i, o)
+				if !reserved || o.res == nil || !o.res.Interactive || !want.OK {
+					continue
+				}
+				if o.held >= 0 && want.Ticket != 0 {
+					confirmed++
+				}
+				if want.Wait > 0 {
+					waited++
+				}
+				if want.Ticket != 0 && later {
+					// Held slots come after the one it got: it went ahead.
+					for _, x := range w.sends(t, o.part) {
+						if x > want.Ticket/1000 {
+							aheadOfHeld++
+							break
+						}
+					}
+				}
+			}
+		})
+	}
+	if aheadOfHeld == 0 || confirmed == 0 || waited == 0 {
+		t.Errorf("interactive sequence too tame: %d ahead of held slots, %d confirmed, %d waited", aheadOfHeld, confirmed, waited)
+	}
+	t.Logf("interactive: %d ahead of held slots, %d confirmed, %d waited", aheadOfHeld, confirmed, waited)
 }

@@ -1,29 +1,31 @@
 // Package registry holds the published facts a RAIL0 client trusts without
-// asking the gateway: the RAIL0 contract deployed on each chain, the
-// stablecoins with EIP-3009 (address and decimals) on each chain, and the
-// currency each chain charges gas in. They are the anchors every check of an
-// artifact rests on, and the gateway cannot vouch for them itself: the
-// payment, its contract and its token's decimals all come from the gateway,
-// so a gateway that lies about all three alike passes every comparison that
-// uses only what it said. Package rail0 uses this registry as its default
-// pins; it is also usable on its own, for an offline lookup of a stablecoin
-// by chain and symbol.
+// asking the gateway. For each chain these are:
+//   - the RAIL0 contract deployed on it;
+//   - its stablecoins with EIP-3009 (address and decimals);
+//   - the currency it charges gas in.
+//
+// They are the anchors every check of an artifact rests on. The gateway
+// cannot vouch for them itself. The payment, its contract and its token's
+// decimals all come from the gateway. So a gateway that lies about all
+// three alike passes every comparison that uses only what it said. Package rail0
+// uses this registry as its default pins. The registry is also usable on
+// its own, for an offline lookup of a stablecoin by chain and symbol.
 //
 // The facts are those of the contract guide's section 12.2 ("Where trust
-// comes from"), RAIL0 contract version 1.3.0. A deployment the guide does not
-// publish (every mainnet, for now) is not here: pin it yourself
-// (rail0.WithTrustedContracts). Celo Sepolia's deployment is published but its
-// tokens' addresses are not, so they have no entry either
+// comes from"), RAIL0 contract version 1.3.0. A deployment the guide does
+// not publish is not here; for now that is every mainnet. Pin it yourself
+// (rail0.WithTrustedContracts). Celo Sepolia's deployment is published but
+// its tokens' addresses are not. So they have no entry either
 // (rail0.WithTrustedTokens).
 //
 // The package uses the standard library only, keeps no state and returns
-// copies: nothing a caller does to a returned value changes the registry.
+// copies. Nothing a caller does to a returned value changes the registry.
 package registry
 
 import "slices"
 
 // ContractVersion is the RAIL0 contract version of every deployment listed
-// here. It is part of the contract's EIP-712 domain, so a payment signed for
+// here. It is part of the contract's EIP-712 domain. So a payment signed for
 // one version does not verify on another.
 const ContractVersion = "1.3.0"
 
@@ -32,8 +34,8 @@ type Currency struct {
 	// Symbol is the currency's ticker ("ETH", "POL", "CELO", "AVAX",
 	// "USDC").
 	Symbol string
-	// Decimals is the currency's native precision (18 for all of them,
-	// Arc's USDC included; see Stablecoin for its 6-decimal ERC-20 face).
+	// Decimals is the currency's native precision: 18 for all of them,
+	// Arc's USDC included. See Stablecoin for its 6-decimal ERC-20 face.
 	Decimals int64
 }
 
@@ -46,8 +48,8 @@ type Chain struct {
 	// Testnet is true for a test network, whose coins have no value.
 	Testnet bool
 	// Native is the currency gas is paid in. On Arc it is USDC counted
-	// with 18 decimals, which is the same balance as the 6-decimal ERC-20
-	// USDC of Stablecoins: an amount of one is never an amount of the
+	// with 18 decimals. That is the same balance as the 6-decimal ERC-20
+	// USDC of Stablecoins. An amount of one is never an amount of the
 	// other.
 	Native Currency
 }
@@ -60,14 +62,14 @@ type Deployment struct {
 	Contract string
 	// Version is its contract version (ContractVersion).
 	Version string
-	// Tokens are the symbols of the stablecoins the deployment accepts,
-	// fixed when it was constructed (acceptedTokens() on chain): a payment
-	// in another token is not one this contract takes.
+	// Tokens are the symbols of the stablecoins the deployment accepts.
+	// They were fixed when it was constructed (acceptedTokens() on chain).
+	// This contract takes no payment in another token.
 	Tokens []string
 }
 
-// Stablecoin is a published stablecoin that implements EIP-3009, the
-// authorization RAIL0 payments are signed with.
+// Stablecoin is a published stablecoin that implements EIP-3009.
+// EIP-3009 is the authorization RAIL0 payments are signed with.
 type Stablecoin struct {
 	// ChainID is the chain the token lives on.
 	ChainID int64
@@ -76,7 +78,7 @@ type Stablecoin struct {
 	// Address is the token contract, in EIP-55 form.
 	Address string
 	// Decimals turns a human amount into the base units a payment
-	// carries: 10.50 of a 6-decimal token is 10500000.
+	// carries. 10.50 of a 6-decimal token is 10500000.
 	Decimals int64
 }
 
@@ -88,15 +90,15 @@ var (
 	pol  = Currency{Symbol: "POL", Decimals: 18}
 	celo = Currency{Symbol: "CELO", Decimals: 18}
 	// AVAX, the gas token of Avalanche's C-Chain, is the one fact here
-	// the guide does not state (it lists Avalanche's USDC).
+	// the guide does not state. It lists Avalanche's USDC.
 	avax = Currency{Symbol: "AVAX", Decimals: 18}
 	// Arc charges gas in USDC at 18 decimals; its ERC-20 interface
 	// (Stablecoins) counts the same balance with 6.
 	arcUSDC = Currency{Symbol: "USDC", Decimals: 18}
 )
 
-// chains, deployments and stablecoins are read-only: every function returns
-// copies of them.
+// chains, deployments and stablecoins are read-only.
+// Every function returns copies of them.
 var chains = []Chain{
 	{ID: 84532, Name: "Base Sepolia", Testnet: true, Native: eth},
 	{ID: 421614, Name: "Arbitrum Sepolia", Testnet: true, Native: eth},
@@ -166,9 +168,9 @@ func Deployments() []Deployment {
 	return out
 }
 
-// LookupDeployment returns the published RAIL0 deployment on a chain. There
-// is none on a chain whose deployment is not published (every mainnet, for
-// now): a contract there is one the caller must pin.
+// LookupDeployment returns the published RAIL0 deployment on a chain.
+// There is none on a chain whose deployment is not published. For now that
+// is every mainnet. A contract there is one the caller must pin.
 func LookupDeployment(chainID int64) (Deployment, bool) {
 	i := slices.IndexFunc(deployments, func(d Deployment) bool { return d.ChainID == chainID })
 	if i < 0 {

@@ -21,18 +21,19 @@ var _ rail0.Signer = (*PrivateKeySigner)(nil)
 // PrivateKeySigner is a rail0.Signer holding a secp256k1 private key in
 // memory. Give it to a client with rail0.WithSigner.
 //
-// The key cannot be read back: PrivateKeySigner prints, formats (with every
-// fmt verb, including %#v) and logs (slog.LogValuer) as its address only, and
-// no error of this package repeats a key. It is safe for concurrent use.
+// The key cannot be read back. PrivateKeySigner prints as its address
+// only. It formats that way with every fmt verb, %#v included. It logs
+// (slog.LogValuer) as its address too. No error of this package repeats a
+// key. It is safe for concurrent use.
 type PrivateKeySigner struct {
 	key  *secp256k1.PrivateKey
 	addr string // EIP-55
 }
 
-// NewPrivateKeySigner returns a signer for the 32-byte private key written as
-// 64 hex digits, with or without a "0x" prefix; surrounding white space is
-// ignored. A malformed key is reported as ErrInvalidPrivateKey with a message
-// that never contains the input.
+// NewPrivateKeySigner returns a signer for a 32-byte private key.
+// hexKey is 64 hex digits, with or without a "0x" prefix. Surrounding white
+// space is ignored. A malformed key is reported as ErrInvalidPrivateKey.
+// Its message never contains the input.
 func NewPrivateKeySigner(hexKey string) (*PrivateKeySigner, error) {
 	h := strings.TrimSpace(hexKey)
 	if strings.HasPrefix(h, "0x") || strings.HasPrefix(h, "0X") {
@@ -78,11 +79,11 @@ func newPrivateKeySigner(key *secp256k1.PrivateKey) *PrivateKeySigner {
 // checksummed.
 func (s *PrivateKeySigner) Address() string { return s.addr }
 
-// SignDigest signs digest with RFC 6979 deterministic nonces, so the same key
-// and digest always give the same signature (the one go-ethereum's
-// crypto.Sign gives). It returns r ‖ s ‖ v with s in the lower half of the
-// curve order and v in {0, 1}. It does no I/O; it only refuses a context that
-// is already done.
+// SignDigest signs digest with RFC 6979 deterministic nonces.
+// So the same key and digest always give the same signature. It is the one
+// go-ethereum's crypto.Sign gives. SignDigest returns r ‖ s ‖ v, with s in
+// the lower half of the curve order and v in {0, 1}. It does no I/O. It
+// only refuses a context that is already done.
 func (s *PrivateKeySigner) SignDigest(ctx context.Context, digest [32]byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -109,8 +110,9 @@ func (s *PrivateKeySigner) GoString() string {
 	return `&signing.PrivateKeySigner{Address: "` + s.addr + `"}`
 }
 
-// Format implements fmt.Formatter so that every verb and flag, %#v and %+v
-// included, prints the address and never the key.
+// Format implements fmt.Formatter.
+// Every verb and flag, %#v and %+v included, prints the address, never the
+// key.
 func (s *PrivateKeySigner) Format(f fmt.State, verb rune) {
 	formatRedacted(f, verb, s.String(), s.GoString())
 }

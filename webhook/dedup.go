@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The gateway delivers at least once: it retries a delivery whose answer
+// The gateway delivers at least once. It retries a delivery whose answer
 // timed out, and redeliver re-sends an event with the same id. A
 // Deduplicator lets a Handler run Handle once per event id. A claim is in
 // flight before it is handled. A redelivery that arrives in flight is not
@@ -22,8 +22,8 @@ import (
 type Claim int
 
 const (
-	// Claimed means the id was free and this delivery now holds it: run
-	// Handle, then call Done or Release.
+	// Claimed means the id was free and this delivery now holds it.
+	// Run Handle, then call Done or Release.
 	Claimed Claim = iota + 1
 	// InFlight means another delivery of the event holds the claim and
 	// has not finished. A Handler answers 409 so the gateway retries later.
@@ -47,20 +47,20 @@ func (c Claim) String() string {
 }
 
 // Deduplicator records which event ids a [Handler] is handling or has
-// handled. Set Handler.Deduplicator to use one; [MemoryDeduplicator]
+// handled. Set Handler.Deduplicator to use one. [MemoryDeduplicator]
 // serves a single process. A store shared by several processes (Redis, a
-// database) implements the same three calls, each atomic, and should let
+// database) implements the same three calls, each atomic. It should let
 // an in-flight claim expire too, since a process may die holding one.
 type Deduplicator interface {
-	// Claim atomically claims id for one run of Handle. It answers
-	// Claimed when no other delivery holds or has handled id, InFlight
-	// or Handled otherwise.
+	// Claim atomically claims id for one run of Handle.
+	// It answers Claimed when no other delivery holds or has handled id.
+	// Otherwise it answers InFlight or Handled.
 	Claim(ctx context.Context, id string) (Claim, error)
-	// Done records that the event of a claimed id was handled: its
-	// redeliveries are answered Handled until the TTL passes.
+	// Done records that the event of a claimed id was handled.
+	// Its redeliveries are answered Handled until the TTL passes.
 	Done(ctx context.Context, id string) error
-	// Release drops the claim on an id whose Handle failed, so that the
-	// gateway's redelivery runs it again.
+	// Release drops the claim on an id whose Handle failed.
+	// The gateway's redelivery then runs it again.
 	Release(ctx context.Context, id string) error
 }
 
@@ -69,29 +69,28 @@ const (
 	// DefaultDedupTTL is how long a handled event's id is remembered.
 	// Redeliveries after it run Handle again.
 	DefaultDedupTTL = 24 * time.Hour
-	// DefaultDedupEntries bounds the ids remembered, about 180 bytes each
-	// for a UUID (BenchmarkMemoryDeduplicator): 18 MB at most.
+	// DefaultDedupEntries bounds the ids remembered. Each takes about 180
+	// bytes for a UUID (BenchmarkMemoryDeduplicator): 18 MB at most.
 	DefaultDedupEntries = 100_000
 )
 
 // ErrDedupFull means a [MemoryDeduplicator] holds its maximum of claims,
-// all in flight, so it cannot claim another id. A Handler answers 503;
+// all in flight. So it cannot claim another id. A Handler answers 503, and
 // the gateway retries.
 var ErrDedupFull = errors.New("webhook: deduplicator full of events in flight")
 
-// ErrEventInFlight is reported (through OnError, with a 409 answer) for a
-// delivery of an event that another delivery is still handling.
+// ErrEventInFlight is reported for a delivery of an event that another
+// delivery is still handling. It goes to OnError, and the answer is a 409.
 var ErrEventInFlight = errors.New("webhook: another delivery of the event is being handled")
 
-// MemoryDeduplicator is a [Deduplicator] held in one process's memory. A
-// handled id is remembered for a TTL; expired ids are dropped as new ones
-// arrive. When full, it forgets the oldest handled id first, so that
-// memory stays bounded; forgetting early only weakens deduplication to
-// the gateway's at-least-once. An id longer than 64 bytes (a UUID has 36)
-// is remembered by its SHA-256, so no delivery can make an entry large.
-// In-flight claims end with Done or Release,
-// which a Handler always calls, so they need no expiry here. It is safe
-// for concurrent use.
+// MemoryDeduplicator is a [Deduplicator] held in one process's memory.
+// A handled id is remembered for a TTL. Expired ids are dropped as new ones
+// arrive. When full, it forgets the oldest handled id first, so memory
+// stays bounded. Forgetting early only weakens deduplication to the
+// gateway's at-least-once. An id longer than 64 bytes (a UUID has 36) is
+// remembered by its SHA-256. So no delivery can make an entry large.
+// In-flight claims end with Done or Release, which a Handler always calls.
+// So they need no expiry here. It is safe for concurrent use.
 type MemoryDeduplicator struct {
 	ttl time.Duration
 	max int
@@ -168,8 +167,8 @@ func (d *MemoryDeduplicator) Release(_ context.Context, id string) error {
 	return nil
 }
 
-// expire drops the handled ids whose TTL has passed. The list is in
-// expiry order, so it stops at the first live one.
+// expire drops the handled ids whose TTL has passed.
+// The list is in expiry order, so it stops at the first live one.
 func (d *MemoryDeduplicator) expire(now time.Time) {
 	for f := d.handled.Front(); f != nil; f = d.handled.Front() {
 		e := f.Value.(*dedupEntry)
@@ -189,9 +188,9 @@ func (d *MemoryDeduplicator) drop(e *dedupEntry) {
 // maxDedupKey is the longest id kept as it is.
 const maxDedupKey = 64
 
-// dedupKey is what a MemoryDeduplicator keeps of id: id itself, or the
-// 32-byte SHA-256 of a long one (a short id equal to it would need a
-// preimage).
+// dedupKey is what a MemoryDeduplicator keeps of id.
+// That is id itself, or the 32-byte SHA-256 of a long one. A short id equal
+// to such a hash would need a preimage.
 func dedupKey(id string) string {
 	if len(id) <= maxDedupKey {
 		return id

@@ -12,28 +12,28 @@ import (
 )
 
 // maxEventDepth bounds the nesting of a delivery body at encoding/json's
-// own bound, so that the key check refuses nothing for its depth that
-// decoding would have accepted (a payment's metadata nests as its merchant
-// chose).
+// own bound. So the key check refuses nothing for its depth that decoding
+// would have accepted. A payment's metadata nests as its merchant chose.
 const maxEventDepth = 10000
 
 // ErrMalformedEvent means a verified body is not a JSON object with a
-// non-empty string "id", or can be read two ways (a key repeated, or two
-// keys that differ only by case or Unicode folding, at any level). Nothing
-// else in the envelope is required.
+// non-empty string "id". Or the body can be read two ways: a key is
+// repeated, or two keys differ only by case or Unicode folding, at any
+// level. Nothing else in the envelope is required.
 var ErrMalformedEvent = errors.New("webhook: malformed event")
 
-// Event is one decoded delivery. Only ID is guaranteed; every other field
-// is zero when the gateway omitted it, sent null, or sent a shape this
-// version does not understand (see [DecodeEvent]). Raw always holds the exact body, so such a
-// field can still be read by hand.
+// Event is one decoded delivery. Only ID is guaranteed.
+// Every other field is zero when the gateway omitted it or sent null. It is
+// also zero for a shape this version does not understand (see
+// [DecodeEvent]). Raw always holds the exact body, so such a field can
+// still be read by hand.
 //
-// ID is stable across redeliveries: deduplicate on it, because the gateway
-// delivers at least once ([Handler.Deduplicator] does).
+// ID is stable across redeliveries. Deduplicate on it, because the gateway
+// delivers at least once; [Handler.Deduplicator] does.
 //
-// The payment and transaction are the root package's types: a delivery
-// carries a subset of their fields (the gateway's WebhookDelivery schema),
-// and the fields it does not carry are zero.
+// The payment and transaction are the root package's types. A delivery
+// carries a subset of their fields: the gateway's WebhookDelivery schema.
+// The fields it does not carry are zero.
 type Event struct {
 	ID          string               // event id, identical on redelivery
 	EmittedAt   time.Time            // when the gateway produced the event; zero if absent
@@ -42,28 +42,29 @@ type Event struct {
 	Transaction *rail0.Transaction   // the related transaction; nil if absent or null
 	Raw         json.RawMessage
 	// Subscription is the subscription whose secret verified the delivery
-	// (Verifier.VerifyEvent, Handler); zero from DecodeEvent, which
+	// (Verifier.VerifyEvent, Handler). It is zero from DecodeEvent, which
 	// verifies nothing.
 	Subscription Subscription
 }
 
-// DecodeEvent decodes a delivery body leniently: unknown fields are
-// ignored, and a part of the envelope (emitted_at, topic, payment,
-// transaction) whose shape this version does not understand is left zero
-// rather than failing the delivery (it stays readable in Raw). Only a body that is not a
-// JSON object, or has no string "id", is an error wrapping
-// [ErrMalformedEvent]: acknowledging such a body would lose the event,
-// refusing it lets the gateway retry.
+// DecodeEvent decodes a delivery body leniently.
+// Unknown fields are ignored. A part of the envelope whose shape this
+// version does not understand is left zero rather than failing the
+// delivery. Those parts are emitted_at, topic, payment and transaction.
+// Such a part stays readable in Raw. Only two kinds of body are an error
+// wrapping [ErrMalformedEvent]: one that is not a JSON object, and one
+// with no string "id". Acknowledging such a body would lose the event. Refusing
+// it lets the gateway retry.
 //
-// Leniency stops at the keys: a body with one key twice, or with two keys
+// Leniency stops at the keys. A body may carry one key twice, or two keys
 // that differ only by case or Unicode folding ("topic" beside "Topic", at
-// any level), is refused with [ErrMalformedEvent] before anything is
-// decoded. encoding/json would take the last of them for Topic, while
-// JSON.parse and every exact-key reader of Event.Raw take another, so the
-// topic a subscription's secret vouched for would not be the topic the
-// rest of the application reads. The gateway never sends such a body.
+// any level). It is refused with [ErrMalformedEvent] before anything is
+// decoded. encoding/json would take the last of them for Topic. JSON.parse
+// and every exact-key reader of Event.Raw take another. The topic a
+// subscription's secret vouched for would then not be the topic the rest
+// of the application reads. The gateway never sends such a body.
 //
-// DecodeEvent does not verify anything; call it on a body that passed
+// DecodeEvent does not verify anything. Call it on a body that passed
 // [Verifier.Verify].
 func DecodeEvent(body []byte) (Event, error) {
 	var env struct {
@@ -99,7 +100,7 @@ func DecodeEvent(body []byte) (Event, error) {
 }
 
 // lenient decodes raw into v when raw holds a non-null value of the right
-// shape and reports whether it did.
+// shape. It reports whether it did.
 func lenient[T any](raw json.RawMessage, v *T) bool {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return false

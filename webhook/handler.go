@@ -10,39 +10,42 @@ import (
 )
 
 // DefaultMaxBodyBytes bounds the body a [Handler] reads when MaxBodyBytes
-// is zero. Deliveries are a few kilobytes; the bound keeps an
-// unauthenticated sender from making the receiver buffer arbitrary data
-// before the signature can be checked.
+// is zero. Deliveries are a few kilobytes. The bound keeps an
+// unauthenticated sender from making the receiver buffer arbitrary data.
+// The signature cannot be checked before the body is read.
 const DefaultMaxBodyBytes int64 = 1 << 20
 
-// ErrNoHandleFunc is reported (through OnError, with a 500 answer) when a
-// [Handler] has no Handle function.
+// ErrNoHandleFunc is reported when a [Handler] has no Handle function.
+// It goes to OnError, and the answer is a 500.
 var ErrNoHandleFunc = errors.New("webhook: Handler.Handle is nil")
 
-// Handler is an http.Handler for a webhook's callback_url. It reads the raw
-// body (bounded by MaxBodyBytes), verifies and decodes it with
-// [Verifier.VerifyEvent] and passes the event to Handle. One Handler serves
-// several subscriptions that share a callback URL when its Verifier holds
-// each one's secrets ([Verifier.WithSubscription]); Event.Subscription then
-// says which one a delivery came for, and Event.Topic is the signed body's.
+// Handler is an http.Handler for a webhook's callback_url.
+// It reads the raw body, bounded by MaxBodyBytes. It verifies and decodes
+// the body with [Verifier.VerifyEvent] and passes the event to Handle.
+//
+// One Handler can serve several subscriptions that share a callback URL.
+// Its Verifier then holds each one's secrets ([Verifier.WithSubscription]).
+// Event.Subscription says which one a delivery came for. Event.Topic is
+// the signed body's.
 //
 // Answers:
-//   - 204 when Handle returns nil, or (with a Deduplicator) for a
-//     redelivery of an event already handled, without running Handle;
-//   - 400 for a malformed signature header or an undecodable envelope;
-//   - 401 for a bad signature, a stale timestamp, or a topic that the
-//     subscription whose secret signed the delivery is not subscribed to;
-//   - 405 for a method other than POST;
+//   - 204 when Handle returns nil. With a Deduplicator, also for a
+//     redelivery of an event already handled, without running Handle.
+//   - 400 for a malformed signature header or an undecodable envelope.
+//   - 401 for a bad signature or a stale timestamp. Also for a topic that
+//     the subscription whose secret signed the delivery is not subscribed
+//     to.
+//   - 405 for a method other than POST.
 //   - 409 (with a Deduplicator) while another delivery of the event is
-//     being handled: the gateway retries, and finds it handled or free;
-//   - 413 for a body over MaxBodyBytes;
-//   - 500 when Handle fails (the gateway then redelivers), or when the
-//     Handler is misconfigured (no secret, no Handle);
+//     being handled. The gateway retries, and finds it handled or free.
+//   - 413 for a body over MaxBodyBytes.
+//   - 500 when Handle fails; the gateway then redelivers. Also when the
+//     Handler is misconfigured (no secret, no Handle).
 //   - 503 when the Deduplicator fails.
 //
 // The gateway counts slow or failed answers toward opening the webhook's
-// circuit, so Handle should record the event (deduplicating on Event.ID,
-// or with a Deduplicator) and return; do slow work elsewhere.
+// circuit. So Handle should record the event and return; do slow work
+// elsewhere. Record it deduplicating on Event.ID, or with a Deduplicator.
 type Handler struct {
 	// Verifier holds the subscriptions' secrets, tolerance and clock.
 	Verifier Verifier
@@ -54,20 +57,20 @@ type Handler struct {
 	MaxBodyBytes int64
 
 	// Deduplicator, when set, claims each verified event's ID before
-	// Handle runs, so that a redelivery does not reach Handle again
-	// (see [Claim]). A failed or panicking Handle releases the claim, so
-	// the gateway's redelivery runs. Nil runs Handle for every delivery.
+	// Handle runs. So a redelivery does not reach Handle again (see
+	// [Claim]). A failed or panicking Handle releases the claim, so the
+	// gateway's redelivery runs. Nil runs Handle for every delivery.
 	Deduplicator Deduplicator
 
-	// OnError, when set, is called for every delivery that is not
-	// answered 204, and when a Deduplicator fails to record a handled
-	// event, with the reason. Use it for logging or metrics; the error
-	// never contains the secret.
+	// OnError, when set, is called with the reason for every delivery not
+	// answered 204. It is also called when a Deduplicator fails to record
+	// a handled event. Use it for logging or metrics. The error never
+	// contains the secret.
 	OnError func(r *http.Request, err error)
 }
 
-// NewHandler returns a Handler that verifies deliveries with secret and the
-// default tolerance, and passes each event to handle.
+// NewHandler returns a Handler that passes each event to handle.
+// It verifies deliveries with secret and the default tolerance.
 func NewHandler(secret string, handle func(ctx context.Context, event Event) error) *Handler {
 	return &Handler{Verifier: NewVerifier(secret), Handle: handle}
 }
@@ -77,8 +80,8 @@ func (h *Handler) String() string {
 	return fmt.Sprintf("webhook.Handler{verifier: %s, max_body_bytes: %d}", h.Verifier, h.MaxBodyBytes)
 }
 
-// Format implements fmt.Formatter so that every verb prints String and
-// never the secret.
+// Format implements fmt.Formatter.
+// Every verb prints String and never the secret.
 func (h *Handler) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, h.String()) }
 
 // LogValue implements slog.LogValuer without any secret.
@@ -146,8 +149,8 @@ func (h *Handler) serveOnce(w http.ResponseWriter, r *http.Request, event Event)
 		return
 	}
 	// The claim is settled even if the request's context ends or Handle
-	// panics: a claim left in flight would refuse every redelivery. It
-	// is settled before the answer, which may bring the redelivery.
+	// panics. A claim left in flight would refuse every redelivery. It is
+	// settled before the answer, which may bring the redelivery.
 	settle := context.WithoutCancel(r.Context())
 	settled := false
 	defer func() {
@@ -187,8 +190,9 @@ func statusFor(err error) int {
 	}
 }
 
-// fail answers with a short generic text for status; the detailed reason
-// goes only to OnError, so a prober learns nothing beyond the status.
+// fail answers with a short generic text for status.
+// The detailed reason goes only to OnError. So a prober learns nothing
+// beyond the status.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
 	if h.OnError != nil {
 		h.OnError(r, err)

@@ -1,33 +1,36 @@
 // Package webhook verifies and decodes the event deliveries that a RAIL0
 // gateway POSTs to a webhook's callback_url.
 //
-// Every delivery carries three headers: X-Rail0-Topic, X-Rail0-Timestamp
-// (decimal Unix seconds) and X-Rail0-Signature, the lowercase hex
-// HMAC-SHA256 of "{timestamp}.{body}" keyed with the webhook's shared
-// secret. A delivery is authentic when the digest matches, compared in
-// constant time, and fresh when its timestamp lies within a tolerance of the
-// receiver's clock (300 s by default, in either direction). The timestamp is
-// covered by the digest, so the freshness check is what stops an attacker
+// Every delivery carries three headers:
+//   - X-Rail0-Topic;
+//   - X-Rail0-Timestamp, in decimal Unix seconds;
+//   - X-Rail0-Signature, the lowercase hex HMAC-SHA256 of
+//     "{timestamp}.{body}" keyed with the webhook's shared secret.
+//
+// A delivery is authentic when the digest matches, compared in constant
+// time. It is fresh when its timestamp lies within a tolerance of the
+// receiver's clock: 300 s by default, in either direction. The timestamp is
+// covered by the digest. So the freshness check is what stops an attacker
 // from replaying a captured delivery later. No unsigned header may move
 // that clock back (see [Verifier.ClockOffset]).
 //
-// Verify the raw body bytes exactly as they arrived: decoding and
+// Verify the raw body bytes exactly as they arrived. Decoding and
 // re-encoding the JSON changes key order and whitespace, and with them the
-// digest. [Handler] does this for an http.Server; [Verifier.VerifyEvent]
+// digest. [Handler] does this for an http.Server. [Verifier.VerifyEvent]
 // does it for any other framework.
 //
 // The signature covers the timestamp and the body, not the X-Rail0-Topic
-// header, so an event's topic is read from the signed body only; the
-// header is never read. It is informational only: anyone on the way could
-// change it. A header that disagrees with the body is ignored rather than
-// refused, since refusing would let whoever changed it get an authentic
-// delivery retried, and nothing acts on it.
+// header. So an event's topic is read from the signed body only. The
+// header is never read; it is informational only, and anyone on the way
+// could change it. A header that disagrees with the body is ignored, not
+// refused. Refusing would let whoever changed it get an authentic delivery
+// retried, and nothing acts on the header.
 //
-// Each webhook subscription has its own secret and one topic. A receiver
-// whose one callback URL serves several subscriptions gives its Verifier
-// each subscription's secrets with [Verifier.WithSubscription]: a delivery
-// is accepted when one of them verifies it, and only for the topic of the
-// subscription that secret belongs to.
+// Each webhook subscription has its own secret and one topic. One callback
+// URL may serve several subscriptions. Its receiver then gives its Verifier
+// each subscription's secrets with [Verifier.WithSubscription]. A delivery
+// is accepted when one of them verifies it. And it is accepted only for the
+// topic of the subscription that secret belongs to.
 //
 // The gateway delivers at least once. A [Handler] with a [Deduplicator]
 // runs its Handle once per event id.
@@ -62,45 +65,47 @@ const (
 // matches the window the gateway applies to its own signed channel.
 const DefaultTolerance = 300 * time.Second
 
-// Errors returned by verification. They are matched with errors.Is; the
-// returned error adds detail (never the secret or the expected digest).
+// Errors returned by verification. They are matched with errors.Is.
+// The returned error adds detail, never the secret or the expected digest.
 var (
 	// ErrMalformedHeader means the signature or timestamp header is missing
-	// or not in the documented form (64 hex digits; decimal seconds).
+	// or not in the documented form. That is 64 hex digits for the
+	// signature and decimal seconds for the timestamp.
 	ErrMalformedHeader = errors.New("webhook: malformed signature header")
 	// ErrBadSignature means the digest does not match the body, timestamp
-	// and secret: the delivery is forged, altered, or signed with another
+	// and secret. The delivery is forged, altered, or signed with another
 	// secret.
 	ErrBadSignature = errors.New("webhook: signature does not match")
 	// ErrStale means the digest matched but the timestamp is further than
-	// the tolerance from the receiver's clock, in the past (a replay or a
-	// long-delayed delivery) or in the future (clock skew).
+	// the tolerance from the receiver's clock. In the past, that is a replay
+	// or a long-delayed delivery. In the future, it is clock skew.
 	ErrStale = errors.New("webhook: timestamp outside tolerance")
 	// ErrNoSecret means the verifier has no secret, or a subscription's
 	// current secret is empty. An empty HMAC key is public knowledge, so
-	// verifying with it would accept forgeries; a previous secret alone
-	// is one the gateway no longer signs with.
+	// verifying with it would accept forgeries. A previous secret alone is
+	// one the gateway no longer signs with.
 	ErrNoSecret = errors.New("webhook: no shared secret configured")
 	// ErrTopicMismatch means the delivery verified only with the secret of
-	// a subscription to another topic than the one its signed body names:
-	// that secret does not vouch for this topic (see
-	// [Verifier.WithSubscription]).
+	// a subscription to another topic. Its signed body names a topic that
+	// secret does not vouch for (see [Verifier.WithSubscription]).
 	ErrTopicMismatch = errors.New("webhook: topic is not the subscription's")
 )
 
-// Verifier checks delivery signatures. Build it with [NewVerifier] (one
-// subscription) or [Verifier.WithSubscription] (several); the zero value
-// has no secret and rejects everything with [ErrNoSecret]. A Verifier is
-// safe for concurrent use once configured.
+// Verifier checks delivery signatures.
+// Build it with [NewVerifier] for one subscription, or with
+// [Verifier.WithSubscription] for several. The zero value has no secret and
+// rejects everything with [ErrNoSecret]. A Verifier is safe for concurrent
+// use once configured.
 //
 // The secrets are held where no reflection-based printer or encoder
-// reaches them: a Verifier prints (every fmt verb), logs and encodes
-// without them, also as an unexported field of the application's own
-// struct, which fmt and slog's text handler walk field by field.
+// reaches them. A Verifier prints (every fmt verb), logs and encodes
+// without them. That holds even in an unexported field of the
+// application's own struct, which fmt and slog's text handler walk field by
+// field.
 type Verifier struct {
-	// Tolerance is the largest accepted |now - timestamp|. Zero means
-	// DefaultTolerance. A negative value is treated as zero tolerance
-	// rather than disabling the check.
+	// Tolerance is the largest accepted |now - timestamp|.
+	// Zero means DefaultTolerance. A negative value is treated as zero
+	// tolerance rather than disabling the check.
 	Tolerance time.Duration
 
 	// Now returns the current time; nil means time.Now. Tests inject a
@@ -109,16 +114,16 @@ type Verifier struct {
 	Now func() time.Time
 
 	// ClockOffset, when set, says how far the gateway's clock is ahead
-	// of Now: pass a rail0.Client's ClockOffset method. That offset is
-	// learned from unsigned Date headers, so the verifier only moves its
-	// clock forward by it, at most half the tolerance. A lying offset can
-	// then refuse a late delivery, never accept an older one.
+	// of Now. Pass a rail0.Client's ClockOffset method. That offset is
+	// learned from unsigned Date headers. So the verifier only moves its
+	// clock forward by it, by at most half the tolerance. A lying offset
+	// can then refuse a late delivery, never accept an older one.
 	ClockOffset func() time.Duration
 
 	keys []key // never modified once built: WithSubscription copies
 
-	// misconfigured, when set, refuses every delivery: a subscription
-	// was given without its current secret.
+	// misconfigured, when set, refuses every delivery.
+	// A subscription was given without its current secret.
 	misconfigured error
 }
 
@@ -128,29 +133,30 @@ type key struct {
 	sub    Subscription
 }
 
-// Subscription is a webhook subscription as the receiver knows it. A
-// delivery names no subscription, so the receiver learns which one it came
-// for from the secret that verified it, and reports it in
+// Subscription is a webhook subscription as the receiver knows it.
+// A delivery names no subscription. The receiver learns which one it came
+// for from the secret that verified it. It reports that subscription in
 // [Event.Subscription].
 type Subscription struct {
 	// ID is the webhook's id (rail0.Webhook.ID), for the receiver's own
-	// routing and logs; it may be empty.
+	// routing and logs. It may be empty.
 	ID string
-	// Topic is the one topic the webhook is subscribed to. A delivery
-	// verified with this subscription's secret is accepted only when its
-	// signed body names this topic (or none, and then takes it). Empty
-	// accepts any topic.
+	// Topic is the one topic the webhook is subscribed to. Take a delivery
+	// verified with this subscription's secret. It is accepted only when
+	// its signed body names this topic, or names none and then takes this
+	// one. Empty accepts any topic.
 	Topic rail0.WebhookTopic
 }
 
-// NewVerifier returns a Verifier for one subscription of any topic that
-// accepts deliveries signed with any of secrets: the webhook's current
-// shared_secret first and, after a rotation, the one it replaced, for as
-// long as deliveries signed before the rotation may still arrive.
+// NewVerifier returns a Verifier for one subscription of any topic.
+// It accepts deliveries signed with any of secrets. Pass the webhook's
+// current shared_secret first. After a rotation, add the one it replaced.
+// Keep it for as long as deliveries signed before the rotation may still
+// arrive.
 //
 // An empty current secret makes the Verifier refuse every delivery with
-// [ErrNoSecret]: a deploy that lost it must not go on trusting the
-// retired one alone. Later empty secrets are ignored.
+// [ErrNoSecret]. A deploy that lost it must not go on trusting the retired
+// one alone. Later empty secrets are ignored.
 func NewVerifier(secrets ...string) Verifier {
 	if len(secrets) == 0 {
 		return Verifier{}
@@ -159,16 +165,18 @@ func NewVerifier(secrets ...string) Verifier {
 }
 
 // WithSubscription returns a copy of v that also accepts deliveries for sub
-// signed with any of secrets (its current shared_secret first and, during
-// a rotation, the previous one). Give each subscription of a callback URL
-// its own Topic: a delivery is then accepted only for the topic of the
-// subscription whose secret verified it, so a secret handed to a system
-// that sees only payments.created cannot vouch for a payments.refunded.
+// signed with any of secrets. Pass sub's current shared_secret first and,
+// during a rotation, the previous one.
 //
-// Without a current secret (none given, or the first empty) the copy
-// refuses every delivery with [ErrNoSecret], for every subscription: a
-// misconfigured receiver should fail loudly, not trust a retired
-// secret. Later empty secrets are ignored; v is not modified.
+// Give each subscription of a callback URL its own Topic. A delivery is
+// then accepted only for the topic of the subscription whose secret
+// verified it. Say a secret was handed to a system that sees only
+// payments.created. That secret cannot vouch for a payments.refunded.
+//
+// The copy may lack a current secret: none given, or the first empty. It
+// then refuses every delivery with [ErrNoSecret], for every subscription.
+// A misconfigured receiver should fail loudly, not trust a retired secret.
+// Later empty secrets are ignored; v is not modified.
 func (v Verifier) WithSubscription(sub Subscription, secrets ...string) Verifier {
 	if (len(secrets) == 0 || secrets[0] == "") && v.misconfigured == nil {
 		of := ""
@@ -188,28 +196,31 @@ func (v Verifier) WithSubscription(sub Subscription, secrets ...string) Verifier
 }
 
 // Verify checks one delivery's signature and timestamp against every
-// configured secret. body must be the raw request body. It does not look
-// at the body, so it does not check a subscription's topic:
+// configured secret. body must be the raw request body. Verify does not
+// look into the body, so it does not check a subscription's topic.
 // [Verifier.VerifyEvent] does.
 //
-// The digest is checked before the clock, so [ErrStale] is only returned for
-// a delivery that really was signed with one of the secrets: a caller can
-// tell a replay or a skewed clock apart from a forgery.
+// The digest is checked before the clock. So [ErrStale] is only returned
+// for a delivery that really was signed with one of the secrets. A caller
+// can thus tell a replay or a skewed clock apart from a forgery.
 func (v Verifier) Verify(body []byte, signatureHeader, timestampHeader string) error {
 	_, err := v.verify(body, signatureHeader, timestampHeader)
 	return err
 }
 
-// VerifyEvent verifies one delivery and decodes it: the signature and
-// timestamp as [Verifier.Verify] does, the body as [DecodeEvent] does,
-// and the topic against the subscription whose secret verified it. The
-// event's Topic comes from the signed body only (the X-Rail0-Topic header
-// is not read); a body that names none takes the subscription's topic.
+// VerifyEvent verifies one delivery and decodes it.
+// It checks the signature and timestamp as [Verifier.Verify] does. It
+// decodes the body as [DecodeEvent] does. It checks the topic against the
+// subscription whose secret verified the delivery.
+//
+// The event's Topic comes from the signed body only; the X-Rail0-Topic
+// header is not read. A body that names no topic takes the subscription's.
 // Event.Subscription says which subscription the delivery came for.
 //
-// A delivery verified only by subscriptions to other topics than the one
-// its body names is refused with [ErrTopicMismatch]; a body that is not an
-// event, with [ErrMalformedEvent]. [Handler] calls this for each request.
+// A delivery may verify only with subscriptions to other topics than the
+// one its body names. It is refused with [ErrTopicMismatch]. A body that is
+// not an event is refused with [ErrMalformedEvent]. [Handler] calls this
+// for each request.
 func (v Verifier) VerifyEvent(body []byte, signatureHeader, timestampHeader string) (Event, error) {
 	matched, err := v.verify(body, signatureHeader, timestampHeader)
 	if err != nil {
@@ -231,9 +242,9 @@ func (v Verifier) VerifyEvent(body []byte, signatureHeader, timestampHeader stri
 	return event, nil
 }
 
-// subscriptionFor picks, among the subscriptions whose secret verified a
-// delivery, the one that vouches for topic: one subscribed to it, else one
-// of any topic. A body without a topic takes the first.
+// subscriptionFor picks the one that vouches for topic among the
+// subscriptions whose secret verified a delivery. That is one subscribed to
+// it, else one of any topic. A body without a topic takes the first.
 func subscriptionFor(matched []Subscription, topic rail0.WebhookTopic) (Subscription, bool) {
 	if topic == "" {
 		return matched[0], true
@@ -247,9 +258,9 @@ func subscriptionFor(matched []Subscription, topic rail0.WebhookTopic) (Subscrip
 	return Subscription{}, false
 }
 
-// verify checks the headers, the digest under every secret and the clock,
-// and returns the subscriptions whose secret matched (at least one when
-// the error is nil).
+// verify checks the headers, the digest under every secret and the clock.
+// It returns the subscriptions whose secret matched: at least one when the
+// error is nil.
 func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) ([]Subscription, error) {
 	if v.misconfigured != nil {
 		return nil, v.misconfigured
@@ -280,11 +291,11 @@ func (v Verifier) verify(body []byte, signatureHeader, timestampHeader string) (
 	return matched, nil
 }
 
-// now is the time a delivery's timestamp is compared with: Now, moved
-// forward by ClockOffset within [0, tolerance/2]. Moving it back would
-// accept deliveries older than the tolerance on an unsigned header's
-// word; moving it forward by at most half leaves a fresh delivery half
-// the window.
+// now is the time a delivery's timestamp is compared with.
+// It is Now, moved forward by ClockOffset within [0, tolerance/2]. Moving it
+// back would accept deliveries older than the tolerance on an unsigned
+// header's word. Moving it forward by at most half leaves a fresh delivery
+// half the window.
 func (v Verifier) now(tolerance time.Duration) time.Time {
 	now := time.Now
 	if v.Now != nil {
@@ -337,9 +348,9 @@ func (v Verifier) subscriptionCount() int {
 	return len(seen)
 }
 
-// matches compares got with the digest under every configured secret and
-// returns the subscriptions of the secrets that match, in configuration
-// order. All secrets are tried even after a match, so the time taken does
+// matches compares got with the digest under every configured secret.
+// It returns the subscriptions of the secrets that match, in configuration
+// order. All secrets are tried even after a match. So the time taken does
 // not tell which one matched.
 func (v Verifier) matches(body []byte, timestamp string, got []byte) []Subscription {
 	var matched []Subscription
@@ -351,9 +362,10 @@ func (v Verifier) matches(body []byte, timestamp string, got []byte) []Subscript
 	return matched
 }
 
-// Sign returns the X-Rail0-Signature value for body signed at timestamp
-// (Unix seconds) with secret, exactly as the gateway computes it. It is
-// meant for tests and local tools that simulate deliveries.
+// Sign returns the X-Rail0-Signature value for body signed with secret.
+// timestamp is in Unix seconds. Sign computes the value exactly as the
+// gateway does. It is meant for tests and local tools that simulate
+// deliveries.
 func Sign(body []byte, timestamp int64, secret string) string {
 	return hex.EncodeToString(digest(secret, strconv.FormatInt(timestamp, 10), body))
 }
@@ -383,9 +395,9 @@ func parseSignature(h string) ([]byte, error) {
 	return b, nil
 }
 
-// parseTimestamp accepts only unsigned decimal digits: the digest covers the
-// header text, so forms such as "+17" or " 17" that strconv would tolerate
-// must not be given a second meaning.
+// parseTimestamp accepts only unsigned decimal digits.
+// The digest covers the header text. strconv would tolerate forms such as
+// "+17" or " 17"; they must not be given a second meaning.
 func parseTimestamp(h string) (int64, error) {
 	if h == "" {
 		return 0, fmt.Errorf("%w: %s is missing", ErrMalformedHeader, TimestampHeader)
@@ -403,5 +415,5 @@ func parseTimestamp(h string) (int64, error) {
 }
 
 // maxUnix keeps time.Unix(ts, 0) and the skew computation far from
-// overflow (year 9999).
+// overflow. It is the end of year 9999.
 const maxUnix = 253402300799

@@ -132,6 +132,8 @@ func TestTinyRun(t *testing.T) {
 		"2 4 SDK RetryOn429 (learns the budget) ",
 		"2 4 SDK RetryOn429, Pacing.Margin 2 ms ",
 		"external P=2 W=4 SDK RetryOn429 (learns the budget) failed = 0 0 ok",
+		"external P=2 W=4 SDK RetryOn429 (learns the budget) retries before Retry-After = 0 0 ok",
+		"external P=2 W=4 SDK RetryOn429, Pacing.Margin 2 ms retries before Retry-After = 0 0 ok",
 		"the whole run took",
 	} {
 		if !has(want) {

@@ -8,9 +8,11 @@
 // fresh clients, and the bench prints one row per gateway, P, W and
 // strategy: HTTP requests sent, 429 answers (in the first window and after
 // it), retries sent before the end of the window that refused them (all,
-// and after the first window), calls that failed, makespan against the
-// floor, call latency, and for the strategies sharing Redis the Redis round
-// trips per call. It checks the targets of issues 13 and 21, and draws, for
+// and after the first window), the shortest time between a 429 and its
+// retry and the retries sent sooner than the 429's Retry-After, calls that
+// failed, makespan against the floor, call latency, and for the strategies
+// sharing Redis the Redis round trips per call. It checks the targets of
+// issues 13, 21 and 27 (no SDK retry before its Retry-After), and draws, for
 // one W, the requests sent per 100 ms of each strategy as PNGs: one process
 // against the in-process gateway, and several processes side by side with
 // go-retryablehttp.

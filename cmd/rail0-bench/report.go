@@ -12,7 +12,7 @@ import (
 // printTable writes one row per run: P, W, strategy and the summary.
 func printTable(w io.Writer, results []result, floor time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "P\tW\tstrategy\tsent\t429s\t429s after 1st window\tearly retries\tearly after 1st\tfailed\tmakespan\t÷ floor\tp50\tp99\tRedis trips/call\t")
+	fmt.Fprintln(tw, "P\tW\tstrategy\tsent\t429s\t429s after 1st window\tearly retries\tearly after 1st\tmin 429→retry\tbefore Retry-After\tfailed\tmakespan\t÷ floor\tp50\tp99\tRedis trips/call\t")
 	var skipped []string
 	for _, r := range results {
 		if r.skipped != "" {
@@ -24,8 +24,12 @@ func printTable(w io.Writer, results []result, floor time.Duration) {
 		if s.RoundTrips > 0 {
 			trips = fmt.Sprintf("%.2f", s.RoundTrips)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%v\t%.3f\t%v\t%v\t%s\t\n", r.processes, r.workers, r.label,
-			s.Sent, s.Refused, s.RefusedAfter, s.EarlyRetries, s.EarlyAfter, s.Failed,
+		gap := "-"
+		if s.Retried429s > 0 {
+			gap = roundLatency(s.MinRetryGap).String()
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%v\t%.3f\t%v\t%v\t%s\t\n", r.processes, r.workers, r.label,
+			s.Sent, s.Refused, s.RefusedAfter, s.EarlyRetries, s.EarlyAfter, gap, s.BeforeInstruction, s.Failed,
 			roundMS(s.Makespan), ratio(s.Makespan, floor), roundLatency(s.P50), roundLatency(s.P99), trips)
 	}
 	tw.Flush()
@@ -92,6 +96,9 @@ const (
 
 // checkTargets checks the issues' targets.
 //
+// Every SDK strategy, on every gateway (issue 27): no retry of a 429 sooner
+// than its Retry-After (capped at the SDK's default RetryAfterCap), by the
+// client's clock (see retryGaps).
 // One process with only RetryOn429 (sdk, P = 1): at most W 429s, none after
 // the first window (issue 13), makespan ≤ 1.003 × floor (issue 21), p99 no
 // worse than go-retryablehttp's on the same gateway and W; against the
@@ -124,6 +131,11 @@ func checkTargets(results []result, survivals []survival, floor time.Duration) [
 				ratio(s.Makespan, floor) <= slack)
 		}
 		b, hasBase := base[fmt.Sprint(r.gateway, r.processes, r.workers)]
+		if sdkStrategy(r.key) {
+			// Issue 27: no SDK strategy retries a 429 before its
+			// instruction (capped), on any gateway.
+			add("retries before Retry-After = 0", fmt.Sprint(s.BeforeInstruction), s.BeforeInstruction == 0)
+		}
 		switch r.key {
 		case "sdk":
 			if r.gateway == "short" {
@@ -172,6 +184,9 @@ func checkTargets(results []result, survivals []survival, floor time.Duration) [
 	}
 	return vs
 }
+
+// sdkStrategy reports whether strategy key calls through this SDK.
+func sdkStrategy(key string) bool { return key != "retryablehttp" && key != "naive" }
 
 // printTargets writes the verdicts and how many were met.
 func printTargets(w io.Writer, results []result, survivals []survival, floor time.Duration) {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	rail0 "github.com/rail0/rail0-go"
 )
 
 // attempt is one HTTP request as the transport saw it.
@@ -14,6 +16,9 @@ type attempt struct {
 	Sent   int64 `json:"sent"`   // Unix nanoseconds when the request left
 	Recv   int64 `json:"recv"`   // Unix nanoseconds when the answer (or error) came back
 	Status int   `json:"status"` // HTTP status, 0 for a transport error
+	// RetryAfter is a 429's instruction in nanoseconds (its Retry-After,
+	// whole seconds); zero when the answer gave none.
+	RetryAfter int64 `json:"retry_after,omitempty"`
 }
 
 // call is one logical API call as a worker saw it, retries included.
@@ -33,9 +38,16 @@ type summary struct {
 	RefusedAfter int // 429 answers received after the first window
 	EarlyRetries int // retries sent into the window that had refused the call
 	EarlyAfter   int // those whose refusal came after the first window
-	Makespan     time.Duration
-	P50, P99     time.Duration
-	RoundTrips   float64 // Redis round trips per call, when measured
+	// Retried429s counts the 429s with an instruction that were retried;
+	// MinRetryGap is the shortest time between one of them arriving and
+	// its retry leaving; BeforeInstruction counts the retries that left
+	// sooner than the instruction, capped as the SDK caps it.
+	Retried429s       int
+	MinRetryGap       time.Duration
+	BeforeInstruction int
+	Makespan          time.Duration
+	P50, P99          time.Duration
+	RoundTrips        float64 // Redis round trips per call, when measured
 }
 
 // windowEnd returns the end of the fixed server window holding t: the
@@ -80,6 +92,39 @@ func earlyRetries(attempts []attempt, period time.Duration, from int64) (all, af
 	return all, after
 }
 
+// retryGaps measures the time between each 429 that gave an instruction
+// and its call's next attempt, by the client's clock: from when the 429
+// arrived to when the retry left. That is never longer than the same gap
+// on the gateway's clock (the 429 left the gateway before it arrived, and
+// the retry arrives after it left), so a retry counted early here may be
+// on time there, never the other way round. It returns how many such
+// retries there were, the shortest gap, and how many left before
+// min(instruction, cap).
+func retryGaps(attempts []attempt, cap time.Duration) (n int, minGap time.Duration, before int) {
+	byCall := map[int64][]attempt{}
+	for _, a := range attempts {
+		byCall[a.Call] = append(byCall[a.Call], a)
+	}
+	for _, as := range byCall {
+		slices.SortFunc(as, func(x, y attempt) int { return cmp.Compare(x.Sent, y.Sent) })
+		for i := 1; i < len(as); i++ {
+			prev := as[i-1]
+			if prev.Status != http.StatusTooManyRequests || prev.RetryAfter <= 0 {
+				continue
+			}
+			gap := time.Duration(as[i].Sent - prev.Recv)
+			if n == 0 || gap < minGap {
+				minGap = gap
+			}
+			n++
+			if gap < min(time.Duration(prev.RetryAfter), cap) {
+				before++
+			}
+		}
+	}
+	return n, minGap, before
+}
+
 // percentile returns the nearest-rank q-quantile (0 < q ≤ 1) of ds, or 0
 // for none.
 func percentile(ds []time.Duration, q float64) time.Duration {
@@ -115,6 +160,7 @@ func summarize(attempts []attempt, calls []call, start int64, period time.Durati
 		}
 	}
 	s.EarlyRetries, s.EarlyAfter = earlyRetries(attempts, period, firstEnd)
+	s.Retried429s, s.MinRetryGap, s.BeforeInstruction = retryGaps(attempts, rail0.DefaultRetryAfterCap)
 	s.Makespan = time.Duration(end - start)
 	s.P50 = percentile(lat, 0.50)
 	s.P99 = percentile(lat, 0.99)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"image/png"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,11 +168,111 @@ func TestMakespanFloor(t *testing.T) {
 	}
 }
 
+// Issue 27: the time between a 429 that gave an instruction and its
+// retry, by the client's clock, and the retries sooner than the
+// instruction (capped).
+func TestRetryGaps(t *testing.T) {
+	ra := int64(2 * time.Second)
+	// A retry at the window's reopening is not early by the window
+	// (earlyRetries, which excused the learned reopening), but is by the
+	// rule.
+	reopening := []attempt{
+		{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 429, RetryAfter: ra},
+		{Call: 1, Sent: 2*s + 4*ms, Recv: 2*s + 5*ms, Status: 200},
+	}
+	if all, _ := earlyRetries(reopening, 2*time.Second, 0); all != 0 {
+		t.Errorf("earlyRetries at the reopening = %d, want 0", all)
+	}
+	tests := []struct {
+		name     string
+		attempts []attempt
+		n        int
+		minGap   time.Duration
+		before   int
+	}{
+		{"none", nil, 0, 0, 0},
+		{"retried at the instruction", []attempt{
+			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 429, RetryAfter: ra},
+			{Call: 1, Sent: 2*s + 10*ms, Recv: 2*s + 11*ms, Status: 200},
+		}, 1, 2 * time.Second, 0},
+		{"retried a millisecond early, recorded out of order", []attempt{
+			{Call: 1, Sent: 2*s + 9*ms, Recv: 2*s + 11*ms, Status: 200},
+			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 429, RetryAfter: ra},
+		}, 1, 1999 * time.Millisecond, 1},
+		{"the shortest of several", []attempt{
+			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 429, RetryAfter: ra},
+			{Call: 1, Sent: 2100 * ms, Recv: 2110 * ms, Status: 429, RetryAfter: ra},
+			{Call: 1, Sent: 4200 * ms, Recv: 4210 * ms, Status: 200},
+			{Call: 2, Sent: 0, Recv: 10 * ms, Status: 429, RetryAfter: ra},
+			{Call: 2, Sent: 2050 * ms, Recv: 2060 * ms, Status: 200},
+		}, 3, 2040 * time.Millisecond, 0},
+		{"a 429 without an instruction is a guess, not counted", []attempt{
+			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 429},
+			{Call: 1, Sent: 100 * ms, Recv: 110 * ms, Status: 200},
+		}, 0, 0, 0},
+		{"an instruction beyond the cap waits the cap", []attempt{
+			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 429, RetryAfter: int64(600 * time.Second)},
+			{Call: 1, Sent: 60*s + 10*ms, Recv: 60*s + 11*ms, Status: 200},
+		}, 1, 60 * time.Second, 0},
+		{"at the window's reopening, before the instruction", reopening, 1, 1894 * time.Millisecond, 1},
+		{"a 500's retry is not a 429's", []attempt{
+			{Call: 1, Sent: 0, Recv: 10 * ms, Status: 500},
+			{Call: 1, Sent: 20 * ms, Recv: 30 * ms, Status: 200},
+		}, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		n, minGap, before := retryGaps(tt.attempts, 60*time.Second)
+		if n != tt.n || minGap != tt.minGap || before != tt.before {
+			t.Errorf("%s: retryGaps = %d, %v, %d; want %d, %v, %d", tt.name, n, minGap, before, tt.n, tt.minGap, tt.before)
+		}
+	}
+}
+
+// The recorder keeps a 429's Retry-After (whole seconds), which retryGaps
+// measures against; other answers and unusable values keep none.
+func TestRecorderKeepsRetryAfter(t *testing.T) {
+	answers := []struct {
+		status int
+		ra     string
+		want   time.Duration
+	}{
+		{http.StatusTooManyRequests, "2", 2 * time.Second},
+		{http.StatusTooManyRequests, "", 0},
+		{http.StatusTooManyRequests, "soon", 0},
+		{http.StatusServiceUnavailable, "2", 0},
+		{http.StatusOK, "", 0},
+	}
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		a := answers[n]
+		n++
+		if a.ra != "" {
+			w.Header().Set("Retry-After", a.ra)
+		}
+		w.WriteHeader(a.status)
+	}))
+	defer srv.Close()
+	rec := newRecorder(1)
+	hc := &http.Client{Transport: rec}
+	for range answers {
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for i, a := range rec.recorded() {
+		if a.Status != answers[i].status || time.Duration(a.RetryAfter) != answers[i].want {
+			t.Errorf("answer %d: recorded %d with Retry-After %v, want %d with %v", i, a.Status, time.Duration(a.RetryAfter), answers[i].status, answers[i].want)
+		}
+	}
+}
+
 func TestSummarize(t *testing.T) {
 	start := 100 * s
 	as := []attempt{
 		{Call: 0, Sent: start, Recv: start + ms, Status: 200},
-		{Call: 1, Sent: start, Recv: start + ms, Status: 429},
+		{Call: 1, Sent: start, Recv: start + ms, Status: 429, RetryAfter: int64(time.Second)},
 		{Call: 1, Sent: start + 500*ms, Recv: start + 501*ms, Status: 200}, // early
 		{Call: 2, Sent: start, Recv: start + ms, Status: 429},
 	}
@@ -182,6 +284,7 @@ func TestSummarize(t *testing.T) {
 	got := summarize(as, calls, start, time.Second)
 	want := summary{
 		Calls: 3, Failed: 1, Sent: 4, Refused: 2, EarlyRetries: 1,
+		Retried429s: 1, MinRetryGap: 499 * time.Millisecond, BeforeInstruction: 1,
 		Makespan: 3 * time.Second, P50: 501 * time.Millisecond, P99: 3 * time.Second,
 	}
 	if got != want {
@@ -196,7 +299,7 @@ func TestCheckTargets(t *testing.T) {
 		{key: "retryablehttp", gateway: "inproc", processes: 1, workers: 8, sum: summary{Refused: 32, P99: 2 * time.Second}}, // no target of its own
 		{key: "sdk", gateway: "inproc", processes: 1, workers: 8, sum: summary{Refused: 8, Makespan: ok, P99: 2 * time.Second}},
 		{key: "sdk", gateway: "external", processes: 1, workers: 8, sum: summary{Refused: 9, RefusedAfter: 1, Makespan: 8100 * time.Millisecond}},
-		{key: "sdk", gateway: "short", processes: 1, workers: 8, sum: summary{EarlyRetries: 8, EarlyAfter: 1}},
+		{key: "sdk", gateway: "short", processes: 1, workers: 8, sum: summary{EarlyRetries: 8, EarlyAfter: 1, BeforeInstruction: 2}},
 		{key: "pacing", gateway: "inproc", processes: 1, workers: 8, sum: summary{Makespan: ok}},
 		{key: "retryablehttp", gateway: "external", processes: 4, workers: 32, sum: summary{RefusedAfter: 80, P99: 6 * time.Second}},
 		{key: "sdk", gateway: "external", processes: 4, workers: 32, sum: summary{RefusedAfter: 9, Makespan: 8150 * time.Millisecond, P99: 4 * time.Second}},
@@ -215,17 +318,18 @@ func TestCheckTargets(t *testing.T) {
 	for _, v := range checkTargets(results, survivals, floor) {
 		got = append(got, v.ok)
 	}
+	// Every SDK row starts with issue 27's: no retry before its Retry-After.
 	want := []bool{
-		true, true, true, true, // sdk inproc, one process: 429s, after, makespan (8.02 s ≤ 1.003 × 8 s), p99
-		false, false, false, // sdk external: 429s, after, makespan (no baseline)
-		false,      // sdk short: early after the first window
-		true, true, // pacing: 429s, makespan
-		true, true, true, true, // sdk in 4 processes: failed, makespan, 429s after, p99 against go-retryablehttp in 4 processes
-		false, false, // sdk in 2 processes: failed, makespan 8.17 s (no baseline)
-		false, false, true, // redis: 429s, round trips, makespan
-		false, true, // redis-learned: 429s after the first window, makespan
-		true, true, // outage: failed, makespan ≤ 1.1
-		false, false, // outage-learned: failed, makespan 8.9 s
+		true, true, true, true, true, // sdk inproc, one process: 429s, after, makespan (8.02 s ≤ 1.003 × 8 s), p99
+		true, false, false, false, // sdk external: 429s, after, makespan (no baseline)
+		false, false, // sdk short: two retries before the instruction; early after the first window
+		true, true, true, // pacing: 429s, makespan
+		true, true, true, true, true, // sdk in 4 processes: failed, makespan, 429s after, p99 against go-retryablehttp in 4 processes
+		true, false, false, // sdk in 2 processes: failed, makespan 8.17 s (no baseline)
+		true, false, false, true, // redis: 429s, round trips, makespan
+		true, false, true, // redis-learned: 429s after the first window, makespan
+		true, true, true, // outage: failed, makespan ≤ 1.1
+		true, false, false, // outage-learned: failed, makespan 8.9 s
 		true, false, // survivors: back in 2 periods; back in 3 + 1 periods
 	}
 	if !slices.Equal(got, want) {
@@ -350,6 +454,7 @@ func TestPrintTable(t *testing.T) {
 	var b strings.Builder
 	printTable(&b, []result{
 		{label: "naive", processes: 1, workers: 8, sum: summary{Sent: 180, Refused: 80, RefusedAfter: 60, EarlyRetries: 40, EarlyAfter: 30,
+			Retried429s: 80, MinRetryGap: time.Second, BeforeInstruction: 70,
 			Makespan: 8020 * time.Millisecond, P50: 300 * time.Microsecond, P99: 6010 * time.Millisecond}},
 		{label: "redis", processes: 4, workers: 8, sum: summary{Sent: 100, Makespan: 8 * time.Second, RoundTrips: 1.25}},
 		{label: "redis", processes: 4, workers: 32, skipped: "skipped: Redis unreachable"},
@@ -358,7 +463,7 @@ func TestPrintTable(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("table has %d lines, want header, two rows and the skip note:\n%s", len(lines), b.String())
 	}
-	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"1", "8", "naive", "180", "80", "60", "40", "30", "0", "8.02s", "1.002", "300µs", "6.01s"}) {
+	if got := strings.Fields(lines[1]); !slices.Equal(got, []string{"1", "8", "naive", "180", "80", "60", "40", "30", "1s", "70", "0", "8.02s", "1.002", "300µs", "6.01s"}) {
 		t.Errorf("row = %q", got)
 	}
 	if got := strings.Fields(lines[2]); got[len(got)-1] != "1.25" {

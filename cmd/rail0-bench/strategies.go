@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,6 +101,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	a := attempt{Call: id, Sent: sent, Recv: time.Now().UnixNano()}
 	if err == nil {
 		a.Status = resp.StatusCode
+		if v, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); resp.StatusCode == http.StatusTooManyRequests && err == nil && v > 0 {
+			a.RetryAfter = int64(time.Duration(v) * time.Second)
+		}
 	}
 	r.mu.Lock()
 	r.attempts = append(r.attempts, a)

@@ -1,24 +1,28 @@
-// Command rail0-gateway serves the in-process RAIL0 gateway of package rail0test
-// on a TCP address, so clients in any language can run against a faithful
-// gateway with a simulated chain, offline.
+// Command rail0-gateway serves the in-process RAIL0 gateway of package
+// rail0test on a TCP address. Clients in any language can then run against
+// a faithful gateway with a simulated chain, offline.
 //
 // Usage:
 //
 //	rail0-gateway [flags]
 //
-// Every simulator setting a test needs is a flag: throttle limits and periods per
-// surface, RateLimit headers, payment windows, confirmation delay, session
-// lifetime, seed, JWT secret, webhook retry schedule and fault rules (-fault, in
-// the syntax of rail0test.ParseFault). -control mounts the loopback-only control
-// surface under /_rail0test/ that moves the simulated clock, resets the simulator
-// and reads the execution ledger. -json prints one JSON start-up record on stdout
-// and -ready-file writes it to a file; otherwise a banner is printed. Run
-// rail0-gateway -h for the list.
+// Every simulator setting a test needs is a flag. The flags cover:
+//   - throttle limits and periods per surface, and RateLimit headers;
+//   - payment windows, confirmation delay and session lifetime;
+//   - the seed, the JWT secret and the webhook retry schedule;
+//   - fault rules (-fault, in the syntax of rail0test.ParseFault).
 //
-// The demo keys are derived from fixed public seeds: they are test keys and must
-// never hold real funds. -seed makes ids reproducible but does not derive the JWT
-// secret, which stays random unless -jwt-secret fixes it. The command serves until
-// SIGINT or SIGTERM, then shuts down gracefully.
+// -control mounts the loopback-only control surface under /_rail0test/.
+// It moves the simulated clock, resets the simulator and reads the
+// execution ledger. -json prints one JSON start-up record on stdout.
+// -ready-file writes that record to a file. Otherwise a banner is printed.
+// Run rail0-gateway -h for the list. docs/rail0-gateway.md describes every
+// flag.
+//
+// The demo keys are derived from fixed public seeds. They are test keys and
+// must never hold real funds. -seed makes ids reproducible but does not
+// derive the JWT secret. That stays random unless -jwt-secret fixes it. The
+// command serves until SIGINT or SIGTERM, then shuts down gracefully.
 package main
 
 import (
@@ -52,8 +56,8 @@ func main() {
 	}
 }
 
-// faultFlags collects repeated -fault rules, parsed as they are read so a typo
-// fails at start-up.
+// faultFlags collects repeated -fault rules.
+// Each is parsed as it is read, so a typo fails at start-up.
 type faultFlags []rail0test.Fault
 
 func (f *faultFlags) String() string { return fmt.Sprintf("%d fault(s)", len(*f)) }
@@ -102,7 +106,7 @@ never throttled, faulted or recorded):
 Flags:
 `
 
-// parseFlags reads args into settings; it reports usage and errors on errOut.
+// parseFlags reads args into settings. It reports usage and errors on errOut.
 func parseFlags(args []string, errOut io.Writer) (*settings, error) {
 	fs := flag.NewFlagSet("rail0-gateway", flag.ContinueOnError)
 	fs.SetOutput(errOut)
@@ -334,8 +338,8 @@ func printBanner(out io.Writer, r record) {
 	}
 }
 
-// writeReadyFile writes r as JSON next to path and renames it into place, so a
-// script polling for path never reads half a record.
+// writeReadyFile writes r as JSON next to path and renames it into place.
+// So a script polling for path never reads half a record.
 func writeReadyFile(path string, r record) error {
 	data, _ := json.Marshal(r)
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".rail0-gateway-*")

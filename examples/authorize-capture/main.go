@@ -1,10 +1,11 @@
-// Command authorize-capture runs an escrow payment end to end: the buyer
-// opens it and signs the EIP-3009 payload, the merchant authorizes (funds go
-// into escrow), captures part of it and refunds part of what it captured.
+// Command authorize-capture runs an escrow payment end to end.
+// The buyer opens it and signs the EIP-3009 payload. The merchant
+// authorizes it, which moves the funds into escrow. Then the merchant
+// captures part of it and refunds part of what it captured.
 //
-// It runs against the embedded rail0test gateway by default, offline; set
-// RAIL0_BASE_URL (and the keys described in examples/internal/demo) to run
-// it against a real gateway.
+// It runs against the embedded rail0test gateway by default, offline.
+// To run it against a real gateway, set RAIL0_BASE_URL and the keys
+// described in examples/internal/demo.
 package main
 
 import (
@@ -83,9 +84,9 @@ func run(ctx context.Context, w io.Writer) error {
 		return nil
 	}
 
-	// The merchant states what it knows of the order on every step, so that
-	// a gateway or a proxy answering with another payment (another payer, say)
-	// is refused before anything is signed.
+	// The merchant states what it knows of the order on every step. A
+	// gateway or a proxy may answer with another payment (another payer,
+	// say). Such an answer is refused before anything is signed.
 	order := rail0.Expectation{ChainID: env.ChainID, Token: env.Token, Amount: "25.00",
 		Payer: env.Buyer.Address(), Payee: env.Merchant.Address()}
 

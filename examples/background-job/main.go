@@ -1,19 +1,22 @@
 // Command background-job shows the rate-limit settings for work nobody waits
-// on. WithRetryOn429 sleeps the job's goroutines through 429s: each wait is
-// at least the gateway's Retry-After (capped by RetryAfterCap), plus jitter,
-// all within a per-call allowance. The client-wide cooldown stops the other
-// workers from sending into a closed window. WithPacing keeps the job under
-// the budget, so the gateway never has to refuse it.
+// on.
 //
-// It runs against the embedded rail0test gateway by default, throttling
-// sessions at 5 requests per 2 s so that the effect shows in seconds; set
-// RAIL0_BASE_URL to use a real gateway (see examples/internal/demo), whose
-// budgets rail0.PublishedLimits describes.
+// WithRetryOn429 sleeps the job's goroutines through 429s. Each wait is at
+// least the gateway's Retry-After (capped by RetryAfterCap), plus jitter.
+// All waits fit within a per-call allowance. The client-wide cooldown stops
+// the other workers from sending into a closed window. WithPacing keeps the
+// job under the budget, so the gateway never has to refuse it.
 //
-// After each job it prints what a rail0stats.Counters observer counted (the
-// 429 answers) and what the calls' transcripts (Response.Call) say: how long
-// the job waited on the gateway's Retry-After and in the limiter, and the
-// story of its slowest call, attempt by attempt.
+// It runs against the embedded rail0test gateway by default. That gateway
+// throttles sessions at 5 requests per 2 s, so the effect shows in seconds.
+// Set RAIL0_BASE_URL to use a real gateway (see examples/internal/demo).
+// rail0.PublishedLimits describes a real gateway's budgets.
+//
+// After each job it prints what a rail0stats.Counters observer counted: the
+// 429 answers. It also prints what the calls' transcripts (Response.Call)
+// say. That is how long the job waited on the gateway's Retry-After and in
+// the limiter. It is also the story of its slowest call, attempt by
+// attempt.
 package main
 
 import (
@@ -59,7 +62,7 @@ func run(ctx context.Context, w io.Writer) error {
 	fmt.Fprintln(w, "gateway:", env.Where())
 
 	// The margin stretches each period to absorb how long requests take to
-	// arrive; a generous one keeps a loaded machine under the budget too.
+	// arrive. A generous one keeps a loaded machine under the budget too.
 	pacing := rail0.Pacing{Session: budget, Margin: 300 * time.Millisecond}
 	if !env.Embedded {
 		pacing = rail0.PublishedLimits()

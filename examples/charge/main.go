@@ -1,8 +1,8 @@
-// Command charge runs a one-step payment: the buyer opens it in charge mode
-// and signs; the merchant submits the charge and the funds go straight to
-// the merchant, with no escrow.
+// Command charge runs a one-step payment.
+// The buyer opens it in charge mode and signs. The merchant submits the
+// charge. The funds go straight to the merchant, with no escrow.
 //
-// It runs against the embedded rail0test gateway by default; set
+// It runs against the embedded rail0test gateway by default. Set
 // RAIL0_BASE_URL to use a real one (see examples/internal/demo).
 package main
 

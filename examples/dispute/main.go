@@ -1,8 +1,8 @@
 // Command dispute shows a buyer opening and closing a dispute on a captured
-// payment, and the merchant seeing it in its dispute list. Disputes move no
-// funds: they are an on-chain signal the merchant answers off chain.
+// payment. The merchant sees it in its dispute list. Disputes move no
+// funds. They are an on-chain signal the merchant answers off chain.
 //
-// It runs against the embedded rail0test gateway by default; set
+// It runs against the embedded rail0test gateway by default. Set
 // RAIL0_BASE_URL to use a real one (see examples/internal/demo).
 package main
 

@@ -1,10 +1,11 @@
-// Command refund settles a charge and refunds it in full: Payments.Refund
-// runs both refund phases (an EIP-3009 ReceiveWithAuthorization the merchant
-// signs, then the transaction that carries it), checking each artifact
-// against the request before signing; a second refund is refused with a
-// typed code before any gas is spent.
+// Command refund settles a charge and refunds it in full.
+// Payments.Refund runs both refund phases. The first is an EIP-3009
+// ReceiveWithAuthorization the merchant signs. The second is the
+// transaction that carries it. Each artifact is checked against the
+// request before signing. A second refund is refused with a typed code
+// before any gas is spent.
 //
-// It runs against the embedded rail0test gateway by default; set
+// It runs against the embedded rail0test gateway by default. Set
 // RAIL0_BASE_URL to use a real one (see examples/internal/demo).
 package main
 
@@ -62,13 +63,13 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "charged %s, refundable %s\n", env.Amount(p.Amount), env.Amount(p.RefundableAmount))
 
-	// Both refund phases in one call: the merchant's ReceiveWithAuthorization
-	// is checked (exactly 20.00, back to the contract, on this chain and
-	// token) and signed, then the refund transaction is checked to carry that
-	// amount and that signature, signed and submitted. The refund is bound to
-	// the payer the merchant's own order record names (Expect.Payer), never
-	// to what a read of the gateway says: a payment of another payer is
-	// refused before anything is signed.
+	// Both refund phases in one call. First the merchant's
+	// ReceiveWithAuthorization is checked and signed: exactly 20.00, back to
+	// the contract, on this chain and token. Then the refund transaction is
+	// checked to carry that amount and that signature, signed and submitted.
+	// The refund is bound to the payer the merchant's own order record names
+	// (Expect.Payer). It is never bound to what a read of the gateway says.
+	// A payment of another payer is refused before anything is signed.
 	tx, err := merchant.Payments.Refund(ctx, p.ID, rail0.PaymentRefundParams{Amount: "20.00",
 		Expect: rail0.Expectation{Payer: env.Buyer.Address()}})
 	if err != nil {

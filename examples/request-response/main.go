@@ -1,11 +1,11 @@
 // Command request-response shows how a web handler should treat the
-// gateway's rate limit: it does not sleep the request (retries are off by
-// default), it tells its own caller when to come back, using the gateway's
-// Retry-After as APIError.RetryAfter.
+// gateway's rate limit. It does not sleep the request; retries are off by
+// default. It tells its own caller when to come back. For that it uses the
+// gateway's Retry-After, which the SDK hands over as APIError.RetryAfter.
 //
-// It runs against the embedded rail0test gateway by default, set to throttle
-// sessions after 3 requests per 60 s so the 429 shows; set RAIL0_BASE_URL to
-// use a real gateway (see examples/internal/demo).
+// It runs against the embedded rail0test gateway by default. That gateway
+// throttles sessions after 3 requests per 60 s, so the 429 shows. Set
+// RAIL0_BASE_URL to use a real gateway (see examples/internal/demo).
 package main
 
 import (
@@ -14,11 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/rail0/rail0-go"
@@ -41,8 +39,7 @@ func paymentStatus(client *rail0.Client) http.HandlerFunc {
 		switch {
 		case errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests:
 			// Pass the gateway's instruction on instead of holding the request.
-			secs := int(math.Ceil(apiErr.RetryAfter.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			w.Header().Set("Retry-After", apiErr.RetryAfterHeader())
 			http.Error(w, "payment service busy; retry later", http.StatusServiceUnavailable)
 		case errors.Is(err, rail0.ErrNotFound):
 			http.Error(w, "no such payment", http.StatusNotFound)
@@ -57,7 +54,7 @@ func paymentStatus(client *rail0.Client) http.HandlerFunc {
 
 func run(ctx context.Context, w io.Writer) error {
 	// A gateway clock that stands still keeps all requests in one throttle
-	// window, so the demonstration does not depend on when it runs.
+	// window. So the demonstration does not depend on when it runs.
 	env, err := demo.Setup(
 		rail0test.WithSessionRateLimit(rail0test.Limit{Requests: 3}),
 		rail0test.WithClock(rail0test.NewManualClock(time.Now())))

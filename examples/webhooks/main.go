@@ -1,12 +1,14 @@
-// Command webhooks receives the gateway's signed deliveries: the merchant
-// registers a webhook, a small HTTP server verifies each delivery with
-// webhook.Handler (HMAC-SHA256 over timestamp and raw body, constant-time
-// compare, 5-minute tolerance) and deduplicates on the event id; a redelivery
-// of the same event is recognised as such.
+// Command webhooks receives the gateway's signed deliveries.
+// The merchant registers a webhook. A small HTTP server verifies each
+// delivery with webhook.Handler. The check is HMAC-SHA256 over timestamp
+// and raw body, compared in constant time, with a 5-minute tolerance. The
+// server deduplicates on the event id, so a redelivery of the same event is
+// recognised as such.
 //
-// It runs against the embedded rail0test gateway by default, which accepts
-// plain-HTTP loopback callback URLs; a real gateway needs an HTTPS URL it can
-// reach (set RAIL0_CALLBACK_URL to it, and run this program behind it).
+// It runs against the embedded rail0test gateway by default. That gateway
+// accepts plain-HTTP loopback callback URLs. A real gateway needs an HTTPS
+// URL it can reach. Set RAIL0_CALLBACK_URL to it, and run this program
+// behind it.
 package main
 
 import (
@@ -113,7 +115,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if _, err := merchant.Payments.Charge(ctx, p.ID, rail0.PaymentChargeParams{}); err != nil {
 		return err
 	}
-	// Deliveries follow confirmations; reading the payment lets the
+	// Deliveries follow confirmations. Reading the payment lets the
 	// embedded gateway's simulated chain move on.
 	if _, err := merchant.Payments.WaitForStatus(ctx, p.ID, rail0.PaymentWaitForStatusParams{
 		Statuses: []rail0.PaymentStatus{rail0.StatusCharged}, PollInterval: demo.PollInterval, MaxPollInterval: demo.MaxPollInterval}); err != nil {
@@ -125,9 +127,9 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "verified delivery: %s for our payment: %v, status %s\n", first.Topic, first.Payment.ID == p.ID, first.Payment.Status)
 
-	// Redeliver it from the delivery log: same event id, new signature. The
-	// gateway logs a delivery once the receiver's answer is in, which can be
-	// a moment after the receiver saw it.
+	// Redeliver it from the delivery log: same event id, new signature.
+	// The gateway logs a delivery once the receiver's answer is in. That can
+	// be a moment after the receiver saw it.
 	var logged []rail0.EventCallback
 	for len(logged) == 0 {
 		page, err := merchant.Webhooks.ListEventCallbacks(ctx, hook.ID, rail0.WebhookListEventCallbacksParams{})

@@ -1,24 +1,29 @@
 // Command docstats measures the sentences of the repository's doc
-// comments: how many words a sentence has on average, at the 90th
-// percentile, and how many sentences run over 40 words. The house rule is
-// short sentences (about 11 words, never over 40); .ci/docstats runs this.
+// comments. It reports how many words a sentence has on average and at the
+// 90th percentile. It also reports how many sentences run over 40 words.
+// The house rule is short sentences: about 11 words, never over 40.
+// .ci/docstats runs this.
 //
 // It reads every non-test .go file under the given directories (default
-// "."), skipping testdata, vendor and directories whose name starts with
-// "." or "_". From each it takes the doc comments that go doc shows: the
-// package clause's, each top-level declaration's (func, type, var, const,
-// and each spec of a group), and each struct field's and interface
-// method's. Comments inside function bodies and trailing line comments
-// are not doc comments and are left out.
+// "."). It skips testdata, vendor and directories whose name starts with
+// "." or "_". From each file it takes the doc comments that go doc shows:
+//   - the package clause's;
+//   - each top-level declaration's (func, type, var, const, and each spec
+//     of a group);
+//   - each struct field's and interface method's.
+//
+// Comments inside function bodies and trailing line comments are not doc
+// comments and are left out.
 //
 // A comment is parsed as go/doc/comment parses it. Code blocks and headings
-// are not prose and are skipped; a paragraph and each list item are split
-// into sentences at a ".", "?" or "!" that ends a word (after any closing
-// bracket or quote), except in a few abbreviations. A word is a run of
-// non-space characters with a letter or a digit in it.
+// are not prose and are skipped. A paragraph and each list item are split
+// into sentences at a ".", "?" or "!" that ends a word. The mark may be
+// followed by a closing bracket or quote. A few abbreviations do not end a
+// sentence. A word is a run of non-space characters with a letter or a
+// digit in it.
 //
-// With -fail it exits 1 when the average is over -max-avg or the share of
-// sentences over 40 words reaches -max-long percent.
+// With -fail it exits 1 when the average is over -max-avg. It also exits 1
+// when the share of sentences over 40 words reaches -max-long percent.
 package main
 
 import (
@@ -87,8 +92,8 @@ type stats struct {
 	longShare float64
 }
 
-// summarize computes the average, the 90th percentile (nearest rank) and
-// the share of long sentences.
+// summarize computes the average and the 90th percentile (nearest rank).
+// It also computes the share of long sentences.
 func summarize(ss []sentence) stats {
 	if len(ss) == 0 {
 		return stats{}

@@ -2,15 +2,16 @@ package evm
 
 import "math/big"
 
-// RLP is an item of Ethereum's recursive length prefix encoding: a byte
-// string or a list of items. Only encoding is needed here.
+// RLP is an item of Ethereum's recursive length prefix encoding.
+// It is a byte string or a list of items. Only encoding is needed here.
 type RLP interface{ appendRLP(dst []byte) []byte }
 
 // Bytes is an RLP byte string.
 type Bytes []byte
 
-// Uint is an RLP unsigned integer: its minimal big-endian bytes, zero as the
-// empty string. A nil or negative value encodes as zero; callers check signs.
+// Uint is an RLP unsigned integer: its minimal big-endian bytes.
+// Zero is the empty string. A nil or negative value encodes as zero;
+// callers check signs.
 type Uint struct{ *big.Int }
 
 // List is an RLP list.
@@ -43,8 +44,8 @@ func (l List) appendRLP(dst []byte) []byte {
 	return append(dst, payload...)
 }
 
-// appendRLPHeader appends the prefix of a string (base 0x80) or a list
-// (base 0xc0) whose payload is n bytes long.
+// appendRLPHeader appends the prefix of an item whose payload is n bytes
+// long. The base is 0x80 for a string and 0xc0 for a list.
 func appendRLPHeader(dst []byte, base byte, n int) []byte {
 	if n <= 55 {
 		return append(dst, base+byte(n))

@@ -1,7 +1,7 @@
 // Package evmtest provides a secp256k1 test key for the root package's
-// tests, which must not import go-ethereum (a user's go mod tidy loads the
-// root's tests). Keys are derived from a seed, so they are the same on every
-// run: never use one for real funds.
+// tests. Those must not import go-ethereum, because a user's go mod tidy
+// loads the root's tests. Keys are derived from a seed, so they are the
+// same on every run. Never use one for real funds.
 package evmtest
 
 import (
@@ -26,8 +26,9 @@ type Key struct {
 	Err error
 }
 
-// NewKey derives a key from seed: 1 + Keccak-256("rail0 evmtest key " ‖
-// seed) mod (N − 1), always in [1, N − 1].
+// NewKey derives a key from seed.
+// The key is 1 + Keccak-256("rail0 evmtest key " ‖ seed) mod (N − 1).
+// It is always in [1, N − 1].
 func NewKey(seed string) *Key {
 	h := evm.Keccak256([]byte("rail0 evmtest key " + seed))
 	d := new(big.Int).SetBytes(h[:])
@@ -43,8 +44,8 @@ func (k *Key) Address() string { return k.addr }
 // String prints the address only.
 func (k *Key) String() string { return "evmtest.Key(" + k.addr + ")" }
 
-// SignDigest signs digest with RFC 6979 deterministic nonces and returns
-// r ‖ s ‖ v, v = 0 or 1, s in the lower half.
+// SignDigest signs digest with RFC 6979 deterministic nonces.
+// It returns r ‖ s ‖ v, with v = 0 or 1 and s in the lower half.
 func (k *Key) SignDigest(_ context.Context, digest [32]byte) ([]byte, error) {
 	if k.Err != nil {
 		return nil, k.Err

@@ -1,7 +1,8 @@
 // Package leaktest checks that values holding secrets never show them when
-// formatted or logged, and logs a run through slog's JSON and text handlers
-// at once (Logger) for tests that search a log. The root package's, webhook's and the integration
-// tests use it; it imports only the standard library.
+// formatted or logged. For tests that search a log, its Logger logs a run
+// through slog's JSON and text handlers at once. The tests of the root
+// package, of webhook and of the integrations use it. It imports only the
+// standard library.
 package leaktest
 
 import (
@@ -22,8 +23,8 @@ import (
 var Verbs = []string{"%v", "%+v", "%#v", "%s", "%q", "%d", "%x", "%X", "%o", "%O", "%b", "%c", "%U", "%e", "%t",
 	"% x", "%#x", "%-40s", "%.80s", "%+q", "%#q", "%08d"}
 
-// Forms returns the ways each secret may appear in output: as text, and its
-// bytes in hex (both cases), octal and decimal.
+// Forms returns the ways each secret may appear in output.
+// These are its text and its bytes in hex (both cases), octal and decimal.
 func Forms(secrets ...string) []string {
 	var forms []string
 	for _, s := range secrets {
@@ -35,17 +36,24 @@ func Forms(secrets ...string) []string {
 }
 
 // NoSecret prints and encodes every value, and fails t when any output
-// contains one of forms. Each value is formatted with every verb and logged
-// through slog's JSON and text handlers three ways: on its own, in an
-// unexported field of a caller's struct and in an exported one. The
-// unexported field is the hard case: fmt and slog's text handler walk such a
-// field by reflection and cannot call its String, Format or LogValue. Each
-// value is also encoded with encoding/json, encoding/xml and gob (an
-// encoding error is fine; whatever was written before it is checked too).
+// contains one of forms.
+//
+// Each value is formatted with every verb in Verbs. It is logged through
+// slog's JSON and text handlers. Both happen three ways:
+//   - on its own;
+//   - in an unexported field of a caller's struct;
+//   - in an exported field.
+//
+// The unexported field is the hard case. fmt and slog's text handler walk
+// such a field by reflection. They cannot call its String, Format or
+// LogValue.
+//
+// Each value is also encoded with encoding/json, encoding/xml and gob. An
+// encoding error is fine; whatever was written before it is checked too.
 //
 // Tests pass their own caller structs as values as well, with the holders
-// as typed fields, since gob and xml cannot encode a value held in an
-// interface field.
+// as typed fields. That is because gob and xml cannot encode a value held
+// in an interface field.
 func NoSecret(t testing.TB, values map[string]any, forms []string) {
 	t.Helper()
 	check := func(name, how, out string) {
@@ -85,11 +93,11 @@ func NoSecret(t testing.TB, values map[string]any, forms []string) {
 	}
 }
 
-// Logger returns a logger that writes every record from level up through
-// slog's JSON handler to jsonOut and its text handler to textOut at once,
-// so that a test searches one run's output in both forms: the text handler
-// walks a value's fields by reflection where the JSON one calls its
-// methods, and each escapes differently.
+// Logger returns a logger that writes every record from level up to two
+// handlers at once. slog's JSON handler writes to jsonOut, its text handler
+// to textOut. A test can then search one run's output in both forms. The
+// two differ. The text handler walks a value's fields by reflection. The
+// JSON one calls the value's methods. And each escapes differently.
 func Logger(jsonOut, textOut io.Writer, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	return slog.New(fanout{slog.NewJSONHandler(jsonOut, opts), slog.NewTextHandler(textOut, opts)})

@@ -1,18 +1,19 @@
-// Package ops is the gateway contract's operations in one table: the
-// SDK's methods (package rail0) and the fake gateway's routes (package
-// rail0test) both read it, so that neither restates a path by hand. A row
-// is the contract's operationId, method and path template, what repeating
-// the operation does (its retry class) and why.
+// Package ops is the gateway contract's operations in one table.
+// The SDK's methods (package rail0) and the fake gateway's routes (package
+// rail0test) both read it, so neither restates a path by hand. A row is
+// the contract's operationId, method and path template. It also says what
+// repeating the operation does (its retry class) and why.
 //
-// Adding an operation is one constant, one row, one method in the root
-// (declare(ops.X) beside it) and one handler in rail0test: the root's
+// Adding an operation takes one constant and one row here. The root gets
+// one method, with declare(ops.X) beside it, and rail0test one handler.
+// Two tests hold the pieces together. The root's
 // TestOperationsMatchTheContract holds every row against the contract
-// (testdata/openapi.json), and rail0test's TestEveryOperationHasAHandler
-// holds the handlers to the rows.
+// (testdata/openapi.json). rail0test's TestEveryOperationHasAHandler holds
+// the handlers to the rows.
 package ops
 
-// ID names an operation of the contract: its row in the table. Each
-// constant is the operationId with its first letter in capitals.
+// ID names an operation of the contract: its row in the table.
+// Each constant is the operationId with its first letter in capitals.
 type ID int
 
 // The contract's operations, but the chain indexer's /sync routes.
@@ -87,14 +88,14 @@ const (
 	count // the number of operations
 )
 
-// Class says what repeating an operation would do. It is decided per
-// operation of the gateway contract, not per HTTP method: PUT
-// /webhooks/{id}/rotate_secret is a PUT that must not run twice, and a
-// prepare is a POST that the gateway deduplicates.
+// Class says what repeating an operation would do.
+// It is decided per operation of the gateway contract, not per HTTP
+// method. PUT /webhooks/{id}/rotate_secret is a PUT that must not run
+// twice. A prepare is a POST that the gateway deduplicates.
 type Class int
 
 const (
-	// Once: running it twice has two effects, or a second run is answered
+	// Once: running it twice has two effects. Or a second run is answered
 	// as a failure although the first one worked. Never repeated after it
 	// may have run; its outcome is then unknown.
 	Once Class = iota
@@ -103,7 +104,7 @@ const (
 	// Repeatable: a repetition has the effect of one.
 	Repeatable
 	// Keyed: deduplicated by the gateway when it carries an
-	// Idempotency-Key (the same on every attempt); Once without one.
+	// Idempotency-Key, the same on every attempt. Once without one.
 	Keyed
 )
 
@@ -113,7 +114,8 @@ func (c Class) Repeatable(hasIdempotencyKey bool) bool {
 }
 
 // Matters reports whether the caller must learn that an attempt may have
-// run: the operation has an effect that a repetition would not reproduce.
+// run. It does when the operation has an effect that a repetition would not
+// reproduce.
 func (c Class) Matters() bool { return c == Once || c == Keyed }
 
 // Operation is one row of the table.
@@ -123,11 +125,10 @@ type Operation struct {
 	// Method is the HTTP method.
 	Method string
 	// Template is the path relative to the base URL, with its leading
-	// slash; "{...}" stands for one segment, named as the contract names
-	// it.
+	// slash. "{...}" stands for one segment, named as the contract names it.
 	Template string
 	// Class is what repeating the operation does (the gateway guide,
-	// sections 4 and 9); Why says why, for a write.
+	// sections 4 and 9). Why says why, for a write.
 	Class Class
 	Why   string
 }

@@ -1,17 +1,19 @@
 // Package strictjson reads a JSON document the one way every reader reads
-// it. encoding/json matches a key to a struct field ignoring case and
-// Unicode folding ("meſſage" is "message", the Kelvin sign is k) and lets
-// the last of two equal keys win, while JSON.parse, Python's json and the
-// wallets behind eth_signTypedData_v4 match keys exactly (and some keep the
-// first of two). A document carrying an honest "Domain" beside a hostile
-// "domain", or a webhook event with "topic" beside "Topic", is two
-// documents: the SDK would act on one and another reader on the other.
-// CheckKeys refuses such a document before anything decodes it.
+// it.
+//
+// encoding/json matches a key to a struct field ignoring case and Unicode
+// folding: "meſſage" is "message", the Kelvin sign is k. It also lets the
+// last of two equal keys win. JSON.parse, Python's json and the wallets
+// behind eth_signTypedData_v4 match keys exactly. Some of them keep the
+// first of two. So a document can be two documents. Take an honest
+// "Domain" beside a hostile "domain", or a webhook event with "topic"
+// beside "Topic". The SDK would act on one and another reader on the
+// other. CheckKeys refuses such a document before anything decodes it.
 //
 // It serves both places where the SDK reads what another party signs or
-// will sign: the gateway's artifacts (package internal/verify) and webhook
-// deliveries (package webhook). It uses the standard library's token
-// stream only.
+// will sign. These are the gateway's artifacts (package internal/verify)
+// and webhook deliveries (package webhook). It uses the standard library's
+// token stream only.
 package strictjson
 
 import (
@@ -25,10 +27,11 @@ import (
 	"unicode/utf8"
 )
 
-// Error is a document CheckKeys refuses. Path names the offending key in
-// dotted form ("message.value", "types.EIP712Domain[0].name"), each key
-// shown by KeyText; it is empty when the document as a whole is refused
-// (not valid UTF-8, not valid JSON, data after its value).
+// Error is a document CheckKeys refuses.
+// Path names the offending key in dotted form, each key shown by KeyText.
+// Examples are "message.value" and "types.EIP712Domain[0].name".
+// Path is empty when the document as a whole is refused. That happens for
+// invalid UTF-8, invalid JSON, or data after its value.
 type Error struct {
 	Path   string
 	Reason string
@@ -41,12 +44,13 @@ func (e *Error) Error() string {
 	return e.Path + " " + e.Reason
 }
 
-// CheckKeys reads data, which must be exactly one JSON value in valid
-// UTF-8, token by token, and refuses at every nesting level a key that
-// appears twice in one object or that equals another key of its object
-// under Unicode case folding, the equivalence encoding/json matches keys
-// with, and a value nested more than maxDepth objects or arrays deep. The
-// refusal is an *Error.
+// CheckKeys reads data token by token and refuses what two readers could
+// read two ways. Data must be exactly one JSON value in valid UTF-8.
+// At every nesting level it refuses a key that appears twice in one object.
+// It also refuses a key equal to another of its object under Unicode case
+// folding, since encoding/json matches keys that way. And it refuses a
+// value nested more than maxDepth objects or arrays deep. The refusal is an
+// *Error.
 func CheckKeys(data []byte, maxDepth int) error {
 	if !utf8.Valid(data) {
 		return &Error{Reason: "is not valid UTF-8"}
@@ -134,8 +138,8 @@ func CheckKeys(data []byte, maxDepth int) error {
 }
 
 // FoldKey maps a key to a representative of its class under Unicode simple
-// case folding: two keys fold alike exactly when strings.EqualFold holds,
-// which is when encoding/json takes one for the other.
+// case folding. Two keys fold alike exactly when strings.EqualFold holds.
+// That is when encoding/json takes one for the other.
 func FoldKey(s string) string {
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
@@ -160,10 +164,11 @@ func JoinKey(path, key string) string {
 // maxKeyText bounds how much of a key an error shows.
 const maxKeyText = 80
 
-// KeyText shows a key in an error: as it is when it is a plain name, else
-// quoted in ASCII (at most its first 80 bytes), so that a folded letter (ſ,
-// the Kelvin sign), a control character or an invisible one cannot pass for
-// another key or reach a terminal raw.
+// KeyText shows a key in an error.
+// A plain name is shown as it is. Any other key is quoted in ASCII, at most
+// its first 80 bytes. So a folded letter (ſ, the Kelvin sign) cannot pass
+// for another key. Nor can a control character or an invisible one, and
+// neither reaches a terminal raw.
 func KeyText(k string) string {
 	plain := k != "" && len(k) <= 64
 	for i := 0; plain && i < len(k); i++ {

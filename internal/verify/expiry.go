@@ -36,24 +36,11 @@ var DefaultExpiryBounds = ExpiryBounds{
 	MaxRefund:        365 * 24 * time.Hour,
 }
 
-// CheckExpiries checks t's expiries against b at now, the signer's clock
-// (never a clock learned from the gateway's Date headers, which would let
-// the gateway move the bounds it is held to).
+// CheckExpiries runs the rows of ArtExpiries: t's expiries against b at
+// now, the signer's clock. It is never a clock learned from the gateway's
+// Date headers, which would let the gateway move its own bounds.
 func CheckExpiries(t *Terms, now time.Time, b ExpiryBounds) error {
-	at := func(d time.Duration) int64 { return now.Add(d).Unix() }
-	fail := func(field, expected string, got uint64, d time.Duration) error {
-		return &Mismatch{PaymentID: t.ID, Artifact: "payment", Field: field,
-			Expected: fmt.Sprintf("%s %d (%s from now)", expected, at(d), days(d)), Got: fmt.Sprint(got)}
-	}
-	switch {
-	case t.AuthExpiry > uint64(max(at(b.MaxAuthorization), 0)):
-		return fail("authorization_expiry", "at most", t.AuthExpiry, b.MaxAuthorization)
-	case t.RefundExpiry > uint64(max(at(b.MaxRefund), 0)):
-		return fail("refund_expiry", "at most", t.RefundExpiry, b.MaxRefund)
-	case t.RefundExpiry < uint64(max(at(b.MinRefund), 0)):
-		return fail("refund_expiry", "at least", t.RefundExpiry, b.MinRefund)
-	}
-	return nil
+	return run(ArtExpiries, &expiriesCase{t: t, now: now, b: b})
 }
 
 // days renders d in days, or hours below two days.

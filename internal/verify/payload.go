@@ -3,7 +3,6 @@ package verify
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
@@ -122,170 +121,47 @@ func jsonString(raw json.RawMessage) (string, bool) {
 // operation empty) or a refund (OpRefund) against t and in. The payload is
 // read strictly (readArtifact): no key repeated, none that differs from
 // another only by case or folding, none that EIP-712 typed data does not
-// define, at any level.
+// define, at any level. Then the rows of ArtPayload compare it with what
+// t and in determine, and the digest is computed from the checked values.
 func CheckPayload(t *Terms, in Intent, payload json.RawMessage) (*Payload, error) {
-	fail := func(field, expected, got, reason string) (*Payload, error) {
-		return nil, &Mismatch{PaymentID: t.ID, Operation: in.Operation, Artifact: "signing_payload",
-			Field: field, Expected: expected, Got: got, Reason: reason}
-	}
-	// failRead reports an error of the strict reader.
-	failRead := func(err error) (*Payload, error) {
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			return fail(fe.field, "", fe.got, fe.reason)
-		}
-		return nil, err
-	}
-	var primary string
-	var nonceOp string
-	var from Address
-	var value *big.Int
-	var validBefore uint64
+	c := &payloadCase{t: t, in: in}
 	switch in.Operation {
 	case "":
-		primary, from, value, validBefore = "TransferWithAuthorization", t.Payer, t.Amount, t.AuthExpiry
-		nonceOp = OpAuthorize
+		c.primary, c.from, c.value, c.validBefore, c.nonceOp = "TransferWithAuthorization", t.Payer, t.Amount, t.AuthExpiry, OpAuthorize
 		if t.Mode == ModeCharge {
-			nonceOp = OpCharge
-		} else if t.Mode != ModeAuthorize {
-			return fail("mode", "", "", fmt.Sprintf("%q is not a mode the payer can sign for", t.Mode))
+			c.nonceOp = OpCharge
 		}
 	case OpRefund:
 		amount, err := ParseUintText(in.Amount, 120)
 		if err != nil || amount.Sign() == 0 {
 			return nil, &Invalid{Field: "amount", Reason: "must be a positive base-unit integer"}
 		}
-		primary, from, value, validBefore, nonceOp = "ReceiveWithAuthorization", t.Payee, amount, t.RefundExpiry, OpRefund
+		c.primary, c.from, c.value, c.validBefore, c.nonceOp = "ReceiveWithAuthorization", t.Payee, amount, t.RefundExpiry, OpRefund
 	default:
 		return nil, &Invalid{Field: "operation", Reason: fmt.Sprintf("%s has no signing payload", in.Operation)}
 	}
-
-	doc, err := readArtifact(payload, "types", "primaryType", "domain", "message")
-	if err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) && fe.field == "" {
-			return fail("", "", "", fe.reason+": not EIP-712 typed data")
-		}
-		return failRead(err)
+	var err error
+	if c.doc, err = readArtifact(payload, "types", "primaryType", "domain", "message"); err != nil {
+		return nil, readRefusal(err, t.ID, in.Operation, "signing_payload", ": not EIP-712 typed data")
 	}
-	if got, ok := jsonString(doc["primaryType"]); !ok {
-		return fail("primaryType", "", "", "is missing or not a string")
-	} else if got != primary {
-		return fail("primaryType", primary, Clip(got), "")
+	c.pc = &Payload{primary: c.primary, chainID: t.ChainID, token: t.Token, from: c.from, to: t.Contract,
+		value: c.value, validBefore: c.validBefore, nonce: t.Nonce(c.nonceOp)}
+	if err := run(ArtPayload, c); err != nil {
+		return nil, err
 	}
-	types, err := members(doc["types"], "types", "EIP712Domain", primary)
-	if err != nil {
-		return failRead(err)
-	}
-	for _, want := range []struct {
-		name   string
-		fields []typedField
-	}{{"EIP712Domain", domainFields}, {primary, eip3009Typed}} {
-		raw, ok := types[want.name]
-		if !ok {
-			if want.name == primary {
-				return fail("types."+primary, "", "", "is missing")
-			}
-			continue
-		}
-		var list []json.RawMessage
-		if json.Unmarshal(raw, &list) != nil {
-			return fail("types."+want.name, "", "", "is not a list of fields")
-		}
-		got := make([]typedField, len(list))
-		for i, f := range list {
-			path := fmt.Sprintf("types.%s[%d]", want.name, i)
-			m, err := members(f, path, "name", "type")
-			if err != nil {
-				return failRead(err)
-			}
-			var okName, okType bool
-			got[i].Name, okName = jsonString(m["name"])
-			got[i].Type, okType = jsonString(m["type"])
-			if !okName || !okType {
-				return fail(path, "", "", "must hold a string name and type")
-			}
-		}
-		if fieldList(got) != fieldList(want.fields) {
-			return fail("types."+want.name, fieldList(want.fields), fieldList(got), "")
-		}
-	}
-
-	// The domain: the token's, on the payment's chain.
-	domain, err := members(doc["domain"], "domain", "name", "version", "chainId", "verifyingContract")
-	if err != nil {
-		return failRead(err)
-	}
-	if len(domain) != 4 {
-		return fail("domain", "", "", "must hold exactly name, version, chainId and verifyingContract")
-	}
-	pc := &Payload{primary: primary, chainID: t.ChainID, token: t.Token, from: from, to: t.Contract,
-		value: value, validBefore: validBefore, nonce: t.Nonce(nonceOp)}
-	var contract string
-	for field, dst := range map[string]*string{"name": &pc.Name, "version": &pc.Version, "verifyingContract": &contract} {
-		var ok bool
-		if *dst, ok = jsonString(domain[field]); !ok {
-			return fail("domain."+field, "", "", "is missing or not a string")
-		}
-	}
-	chainID, err := ParseUint(domain["chainId"], 256)
-	if err != nil {
-		return fail("domain.chainId", "", "", err.Error())
-	}
-	if chainID.Cmp(t.ChainID) != 0 {
-		return fail("domain.chainId", t.ChainID.String(), chainID.String(), "")
-	}
-	verifying, err := ParseAddress(contract)
-	if err != nil {
-		return fail("domain.verifyingContract", "", "", err.Error())
-	}
-	if verifying != t.Token {
-		return fail("domain.verifyingContract", t.Token.String(), verifying.String(), "")
-	}
-
-	// The message.
-	message, err := members(doc["message"], "message", "from", "to", "value", "validAfter", "validBefore", "nonce")
-	if err != nil {
-		return failRead(err)
-	}
-	if len(message) != 6 {
-		return fail("message", "", "", "must hold exactly from, to, value, validAfter, validBefore and nonce")
-	}
-	for _, f := range []struct {
-		field string
-		want  Address
-	}{{"from", pc.from}, {"to", pc.to}} {
-		text, ok := jsonString(message[f.field])
-		if !ok {
-			return fail("message."+f.field, "", "", "is missing or not a string")
-		}
-		a, err := ParseAddress(text)
-		if err != nil {
-			return fail("message."+f.field, "", "", err.Error())
-		}
-		if a != f.want {
-			return fail("message."+f.field, f.want.String(), a.String(), "")
-		}
-	}
-	for _, f := range []struct {
-		field string
-		want  *big.Int
-	}{{"value", value}, {"validAfter", new(big.Int)}, {"validBefore", new(big.Int).SetUint64(validBefore)}, {"nonce", new(big.Int).SetBytes(pc.nonce[:])}} {
-		got, err := ParseUint(message[f.field], 256)
-		if err != nil {
-			return fail("message."+f.field, "", "", err.Error())
-		}
-		if got.Cmp(f.want) != 0 {
-			want, have := f.want.String(), got.String()
-			if f.field == "nonce" {
-				want, have = pc.nonce.String(), UintWord(got).String()
-			}
-			return fail("message."+f.field, want, have, "")
-		}
-	}
-
 	// The digest is computed from the checked values with the canonical
 	// EIP-3009 types, so what is signed is exactly what was verified.
-	pc.Digest = AuthorizationDigest(t, primary, pc.Name, pc.Version, from, value, validBefore, pc.nonce)
-	return pc, nil
+	c.pc.Digest = AuthorizationDigest(t, c.primary, c.pc.Name, c.pc.Version, c.from, c.value, c.validBefore, c.pc.nonce)
+	return c.pc, nil
+}
+
+// PayerDigest is the digest of the payer's TransferWithAuthorization of t
+// under the token domain name and version: what the payer signs, its nonce
+// the one of the payment's mode.
+func PayerDigest(t *Terms, name, version string) Word {
+	op := OpAuthorize
+	if t.Mode == ModeCharge {
+		op = OpCharge
+	}
+	return AuthorizationDigest(t, "TransferWithAuthorization", name, version, t.Payer, t.Amount, t.AuthExpiry, t.Nonce(op))
 }

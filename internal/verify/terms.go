@@ -121,37 +121,36 @@ func CheckPayment(p *Payment, tr *Trust) (*Terms, error) {
 // CheckTerms is CheckPayment's check of terms already decoded
 // (DecodeTerms), for a caller that decoded them to check a request first:
 // the pins anchor the chain, contract and token and give the decimals (set
-// in t), and config_hash must be the hash of the terms.
+// in t), and config_hash must be the hash of the terms (the rows of
+// ArtPins and ArtPayment).
 func CheckTerms(t *Terms, tr *Trust) error {
 	var err error
 	if t.Decimals, err = tr.Pins.Anchor(t); err != nil {
 		return err
 	}
-	if want := t.ComputeConfigHash(); want != t.ConfigHash {
-		return &Mismatch{PaymentID: t.ID, Artifact: "payment", Field: "config_hash", Expected: want.String(), Got: t.ConfigHash.String()}
-	}
-	return nil
+	return run(ArtPayment, &paymentCase{t: t})
 }
 
-// DecodeTerms decodes p's terms and checks that they are well formed and
-// acceptable to the contract.
+// DecodeTerms decodes p's terms, each field as the type the contract
+// gives it, and checks that the contract accepts them (the rows of
+// ArtTerms).
 func DecodeTerms(p *Payment) (*Terms, error) {
 	if p == nil {
 		return nil, &Invalid{Field: "payment", Reason: "is required"}
 	}
-	fail := func(field, expected, got, reason string) (*Terms, error) {
-		return nil, &Mismatch{PaymentID: p.ID, Artifact: "payment", Field: field, Expected: expected, Got: got, Reason: reason}
+	malformed := func(field, reason string) (*Terms, error) {
+		return nil, readRefusal(&fieldError{field: field, reason: reason}, p.ID, "", "payment", "")
 	}
 	t := &Terms{ID: p.ID, Mode: p.Mode}
 	var err error
 	if t.Rail0ID, err = ParseWord(p.Rail0ID); err != nil {
-		return fail("rail0_id", "", "", err.Error())
+		return malformed("rail0_id", err.Error())
 	}
 	if t.ConfigHash, err = ParseWord(p.ConfigHash); err != nil {
-		return fail("config_hash", "", "", err.Error())
+		return malformed("config_hash", err.Error())
 	}
 	if p.ChainID <= 0 {
-		return fail("chain_id", "", "", fmt.Sprintf("%d is not a chain id", p.ChainID))
+		return malformed("chain_id", fmt.Sprintf("%d is not a chain id", p.ChainID))
 	}
 	t.ChainID = big.NewInt(p.ChainID)
 	for _, f := range []struct {
@@ -159,7 +158,7 @@ func DecodeTerms(p *Payment) (*Terms, error) {
 		dst         *Address
 	}{{"rail0_contract", p.Contract, &t.Contract}, {"payer", p.Payer, &t.Payer}, {"payee", p.Payee, &t.Payee}, {"token", p.Token, &t.Token}} {
 		if *f.dst, err = ParseAddress(f.value); err != nil {
-			return fail(f.name, "", "", err.Error())
+			return malformed(f.name, err.Error())
 		}
 	}
 	for _, f := range []struct {
@@ -170,27 +169,18 @@ func DecodeTerms(p *Payment) (*Terms, error) {
 		// would be read as one number here and as another by whoever
 		// reads the field as the contract documents it.
 		if !IsDigits(f.value) {
-			return fail(f.name, "", "", fmt.Sprintf("%q is not a decimal integer", Clip(f.value)))
+			return malformed(f.name, fmt.Sprintf("%q is not a decimal integer", Clip(f.value)))
 		}
 		if *f.dst, err = ParseUintText(f.value, 120); err != nil {
-			return fail(f.name, "", "", err.Error())
+			return malformed(f.name, err.Error())
 		}
 	}
 	if p.AuthorizationExpiry < 0 || uint64(p.AuthorizationExpiry) > maxUint48 || p.RefundExpiry < 0 || uint64(p.RefundExpiry) > maxUint48 {
-		return fail("expiry", "", "", "is outside uint48")
+		return malformed("expiry", "is outside uint48")
 	}
 	t.AuthExpiry, t.RefundExpiry = uint64(p.AuthorizationExpiry), uint64(p.RefundExpiry)
-	switch {
-	case t.Payer == t.Payee:
-		return fail("payee", "", "", "equals the payer, which the contract refuses")
-	case t.Amount.Sign() == 0:
-		return fail("amount", "", "", "is zero, which the contract refuses")
-	case t.AuthExpiry > t.RefundExpiry:
-		return fail("authorization_expiry", "", "", "is after refund_expiry, which the contract refuses")
-	case t.Capturable.Cmp(t.Amount) > 0:
-		return fail("capturable_amount", "at most "+t.Amount.String(), t.Capturable.String(), "")
-	case t.Refundable.Cmp(t.Amount) > 0:
-		return fail("refundable_amount", "at most "+t.Amount.String(), t.Refundable.String(), "")
+	if err := run(ArtTerms, &termsCase{t: t}); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -224,4 +214,38 @@ func CheckSigner(t *Terms, op, signer string) (Address, error) {
 		return a, &Invalid{Field: "signer", Reason: fmt.Sprintf("%s is not %s of payment %s, who must sign %s", a, role, t.ID, what)}
 	}
 	return a, nil
+}
+
+// CheckOrder runs the rows of ArtOrder: payment p against what the caller
+// named and meant. When named, p must be the payment id names (its UUID,
+// ignoring case, or its rail0_id). Every field each expectation sets must
+// match. Refusals name id and op. toBase converts an expected human
+// amount with the payment's pinned decimals.
+func CheckOrder(p *Payment, id, op string, named bool, toBase func(string) (string, error), expect ...Expectation) error {
+	return run(ArtOrder, &orderCase{p: p, id: id, op: op, named: named, expect: expect, toBase: toBase})
+}
+
+// CheckPaymentAnswer runs the rows of ArtPaymentAnswer on p, the 2xx
+// answer to a write that returns a payment. It carries an id and is the
+// payment named; Create's (named "") carries a rail0_id.
+func CheckPaymentAnswer(p PaymentAnswer, named string) error {
+	return run(ArtPaymentAnswer, &paymentAnswerCase{p: p, named: named})
+}
+
+// OnFile is a payment read back to reconcile PUT .../sign: its terms,
+// checked against the pins, its status and whether signed_at is set.
+type OnFile struct {
+	Terms    *Terms
+	Status   string
+	SignedAt bool
+}
+
+// CheckSignatureOnFile runs the rows of ArtSignatureOnFile. read is the
+// payment named, read back; checked the terms the signature was made for.
+// It must be the same payment, signed, and signature (0x hex) must be the
+// payer's authorization, digest. A nil digest is never reconciled:
+// unknown says why the client has none.
+func CheckSignatureOnFile(named string, checked *Terms, read OnFile, signature string, digest *Word, unknown string) error {
+	return run(ArtSignatureOnFile, &onFileCase{named: named, checked: checked, read: read.Terms, status: read.Status, signedAt: read.SignedAt,
+		signature: signature, digest: digest, unknown: unknown})
 }

@@ -1,11 +1,7 @@
 package verify
 
 import (
-	"errors"
 	"fmt"
-	"math/big"
-
-	"github.com/rail0/rail0-go/internal/evm"
 )
 
 // This file checks an unsigned_transaction: the call of the RAIL0 contract
@@ -20,12 +16,13 @@ import (
 
 // contractGas is the gas each call of the RAIL0 contract v1.3.0 used in an
 // EVM with a minimal EIP-3009 token (contract guide, section 12.2), in its
-// dearest measured case: authorize as the first payment of a fresh
+// dearest measured state: authorize as the first payment of a fresh
 // deployment (411,000 afterwards); charge with the same first-payment
 // extra (98,000) over its measured 417,000, since a deployment's first
-// payment may as well be a charge; capture the dearer of its two figures.
+// payment may as well be a charge; capture the dearer of its two figures;
+// refund while the contract holds none of the token (207,000 from escrow).
 var contractGas = map[string]uint64{
-	OpAuthorize: 509_000, OpCharge: 417_000 + 98_000, OpCapture: 175_000, OpRefund: 207_000,
+	OpAuthorize: 509_000, OpCharge: 417_000 + 98_000, OpCapture: 175_000, OpRefund: 328_000,
 	OpVoid: 77_000, OpRelease: 77_000, OpDispute: 43_000, OpCloseDispute: 43_000,
 }
 
@@ -90,17 +87,11 @@ func Selector(op string) [4]byte {
 }
 
 // CheckTransaction verifies an unsigned_transaction for in against t and
-// returns it parsed, ready to sign.
+// returns it parsed, ready to sign: it is read strictly (ParseUnsignedTx),
+// then the rows of ArtUnsignedTx compare its fields with the chain, the
+// contract and the gas the step may spend, and its call with the
+// step's function on the payment's terms and the intent's arguments.
 func CheckTransaction(t *Terms, in Intent, unsigned string, tr *Trust) (*Tx, error) {
-	fail := func(field, expected, got, reason string) (*Tx, error) {
-		return nil, &Mismatch{PaymentID: t.ID, Operation: in.Operation, Artifact: "unsigned_transaction",
-			Field: field, Expected: expected, Got: got, Reason: reason}
-	}
-	// mismatch is fail for the signature check, which returns only an error.
-	mismatch := func(field, expected, got string) error {
-		_, err := fail(field, expected, got, "")
-		return err
-	}
 	if _, ok := callSignatures[in.Operation]; !ok {
 		return nil, &Invalid{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
 	}
@@ -110,147 +101,40 @@ func CheckTransaction(t *Terms, in Intent, unsigned string, tr *Trust) (*Tx, err
 	}
 	tx, err := ParseUnsignedTx(unsigned)
 	if err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			return fail(fe.field, "", fe.got, fe.reason)
-		}
+		return nil, readRefusal(err, t.ID, in.Operation, "unsigned_transaction", "")
+	}
+	c := &txCase{t: t, in: in, tr: tr, tx: tx, signer: signer, extra: callArguments[in.Operation]}
+	if err := run(ArtUnsignedTx, c); err != nil {
 		return nil, err
-	}
-	limit := tr.MaxGasLimit(in.Operation, t.ChainID.Int64())
-	switch {
-	case tx.chainID.Cmp(t.ChainID) != 0:
-		return fail("chain_id", t.ChainID.String(), tx.chainID.String(), "")
-	case tx.to != t.Contract:
-		return fail("to", t.Contract.String(), tx.to.String(), "")
-	case tx.value.Sign() != 0:
-		return fail("value", "0", tx.value.String(), "")
-	case tx.from != nil && *tx.from != signer:
-		return fail("from", signer.String(), tx.from.String(), "")
-	case tx.gasLimit == 0:
-		return fail("gas_limit", "", "0", "is zero")
-	case limit != 0 && tx.gasLimit > limit:
-		return fail("gas_limit", fmt.Sprintf("at most %d for %s", limit, in.Operation), fmt.Sprint(tx.gasLimit), "")
-	case tx.maxPriorityFeePerGas.Cmp(tx.maxFeePerGas) > 0:
-		return fail("max_priority_fee_per_gas", "at most max_fee_per_gas "+tx.maxFeePerGas.String(), tx.maxPriorityFeePerGas.String(), "")
-	}
-	chainID := t.ChainID.Int64()
-	maxFee, ok := tr.FeeBound(chainID)
-	if !ok {
-		return fail("max_fee_per_gas", "", "", fmt.Sprintf("cannot be bounded: chain %d has no default fee bound; set one with WithFeeCap", chainID))
-	}
-	if fee := new(big.Int).Mul(tx.maxFeePerGas, new(big.Int).SetUint64(tx.gasLimit)); fee.Cmp(maxFee) > 0 {
-		return fail("max_fee_per_gas", "gas_limit × max_fee_per_gas at most "+nativeAmount(chainID, maxFee), nativeAmount(chainID, fee), "")
-	}
-
-	// The call: selector, paymentId, the Payment tuple, then the
-	// operation's own arguments, all static 32-byte words.
-	data := tx.data
-	sel := Selector(in.Operation)
-	if len(data) < 4 || [4]byte(data[:4]) != sel {
-		got := data
-		if len(got) > 4 {
-			got = got[:4]
-		}
-		return fail("data.selector", fmt.Sprintf("0x%x (%s)", sel, callSignatures[in.Operation]), fmt.Sprintf("0x%x", got), "")
-	}
-	var extra []string
-	switch in.Operation {
-	case OpAuthorize, OpCharge:
-		extra = []string{"v", "r", "s"}
-	case OpCapture:
-		extra = []string{"amount"}
-	case OpRefund:
-		extra = []string{"amount", "v", "r", "s"}
-	case OpDispute, OpCloseDispute:
-		extra = []string{"reason"}
-	}
-	if want := 4 + 32*(7+len(extra)); len(data) != want {
-		return fail("data", fmt.Sprintf("%d bytes", want), fmt.Sprintf("%d bytes", len(data)), "")
-	}
-	arg := func(i int) Word { return Word(data[4+32*i : 4+32*(i+1)]) }
-	if got := arg(0); got != t.Rail0ID {
-		return fail("data.paymentId", t.Rail0ID.String(), got.String(), "")
-	}
-	for i, w := range t.Words() {
-		if got := arg(1 + i); got != w {
-			return fail("data.p."+termNames[i], w.String(), got.String(), "")
-		}
-	}
-	args := map[string]Word{}
-	for i, name := range extra {
-		args[name] = arg(7 + i)
-	}
-	if w, ok := args["amount"]; ok {
-		want, err := ParseUintText(in.Amount, 120)
-		if err != nil || want.Sign() == 0 {
-			return nil, &Invalid{Field: "amount", Reason: "must be a positive base-unit integer"}
-		}
-		if got := new(big.Int).SetBytes(w[:]); got.Cmp(want) != 0 {
-			return fail("data.amount", want.String(), got.String(), "")
-		}
-	}
-	if w, ok := args["reason"]; ok {
-		var want Word
-		if in.Reason != "" {
-			if want, err = ParseWord(in.Reason); err != nil {
-				return nil, &Invalid{Field: "reason", Reason: err.Error()}
-			}
-		}
-		if w != want {
-			return fail("data.reason", want.String(), w.String(), "")
-		}
-	}
-	if _, ok := args["v"]; ok {
-		if err := checkCallSignature(t, in, args, tr, mismatch); err != nil {
-			return nil, err
-		}
 	}
 	return tx, nil
 }
 
-// checkCallSignature checks the v, r, s arguments of an authorize, charge
-// or refund call. For a refund they must be the payee signature the caller
-// just produced. For authorize and charge they are the payer's signature,
-// which the SDK did not produce: they must be well formed with a low s (the
-// tokens refuse the high twin), and when the token's EIP-712 name and
-// version are known they must recover to the payer over the payment's
-// authorization.
-func checkCallSignature(t *Terms, in Intent, args map[string]Word, tr *Trust, mismatch func(field, expected, got string) error) error {
-	v, r, s := args["v"], args["r"], args["s"]
-	if in.Operation == OpRefund {
-		sig, err := DecodeSignatureHex(in.Signature)
-		if err != nil {
-			return &Invalid{Field: "signature", Reason: err.Error()}
-		}
-		if got, want := (Word)(v), U64Word(uint64(sig[64])); got != want {
-			return mismatch("data.v", want.String(), got.String())
-		}
-		if want := Word(sig[:32]); r != want {
-			return mismatch("data.r", want.String(), r.String())
-		}
-		if want := Word(sig[32:64]); s != want {
-			return mismatch("data.s", want.String(), s.String())
-		}
-		return nil
-	}
-	if v != U64Word(27) && v != U64Word(28) {
-		return mismatch("data.v", "27 or 28", v.String())
-	}
-	if r == (Word{}) || s == (Word{}) || !evm.IsLowS(s[:]) {
-		return mismatch("data.s", "a non-zero r and an s in the lower half of the curve order", s.String())
-	}
-	dom, ok := tr.TokenDomains[TokenKey{t.ChainID.Int64(), t.Token}]
-	if !ok {
-		return nil
-	}
-	digest := AuthorizationDigest(t, "TransferWithAuthorization", dom[0], dom[1], t.Payer, t.Amount, t.AuthExpiry, t.Nonce(in.Operation))
-	sig := append(append(append([]byte{}, r[:]...), s[:]...), v[31])
-	got, err := evm.Recover(digest, sig)
-	if err != nil || Address(got) != t.Payer {
-		return mismatch("data.r", "the payer's signature of the payment", "a signature by "+Address(got).String())
-	}
-	return nil
+// callArguments names the arguments of each step's call after paymentId
+// and the Payment tuple, all static 32-byte words.
+var callArguments = map[string][]string{
+	OpAuthorize: {"v", "r", "s"},
+	OpCharge:    {"v", "r", "s"},
+	OpCapture:   {"amount"},
+	OpRefund:    {"amount", "v", "r", "s"},
+	OpDispute:   {"reason"},
+
+	OpCloseDispute: {"reason"},
 }
+
+// callWords names every word of each step's call after the selector:
+// paymentId, the Payment tuple's terms (p.payer, …), then its arguments.
+var callWords = func() map[string][]string {
+	m := map[string][]string{}
+	for op := range callSignatures {
+		words := []string{"paymentId"}
+		for _, name := range termNames {
+			words = append(words, "p."+name)
+		}
+		m[op] = append(words, callArguments[op]...)
+	}
+	return m
+}()
 
 // DecodeSignatureHex reads a 65-byte r ‖ s ‖ v signature with v = 27 or 28.
 func DecodeSignatureHex(s string) ([]byte, error) {
@@ -262,4 +146,38 @@ func DecodeSignatureHex(s string) ([]byte, error) {
 		b[64] += 27
 	}
 	return b, nil
+}
+
+// CheckPrepared runs the rows of ArtPreparedRow on row, a prepare's
+// answer. The step is op, on the payment named id whose UUID is paymentID.
+// amount is the base units asked for, "" when the step takes none. sent
+// says why a row id was sent already, "" when it was not.
+func CheckPrepared(row Row, id, op, paymentID, amount string, sent func(id string) string) error {
+	return run(ArtPreparedRow, &preparedCase{row: row, id: id, op: op, paymentID: paymentID, amount: amount, sent: sent})
+}
+
+// CheckSubmitAnswer checks row, the 2xx answer to a submit (or a report by
+// hash) of op whose transaction hash is hash, against the row prepared
+// (the rows of ArtSubmitAnswer). A refusal is a *Mismatch whose Reason
+// says why the answer is not the transaction sent.
+func CheckSubmitAnswer(row Row, op string, hash Word, prepared Prepared) error {
+	return run(ArtSubmitAnswer, &answerCase{row: row, op: op, hash: hash, prepared: prepared})
+}
+
+// FindSubmitted runs the rows of ArtSubmittedRow on a payment read back
+// (uuid, rail0ID) for a submit of op to the payment named. It returns the
+// index of the row carrying hash. Its refusal's Reason says what the read
+// shows.
+func FindSubmitted(named, uuid, rail0ID string, rows []Row, op string, hash Word) (int, error) {
+	c := &submittedCase{named: named, uuid: uuid, rail0ID: rail0ID, rows: rows, op: op, hash: hash}
+	if err := run(ArtSubmittedRow, c); err != nil {
+		return 0, err
+	}
+	return c.found, nil
+}
+
+// CheckAwaitedRow checks that row, the one a wait found, may be the
+// transaction whose hash is hash (the rows of ArtAwaitedRow).
+func CheckAwaitedRow(row Row, hash Word) error {
+	return run(ArtAwaitedRow, &awaitedCase{row: row, hash: hash})
 }

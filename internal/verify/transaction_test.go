@@ -13,7 +13,7 @@ import (
 // gasBounds are the default bounds on gas_limit: twice what the RAIL0
 // contract was measured to use for each step (contract guide section 12.2).
 var gasBounds = map[string]uint64{
-	verify.OpAuthorize: 1_018_000, verify.OpCharge: 1_030_000, verify.OpRefund: 414_000, verify.OpCapture: 350_000,
+	verify.OpAuthorize: 1_018_000, verify.OpCharge: 1_030_000, verify.OpRefund: 656_000, verify.OpCapture: 350_000,
 	verify.OpVoid: 154_000, verify.OpRelease: 154_000, verify.OpDispute: 86_000, verify.OpCloseDispute: 86_000,
 }
 

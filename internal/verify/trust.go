@@ -98,26 +98,14 @@ func mustAddress(s string) Address {
 
 // Anchor is the decision: the payment's chain must have a trusted RAIL0
 // contract, the payment must name that contract, and its token must be
-// trusted on that chain; it returns the token's trusted decimals, or an
-// *Untrusted naming the field that is not trusted.
+// trusted on that chain (the rows of ArtPins); it returns the token's
+// trusted decimals, or an *Untrusted naming the field that is not trusted.
 func (p *Pins) Anchor(t *Terms) (int64, error) {
-	chainID := t.ChainID.Int64()
-	untrusted := func(field, got, option string) (int64, error) {
-		return 0, &Untrusted{PaymentID: t.ID, ChainID: chainID, Field: field, Got: got, Option: option}
+	c := &pinsCase{t: t, pins: p}
+	if err := run(ArtPins, c); err != nil {
+		return 0, err
 	}
-	want, ok := p.contracts[chainID]
-	if !ok {
-		return untrusted("chain_id", t.ChainID.String(), "WithTrustedContracts")
-	}
-	if want != t.Contract {
-		return 0, &Untrusted{PaymentID: t.ID, ChainID: chainID, Field: "rail0_contract", Got: t.Contract.String(),
-			Trusted: want.String(), Option: "WithTrustedContracts"}
-	}
-	decimals, ok := p.decimals[TokenKey{chainID, t.Token}]
-	if !ok {
-		return untrusted("token", t.Token.String(), "WithTrustedTokens")
-	}
-	return decimals, nil
+	return c.decimals, nil
 }
 
 // feeBoundGas is the gas every default fee bound is computed for, a

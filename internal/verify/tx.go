@@ -42,8 +42,9 @@ const maxAccountNonce = 1<<64 - 2
 // only by case or folding, no unknown key), every field present and well
 // formed, numbers as JSON numbers or decimal strings.
 //
-// The account nonce is checked only for what holds on every chain: at most
-// maxAccountNonce. Whether it is the signer's next nonce needs the chain
+// What the fields must say is for the rows of ArtUnsignedTx (checks.go):
+// the account nonce is checked there only for what holds on every chain,
+// at most maxAccountNonce. Whether it is the signer's next nonce needs the chain
 // (eth_getTransactionCount): a nonce already used makes the transaction
 // invalid, and a nonce ahead of the account's parks it, signed, until the
 // account catches up, so a gateway could keep it and broadcast it later.
@@ -77,10 +78,7 @@ func ParseUnsignedTx(s string) (*Tx, error) {
 	}
 	tx.chainID = num("chain_id", 64)
 	if n := num("nonce", 64); n != nil {
-		if n.Uint64() > maxAccountNonce { // ParseUint kept it within 64 bits
-			return nil, &fieldError{field: "nonce", got: n.String(), reason: "is above 2⁶⁴−2, the highest account nonce (EIP-2681)"}
-		}
-		tx.nonce = n.Uint64()
+		tx.nonce = n.Uint64() // at most 2⁶⁴−1; the nonce row bounds it
 	}
 	tx.value = num("value", 256)
 	if n := num("gas_limit", 64); n != nil {

@@ -1,10 +1,14 @@
 // Package verifytest builds what an honest gateway hands over for one test
-// payment, the way the RAIL0 contract guide (section 12.1) says: the
-// payment's terms, the payer's and the refund's EIP-3009 payloads, and the
-// unsigned transaction of each step. The tests of internal/verify check
-// these artifacts directly; the root package's fake gateway serves them and
-// lets a test rewrite one field on the way out. Nothing here is for a
-// program: it exists so that both test suites build artifacts one way.
+// payment. It follows the RAIL0 contract guide, section 12.1. The artifacts
+// are:
+//   - the payment's terms;
+//   - the payer's and the refund's EIP-3009 payloads;
+//   - the unsigned transaction of each step.
+//
+// The tests of internal/verify check these artifacts directly. The root
+// package's fake gateway serves them. A test may rewrite one field on the
+// way out. Nothing here is for a program. It exists so that both test
+// suites build artifacts one way.
 package verifytest
 
 import (
@@ -15,9 +19,9 @@ import (
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// The test payment: 25.00 of Base Sepolia's 6-decimal USDC, to a RAIL0
-// contract that is not the published one (the README's example address),
-// partially captured.
+// The test payment: 25.00 of Base Sepolia's 6-decimal USDC, partially
+// captured. Its RAIL0 contract is not the published one but the README's
+// example address.
 const (
 	ChainID      = 84532
 	Token        = "0x036cbd53842c5426634e7929541ec2318f3dcf7e"
@@ -35,8 +39,8 @@ const (
 // Rail0ID is the test payment's id on the chain.
 var Rail0ID = verify.KeccakString("payment p1")
 
-// Payment is the test payment from payer to payee in mode, with its
-// config_hash computed from its terms.
+// Payment is the test payment from payer to payee in mode.
+// Its config_hash is computed from its terms.
 func Payment(mode, payer, payee string) *verify.Payment {
 	p := &verify.Payment{
 		ID: PaymentID, Rail0ID: Rail0ID.String(), ConfigHash: verify.Word{}.String(), Mode: mode, ChainID: ChainID,
@@ -62,8 +66,8 @@ func Terms(p *verify.Payment) *verify.Terms {
 	return t
 }
 
-// TermsAt are terms naming only a chain, a contract and a token, for the
-// checks of the pins: what the anchor decides on.
+// TermsAt are terms naming only a chain, a contract and a token.
+// They serve the checks of the pins: that is what the anchor decides on.
 func TermsAt(chainID int64, contract, token string) *verify.Terms {
 	c, err := verify.ParseAddress(contract)
 	if err != nil {
@@ -90,9 +94,10 @@ func PayerDigest(t *verify.Terms, name, version string) verify.Word {
 	return verify.AuthorizationDigest(t, "TransferWithAuthorization", name, version, t.Payer, t.Amount, t.AuthExpiry, t.Nonce(payerNonceOp(t)))
 }
 
-// PayloadDoc is the payer's payload of t (refund nil) or the payee's
-// authorization of a refund of refund base units, under the token domain
-// "USDC", "2", as a document a test may change before encoding it.
+// PayloadDoc is an EIP-3009 payload of t, as a document a test may change
+// before encoding it. With refund nil it is the payer's payload. Otherwise
+// it is the payee's authorization of a refund of refund base units. The
+// token domain is "USDC", "2".
 func PayloadDoc(t *verify.Terms, refund *big.Int) map[string]any {
 	primary, from, value, before, nonce := "TransferWithAuthorization", t.Payer, t.Amount, t.AuthExpiry, t.Nonce(payerNonceOp(t))
 	if refund != nil {
@@ -118,10 +123,10 @@ func VRS(sig []byte) []verify.Word {
 	return []verify.Word{verify.U64Word(uint64(sig[64])), verify.Word(sig[:32]), verify.Word(sig[32:64])}
 }
 
-// TxFields is the unsigned transaction of op on t, sent from from: the
-// call's selector, the payment id, the Payment tuple, then args (the step's
-// own arguments), with an honest gas estimate of the measured gas and a
-// 25% margin.
+// TxFields is the unsigned transaction of op on t, sent from from.
+// Its data is the call's selector, the payment id and the Payment tuple.
+// Then come args, the step's own arguments. Its gas estimate is honest: the
+// measured gas and a 25% margin.
 func TxFields(t *verify.Terms, op string, args []verify.Word, from string) map[string]any {
 	sel := verify.Selector(op)
 	data := append([]byte(nil), sel[:]...)

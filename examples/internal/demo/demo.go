@@ -1,11 +1,14 @@
-// Package demo sets up what the examples need: a gateway and two parties, a
-// buyer and a merchant. By default it starts the in-process gateway of
-// package rail0test, so every example runs offline with nothing to install;
-// its clients trust that gateway's own RAIL0 contract (rail0test's Pins) and
-// otherwise run with the SDK's defaults. With RAIL0_BASE_URL set it uses
-// that gateway instead, with the keys and token given in the environment
-// (see Setup); there the SDK's registry of published deployments and
-// stablecoins is the trust.
+// Package demo sets up what the examples need: a gateway and two parties,
+// a buyer and a merchant.
+//
+// By default it starts the in-process gateway of package rail0test. So
+// every example runs offline with nothing to install. Its clients trust
+// that gateway's own RAIL0 contract (rail0test's Pins). Otherwise they run
+// with the SDK's defaults.
+//
+// With RAIL0_BASE_URL set it uses that gateway instead. The keys and token
+// then come from the environment (see Setup). There the trust is the SDK's
+// registry of published deployments and stablecoins.
 package demo
 
 import (
@@ -31,27 +34,31 @@ type Env struct {
 	Embedded bool
 	// Buyer pays; Merchant is paid.
 	Buyer, Merchant *signing.PrivateKeySigner
-	// ChainID and Token select the stablecoin to pay with; Decimals is its
-	// number of decimals.
+	// ChainID and Token select the stablecoin to pay with.
+	// Decimals is its number of decimals.
 	ChainID  int64
 	Token    string
 	Decimals int64
 	// Server is the embedded gateway, nil for a real one.
 	Server *rail0test.Server
 	// trust is what every client of the example trusts besides the SDK's
-	// registry: the embedded gateway's contract, or a token the registry
-	// does not publish.
+	// registry. It is the embedded gateway's contract, or a token the
+	// registry does not publish.
 	trust []rail0.Option
 }
 
-// Setup returns the example's environment. Without RAIL0_BASE_URL it starts
-// rail0test with fast confirmations (opts are passed on). With it, it reads
-// RAIL0_BUYER_KEY and RAIL0_MERCHANT_KEY (hex private keys of test wallets),
-// RAIL0_CHAIN_ID and RAIL0_TOKEN: a stablecoin's symbol ("USDC") or address,
-// which the SDK's registry must publish for that chain, with its decimals.
-// RAIL0_TOKEN_DECIMALS pins a token the registry does not publish (Celo
-// Sepolia's, for instance) with those decimals; nothing else is trusted
-// beyond the registry. Call Close when done.
+// Setup returns the example's environment.
+// Without RAIL0_BASE_URL it starts rail0test with fast confirmations; opts
+// are passed on. With RAIL0_BASE_URL it reads these variables:
+//   - RAIL0_BUYER_KEY and RAIL0_MERCHANT_KEY: hex private keys of test
+//     wallets.
+//   - RAIL0_CHAIN_ID: the chain's EIP-155 id.
+//   - RAIL0_TOKEN: a stablecoin's symbol ("USDC") or address. The SDK's
+//     registry must publish it for that chain, with its decimals.
+//   - RAIL0_TOKEN_DECIMALS: pins a token the registry does not publish,
+//     with those decimals. Celo Sepolia's is one such token.
+//
+// Nothing else is trusted beyond the registry. Call Close when done.
 func Setup(opts ...rail0test.Option) (*Env, error) {
 	if base := os.Getenv("RAIL0_BASE_URL"); base != "" {
 		return fromEnvironment(base)
@@ -149,10 +156,11 @@ func (e *Env) Close() {
 	}
 }
 
-// Client returns a client with signer's identity: it signs in now (so that
-// the session, returned too, is at hand) and again before the session
-// expires, and its flows sign with signer. It runs with the SDK's defaults
-// and the environment's trust (the embedded gateway's contract), then opts.
+// Client returns a client with signer's identity.
+// It signs in now, so that the session (returned too) is at hand. It signs
+// in again before the session expires. Its flows sign with signer. It runs
+// with the SDK's defaults and the environment's trust (the embedded
+// gateway's contract), then opts.
 func (e *Env) Client(ctx context.Context, signer rail0.Signer, opts ...rail0.Option) (*rail0.Client, *rail0.Session, error) {
 	all := append(append([]rail0.Option{rail0.WithSigner(signer)}, e.trust...), opts...)
 	c, err := rail0.NewClient(e.BaseURL, all...)
@@ -184,8 +192,8 @@ func (e *Env) Amount(baseUnits string) string {
 }
 
 // PollInterval and MaxPollInterval are the polling the examples use while
-// waiting for confirmations: quick at first, never faster than the
-// gateway's session budget allows.
+// waiting for confirmations. It is quick at first, but never faster than
+// the gateway's session budget allows.
 const (
 	PollInterval    = 250 * time.Millisecond
 	MaxPollInterval = 2 * time.Second
