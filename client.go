@@ -77,10 +77,13 @@ type clientState struct {
 	userAgent   string
 	logger      *slog.Logger
 	wireLog     bool // WithWireLog: headers and bodies at debug, redacted
-	now         func() time.Time
-	rand        func() float64
-	hc          *http.Client // every call's retryablehttp.Client sends with it (see newCall)
-	limiter     ratelimit.Limiter
+	// shownQuery are the query keys whose values Call.URL and the logs
+	// show (WithSafeQueryKeys); every other value is redacted.
+	shownQuery map[string]bool
+	now        func() time.Time
+	rand       func() float64
+	hc         *http.Client // every call's retryablehttp.Client sends with it (see newCall)
+	limiter    ratelimit.Limiter
 	// sharedLimiter: the limiter came from WithLimiter, and others may
 	// share it (see othersLearn).
 	sharedLimiter bool
@@ -112,7 +115,14 @@ type clientState struct {
 	// SubmitSignature reconciles a signature on file.
 	payloads checkedPayloads
 
-	quota *retryQuota // the client-wide retry budget
+	quota   *retryQuota // the client-wide retry budget
+	maxBody int64       // the most read of a 2xx body (WithMaxResponseSize)
+	// deprecations are the operations whose deprecation was logged.
+	deprecations deprecationNotes
+	// sharedReads lets identical reads share one request (WithSharedReads);
+	// flights are those in flight.
+	sharedReads bool
+	flights     flights
 
 	observer Observer      // nil, the one given, or all of them (observers)
 	calls    atomic.Uint64 // the last call id given
@@ -175,6 +185,8 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		rand:          rand.Float64,
 		cooldown:      true,
 		expiries:      verify.DefaultExpiryBounds,
+		retryBudget:   retryBudgetSize,
+		maxBody:       DefaultMaxResponseSize,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -183,6 +195,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		if err := opt(&cfg); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkBaseScheme(base, cfg.insecureHTTP); err != nil {
+		return nil, err
 	}
 	if cfg.token != "" && cfg.tokenSource != nil {
 		return nil, errors.New("rail0: WithToken and WithTokenSource are exclusive")
@@ -207,6 +222,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
 			Timeout:   defaultTimeout,
 		}
+		if cfg.call.set&setAttemptTimeout != 0 && cfg.call.attemptTimeout > 0 {
+			hc.Timeout = 0 // WithAttemptTimeout bounds each attempt instead
+		}
 	}
 	hc = sendingClient(hc)
 	state := &clientState{
@@ -228,7 +246,13 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		signIn:      cfg.signIn,
 		trustBase:   verify.Trust{Pins: verify.NewPins(registry.Deployments(), registry.Stablecoins(), cfg.contracts, cfg.decimals), MaxGas: cfg.maxGas, MaxFee: cfg.maxFee},
 		expiries:    cfg.expiries,
-		quota:       newRetryQuota(),
+		quota:       newRetryQuota(cfg.retryBudget),
+		maxBody:     cfg.maxBody,
+		shownQuery:  cfg.safeQuery,
+		sharedReads: cfg.sharedReads,
+	}
+	if state.shownQuery == nil {
+		state.shownQuery = defaultSafeQuery
 	}
 	state.sharedLimiter = state.limiter != nil
 	if state.limiter == nil {
@@ -321,6 +345,9 @@ type Response struct {
 	Attempts int
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
+	// Deprecation is what the answer said of the endpoint's retirement
+	// (its Deprecation and Sunset headers); nil when nothing.
+	Deprecation *Deprecation
 	// Call is the call's transcript: every attempt, wait and decision.
 	Call *Call
 	// Calls holds, for the value a flow returns (Authorize, Capture,

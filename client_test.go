@@ -3,6 +3,7 @@ package rail0_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -695,5 +696,53 @@ func TestFilesNamedForWhatTheyHold(t *testing.T) {
 	}
 	if methods < 60 {
 		t.Fatalf("checked only %d service methods", methods)
+	}
+}
+
+// A plain http:// base URL on a host other than loopback is refused: the
+// bearer token would cross the network in clear text. Loopback, where
+// rail0test serves, stays allowed, and WithInsecureHTTP opts in by name.
+func TestRemoteHTTPBaseURLIsRefused(t *testing.T) {
+	for _, base := range []string{"http://api.rail0.xyz", "http://10.0.0.7:8080", "http://localhost.evil.example", "http://127.0.0.1.nip.io"} {
+		c, err := rail0.NewClient(base, rail0.WithToken("tok"))
+		var ve *rail0.ValidationError
+		if !errors.As(err, &ve) || ve.Field != "base_url" || !strings.Contains(ve.Reason, "WithInsecureHTTP") || c != nil {
+			t.Errorf("NewClient(%q) = %v, %v; want a *ValidationError on base_url naming WithInsecureHTTP", base, c, err)
+		}
+		if _, err := rail0.NewClient(base, rail0.WithToken("tok"), rail0.WithInsecureHTTP()); err != nil {
+			t.Errorf("NewClient(%q, WithInsecureHTTP()): %v", base, err)
+		}
+	}
+	for _, base := range []string{"http://localhost:8080", "http://LOCALHOST", "http://127.0.0.1:1", "http://127.8.9.10", "https://api.rail0.xyz"} {
+		if _, err := rail0.NewClient(base, rail0.WithToken("tok")); err != nil {
+			t.Errorf("NewClient(%q): %v", base, err)
+		}
+	}
+
+	// A view cannot turn it on: it is the client's.
+	c, err := rail0.NewClient("https://api.rail0.xyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *rail0.ValidationError
+	if _, err := c.With(rail0.WithInsecureHTTP()).Health.Get(context.Background()); !errors.As(err, &ve) || ve.Field != "option" {
+		t.Errorf("a view WithInsecureHTTP: %v; want a *ValidationError on option", err)
+	}
+
+	// End to end: a loopback httptest server still serves plain HTTP.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"ok"}`)
+	}))
+	defer srv.Close()
+	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
+		t.Fatalf("httptest serves on %s", srv.URL)
+	}
+	c, err = rail0.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Health.Get(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

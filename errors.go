@@ -701,3 +701,19 @@ func requestID(h http.Header) string {
 	}
 	return id
 }
+
+// ResponseTooLargeError is a 2xx answer whose body is larger than the
+// client reads (WithMaxResponseSize). It comes inside a *DecodeError, or
+// an *OutcomeUnknownError on a write that must not run twice. The call is
+// not repeated: the same request would get the same answer.
+type ResponseTooLargeError struct {
+	// Limit is the most the client reads of a body, in bytes.
+	Limit int64
+	// ContentLength is the size the answer announced; -1 when it did not.
+	ContentLength int64
+}
+
+// Error returns one readable line.
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("response body larger than %d bytes (WithMaxResponseSize)", e.Limit)
+}

@@ -38,12 +38,14 @@ func allowance(period time.Duration) time.Duration {
 func rampWait(period time.Duration) time.Duration { return allowance(period) + time.Millisecond }
 
 // pipeClient serves h over in-memory connections and returns an HTTP
-// client that reaches it at http://gateway.test. Call it inside a bubble.
+// client that reaches it at https://gateway.test. Call it inside a bubble.
 func pipeClient(t *testing.T, h http.Handler) *http.Client {
 	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
-	hc := &http.Client{Transport: &http.Transport{DialContext: l.dial, MaxIdleConnsPerHost: 1000}}
+	// DialTLSContext: the pipe is taken as a connection past TLS, so an
+	// https:// base URL reaches it too.
+	hc := &http.Client{Transport: &http.Transport{DialContext: l.dial, DialTLSContext: l.dial, MaxIdleConnsPerHost: 1000}}
 	t.Cleanup(func() {
 		hc.CloseIdleConnections()
 		srv.Close()
@@ -184,7 +186,7 @@ func TestLearnedBudgetEndToEnd(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const limit, period, calls = 5, 2 * time.Second, 30
 				g := newFixedWindow(limit, period)
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 					withRand(func() float64 { return draw }))
 				start := time.Now()
 
@@ -244,7 +246,7 @@ func TestShortRetryAfterIsDistrusted(t *testing.T) {
 		g := newFixedWindow(limit, period)
 		g.retryAfter = "1"
 		ev := &eventLog{}
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 			WithObserver(ev), withRand(func() float64 { return 0.5 }))
 
 		// One worker: with several, the calls sent at the learned
@@ -281,7 +283,7 @@ func TestAdvertisedQuotaPaces(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newFixedWindow(3, 2*time.Second)
 		g.advertise = true
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true))
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true))
 		start := time.Now()
 
 		errs := runCalls(c, 1, 9)
@@ -312,7 +314,7 @@ func TestAdvertisedQuotaPaces(t *testing.T) {
 func TestConfiguredBudgetLoweredByA429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newFixedWindow(3, 2*time.Second)
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 			WithPacing(Pacing{Public: Budget{Limit: 5, Period: 2 * time.Second}}))
 
 		errs := runCalls(c, 1, 12)
@@ -373,7 +375,7 @@ func TestForgedPolicyDoesNotThrottleForGood(t *testing.T) {
 					}
 					return http.StatusOK, nil
 				})
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithToken("t"))
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithToken("t"))
 				job := c.With(WithRetryOn429(true), WithMaxRetryWait(10*time.Second))
 				p, err := job.Payments.Get(context.Background(), "first")
 				require.NoError(t, err)

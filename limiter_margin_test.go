@@ -103,7 +103,7 @@ func TestDeliveryDelaysDoNotCrossWindows(t *testing.T) {
 		const limit, period, calls, maxDelay = 20, 2 * time.Second, 100, 150 * time.Millisecond
 		g := newFixedWindow(limit, period)
 		h := &delayed{h: g, rng: rand.New(rand.NewPCG(1, 2)), max: maxDelay}
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true))
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true))
 		start := time.Now()
 
 		errs := runCalls(c, 32, calls)
@@ -154,7 +154,7 @@ func TestMisalignedGatewayKeepsTheFloor(t *testing.T) {
 				const limit, period, calls = 5, 2 * time.Second, 60
 				g := newFixedWindow(limit, period)
 				g.offset = offset
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 					withRand(func() float64 { return 0.5 }))
 				start := time.Now()
 

@@ -379,7 +379,7 @@ func (f fleet) runSDK(t *testing.T, seed uint64, extra ...func(i int) Option) (t
 		for _, e := range extra {
 			opts = append(opts, e(i))
 		}
-		c := newTestClient(t, "http://gateway.test", opts...)
+		c := newTestClient(t, "https://gateway.test", opts...)
 		wg.Go(func() {
 			errs[i] = runCallsNamed(c, fmt.Sprintf("p%d-", i), max(f.share(f.workers, i), 1), f.share(f.calls, i))
 		})
@@ -527,7 +527,7 @@ func TestSurvivorRecoversTheFullBudget(t *testing.T) {
 				others, stopOthers := context.WithCancel(context.Background())
 				for i := range processes {
 					rng := &lockedRand{rng: rand.New(rand.NewPCG(uint64(processes), uint64(i)))}
-					c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
+					c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
 						withRand(rng.Float64))
 					ctx := others
 					if i == 0 {
@@ -620,7 +620,7 @@ func TestOneProcessReachesTheFloor(t *testing.T) {
 					g := newFixedWindow(limit, period)
 					h := &congested{h: g, base: 300 * time.Microsecond, per: per}
 					rng := &lockedRand{rng: rand.New(rand.NewPCG(uint64(workers), uint64(per)))}
-					c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
+					c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
 						withRand(rng.Float64))
 					start := time.Now()
 					errs := runCalls(c, workers, calls)
@@ -1031,7 +1031,7 @@ func runTailCell(t *testing.T, processes, workers, calls int, seed uint64) (base
 		cs := make([]*Client, processes)
 		for i := range cs {
 			rng := &lockedRand{rng: rand.New(rand.NewPCG(seed, uint64(i)))}
-			cs[i] = newTestClient(t, "http://gateway.test", WithHTTPClient(f.clients[i]), WithRetryOn429(true), withRand(rng.Float64))
+			cs[i] = newTestClient(t, "https://gateway.test", WithHTTPClient(f.clients[i]), WithRetryOn429(true), withRand(rng.Float64))
 		}
 		makespan, lat, errs := f.run(func(i, n int) error {
 			_, err := cs[i].Payments.Get(t.Context(), fmt.Sprintf("p%d-%03d", i, n))
@@ -1111,7 +1111,7 @@ func TestHeldRetrySlotIsReleasedWhenTheCallEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const period = 2 * time.Second
 		g := newFixedWindow(1, period)
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 			withRand(func() float64 { return 0 }))
 		_, err := c.Payments.Get(context.Background(), "first")
 		require.NoError(t, err)
@@ -1141,7 +1141,7 @@ func TestHeldRetrySlotIsReleasedWhenTheCallEnds(t *testing.T) {
 func TestCancelledTurnsAreReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newFixedWindow(1000, time.Second)
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)),
 			WithPacing(Pacing{Public: Budget{Limit: 5, Period: time.Second}}))
 		errs := runCalls(c, 5, 5)
 		for _, err := range errs {
@@ -1193,7 +1193,7 @@ func TestQueuedCallsObeyA429ThatArrivedDuringTheirSleep(t *testing.T) {
 			}
 			io.WriteString(w, paymentBody)
 		})
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, h)), WithRetryOn429(true),
 			WithPacing(Pacing{Public: Budget{Limit: 5, Period: time.Second}, Margin: time.Millisecond}))
 		var wg sync.WaitGroup
 		for _, id := range []string{"boom", "a", "b", "c", "d", "q0", "q1", "q2", "q3", "q4"} {
@@ -1250,7 +1250,7 @@ func TestNewsDuringAdmissionIsHeard(t *testing.T) {
 		const period = 2 * time.Second
 		g := newFixedWindow(100, period)
 		l := &newsLimiter{Limiter: ratelimit.NewMemory(), closeFor: 10 * time.Second}
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithLimiter(l),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithLimiter(l),
 			WithPacing(Pacing{Public: Budget{Limit: 1, Period: period}}))
 		l.c = c
 		for _, id := range []string{"first", "second"} {
@@ -1273,7 +1273,7 @@ func TestHandlerGoesAheadOfAJobsBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit, period = 5, time.Second
 		g := newFixedWindow(limit, period)
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
 			WithPacing(Pacing{Session: Budget{Limit: limit, Period: period}}))
 		job := c.With(WithRetryOn429(true), WithLabel("job"))
 		handler := c.With(WithRetryOn429(false), WithLabel("handler"))

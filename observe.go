@@ -42,7 +42,9 @@ type Call struct {
 	// Method and Path identify the call (Path is relative to the base URL).
 	Method string
 	Path   string
-	// URL is the URL sent to, with the query.
+	// URL is the URL sent to, with the query. A query value is shown as
+	// REDACTED unless its key is safe (WithSafeQueryKeys): the query may
+	// hold a credential.
 	URL string
 	// PaymentID is the payment the call addresses (the {id} of a
 	// /payments/{id}... route), as the caller gave it.
@@ -85,6 +87,9 @@ type Attempt struct {
 	RetryAfter time.Duration
 	// RateLimit is the rate-limit state the answer advertised, if any.
 	RateLimit *RateLimitInfo
+	// Deprecation is what the answer said of the endpoint's retirement
+	// (Deprecation and Sunset headers); nil when nothing.
+	Deprecation *Deprecation
 	// Retry says the SDK decided to send the call again after Wait. The
 	// next attempt follows unless the context ends during the wait or the
 	// limiter refuses it (a refused LimiterWait then ends the call).
@@ -182,7 +187,8 @@ func (c *Call) RequestID() string {
 // (ReasonLimiter, ReasonKnownClosed), otherwise the Reason of the last
 // attempt when no retry followed it: a limit (ReasonAllowance,
 // ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget), an operation not
-// safe to repeat (ReasonUnsafe) or RetryOn429 off (ReasonRetryOn429Off). It
+// safe to repeat (ReasonUnsafe), RetryOn429 off (ReasonRetryOn429Off) or an
+// answer over the size limit (ReasonResponseTooLarge). It
 // is empty when the last answer was no retry matter (a success, a 4xx) and
 // when the context ended the call.
 func (c *Call) NotRetried() RetryReason {
@@ -239,6 +245,9 @@ func (c *Call) String() string {
 		if ps := a.PartitionState; ps != nil {
 			writePartitionState(&b, ps)
 		}
+		if d := a.Deprecation; d != nil {
+			writeDeprecation(&b, d)
+		}
 		switch {
 		case a.Retry && a.Reason == ReasonSessionRefused:
 			fmt.Fprintf(&b, " -> sent again at once with a new token (%s)", a.Reason)
@@ -280,6 +289,20 @@ func writePartitionState(b *strings.Builder, ps *PartitionState) {
 	}
 	if ps.Distrusted {
 		b.WriteString(" retry_after_distrusted")
+	}
+}
+
+// writeDeprecation prints what an answer said of its endpoint's
+// retirement.
+func writeDeprecation(b *strings.Builder, d *Deprecation) {
+	if d.Deprecated {
+		b.WriteString(" deprecated")
+		if !d.Date.IsZero() {
+			fmt.Fprintf(b, "=%s", d.Date.Format(time.DateOnly))
+		}
+	}
+	if !d.Sunset.IsZero() {
+		fmt.Fprintf(b, " sunset=%s", d.Sunset.Format(time.DateOnly))
 	}
 }
 

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/big"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,6 +48,11 @@ type config struct {
 	maxGas        uint64
 	maxFee        *big.Int
 	expiries      verify.ExpiryBounds
+	insecureHTTP  bool
+	retryBudget   int // in tokens; negative when off
+	maxBody       int64
+	safeQuery     map[string]bool // nil: defaultSafeQuery
+	sharedReads   bool
 }
 
 // WithToken sets a fixed bearer token (a session JWT from POST /auth). A
@@ -218,7 +227,8 @@ func commentLen(s string) (n int, ok bool) {
 // status, duration, request id, attempt, body sizes, call id); at info, every
 // retry decision (attempt, status, wait, will_retry, reason) and limiter
 // refusal; at warn, what the user must act on (an unknown outcome, a
-// redirect, a limiter that cannot be reached). It logs no header and no
+// redirect, a limiter that cannot be reached, and once per operation a
+// Deprecation or Sunset header). It logs no header and no
 // body unless WithWireLog is on, and then redacted: never the bearer token
 // or any other credential.
 func WithLogger(l *slog.Logger) Option {
@@ -278,7 +288,7 @@ func WithMaxRetryWait(d time.Duration) Option {
 // retry budget (20 retries' worth, refilled one fifth of a retry per
 // success), so that an outage does not multiply the load; when it is empty
 // such failures come back at once (reason retry_budget_empty in the
-// transcript: Call.NotRetried). It does not limit 429 retries, which
+// transcript: Call.NotRetried). WithRetryBudget sizes that budget. It does not limit 429 retries, which
 // WithMaxRetryWait bounds. Given to Client.With, it applies to the calls of
 // the view.
 func WithMaxRetries(n int) Option {
@@ -288,6 +298,29 @@ func WithMaxRetries(n int) Option {
 		}
 		c.call.set |= setMaxRetries
 		c.call.maxRetries = n
+		return nil
+	}
+}
+
+// WithRetryBudget sizes the client-wide retry budget in retries (default
+// 20). A burst of failures other than 429 gets that many retries across
+// the client; a retry after a timeout counts twice, and each answer that
+// is not a failure gives a fifth of a retry back. Zero retries no such
+// failure; RetryBudgetOff turns the budget off, leaving WithMaxRetries
+// alone to bound them (aws-sdk-go-v2's ratelimit.None). It is the
+// client's, shared by its views, so Client.With refuses it.
+func WithRetryBudget(retries int) Option {
+	return func(c *config) error {
+		switch {
+		case retries == RetryBudgetOff:
+			c.retryBudget = RetryBudgetOff
+		case retries < 0:
+			return &ValidationError{Field: "retry_budget", Reason: fmt.Sprintf("must not be negative (RetryBudgetOff turns it off), got %d", retries)}
+		case retries > math.MaxInt/retryCost:
+			return &ValidationError{Field: "retry_budget", Reason: fmt.Sprintf("%d retries is too many; RetryBudgetOff turns it off", retries)}
+		default:
+			c.retryBudget = retries * retryCost
+		}
 		return nil
 	}
 }
@@ -327,6 +360,28 @@ func checkLabel(label string) error {
 		}
 	}
 	return nil
+}
+
+// WithAttemptTimeout bounds each attempt of a call, from sending the
+// request to reading the answer's body, apart from the call's context
+// deadline, which bounds the whole call. An attempt it cuts is a timeout
+// (a *TransportError whose cause is a net.Error with Timeout true, not
+// context.DeadlineExceeded), retried only where a broken connection would
+// be: a read is, a submit never is, a keyed create is, with its key. Zero
+// (the default) leaves each attempt to the HTTP client's Timeout (30 s
+// unless WithHTTPClient). Given to NewClient without WithHTTPClient, it
+// replaces those 30 s; the Timeout of a client given with WithHTTPClient
+// still applies too. Given to Client.With, it applies to the calls of the
+// view.
+func WithAttemptTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return &ValidationError{Field: "attempt_timeout", Reason: fmt.Sprintf("must not be negative, got %v", d)}
+		}
+		c.call.set |= setAttemptTimeout
+		c.call.attemptTimeout = d
+		return nil
+	}
 }
 
 // WithPacing keeps each rate-limit partition under a budget from the first
@@ -552,6 +607,63 @@ func WithExpiryBounds(b ExpiryBounds) Option {
 		if c.expiries.MinRefund > c.expiries.MaxRefund {
 			return fmt.Errorf("rail0: WithExpiryBounds: MinRefund %s is above MaxRefund %s", c.expiries.MinRefund, c.expiries.MaxRefund)
 		}
+		return nil
+	}
+}
+
+// WithInsecureHTTP lets NewClient take a plain http:// base URL on a host
+// other than loopback. Without it such a URL is refused: the bearer token
+// and signed transactions would cross the network in clear text. Loopback
+// (localhost, 127.0.0.0/8, ::1) is always allowed, for rail0test and a
+// local rail0-gateway. Use it only on a network you trust, such as a
+// sidecar reached over a private link.
+func WithInsecureHTTP() Option {
+	return func(c *config) error {
+		c.insecureHTTP = true
+		return nil
+	}
+}
+
+// checkBaseScheme refuses a plain http:// base URL on a host other than
+// loopback: the bearer token, signed transactions and webhook secrets
+// would cross the network in clear text. The caller may opt in by name
+// (WithInsecureHTTP). Loopback stays allowed, where rail0test and
+// rail0-gateway serve plain HTTP.
+func checkBaseScheme(base *url.URL, insecure bool) error {
+	if base.Scheme != "http" || insecure || isLoopback(base.Hostname()) {
+		return nil
+	}
+	return &ValidationError{Field: "base_url", Reason: fmt.Sprintf(
+		"%s is plain http on a host that is not loopback, so the bearer token and signed transactions would cross the network in clear text; use https, or WithInsecureHTTP() on a network you trust",
+		strconv.Quote(base.Redacted()))}
+}
+
+// isLoopback reports whether host is "localhost" or a loopback address
+// (127.0.0.0/8, ::1). Other names are not resolved: NewClient does no I/O.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// DefaultMaxResponseSize bounds a 2xx answer's body: the largest
+// legitimate one (a page of 100 payments) is far smaller.
+const DefaultMaxResponseSize = 32 << 20
+
+// WithMaxResponseSize bounds the body of a 2xx answer, in bytes (default
+// DefaultMaxResponseSize). A larger one is not read past the bound (not
+// at all when its Content-Length says so) and comes back as a
+// *DecodeError wrapping a *ResponseTooLargeError, without a retry: the
+// same request would get the same answer. An error answer's body is cut
+// at 1 MiB, or at this bound if lower, and kept.
+func WithMaxResponseSize(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return &ValidationError{Field: "max_response_size", Reason: fmt.Sprintf("must be positive, got %d", n)}
+		}
+		c.maxBody = n
 		return nil
 	}
 }

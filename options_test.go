@@ -318,3 +318,15 @@ func TestTokenNeverFormatted(t *testing.T) {
 		}
 	}
 }
+
+// Loopback is localhost and the loopback addresses, IPv6 and mapped ones
+// included; no name is resolved.
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "127.0.0.1": true, "127.255.0.9": true, "::1": true,
+		"::ffff:127.0.0.1": true, "api.rail0.xyz": false, "localhost.evil.example": false,
+		"10.0.0.1": false, "::": false, "2001:db8::1": false, "": false, "127.0.0.1.nip.io": false,
+	} {
+		assert.Equal(t, want, isLoopback(host), host)
+	}
+}

@@ -114,7 +114,7 @@ func TestAnchor(t *testing.T) {
 // contracts or a token to two decimals is an error, and a chain the
 // registry does not know needs a fee bound the caller gives.
 func TestTrustOptions(t *testing.T) {
-	c, err := NewClient("http://x",
+	c, err := NewClient("https://x",
 		WithTrustedContracts(map[int64]string{8453: pinMine}),
 		WithTrustedContracts(map[int64]string{1: pinMine, 8453: strings.ToUpper(pinMine[:2]) + pinMine[2:]}))
 	if err != nil {
@@ -136,21 +136,21 @@ func TestTrustOptions(t *testing.T) {
 		"too many decimals":               {WithTrustedTokens(Token{ChainID: 8453, Address: pinOdd, Decimals: MaxDecimals + 1})},
 		"token chain id 0":                {WithTrustedTokens(Token{ChainID: 0, Address: pinOdd, Decimals: 6})},
 	} {
-		if _, err := NewClient("http://x", opts...); err == nil {
+		if _, err := NewClient("https://x", opts...); err == nil {
 			t.Errorf("%s was accepted", name)
 		}
 	}
 	same := Token{ChainID: 8453, Address: pinOdd, Decimals: 6}
-	if _, err := NewClient("http://x", WithTrustedTokens(same), WithTrustedTokens(same)); err != nil {
+	if _, err := NewClient("https://x", WithTrustedTokens(same), WithTrustedTokens(same)); err != nil {
 		t.Errorf("the same token pinned twice: %v", err)
 	}
 
 	// A chain the registry does not know has no fee bound to offer.
-	_, err = NewClient("http://x", WithTrustedContracts(map[int64]string{31337: pinMine}))
+	_, err = NewClient("https://x", WithTrustedContracts(map[int64]string{31337: pinMine}))
 	if err == nil || !strings.Contains(err.Error(), "WithFeeCap") || !strings.Contains(err.Error(), "31337") {
 		t.Errorf("a pin of chain 31337 without a fee bound: %v, want an error naming WithFeeCap", err)
 	}
-	if _, err := NewClient("http://x", WithTrustedContracts(map[int64]string{31337: pinMine}), WithFeeCap(1_000_000, big.NewInt(1e15))); err != nil {
+	if _, err := NewClient("https://x", WithTrustedContracts(map[int64]string{31337: pinMine}), WithFeeCap(1_000_000, big.NewInt(1e15))); err != nil {
 		t.Errorf("with WithFeeCap: %v", err)
 	}
 }

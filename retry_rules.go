@@ -84,6 +84,10 @@ const (
 	// was shortened to fit, never below the server's own instruction, so the
 	// call makes its last try rather than give up with time left.
 	ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
+	// ReasonResponseTooLarge: the answer's body was larger than
+	// WithMaxResponseSize; the same request would get it again, so it is
+	// not repeated (a *ResponseTooLargeError).
+	ReasonResponseTooLarge RetryReason = "response_too_large"
 	// ReasonLimiter is Call.NotRetried of a call the limiter stopped: the
 	// cooldown or the pacing budget would not admit the request (or its
 	// retry) within the allowance or the deadline. No attempt carries it,
@@ -118,6 +122,10 @@ type policy struct {
 	maxRetries    int
 	base          time.Duration
 	label         string
+	// attemptTimeout bounds each attempt (WithAttemptTimeout); zero
+	// leaves it to the HTTP client's Timeout. The send path applies it;
+	// the rules see its cut as the timeout it is.
+	attemptTimeout time.Duration
 }
 
 // outcome is what one attempt produced, as the rules see it.
@@ -128,6 +136,7 @@ type outcome struct {
 	retryAfter     time.Duration
 	hasRetryAfter  bool
 	failed         bool // transport error, or the body could not be read
+	tooLarge       bool // the 2xx body was larger than WithMaxResponseSize
 	timeout        bool // the failure was a timeout
 	notSent        bool // the request provably never left the client
 	ctxDone        bool
@@ -186,6 +195,7 @@ type rule func(e *evidence, d decision) (_ decision, settled bool)
 var retryRules = [...]rule{
 	sessionRefused,
 	contextEnded,
+	tooLarge,
 	status,
 	retryOn429,
 	operationClass,
@@ -246,6 +256,16 @@ func sessionRefused(e *evidence, d decision) (decision, bool) {
 func contextEnded(e *evidence, d decision) (decision, bool) {
 	if e.o.ctxDone {
 		return decision{}, true
+	}
+	return d, false
+}
+
+// tooLarge: an answer whose body is over WithMaxResponseSize is not
+// repeated, since the same request would get the same answer. On a write
+// that must not run twice, it proves nothing either way: outcome unknown.
+func tooLarge(e *evidence, d decision) (decision, bool) {
+	if e.o.tooLarge {
+		return e.refuse(ReasonResponseTooLarge)
 	}
 	return d, false
 }

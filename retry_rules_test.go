@@ -252,7 +252,7 @@ func TestRetryBudgetCapsAStorm(t *testing.T) {
 }
 
 func TestRetryQuota(t *testing.T) {
-	q := newRetryQuota()
+	q := newRetryQuota(retryBudgetSize)
 	require.Equal(t, retryBudgetSize, q.left())
 	d := q.spend(func(tokens int) decision {
 		assert.Equal(t, retryBudgetSize, tokens)
@@ -935,7 +935,7 @@ func TestDistrustedWaitIsClampedToWhatIsLeft(t *testing.T) {
 				if tt.deadline > 0 {
 					maxWait = DefaultMaxRetryWait
 				}
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithRetryOn429(true),
 					WithMaxRetryWait(maxWait), withRand(half))
 				_, err := c.Payments.Get(context.Background(), "p0")
 				require.NoError(t, err)
@@ -1087,6 +1087,13 @@ func TestDecide(t *testing.T) {
 		{"dial refused on POST retried", on,
 			outcome{op: opOnce, failed: true, notSent: true}, fresh,
 			decision{relevant: true, retry: true, wait: 250 * ms, reason: ReasonNotSent, cost: retryCost, guess: true}},
+		// Issue 29, item 8: an answer over the size limit is not repeated.
+		{"oversized answer on a read: not repeated", on,
+			outcome{op: opRead, status: 200, failed: true, tooLarge: true}, fresh,
+			decision{relevant: true, reason: ReasonResponseTooLarge}},
+		{"oversized answer on a keyed create: not repeated, unknown", on,
+			outcome{op: opKeyed, idempotencyKey: true, status: 201, failed: true, tooLarge: true}, fresh,
+			decision{relevant: true, reason: ReasonResponseTooLarge, unknown: true}},
 		// Issue 12, item 12: an empty retry budget returns failures at once.
 		{"retry budget empty: 503 returned", on,
 			outcome{op: opRead, status: 503}, budget{attempts: 1, deadline: maxDuration, tokens: retryCost - 1},
@@ -1312,7 +1319,7 @@ func (s ruleScenario) run(t *testing.T) ruleRun {
 			if s.kind == "shared" {
 				opts = append(opts, WithLimiter(&storeClient{s: st, local: ratelimit.NewMemory()}))
 			}
-			c := newTestClient(t, "http://gateway.test", opts...)
+			c := newTestClient(t, "https://gateway.test", opts...)
 			wg.Go(func() {
 				eachCall(s.workers, s.calls, func(n int) {
 					_, err := c.Payments.Get(context.Background(), fmt.Sprintf("p%d-%03d", i, n))
@@ -1555,7 +1562,7 @@ func TestRetryAfterIsWaitedAndSpread(t *testing.T) {
 				var wg sync.WaitGroup
 				for i := range 4 {
 					draws := &lockedRand{rng: rand.New(rand.NewPCG(27, uint64(i)))}
-					c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithRetryOn429(true),
+					c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithRetryOn429(true),
 						WithCooldown(tt.cooldown), withRand(draws.Float64))
 					wg.Go(func() {
 						if tt.before {
@@ -1605,7 +1612,7 @@ func TestGuessedRetryIsNotPacedByAnEarlierHeader(t *testing.T) {
 					}
 					return http.StatusOK, nil
 				})
-				c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithRetryOn429(true),
+				c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, srv)), WithRetryOn429(true),
 					withRand(func() float64 { return u }))
 
 				p, err := c.Payments.Get(context.Background(), "p1")

@@ -37,14 +37,10 @@ import (
 // retry rules send the call again at once with the new token, and the send
 // starts afresh from authorize.
 
-const (
-	// maxErrorBody bounds how much of an error body is read: a proxy's HTML
-	// page or a hostile server must not cost memory.
-	maxErrorBody = 1 << 20
-	// maxSuccessBody bounds a 2xx body; the largest legitimate one (a page of
-	// 100 payments) is far smaller.
-	maxSuccessBody = 32 << 20
-)
+// maxErrorBody bounds how much of an error body is read: a proxy's HTML
+// page or a hostile server must not cost memory. A 2xx body is bounded by
+// WithMaxResponseSize (DefaultMaxResponseSize).
+const maxErrorBody = 1 << 20
 
 // request is one logical API call.
 type request struct {
@@ -129,6 +125,8 @@ type callState struct {
 	r              *request // what the caller asked for
 	call           *Call    // the transcript
 	rc             retryablehttp.Client
+	timed          http.Client    // rc's HTTP client when WithAttemptTimeout bounds each attempt
+	url            string         // sent to; the transcript's Call.URL has the query redacted
 	method, path   string         // path has its leading slash, as the transcript shows it
 	idempotencyKey string         // sent on every attempt
 	op             opClass        // what repeating the operation would do
@@ -175,6 +173,9 @@ type callState struct {
 	header    http.Header
 	body      []byte
 	bodyErr   error
+	// deprecation is what the last answer said of the endpoint's
+	// retirement; nil when nothing.
+	deprecation *Deprecation
 }
 
 // do sends r and decodes a 2xx JSON answer into out: prepare, then run,
@@ -199,6 +200,14 @@ type callState struct {
 // *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
 // provesNotRun), and the caller's next call signs in.
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
+	if c.sharedReads && c.viewErr == nil && shareable(r) {
+		return c.doShared(ctx, r, out) // shared_reads.go
+	}
+	return c.doOne(ctx, r, out)
+}
+
+// doOne is do for one caller: prepare, run, end.
+func (c *Client) doOne(ctx context.Context, r *request, out any) (*Response, error) {
 	st, ctx, err := c.prepare(ctx, r)
 	if err != nil {
 		return nil, err
@@ -231,7 +240,11 @@ func (c *Client) prepare(ctx context.Context, r *request) (*callState, context.C
 
 // newCall returns the state of the call r, with its transcript.
 func (c *Client) newCall(r *request) *callState {
-	call := &Call{ID: c.calls.Add(1), Label: c.policy.label, Method: r.method, Path: "/" + r.path, URL: c.resolve(r.path, r.query), Start: c.now()}
+	u := c.resolve(r.path, r.query)
+	call := &Call{ID: c.calls.Add(1), Label: c.policy.label, Method: r.method, Path: "/" + r.path, URL: u, Start: c.now()}
+	if len(r.query) > 0 {
+		call.URL = c.resolveShown(r.path, r.query)
+	}
 	call.Attempts = call.first[:0]
 	op := r.op
 	if op == nil { // a request built from a method and a path
@@ -244,15 +257,22 @@ func (c *Client) newCall(r *request) *callState {
 		// for one it names, the stricter of the caller's and the table's.
 		call.class = r.class
 	}
-	st := &callState{c: c, r: r, call: call, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
+	st := &callState{c: c, r: r, call: call, url: u, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
 		op: call.class, onRateWait: r.onRateWait}
 	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.Repeatable(r.idempotencyKey != "")
+	hc := c.hc
+	if d := c.policy.attemptTimeout; d > 0 {
+		// The view's bound on each attempt, in the call's own value:
+		// no allocation of its own.
+		st.timed = http.Client{Transport: attemptTimer{rt: c.hc.Transport, d: d}, Jar: c.hc.Jar, CheckRedirect: noRedirects}
+		hc = &st.timed
+	}
 	// The call's own client, built as a literal (its defaults would drop
 	// the final response on exhaustion and use Retry-After uncapped).
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
 	// reached.
 	st.rc = retryablehttp.Client{
-		HTTPClient:   c.hc,
+		HTTPClient:   hc,
 		RetryMax:     maxAttempts,
 		CheckRetry:   st.checkRetry,
 		Backoff:      st.backoff,
@@ -275,7 +295,7 @@ func (st *callState) run(ctx context.Context, out any, token string) (*Response,
 	if st.requestBody != nil {
 		body = st.requestBody
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, st.method, st.call.URL, body)
+	req, err := retryablehttp.NewRequestWithContext(ctx, st.method, st.url, body)
 	if err != nil {
 		return nil, fmt.Errorf("rail0: %s %s: %w", st.method, st.path, err)
 	}
@@ -334,6 +354,7 @@ func (st *callState) resetSend() {
 	st.turn, st.held, st.next = turn{}, 0, 0
 	st.last429, st.unknown = nil, false
 	st.status, st.rateLimit, st.header, st.body, st.bodyErr = 0, nil, nil, nil, nil
+	st.deprecation = nil
 }
 
 // encode encodes the request's body, once for the whole call.
@@ -455,26 +476,37 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 	st.attempts++
 	o = outcome{op: st.op, idempotencyKey: st.idempotencyKey != "", ctxDone: ctx.Err() != nil}
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			// net/http names the URL in its error, query and all: the
+			// error and its log lines show it redacted, as Call.URL.
+			ue.URL = st.call.URL
+		}
 		o.failed = true
 		o.notSent = isNotSent(err)
 		o.timeout = isTimeout(err)
 		failure = err
 		// No answer this time: an earlier attempt's must not be reported.
-		st.status, st.header, st.body, st.rateLimit = 0, nil, nil, nil
+		st.status, st.header, st.body, st.rateLimit, st.deprecation = 0, nil, nil, nil, nil
 	} else {
 		st.status, st.header = resp.StatusCode, resp.Header
+		st.deprecation = deprecationOf(resp.Header)
 		o.status = resp.StatusCode
 		if n := len(st.call.Attempts); n > 0 {
 			c.clock.sample(resp.Header, st.call.Attempts[n-1].Sent, now)
 		}
 		gatewayNow := now.Add(c.clock.offset()) // what the answer's times are relative to
 		success := resp.StatusCode >= 200 && resp.StatusCode <= 299
-		st.body, st.bodyErr = readBody(resp, success)
+		st.body, st.bodyErr = readBody(resp, success, c.maxBody)
 		st.report(ctx, event{kind: answerRead})
 		if success && st.bodyErr != nil {
 			// A body that breaks off is a broken connection after the
-			// request ran: handled like one.
+			// request ran: handled like one. A body over the limit is an
+			// answer, which a repetition would get again (the rule
+			// tooLarge).
 			o.failed = true
+			var big *ResponseTooLargeError
+			o.tooLarge = errors.As(st.bodyErr, &big)
 			failure = st.bodyErr
 		}
 		if ra, ok := retryAfterOf(resp.Header, gatewayNow); ok {
@@ -661,7 +693,13 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 	if st.status != 0 {
 		// Allocated with the transcript: one allocation for both.
 		meta = &st.call.resp
-		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts, RateLimit: st.rateLimit}
+		*meta = Response{StatusCode: st.status, Header: st.header, RequestID: requestID(st.header), Attempts: st.attempts,
+			RateLimit: st.rateLimit, Deprecation: st.deprecation}
+	}
+	if err != nil && st.tooLarge(err) {
+		// The answer came and was too large: a *DecodeError, not a
+		// transport failure.
+		return meta, st.undecodable(meta, err)
 	}
 	if err != nil {
 		var failure error = &TransportError{Method: st.method, Path: st.path, Sent: st.sent, Err: err}
@@ -758,6 +796,12 @@ func (st *callState) undecodable(meta *Response, cause error) error {
 		failure = &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: failure}
 	}
 	return failure
+}
+
+// tooLarge reports whether err is a body over the size limit.
+func (st *callState) tooLarge(err error) bool {
+	var big *ResponseTooLargeError
+	return errors.As(err, &big)
 }
 
 // answerError is the call's last answer as an *APIError: the 429 that
@@ -922,6 +966,9 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 			if a.Reason != "" {
 				c.logDecision(ctx, call, a)
 			}
+			if a.Deprecation != nil {
+				c.logDeprecation(ctx, call, a)
+			}
 		}
 		if c.observer != nil {
 			c.observer.EndAttempt(ctx, call, a)
@@ -974,6 +1021,7 @@ func (st *callState) recordAttempt(ev event) *Attempt {
 	if o.status != 0 {
 		a.RequestID = requestID(st.header)
 		a.RateLimit = st.rateLimit
+		a.Deprecation = st.deprecation
 		if o.hasRetryAfter {
 			a.RetryAfter = o.retryAfter
 		}
@@ -1020,6 +1068,31 @@ func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 		attrs = append(attrs, slog.String("error", a.Err))
 	}
 	c.logger.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)
+}
+
+// logDeprecation logs, at warn, that the gateway deprecates the call's
+// operation or will retire it: once per operation (deprecationNotes), not
+// on every call.
+func (c *Client) logDeprecation(ctx context.Context, call *Call, a *Attempt) {
+	op := call.Operation
+	if op == "" {
+		op = call.Method + " " + call.Route
+	}
+	if !c.deprecations.first(op) {
+		return
+	}
+	d := a.Deprecation
+	attrs := callAttrs(call, slog.String("operation", op), slog.Bool("deprecated", d.Deprecated))
+	if !d.Date.IsZero() {
+		attrs = append(attrs, slog.Time("deprecation", d.Date))
+	}
+	if !d.Sunset.IsZero() {
+		attrs = append(attrs, slog.Time("sunset", d.Sunset))
+	}
+	if d.Link != "" {
+		attrs = append(attrs, slog.String("link", d.Link))
+	}
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: the gateway deprecates this operation; move off it before its sunset", attrs...)
 }
 
 // logOutcome logs, at warn, the failures the user must act on: a write
@@ -1106,9 +1179,20 @@ func (c *Client) resolve(path string, query url.Values) string {
 	return u
 }
 
+// resolveShown is resolve with the query's values redacted but for the
+// keys shown (shownQuery): what the transcript, the logs and the
+// observers see.
+func (c *Client) resolveShown(path string, query url.Values) string {
+	return c.baseStr + strings.TrimLeft(path, "/") + "?" + redactQuery(query, c.shownQuery)
+}
+
 // isNotSent reports whether a transport error proves the request never left
 // the client: the connection could not be opened or the name not resolved.
 func isNotSent(err error) bool {
+	var cut *attemptTimeoutError
+	if errors.As(err, &cut) {
+		return cut.notSent
+	}
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return true
@@ -1133,19 +1217,21 @@ func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Respo
 }
 
 // readBody reads and closes a response body, replacing it with http.NoBody
-// so retryablehttp's drain is a no-op. A success body larger than
-// maxSuccessBody, or one that breaks off, is an error; an error body is cut
-// at maxErrorBody and never fails (what was read is kept).
-func readBody(resp *http.Response, success bool) ([]byte, error) {
+// so retryablehttp's drain is a no-op. A success body larger than limit
+// is a *ResponseTooLargeError, not read at all when its Content-Length
+// says so. A success body that breaks off is an error. An error body is
+// cut at maxErrorBody (or limit, if lower) and never fails.
+func readBody(resp *http.Response, success bool, limit int64) ([]byte, error) {
 	body := resp.Body
 	resp.Body = http.NoBody
 	if body == nil {
 		return nil, nil
 	}
 	defer body.Close()
-	limit := int64(maxErrorBody)
-	if success {
-		limit = maxSuccessBody
+	if !success {
+		limit = min(limit, maxErrorBody)
+	} else if resp.ContentLength > limit {
+		return nil, &ResponseTooLargeError{Limit: limit, ContentLength: resp.ContentLength}
 	}
 	var buf bytes.Buffer
 	if n := resp.ContentLength; n > 0 && n <= limit {
@@ -1154,10 +1240,11 @@ func readBody(resp *http.Response, success bool) ([]byte, error) {
 	_, err := buf.ReadFrom(io.LimitReader(body, limit+1))
 	b := buf.Bytes()
 	if int64(len(b)) > limit {
-		b = b[:limit]
 		if success {
-			return b, fmt.Errorf("response body larger than %d bytes", limit)
+			// Only the start is kept, for the error and the wire log.
+			return bytes.Clone(b[:min(limit, maxWireBody)]), &ResponseTooLargeError{Limit: limit, ContentLength: resp.ContentLength}
 		}
+		b = b[:limit]
 	}
 	if err != nil && success {
 		return b, fmt.Errorf("reading the response body: %w", err)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,7 @@ import (
 // timer is the one wait between an answer and its retry.
 func TestCheckRetryNeverWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newTestClient(t, "http://gateway.test", withRand(func() float64 { return 0.5 }))
+		c := newTestClient(t, "https://gateway.test", withRand(func() float64 { return 0.5 }))
 		st, ctx, err := c.prepare(context.Background(), &request{method: http.MethodGet, path: "payments/p1"})
 		require.NoError(t, err)
 		call := st.call
@@ -69,7 +70,7 @@ func TestEachCallHasItsOwnHooks(t *testing.T) {
 		mu.Unlock()
 		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	})
-	c := newTestClient(t, "http://gateway.test", WithHTTPClient(&http.Client{Transport: rt}))
+	c := newTestClient(t, "https://gateway.test", WithHTTPClient(&http.Client{Transport: rt}))
 	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
 	a := c.newCall(&request{method: http.MethodGet, path: "payments/a"})
 	b := c.newCall(&request{method: http.MethodGet, path: "payments/b"})
@@ -444,7 +445,9 @@ func pipeTransport(t *testing.T, h http.Handler) (*httptest.Server, *http.Transp
 	srv.Listener.Close()
 	srv.Listener = ln
 	srv.Start()
-	transport := &http.Transport{DialContext: ln.dial}
+	// DialTLSContext: the pipe is taken as a connection past TLS, so an
+	// https:// base URL reaches the server too.
+	transport := &http.Transport{DialContext: ln.dial, DialTLSContext: ln.dial}
 	t.Cleanup(func() {
 		srv.Close()
 		transport.CloseIdleConnections()
@@ -892,11 +895,11 @@ func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...
 		}
 	})
 	hc := pipeClient(t, mux)
-	anon, err := NewClient("http://gateway.test"+muxBasePath, WithHTTPClient(hc))
+	anon, err := NewClient("https://gateway.test"+muxBasePath, WithHTTPClient(hc))
 	require.NoError(t, err)
 	ts, err := loginTokenSource(anon.Auth, newSIWESigner(), SignIn{})
 	require.NoError(t, err)
-	c, err := NewClient("http://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
+	c, err := NewClient("https://gateway.test"+muxBasePath, append([]Option{WithHTTPClient(hc), WithTokenSource(ts.Token)}, opts...)...)
 	require.NoError(t, err)
 	return c, func() int {
 		mu.Lock()
@@ -1113,4 +1116,80 @@ func TestOneReport(t *testing.T) {
 		callers := calls[method]
 		assert.Equal(t, map[string]bool{"callState.report": true}, callers, "%s writes a log line; only report may call it", writer)
 	}
+}
+
+// An answer larger than WithMaxResponseSize is read no further than the
+// limit, once: it is a *DecodeError wrapping a *ResponseTooLargeError, and
+// the call is not repeated, since the same request gets the same answer.
+// Before, a read was fetched three times. On a write that must not run
+// twice, the oversized 2xx leaves the outcome unknown, and is not
+// repeated either.
+func TestOversizedAnswerIsNotFetchedAgain(t *testing.T) {
+	const limit = 64 << 10
+	big := `{"id":"p1","pad":"` + strings.Repeat("x", 3*limit) + `"}`
+	for _, announced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("Content-Length %v", announced), func(t *testing.T) {
+			var requests, posts atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				if r.Method == http.MethodPost {
+					posts.Add(1)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				if announced {
+					w.Header().Set("Content-Length", strconv.Itoa(len(big)))
+				}
+				io.WriteString(w, big)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, WithToken("tok"), WithMaxResponseSize(limit))
+
+			_, err := c.Payments.Get(context.Background(), "p1")
+
+			var tooLarge *ResponseTooLargeError
+			require.ErrorAs(t, err, &tooLarge)
+			assert.EqualValues(t, limit, tooLarge.Limit)
+			want := int64(-1)
+			if announced {
+				want = int64(len(big))
+			}
+			assert.Equal(t, want, tooLarge.ContentLength)
+			var decodeErr *DecodeError
+			require.ErrorAs(t, err, &decodeErr, "the answer came: a decode error, not a transport one")
+			assert.Equal(t, http.StatusOK, decodeErr.StatusCode)
+			assert.LessOrEqual(t, len(decodeErr.Body), 1024)
+			assert.EqualValues(t, 1, requests.Load(), "fetched once")
+			assert.Equal(t, ReasonResponseTooLarge, CallOf(err).NotRetried())
+			assert.Equal(t, OutcomeDecode, CallOf(err).Outcome)
+
+			_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
+			require.ErrorIs(t, err, ErrOutcomeUnknown)
+			require.ErrorAs(t, err, &tooLarge)
+			assert.EqualValues(t, 1, posts.Load(), "a submit is never sent twice")
+		})
+	}
+}
+
+// The default limit is DefaultMaxResponseSize, 32 MiB: an answer that
+// announces 48 MiB is refused before its body is read, in one request.
+func TestDefaultResponseLimit(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Length", strconv.Itoa(48<<20))
+		w.WriteHeader(http.StatusOK)
+		w.Write(make([]byte, 1<<20)) // the rest never comes; the client does not wait for it
+	}))
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, WithToken("tok"))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	var tooLarge *ResponseTooLargeError
+	require.ErrorAs(t, err, &tooLarge)
+	assert.EqualValues(t, DefaultMaxResponseSize, tooLarge.Limit)
+	assert.EqualValues(t, 1, requests.Load())
+
+	_, err = NewClient("https://api.rail0.xyz", WithMaxResponseSize(0))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "max_response_size", ve.Field)
 }

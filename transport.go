@@ -1,8 +1,12 @@
 package rail0
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // sendingClient returns the HTTP client the SDK sends every attempt with,
@@ -63,3 +67,73 @@ func (t timeoutClient) RoundTrip(req *http.Request) (*http.Response, error) {
 // bearer token (and a signed transaction) to wherever it points. The 3xx
 // comes back as an *APIError with its Location.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// attemptTimer bounds each request it sends through rt, reading the
+// answer's body included, to d (WithAttemptTimeout). Its cut is an
+// *attemptTimeoutError, so the rules and the caller tell it from the end
+// of the call's own context.
+type attemptTimer struct {
+	rt http.RoundTripper
+	d  time.Duration
+}
+
+func (t attemptTimer) RoundTrip(req *http.Request) (*http.Response, error) {
+	parent := req.Context()
+	ctx, cancel := context.WithTimeout(parent, t.d)
+	resp, err := t.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, t.cut(ctx, parent, err)
+	}
+	resp.Body = &timedBody{rc: resp.Body, t: t, ctx: ctx, parent: parent, cancel: cancel}
+	return resp, nil
+}
+
+// cut returns err, or the attempt's timeout when the timer, not the
+// caller, ended ctx.
+func (t attemptTimer) cut(ctx, parent context.Context, err error) error {
+	if ctx.Err() == nil || parent.Err() != nil {
+		return err
+	}
+	return &attemptTimeoutError{d: t.d, notSent: isNotSent(err)}
+}
+
+// timedBody is an answer's body under its attempt's timer, which it stops
+// when closed.
+type timedBody struct {
+	rc          io.ReadCloser
+	t           attemptTimer
+	ctx, parent context.Context
+	cancel      context.CancelFunc
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		err = b.t.cut(b.ctx, b.parent, err)
+	}
+	return n, err
+}
+
+func (b *timedBody) Close() error {
+	b.cancel()
+	return b.rc.Close()
+}
+
+// attemptTimeoutError is an attempt that WithAttemptTimeout cut. It is a
+// net.Error whose Timeout is true, and not context.DeadlineExceeded: the
+// call's own context did not end.
+type attemptTimeoutError struct {
+	d       time.Duration
+	notSent bool // the connection was not open yet: nothing was sent
+}
+
+func (e *attemptTimeoutError) Error() string {
+	return fmt.Sprintf("attempt timed out after %v (WithAttemptTimeout)", e.d)
+}
+
+// Timeout reports true: the attempt took too long.
+func (e *attemptTimeoutError) Timeout() bool { return true }
+
+// Temporary reports true, as net/http's own timeouts do.
+func (e *attemptTimeoutError) Temporary() bool { return true }

@@ -326,7 +326,7 @@ func TestCallersClientSettingsApply(t *testing.T) {
 		})
 		_, tr := pipeTransport(t, mux)
 		jar := &cookieJar{cookies: []*http.Cookie{{Name: "affinity", Value: "a1"}}}
-		c, err := NewClient("http://gateway.test", WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Second, Jar: jar}))
+		c, err := NewClient("https://gateway.test", WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Second, Jar: jar}))
 		require.NoError(t, err)
 
 		for _, id := range []string{"slow", "slowbody"} {
@@ -338,7 +338,7 @@ func TestCallersClientSettingsApply(t *testing.T) {
 			require.ErrorAs(t, err, &ne, id)
 			assert.True(t, ne.Timeout(), id)
 			if id == "slow" {
-				assert.Equal(t, 1, strings.Count(err.Error(), `Get "http://gateway.test/payments/slow"`), err.Error())
+				assert.Equal(t, 1, strings.Count(err.Error(), `Get "https://gateway.test/payments/slow"`), err.Error())
 			}
 			assert.Less(t, time.Since(start), 5*time.Second, "every attempt is bounded by the Timeout")
 		}
@@ -353,3 +353,157 @@ type cookieJar struct{ cookies []*http.Cookie }
 func (j *cookieJar) SetCookies(*url.URL, []*http.Cookie) {}
 
 func (j *cookieJar) Cookies(*url.URL) []*http.Cookie { return j.cookies }
+
+// hangingGateway answers every request at once, but for the first
+// hang[path] requests to a path, which it holds until the client gives up
+// (or for a minute). It records what it was sent.
+type hangingGateway struct {
+	mu   sync.Mutex
+	hang map[string]int
+	seen []seenRequest
+}
+
+func (g *hangingGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	g.seen = append(g.seen, seenRequest{method: r.Method, path: r.URL.Path, header: r.Header.Clone()})
+	hang := g.hang[r.URL.Path] > 0
+	if hang {
+		g.hang[r.URL.Path]--
+	}
+	g.mu.Unlock()
+	if hang && strings.HasSuffix(r.URL.Path, "slowbody") {
+		// The headers and the start of the body, then nothing.
+		w.Header().Set("Content-Length", strconv.Itoa(len(paymentBody)))
+		io.WriteString(w, paymentBody[:10])
+		w.(http.Flusher).Flush()
+	}
+	if hang {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(time.Minute):
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodPost {
+		w.WriteHeader(http.StatusCreated)
+	}
+	io.WriteString(w, paymentBody)
+}
+
+// hangNext makes the next n requests to path hang.
+func (g *hangingGateway) hangNext(path string, n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hang[path] = n
+}
+
+func (g *hangingGateway) requests(method, path string) []seenRequest {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []seenRequest
+	for _, r := range g.seen {
+		if r.method == method && r.path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WithAttemptTimeout bounds each attempt, apart from the call's context:
+// the attempt it cuts is a timeout, retried only where a broken connection
+// would be (a read yes, a submit never, a keyed create with its key), and
+// a view sets its own.
+func TestAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := &hangingGateway{hang: map[string]int{}}
+		_, tr := pipeTransport(t, g)
+		hc := WithHTTPClient(&http.Client{Transport: tr}) // no Timeout of its own
+		c := newTestClient(t, "https://gateway.test", hc, WithToken("tok"), withRand(func() float64 { return 0 }),
+			WithAttemptTimeout(300*time.Millisecond))
+
+		// A read: the cut attempt is retried at once (a zero draw).
+		g.hangNext("/payments/p1", 1)
+		start := time.Now()
+		p, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		assert.Equal(t, 300*time.Millisecond, time.Since(start), "one attempt cut at 300 ms, the retry answered at once")
+		require.Len(t, p.Response.Call.Attempts, 2)
+		first := p.Response.Call.Attempts[0]
+		assert.Contains(t, first.Err, "attempt timed out after 300ms (WithAttemptTimeout)")
+		assert.Equal(t, ReasonTransport, first.Reason)
+
+		// A body that stops coming is cut too, reading included.
+		g.hangNext("/payments/slowbody", 1)
+		start = time.Now()
+		_, err = c.Payments.Get(context.Background(), "slowbody")
+		require.NoError(t, err)
+		assert.Equal(t, 300*time.Millisecond, time.Since(start))
+
+		// A submit: never sent again; the outcome is unknown; a timeout,
+		// not the call's context.
+		g.hangNext("/payments/p1/capture", 1)
+		_, err = c.Payments.Submit(context.Background(), "p1", OpCapture, PaymentSubmitParams{SignedTransaction: "0x02f8"})
+		require.ErrorIs(t, err, ErrOutcomeUnknown)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded, "the call's context did not end")
+		var ne net.Error
+		require.ErrorAs(t, err, &ne)
+		assert.True(t, ne.Timeout())
+		assert.Len(t, g.requests(http.MethodPost, "/payments/p1/capture"), 1)
+		assert.Equal(t, ReasonUnsafe, CallOf(err).NotRetried())
+		assert.NotEqual(t, OutcomeCanceled, CallOf(err).Outcome)
+
+		// A keyed create: sent again with its key.
+		g.hangNext("/payments", 1)
+		_, err = c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b"})
+		require.NoError(t, err)
+		creates := g.requests(http.MethodPost, "/payments")
+		require.Len(t, creates, 2)
+		assert.NotEmpty(t, creates[0].header.Get("Idempotency-Key"))
+		assert.Equal(t, creates[0].header.Get("Idempotency-Key"), creates[1].header.Get("Idempotency-Key"))
+
+		// A view sets its own bound; the client keeps its own.
+		plain := newTestClient(t, "https://gateway.test", hc, WithToken("tok"))
+		g.hangNext("/payments/p2", 1)
+		start = time.Now()
+		_, err = plain.Payments.Get(context.Background(), "p2")
+		require.NoError(t, err, "without a bound, the attempt waits for the answer")
+		assert.Equal(t, time.Minute, time.Since(start))
+		g.hangNext("/payments/p2", 1)
+		start = time.Now()
+		_, err = plain.With(WithAttemptTimeout(time.Second), WithMaxRetries(0)).Payments.Get(context.Background(), "p2")
+		var te *TransportError
+		require.ErrorAs(t, err, &te)
+		require.ErrorAs(t, err, &ne)
+		assert.True(t, ne.Timeout())
+		assert.Equal(t, time.Second, time.Since(start))
+		g.hangNext("/payments/p2", 0)
+
+		// The call's context deadline is the call's: its end is
+		// context.DeadlineExceeded, whatever the attempt's bound.
+		g.hangNext("/payments/p3", 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err = c.Payments.Get(ctx, "p3")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, OutcomeCanceled, CallOf(err).Outcome)
+	})
+}
+
+// Given to NewClient without WithHTTPClient, WithAttemptTimeout replaces
+// the SDK's own 30 s Timeout, so a longer bound is not cut at 30 s; a
+// negative one is refused.
+func TestAttemptTimeoutReplacesTheDefaultTimeout(t *testing.T) {
+	c := newTestClient(t, "https://api.rail0.xyz", WithAttemptTimeout(2*time.Minute))
+	_, wrapped := c.hc.Transport.(timeoutClient)
+	assert.False(t, wrapped, "no 30 s Timeout under the attempt's bound")
+	assert.Equal(t, 2*time.Minute, c.policy.attemptTimeout)
+	c = newTestClient(t, "https://api.rail0.xyz")
+	_, wrapped = c.hc.Transport.(timeoutClient)
+	assert.True(t, wrapped, "the default keeps its 30 s")
+
+	_, err := NewClient("https://api.rail0.xyz", WithAttemptTimeout(-time.Second))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "attempt_timeout", ve.Field)
+}

@@ -9,15 +9,15 @@ import (
 
 // With returns a view of c whose calls use the retry settings opts give,
 // and c's for the rest. The options are NewClient's: WithRetryOn429,
-// WithMaxRetryWait, WithMaxRetries and WithLabel apply per call. Every
-// other option sets what the view shares with c: given here, it makes every
-// call of the view return a *ValidationError (Field "option") before
-// sending, as an invalid value does (a negative WithMaxRetries, say). The view is c in
-// every other way: one connection pool, one session, one limiter (so one
-// cooldown and one learned budget per rate-limit partition), one retry
-// budget, one set of counters and pins, one record of created payments. It
-// costs one allocation; make one per kind of caller and keep it, or make one
-// per call:
+// WithMaxRetryWait, WithMaxRetries, WithAttemptTimeout and WithLabel
+// apply per call. Every other option sets what the view shares with c:
+// given here, it makes every call of the view return a *ValidationError
+// (Field "option") before sending, as an invalid value does (a negative
+// WithMaxRetries, say). The view is c in every other way: one connection
+// pool, one session, one limiter (so one cooldown and one learned budget
+// per rate-limit partition), one retry budget, one set of counters and
+// pins, one record of created payments. It costs one allocation; make one
+// per kind of caller and keep it, or make one per call:
 //
 //	handler := client.With(rail0.WithRetryOn429(false)) // pass RetryAfter on
 //	job := client.With(rail0.WithRetryOn429(true), rail0.WithMaxRetryWait(10*time.Minute))
@@ -70,7 +70,7 @@ func (c *Client) With(opts ...Option) *Client {
 // errNotPerCall is the refusal of an option that sets what a view shares
 // with its client.
 var errNotPerCall = &ValidationError{Field: "option",
-	Reason: "only WithRetryOn429, WithMaxRetryWait, WithMaxRetries and WithLabel apply to the calls of a view (Client.With); give the others to NewClient"}
+	Reason: "only WithRetryOn429, WithMaxRetryWait, WithMaxRetries, WithAttemptTimeout and WithLabel apply to the calls of a view (Client.With); give the others to NewClient"}
 
 // callOption applies opt, an option given to With, to the overrides of a
 // view: it runs opt on probe, cleared first, and takes the retry settings
@@ -100,17 +100,19 @@ func callOption(opt Option, probe *config, over *callOverrides) error {
 
 // callOverrides is what the options of a view set, and which of them.
 type callOverrides struct {
-	set          uint8
-	retryOn429   bool
-	maxRetryWait time.Duration
-	maxRetries   int
-	label        string
+	set            uint8
+	retryOn429     bool
+	maxRetryWait   time.Duration
+	maxRetries     int
+	attemptTimeout time.Duration
+	label          string
 }
 
 const (
 	setRetryOn429 uint8 = 1 << iota
 	setMaxRetryWait
 	setMaxRetries
+	setAttemptTimeout
 	setLabel
 )
 
@@ -124,6 +126,9 @@ func (o callOverrides) apply(p policy) policy {
 	}
 	if o.set&setMaxRetries != 0 {
 		p.maxRetries = o.maxRetries
+	}
+	if o.set&setAttemptTimeout != 0 {
+		p.attemptTimeout = o.attemptTimeout
 	}
 	if o.set&setLabel != 0 {
 		p.label = o.label
@@ -145,6 +150,9 @@ func (o callOverrides) under(inner callOverrides) callOverrides {
 	}
 	if own&setMaxRetries == 0 {
 		inner.maxRetries = o.maxRetries
+	}
+	if own&setAttemptTimeout == 0 {
+		inner.attemptTimeout = o.attemptTimeout
 	}
 	if own&setLabel == 0 {
 		inner.label = o.label

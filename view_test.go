@@ -28,7 +28,7 @@ func TestOneClientServesAHandlerAndAJob(t *testing.T) {
 		const limit, period = 5, 2 * time.Second
 		g := newFixedWindow(limit, period)
 		events := &eventLog{}
-		c := newTestClient(t, "http://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(pipeClient(t, g)), WithToken("tok"),
 			withRand(func() float64 { return 0 }), WithObserver(events))
 		handler := c.With(WithRetryOn429(false))
 		job := c.With(WithRetryOn429(true))
@@ -360,9 +360,9 @@ func TestRefusedViewOptionIsAlwaysAValidationError(t *testing.T) {
 func TestViewSettingsStayWithTheirClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		other := newMemScript(throttled("1"), step{status: 200, body: `{"id":"p1"}`})
-		unrelated := newTestClient(t, "http://other.test", memClient(other), WithToken("x")) // RetryOn429 off
+		unrelated := newTestClient(t, "https://other.test", memClient(other), WithToken("x")) // RetryOn429 off
 		gw := newMemScript(step{status: 200, body: `{"id":"p1"}`})
-		c := newTestClient(t, "http://gateway.test", memClient(gw), WithTokenSource(func(ctx context.Context) (string, error) {
+		c := newTestClient(t, "https://gateway.test", memClient(gw), WithTokenSource(func(ctx context.Context) (string, error) {
 			if _, err := unrelated.Payments.Get(ctx, "p1"); err != nil {
 				return "", err
 			}

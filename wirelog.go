@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,7 +34,9 @@ import (
 // addresses, chain ids, times, the error envelope's code, title and
 // detail), so that a bearer token, a SIWE message's signature, a signed
 // transaction, a webhook's shared secret and any field the SDK does not
-// know are shown as "[redacted]"; numbers, booleans and null are shown. A
+// know are shown as "[redacted]"; numbers, booleans and null are shown. In
+// the URL and the Link header, a query value is shown only under a safe
+// key (WithSafeQueryKeys). A
 // body that is not JSON is not shown, only its size and type; a body's
 // line is cut after 8 KiB. NewClient refuses WithWireLog(true) without
 // WithLogger.
@@ -52,6 +55,108 @@ const (
 	// maxWireString bounds one string value the wire log shows.
 	maxWireString = 256
 )
+
+// WithSafeQueryKeys names query parameters whose values may be shown, in
+// addition to the contract's own filters and pagination (but token, a
+// name that means a credential in many APIs).
+// Every other value of a call's query is shown as "REDACTED" in the
+// transcript (Call.URL), the wire log, transport errors and what
+// observers record (rail0otel's url.full): a Raw call's access_token, say.
+// Keys match exactly, case included. Given several times, the keys add up.
+func WithSafeQueryKeys(keys ...string) Option {
+	return func(c *config) error {
+		for _, k := range keys {
+			if k == "" {
+				return &ValidationError{Field: "safe_query_keys", Reason: "a key must not be empty"}
+			}
+			if c.safeQuery == nil {
+				c.safeQuery = make(map[string]bool, len(defaultSafeQuery)+len(keys))
+				for k := range defaultSafeQuery {
+					c.safeQuery[k] = true
+				}
+			}
+			c.safeQuery[k] = true
+		}
+		return nil
+	}
+}
+
+// defaultSafeQuery are the query keys whose values are shown without
+// WithSafeQueryKeys: the filters and pagination of the contract's
+// operations, which carry ids, addresses, statuses, numbers and dates
+// (TestDefaultSafeQueryKeysAreTheContracts holds them to the contract).
+// The contract's token filter is left out: it holds an address, but
+// "token" names a credential in many APIs, and a Raw call may send one.
+var defaultSafeQuery = map[string]bool{
+	"account_id": true, "active": true, "address": true, "by": true, "chain_id": true,
+	"circuit_state": true, "created_from": true, "created_to": true, "default": true,
+	"disputed": true, "from": true, "interval": true, "max_amount": true, "min_amount": true,
+	"mode": true, "network_type": true, "operation": true, "page": true, "payee": true,
+	"payer": true, "payment_id": true, "per_page": true, "rail0_id": true, "since": true,
+	"sort": true, "status": true, "symbol": true, "to": true, "token_active": true,
+	"token_symbol": true, "topic": true, "until": true,
+}
+
+// redactedQueryValue stands for a query value not shown, as OpenTelemetry's
+// semantic conventions write it in url.full.
+const redactedQueryValue = "REDACTED"
+
+// redactQuery encodes q as url.Values.Encode does (keys sorted), each
+// value replaced by redactedQueryValue unless shown[key].
+func redactQuery(q url.Values, shown map[string]bool) string {
+	safe := make(url.Values, len(q))
+	for k, vs := range q {
+		if shown[k] {
+			safe[k] = vs
+			continue
+		}
+		r := make([]string, len(vs))
+		for i := range r {
+			r[i] = redactedQueryValue
+		}
+		safe[k] = r
+	}
+	return safe.Encode()
+}
+
+// redactURL returns raw with its query's values redacted as in Call.URL;
+// raw as it is when it has no query, and nothing of it when it cannot be
+// parsed.
+func redactURL(raw string, shown map[string]bool) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return redacted
+	}
+	if u.RawQuery == "" {
+		return raw
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil && len(q) == 0 {
+		u.RawQuery = redactedQueryValue
+	} else {
+		u.RawQuery = redactQuery(q, shown)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u.String()
+}
+
+// wireLink is a Link header's value as the wire log shows it: each
+// <URL> with its query redacted (the gateway's next-page links repeat
+// the call's query).
+func wireLink(v string, shown map[string]bool) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(v, '<')
+		j := strings.IndexByte(v[i+1:], '>')
+		if i < 0 || j < 0 {
+			b.WriteString(v)
+			return b.String()
+		}
+		b.WriteString(v[:i+1])
+		b.WriteString(redactURL(v[i+1:i+1+j], shown))
+		v = v[i+1+j:]
+	}
+}
 
 // wireHeaders are the headers the wire log shows as they are: none carries
 // a credential. Every other header's value is redacted.
@@ -110,7 +215,7 @@ func (c *Client) logWireRequest(ctx context.Context, st *callState, h http.Heade
 	attrs := callAttrs(call,
 		slog.Int("attempt", len(call.Attempts)),
 		slog.String("url", call.URL),
-		wireHeader(h))
+		wireHeader(h, c.shownQuery))
 	if len(st.requestBody) > 0 {
 		attrs = append(attrs, slog.String("body", wireBody(st.requestBody, "application/json")))
 	}
@@ -124,7 +229,7 @@ func (c *Client) logWireResponse(ctx context.Context, st *callState, status int,
 	attrs := callAttrs(call,
 		slog.Int("attempt", len(call.Attempts)),
 		slog.Int("status", status),
-		wireHeader(h))
+		wireHeader(h, c.shownQuery))
 	if len(body) > 0 {
 		attrs = append(attrs, slog.String("body", wireBody(body, h.Get("Content-Type"))))
 	}
@@ -134,7 +239,7 @@ func (c *Client) logWireResponse(ctx context.Context, st *callState, status int,
 // wireHeader is a header as the wire log shows it: a group of its fields,
 // sorted, each value shown when the field is harmless and redacted
 // otherwise.
-func wireHeader(h http.Header) slog.Attr {
+func wireHeader(h http.Header, shown map[string]bool) slog.Attr {
 	keys := make([]string, 0, len(h))
 	for k := range h {
 		keys = append(keys, k)
@@ -143,7 +248,10 @@ func wireHeader(h http.Header) slog.Attr {
 	attrs := make([]any, 0, len(keys))
 	for _, k := range keys {
 		v := redacted
-		if wireHeaders[http.CanonicalHeaderKey(k)] {
+		switch ck := http.CanonicalHeaderKey(k); {
+		case ck == "Link":
+			v = clipString(wireLink(strings.Join(h[k], ", "), shown), maxWireString)
+		case wireHeaders[ck]:
 			v = clipString(strings.Join(h[k], ", "), maxWireString)
 		}
 		attrs = append(attrs, slog.String(clipString(k, 64), v))

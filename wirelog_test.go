@@ -3,9 +3,15 @@ package rail0
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -93,7 +99,7 @@ func TestWireHeader(t *testing.T) {
 		"X-Request-Id":    {"req-1"},
 	}
 	var buf bytes.Buffer
-	slog.New(slog.NewTextHandler(&buf, nil)).Info("h", wireHeader(h))
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("h", wireHeader(h, defaultSafeQuery))
 	out := buf.String()
 	for _, want := range []string{"header.Authorization=[redacted]", "header.Cookie=[redacted]", "header.X-Api-Key=[redacted]",
 		"header.Content-Type=application/json", "header.Idempotency-Key=key-1", "header.Retry-After=60", "header.X-Request-Id=req-1"} {
@@ -168,4 +174,119 @@ func TestWireLogEndToEnd(t *testing.T) {
 	}
 	_, err = NewClient(srv.URL, WithWireLog(true))
 	assert.ErrorContains(t, err, "WithWireLog needs WithLogger")
+}
+
+// A query's values are redacted unless their key is safe: a Raw call's
+// access_token never appears in the transcript (Call.URL), the wire log
+// (its URL, and the Link header that echoes it), or a transport error's
+// text, while the contract's own page does, and the gateway still gets the
+// token. WithSafeQueryKeys shows a key's values.
+func TestQueryValuesAreRedacted(t *testing.T) {
+	const secret = "sk_live_query_secret_0123456789"
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.URL.Query().Get("access_token"))
+		mu.Unlock()
+		if r.URL.Path == "/hang-up" {
+			panic(http.ErrAbortHandler)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Link", "<"+"http://"+r.Host+r.URL.Path+"?"+r.URL.RawQuery+"&page=3>; rel=\"next\"")
+		io.WriteString(w, `{"items":[]}`)
+	}))
+	defer srv.Close()
+	query := url.Values{"access_token": {secret}, "page": {"2"}, "Page": {"x"}}
+
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newTestClient(t, srv.URL, WithToken("tok"), WithLogger(logger), WithWireLog(true), WithMaxRetries(0))
+	resp, err := c.Raw(context.Background(), RawRequest{Method: http.MethodGet, Path: []string{"things"}, Query: query, Class: Idempotent}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, srv.URL+"/things?Page=REDACTED&access_token=REDACTED&page=2", resp.Call.URL)
+	_, err = c.Raw(context.Background(), RawRequest{Method: http.MethodGet, Path: []string{"hang-up"}, Query: query, Class: Idempotent}, nil)
+	var te *TransportError
+	require.ErrorAs(t, err, &te)
+	assert.Contains(t, err.Error(), "access_token=REDACTED")
+
+	mu.Lock()
+	seen := append([]string(nil), got...)
+	mu.Unlock()
+	require.GreaterOrEqual(t, len(seen), 2)
+	for _, v := range seen {
+		assert.Equal(t, secret, v, "the gateway gets the query as given")
+	}
+	out := logs.String()
+	assert.NotContains(t, out, secret)
+	assert.NotContains(t, err.Error(), secret)
+	assert.NotContains(t, CallOf(err).String(), secret)
+	assert.Contains(t, out, `"url":"`+srv.URL+`/things?Page=REDACTED&access_token=REDACTED&page=2"`, "the wire request's URL")
+	assert.Contains(t, out, `/things?Page=REDACTED&access_token=REDACTED&page=2&page=3>; rel=\"next\"`, "the Link header's URL")
+
+	// Named safe, a key's values are shown.
+	logs.Reset()
+	c = newTestClient(t, srv.URL, WithToken("tok"), WithLogger(logger), WithWireLog(true), WithSafeQueryKeys("access_token"))
+	resp, err = c.Raw(context.Background(), RawRequest{Method: http.MethodGet, Path: []string{"things"}, Query: query, Class: Idempotent}, nil)
+	require.NoError(t, err)
+	assert.Contains(t, resp.Call.URL, "access_token="+secret)
+	assert.Contains(t, resp.Call.URL, "Page=REDACTED", "keys match exactly")
+	assert.Contains(t, logs.String(), secret)
+}
+
+// The default safe keys are the contract's query parameters, but token.
+func TestDefaultSafeQueryKeysAreTheContracts(t *testing.T) {
+	raw, err := os.ReadFile("testdata/openapi.json")
+	require.NoError(t, err)
+	type param struct {
+		Ref      string `json:"$ref"`
+		Name, In string
+	}
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Parameters map[string]param `json:"parameters"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	contract := map[string]bool{}
+	for _, ops := range doc.Paths {
+		for _, op := range ops {
+			var o struct {
+				Parameters []param `json:"parameters"`
+			}
+			if json.Unmarshal(op, &o) != nil {
+				continue
+			}
+			for _, p := range o.Parameters {
+				if p.Ref != "" {
+					p = doc.Components.Parameters[strings.TrimPrefix(p.Ref, "#/components/parameters/")]
+				}
+				if p.In == "query" {
+					contract[p.Name] = true
+				}
+			}
+		}
+	}
+	require.True(t, contract["token"], "the contract filters payments by token")
+	delete(contract, "token")
+	assert.Equal(t, contract, defaultSafeQuery)
+}
+
+// redactURL keeps the path, redacts the query's values and drops a
+// fragment; a URL it cannot parse is not shown at all.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://g.test/payments?page=2&token=0xabc": "https://g.test/payments?page=2&token=REDACTED",
+		"https://g.test/payments":                    "https://g.test/payments",
+		"https://g.test/p?x=%zz&y=1":                 "https://g.test/p?y=REDACTED",
+		"https://g.test/p?page=1#frag":               "https://g.test/p?page=1",
+		"://bad":                                     redacted,
+		"https://g.test/p?%zz":                       "https://g.test/p?REDACTED",
+	} {
+		assert.Equal(t, want, redactURL(in, defaultSafeQuery), in)
+	}
+	assert.Equal(t, `<https://g.test/p?k=REDACTED&page=2>; rel="next", <https://g.test/p?page=1>; rel="first"`,
+		wireLink(`<https://g.test/p?page=2&k=s3cret>; rel="next", <https://g.test/p?page=1>; rel="first"`, defaultSafeQuery))
+	assert.Equal(t, "no link", wireLink("no link", defaultSafeQuery))
 }

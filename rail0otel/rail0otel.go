@@ -15,11 +15,15 @@
 // error.type) and the RAIL0 attributes rail0.operation (the contract's
 // operationId), rail0.payment_id, rail0.call_id, rail0.attempts and
 // rail0.outcome. Every attempt adds a "rail0.attempt" event (attempt,
-// status, request id, decision); every wait before a retry a "rail0.wait"
+// status, request id, decision); every answer that announced its endpoint's
+// deprecation or sunset a "rail0.deprecation" event (rail0.deprecation, a
+// date or "true", and rail0.sunset); every wait before a retry a "rail0.wait"
 // event (the send after a 401 and a new sign-in goes at once: it has none);
 // every limiter admission a "rail0.limiter" event, timed when the limiter
 // answered. The traceparent of the call's span is sent on every attempt. No
-// attribute carries a header, a body or a credential.
+// attribute carries a header, a body or a credential: url.full is
+// rail0.Call.URL, whose query values are REDACTED but for the keys the
+// client shows (rail0.WithSafeQueryKeys).
 //
 // The Observer reads the limiter's admissions and what each answer told
 // the limiter from the call's transcript (rail0.Call), at the points
@@ -34,6 +38,7 @@
 //	rail0.client.rate_limited    counter    429 answers, by rail0.operation
 //	rail0.client.retries         counter    retries sent, by rail0.reason
 //	rail0.client.refusals        counter    retries refused by a limit, by rail0.reason
+//	rail0.client.deprecated      counter    answers with a Deprecation or Sunset header, by rail0.operation
 //	rail0.client.retry.wait      histogram  s waited before a retry, by rail0.reason and rail0.wait.source (server, guess)
 //	rail0.client.limiter.wait    histogram  s waited for the limiter, by rail0.limiter.kind (cooldown, pacing)
 //	rail0.client.cooldown        gauge      s until each partition reopens (0 when open), by rail0.partition
@@ -83,6 +88,8 @@ const (
 	AttrLimiterKind = attribute.Key("rail0.limiter.kind")
 	AttrRefused     = attribute.Key("rail0.refused")
 	AttrPartition   = attribute.Key("rail0.partition")
+	AttrDeprecation = attribute.Key("rail0.deprecation")
+	AttrSunset      = attribute.Key("rail0.sunset")
 	// AttrLabel is the label of the view a call was made through
 	// (rail0.WithLabel), on its span and its metrics; absent when none.
 	AttrLabel = attribute.Key("rail0.label")
@@ -118,8 +125,8 @@ type Observer struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
 
-	calls, rateLimited, retries, refusals metric.Int64Counter
-	callDuration, retryWait, limiterWait  metric.Float64Histogram
+	calls, rateLimited, retries, refusals, deprecated metric.Int64Counter
+	callDuration, retryWait, limiterWait              metric.Float64Histogram
 
 	mu         sync.Mutex
 	partitions map[string]rail0.PartitionState
@@ -173,6 +180,7 @@ func New(opts ...Option) (*Observer, error) {
 	o.rateLimited = counter("rail0.client.rate_limited", "{response}", "429 answers, by operation.")
 	o.retries = counter("rail0.client.retries", "{retry}", "Retries sent, by reason.")
 	o.refusals = counter("rail0.client.refusals", "{refusal}", "Retries a limit refused, by reason.")
+	o.deprecated = counter("rail0.client.deprecated", "{response}", "Answers that announced their endpoint's deprecation or sunset, by operation.")
 	o.callDuration = histogram("rail0.client.call.duration", "Duration of calls, retries and waits included.")
 	o.retryWait = histogram("rail0.client.retry.wait", "Time waited before a retry, by reason and source.")
 	o.limiterWait = histogram("rail0.client.limiter.wait", "Time waited for the client's limiter, by kind.")
@@ -350,6 +358,26 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 	if a.PartitionState != nil {
 		o.partitionState(*a.PartitionState)
 	}
+	if d := a.Deprecation; d != nil {
+		o.deprecation(ctx, span, op, a.N, d)
+	}
+}
+
+// deprecation adds the event of an answer that announced its endpoint's
+// retirement, and counts it.
+func (o *Observer) deprecation(ctx context.Context, span trace.Span, op attribute.KeyValue, n int, d *rail0.Deprecation) {
+	attrs := []attribute.KeyValue{AttrAttempt.Int(n)}
+	switch {
+	case !d.Date.IsZero():
+		attrs = append(attrs, AttrDeprecation.String(d.Date.Format(time.RFC3339)))
+	case d.Deprecated:
+		attrs = append(attrs, AttrDeprecation.String("true"))
+	}
+	if !d.Sunset.IsZero() {
+		attrs = append(attrs, AttrSunset.String(d.Sunset.Format(time.RFC3339)))
+	}
+	span.AddEvent("rail0.deprecation", trace.WithAttributes(attrs...))
+	o.deprecated.Add(ctx, 1, metric.WithAttributes(op))
 }
 
 // admission adds an admission's event and records its wait, or counts

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -586,6 +587,102 @@ func TestLimiterRefusalIsReported(t *testing.T) {
 		}
 	}
 	t.Error("no refusal counted")
+}
+
+// url.full carries the query with its values redacted (REDACTED, as the
+// semantic conventions write it), but for the contract's filters and
+// pagination and the keys the client names safe: a Raw call's access_token
+// never reaches a span.
+func TestQueryValuesRedactedInURLFull(t *testing.T) {
+	const secret = "sk_live_otel_query_7d1e"
+	query := url.Values{"access_token": {secret}, "page": {"2"}}
+	raw := rail0.RawRequest{Method: http.MethodGet, Path: []string{"payments", "p1"}, Query: query, Class: rail0.Idempotent}
+	for _, tt := range []struct {
+		name string
+		opts []rail0.Option
+		want string
+	}{
+		{"default", nil, "access_token=REDACTED&page=2"},
+		{"named safe", []rail0.Option{rail0.WithSafeQueryKeys("access_token")}, "access_token=" + secret + "&page=2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, tt.opts...)
+			if _, err := h.client.Raw(context.Background(), raw, nil); err != nil {
+				t.Fatal(err)
+			}
+			spans := h.spans.GetSpans()
+			if len(spans) != 1 {
+				t.Fatalf("%d spans", len(spans))
+			}
+			var full string
+			for _, kv := range spans[0].Attributes {
+				if kv.Key == "url.full" {
+					full = kv.Value.AsString()
+				}
+			}
+			if !strings.HasSuffix(full, "/payments/p1?"+tt.want) {
+				t.Errorf("url.full = %q, want it to end with %q", full, tt.want)
+			}
+		})
+	}
+}
+
+// An answer that announces its endpoint's deprecation adds a
+// rail0.deprecation event to the call's span and is counted by operation.
+func TestDeprecationEvent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Deprecation", "@1688169599")
+		w.Header().Set("Sunset", "Wed, 11 Nov 2026 23:59:59 GMT")
+		fmt.Fprint(w, `{"id":"p1","status":"authorized"}`)
+	}))
+	defer srv.Close()
+	spans, reader := tracetest.NewInMemoryExporter(), sdkmetric.NewManualReader()
+	obs, err := rail0otel.New(rail0otel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))),
+		rail0otel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rail0.NewClient(srv.URL, rail0.WithToken(secretToken), rail0.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Payments.Get(context.Background(), "p1"); err != nil {
+		t.Fatal(err)
+	}
+	got := spans.GetSpans()
+	if len(got) != 1 {
+		t.Fatalf("%d spans", len(got))
+	}
+	var found bool
+	for _, ev := range got[0].Events {
+		if ev.Name != "rail0.deprecation" {
+			continue
+		}
+		found = true
+		if v, _ := attr(ev.Attributes, rail0otel.AttrDeprecation); v.AsString() != "2023-06-30T23:59:59Z" {
+			t.Errorf("rail0.deprecation = %q", v.AsString())
+		}
+		if v, _ := attr(ev.Attributes, rail0otel.AttrSunset); v.AsString() != "2026-11-11T23:59:59Z" {
+			t.Errorf("rail0.sunset = %q", v.AsString())
+		}
+	}
+	if !found {
+		t.Errorf("no rail0.deprecation event in %v", got[0].Events)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mm := range sm.Metrics {
+			m[mm.Name] = mm.Data
+		}
+	}
+	if n := sum(t, m["rail0.client.deprecated"], rail0otel.AttrOperation.String("getPayment")); n != 1 {
+		t.Errorf("deprecated{getPayment} = %d", n)
+	}
 }
 
 // Issue 27 item 4: a view's label is on its calls' spans and metrics, so

@@ -193,7 +193,8 @@ func TestRetryRuleThroughRedis(t *testing.T) {
 					l := New(rdb, WithKeyPrefix(prefix))
 					l.now = time.Now
 					hc, stop := serve(g)
-					opts := []rail0.Option{rail0.WithHTTPClient(hc), rail0.WithRetryOn429(true), rail0.WithLimiter(l), rail0.WithObserver(obs)}
+					// A plain http:// URL to an in-memory gateway: not loopback, so named.
+					opts := []rail0.Option{rail0.WithHTTPClient(hc), rail0.WithInsecureHTTP(), rail0.WithRetryOn429(true), rail0.WithLimiter(l), rail0.WithObserver(obs)}
 					if s.cap > 0 {
 						opts = append(opts, rail0.WithRetryAfterCap(s.cap))
 					}

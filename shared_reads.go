@@ -1,0 +1,249 @@
+package rail0
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"slices"
+	"sync"
+)
+
+// This file shares one request among identical reads in flight at once
+// (WithSharedReads). Eight concurrent Payments.Get of one id send one
+// request: the first starts a flight, the others join it, and each decodes
+// the answer into its own value. The flight is a call like any other
+// (send.go), run on a goroutine of its own under a context no caller can
+// cancel: each caller waits with its own context and leaves when it ends,
+// and the request is cancelled only when every caller has left. Only reads
+// are shared, and only among calls made with the same credential and the
+// same retry settings: a flight never carries one session's answer to
+// another.
+
+// flightKey names the reads that may share one request.
+type flightKey struct {
+	method string
+	url    string // the request's URL, query included
+	cred   [sha256.Size]byte
+	policy policy // the view's settings: a handler's call waits no longer than its own
+}
+
+// flights are the shared reads in flight on a client.
+type flights struct {
+	mu sync.Mutex
+	m  map[flightKey]*flight
+}
+
+// flight is one shared read: the call, the callers waiting for it, and
+// what it got.
+type flight struct {
+	done    chan struct{} // closed when the call has returned
+	waiters int           // callers still waiting (flights.mu)
+	cancel  context.CancelFunc
+
+	// Set before done is closed, read-only after.
+	resp *Response
+	body []byte // the 2xx body each caller decodes
+	err  error
+	st   *callState
+}
+
+// WithSharedReads lets identical reads in flight at once share one
+// request (off by default). Concurrent GETs with the same URL, credential
+// and retry settings send it once; each caller gets its own copy of the
+// answer. Each waits with its own
+// context: one that ends returns at once (a *TransportError with the
+// context's error), and the request goes on for the others; it is
+// cancelled only when every caller has left. The shared request is one
+// call, with one transcript (each caller gets a copy) and one report to
+// the observers, under the first caller's context values (its trace). It
+// has no deadline of its own, so it may wait out a 429 longer than a
+// caller's deadline; that caller returns at its deadline. Writes and
+// Client.Raw are never shared.
+func WithSharedReads(on bool) Option {
+	return func(c *config) error {
+		c.sharedReads = on
+		return nil
+	}
+}
+
+// shareable reports whether r may share a request: a read the contract
+// names, made by the SDK's own methods.
+func shareable(r *request) bool {
+	return r.op != nil && classOf(r.op.method, r.op) == opRead && !r.raw && r.body == nil &&
+		r.identify == nil && r.onRateWait == nil
+}
+
+// doShared is do for a shareable read on a client WithSharedReads: it
+// joins the flight of an identical read, or starts one.
+func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, error) {
+	path, err := r.op.path(r.args)
+	if err != nil {
+		return nil, err
+	}
+	v := c.forCaller(ctx)
+	key := flightKey{method: r.op.method, url: v.resolve(path, r.query), policy: v.policy}
+	token := ""
+	if !r.anonymous && v.tokenSource != nil {
+		if token, err = v.bearer(ctx, "", true); err != nil || token == "" {
+			// The call reports the failure as its own (or sends no token).
+			return v.doOne(ctx, r, out)
+		}
+		key.cred = sha256.Sum256([]byte(token))
+	}
+	f := v.flights.join(key, func(f *flight) {
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f.cancel = cancel
+		own := *r
+		own.query = cloneQuery(r.query)
+		go v.fly(fctx, key, f, &own, out, token)
+	})
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		v.flights.leave(key, f)
+		return nil, &TransportError{Method: r.op.method, Path: "/" + path, Err: ctx.Err()}
+	}
+	v.flights.leave(key, f)
+	return f.answer(out)
+}
+
+// join returns the flight of key, counting the caller in; start begins
+// one when there is none.
+func (fs *flights) join(key flightKey, start func(*flight)) *flight {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f, ok := fs.m[key]; ok {
+		f.waiters++
+		return f
+	}
+	if fs.m == nil {
+		fs.m = make(map[flightKey]*flight)
+	}
+	f := &flight{done: make(chan struct{}), waiters: 1}
+	fs.m[key] = f
+	start(f)
+	return f
+}
+
+// leave counts a caller out of f; the last one out cancels the request
+// if it is still running.
+func (fs *flights) leave(key flightKey, f *flight) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f.waiters--; f.waiters > 0 {
+		return
+	}
+	if fs.m[key] == f {
+		delete(fs.m, key)
+	}
+	f.cancel()
+}
+
+// fly runs the shared call and keeps its answer. It decodes the answer
+// into a value of out's type of its own, so that the call reports a body
+// that does not decode as any call does; each caller decodes again into
+// its own value.
+func (c *Client) fly(ctx context.Context, key flightKey, f *flight, r *request, out any, token string) {
+	defer close(f.done)
+	defer c.flights.finished(key, f)
+	var scratch any
+	if out != nil {
+		scratch = reflect.New(reflect.TypeOf(out).Elem()).Interface()
+	}
+	st, ctx, err := c.prepare(ctx, r)
+	if err != nil {
+		f.err = err
+		return
+	}
+	resp, err := st.run(ctx, scratch, token)
+	f.resp, f.err = st.end(ctx, resp, err)
+	f.body, f.st = st.body, st
+}
+
+// finished takes f out of the flights a caller may join: a read made
+// from now on sends its own request.
+func (fs *flights) finished(key flightKey, f *flight) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.m[key] == f {
+		delete(fs.m, key)
+	}
+}
+
+// answer is the flight's answer as one caller gets it: its own copy of
+// the Response and its transcript, or of the error, and the body decoded
+// into its own out.
+func (f *flight) answer(out any) (*Response, error) {
+	if f.err != nil {
+		return nil, copyCallError(f.err)
+	}
+	resp := copyResponse(f.resp)
+	if out != nil && resp.StatusCode != http.StatusNoContent {
+		if err := json.Unmarshal(f.body, out); err != nil {
+			// Not the type the flight decoded: this caller's own failure.
+			failure := f.st.undecodable(resp, err)
+			attachCall(failure, resp.Call)
+			return nil, failure
+		}
+	}
+	return resp, nil
+}
+
+// copyResponse returns a copy of resp that shares nothing a caller may
+// change: its header, its transcript and the transcript's lists.
+func copyResponse(resp *Response) *Response {
+	out := *resp
+	out.Header = resp.Header.Clone()
+	out.Call = copyCall(resp.Call)
+	return &out
+}
+
+// copyCall returns a copy of call with lists of its own.
+func copyCall(call *Call) *Call {
+	if call == nil {
+		return nil
+	}
+	out := *call
+	out.Attempts = slices.Clone(call.Attempts)
+	out.Limiter = slices.Clone(call.Limiter)
+	return &out
+}
+
+// copyCallError returns a copy of a call's error for one caller: the
+// SDK's error types are copied with their transcript, anything else is
+// returned as it is.
+func copyCallError(err error) error {
+	switch e := err.(type) {
+	case *APIError:
+		c := *e
+		c.Header = e.Header.Clone()
+		c.Body = slices.Clone(e.Body)
+		c.Call = copyCall(e.Call)
+		return &c
+	case *TransportError:
+		c := *e
+		c.Call = copyCall(e.Call)
+		return &c
+	case *DecodeError:
+		c := *e
+		c.Body = slices.Clone(e.Body)
+		c.Call = copyCall(e.Call)
+		return &c
+	}
+	return err
+}
+
+// cloneQuery returns a copy of q: the flight outlives its first caller,
+// whose values it must not share.
+func cloneQuery(q map[string][]string) map[string][]string {
+	if q == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(q))
+	for k, v := range q {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}

@@ -1,0 +1,204 @@
+package rail0
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// heldGateway answers every request with a payment once released, and
+// records each request and whether its context had ended by then.
+type heldGateway struct {
+	release chan struct{}
+	mu      sync.Mutex
+	seen    []seenRequest
+	gone    int // requests whose context ended before the answer
+}
+
+func newHeldGateway() *heldGateway { return &heldGateway{release: make(chan struct{})} }
+
+func (g *heldGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	g.seen = append(g.seen, seenRequest{method: r.Method, path: r.URL.Path, header: r.Header.Clone()})
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+	case <-r.Context().Done():
+		g.mu.Lock()
+		g.gone++
+		g.mu.Unlock()
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Request-Id", "req-shared")
+	if r.Method == http.MethodPost {
+		w.WriteHeader(http.StatusCreated)
+	}
+	io.WriteString(w, paymentBody)
+}
+
+func (g *heldGateway) count() (requests, gone int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.seen), g.gone
+}
+
+// Eight concurrent reads of one payment share one request (WithSharedReads):
+// each caller gets its own copy of the answer, its Response and its
+// transcript, and keeps its own context. A caller whose context ends,
+// the first one included, returns at once without cancelling the request
+// the others wait for.
+func TestIdenticalReadsShareOneRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newHeldGateway()
+		_, tr := pipeTransport(t, g)
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(&http.Client{Transport: tr}), WithToken("tok"),
+			WithSharedReads(true))
+
+		// The first caller starts the flight, then gives up.
+		firstCtx, cancelFirst := context.WithCancel(context.Background())
+		firstDone := make(chan error, 1)
+		go func() {
+			_, err := c.Payments.Get(firstCtx, "p1")
+			firstDone <- err
+		}()
+		synctest.Wait()
+
+		const n = 8
+		results := make([]*PaymentDetail, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { results[i], errs[i] = c.Payments.Get(context.Background(), "p1") })
+		}
+		synctest.Wait()
+		cancelFirst()
+		err := <-firstDone
+		require.ErrorIs(t, err, context.Canceled, "the first caller returns at once")
+		var te *TransportError
+		require.ErrorAs(t, err, &te)
+		synctest.Wait()
+		requests, gone := g.count()
+		assert.Equal(t, 1, requests)
+		assert.Zero(t, gone, "the request goes on for the others")
+
+		close(g.release)
+		wg.Wait()
+		requests, gone = g.count()
+		assert.Equal(t, 1, requests, "one request for nine callers")
+		assert.Zero(t, gone)
+		for i := range n {
+			require.NoError(t, errs[i])
+			assert.Equal(t, "0191f0a2-3c4d-7e5f-8a6b-9c0d1e2f3a4b", results[i].ID)
+			assert.Equal(t, "req-shared", results[i].Response.RequestID)
+			for j := range i {
+				assert.NotSame(t, results[i], results[j], "each caller its own value")
+				assert.NotSame(t, results[i].Response, results[j].Response)
+				assert.NotSame(t, results[i].Response.Call, results[j].Response.Call)
+			}
+		}
+		// Changing one caller's answer changes no other's.
+		results[0].Response.Header.Set("X-Request-Id", "mine")
+		results[0].Response.Call.Attempts[0].StatusCode = 599
+		results[0].Transactions = append(results[0].Transactions, Transaction{ID: "t"})
+		assert.Equal(t, "req-shared", results[1].Response.Header.Get("X-Request-Id"))
+		assert.Equal(t, http.StatusOK, results[1].Response.Call.Attempts[0].StatusCode)
+		assert.Empty(t, results[1].Transactions)
+
+		// The flight is over: the next read sends its own request.
+		_, err = c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		requests, _ = g.count()
+		assert.Equal(t, 2, requests)
+	})
+}
+
+// When every caller has left, the shared request is cancelled; no
+// goroutine is left behind (synctest.Test would fail).
+func TestSharedReadCancelledWhenEveryCallerLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newHeldGateway()
+		_, tr := pipeTransport(t, g)
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(&http.Client{Transport: tr}), WithToken("tok"),
+			WithSharedReads(true))
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				_, err := c.Payments.Get(ctx, "p1")
+				assert.ErrorIs(t, err, context.Canceled)
+			})
+		}
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		synctest.Wait()
+		requests, gone := g.count()
+		assert.Equal(t, 1, requests)
+		assert.Equal(t, 1, gone, "the request was cancelled")
+	})
+}
+
+// Reads are shared only with the same credential and settings, and only
+// with the option; writes never are.
+func TestWhatIsNotShared(t *testing.T) {
+	type tokenKey struct{}
+	for _, tt := range []struct {
+		name     string
+		opts     []Option
+		call     func(c *Client, i int) error
+		requests int
+	}{
+		{"off by default", nil, func(c *Client, _ int) error {
+			_, err := c.Payments.Get(context.Background(), "p1")
+			return err
+		}, 4},
+		{"another token", []Option{WithSharedReads(true)}, func(c *Client, i int) error {
+			ctx := context.WithValue(context.Background(), tokenKey{}, fmt.Sprintf("tok-%d", i%2))
+			_, err := c.Payments.Get(ctx, "p1")
+			return err
+		}, 2},
+		{"another view's settings", []Option{WithSharedReads(true)}, func(c *Client, i int) error {
+			_, err := c.With(WithMaxRetries(i%2)).Payments.Get(context.Background(), "p1")
+			return err
+		}, 2},
+		{"another URL", []Option{WithSharedReads(true)}, func(c *Client, i int) error {
+			_, err := c.Payments.Get(context.Background(), fmt.Sprintf("p%d", i))
+			return err
+		}, 4},
+		{"writes", []Option{WithSharedReads(true)}, func(c *Client, _ int) error {
+			_, err := c.Payments.Create(context.Background(), PaymentCreateParams{ChainID: 1, Mode: ModeCharge, Amount: "1", Token: "t", Payer: "a", Payee: "b", IdempotencyKey: "k"})
+			return err
+		}, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newHeldGateway()
+				_, tr := pipeTransport(t, g)
+				opts := append([]Option{WithHTTPClient(&http.Client{Transport: tr}), WithTokenSource(func(ctx context.Context) (string, error) {
+					if tok, ok := ctx.Value(tokenKey{}).(string); ok {
+						return tok, nil
+					}
+					return "tok", nil
+				})}, tt.opts...)
+				c := newTestClient(t, "https://gateway.test", opts...)
+				var wg sync.WaitGroup
+				for i := range 4 {
+					wg.Go(func() { assert.NoError(t, tt.call(c, i)) })
+				}
+				synctest.Wait()
+				close(g.release)
+				wg.Wait()
+				requests, _ := g.count()
+				assert.Equal(t, tt.requests, requests)
+			})
+		})
+	}
+}
