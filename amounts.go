@@ -9,9 +9,9 @@ import (
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// MaxDecimals is the largest decimals value the amount helpers accept. ERC-20
-// tokens report decimals as a uint8, so no real token exceeds it; the bound
-// also keeps a corrupted value from allocating a huge string.
+// MaxDecimals is the largest decimals value the amount helpers accept.
+// ERC-20 tokens report decimals as a uint8, so no real token exceeds it.
+// The bound also keeps a corrupted value from allocating a huge string.
 const MaxDecimals = 255
 
 // Sentinel errors returned (wrapped in *AmountError) by ToBaseUnits and
@@ -20,9 +20,9 @@ var (
 	// ErrMalformedAmount reports an amount string outside the accepted
 	// grammar (see ToBaseUnits and FormatAmount).
 	ErrMalformedAmount = errors.New("malformed amount")
-	// ErrExcessPrecision reports a human amount with a non-zero digit beyond
-	// the token's decimals, which cannot be expressed in base units without
-	// rounding.
+	// ErrExcessPrecision reports a human amount with a non-zero digit
+	// beyond the token's decimals. It cannot be expressed in base units
+	// without rounding.
 	ErrExcessPrecision = errors.New("amount has more precision than the token's decimals")
 	// ErrDecimalsOutOfRange reports a decimals argument below 0 or above
 	// MaxDecimals.
@@ -55,24 +55,26 @@ func (e *AmountError) Error() string {
 // Unwrap returns the sentinel error.
 func (e *AmountError) Unwrap() error { return e.Err }
 
-// ToBaseUnits converts a human decimal amount such as "1.50" into the token's
-// base units as an integer string: ToBaseUnits("1.50", 6) returns "1500000".
-// decimals is the token's decimals (Token.Decimals). The result has no
-// leading zeros ("0" for zero).
+// ToBaseUnits converts a human decimal amount such as "1.50" into the
+// token's base units, as an integer string. ToBaseUnits("1.50", 6) returns
+// "1500000". decimals is the token's decimals (Token.Decimals). The result
+// has no leading zeros ("0" for zero).
 //
-// Use it for the amounts the gateway expects in base units (the min_amount
-// and max_amount filters of Payments.List) and to check a human amount
-// against a token before sending it.
+// Use it for the amounts the gateway expects in base units: the min_amount
+// and max_amount filters of Payments.List. Use it also to check a human
+// amount against a token before sending it.
 //
 // Accepted grammar:
 //
 //	digits [ "." digits ]
 //
-// where digits are ASCII 0-9 and both sides of the dot need at least one
-// digit. Signs, exponents, spaces, underscores, thousands separators, a
-// leading dot (".5"), a trailing dot ("5.") and more than one dot are
-// refused: an ambiguous or locale-dependent money string is a bug at the call
-// site, not something to guess about. Leading zeros ("007.50") are accepted
+// where digits are ASCII 0-9. Both sides of the dot need at least one
+// digit. These are refused:
+//   - signs, exponents, spaces, underscores, thousands separators;
+//   - a leading dot (".5"), a trailing dot ("5.") and more than one dot.
+//
+// An ambiguous or locale-dependent money string is a bug at the call site,
+// not something to guess about. Leading zeros ("007.50") are accepted
 // because they do not change the value.
 //
 // Fractional digits beyond decimals are accepted only when they are all zero
@@ -109,10 +111,11 @@ func ToBaseUnits(amount string, decimals int64) (string, error) {
 	return n.String(), nil
 }
 
-// FormatAmount converts a base-unit integer string into a human decimal:
-// FormatAmount("1500000", 6) returns "1.5". The result is the shortest exact
-// form: no trailing fractional zeros, no trailing dot, no leading zeros
-// except a single "0" before the dot ("0.000001", "25", "0").
+// FormatAmount converts a base-unit integer string into a human decimal.
+// FormatAmount("1500000", 6) returns "1.5". The result is the shortest
+// exact form. It has no trailing fractional zeros and no trailing dot. It
+// has no leading zeros, except a single "0" before the dot ("0.000001",
+// "25", "0").
 //
 // amount must be one or more ASCII digits (base units are never negative).
 // Errors are *AmountError wrapping ErrMalformedAmount or

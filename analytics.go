@@ -13,9 +13,9 @@ import (
 )
 
 // AnalyticsFilter narrows the payments an analytics call covers. Only
-// payments where the merchant's account is the payee count. Zero values are
-// not sent. The params of the three analytics calls embed it, as list
-// params embed ListOptions, so one filter serves a dashboard's summary,
+// payments where the merchant's account is the payee count. Zero values
+// are not sent. The params of the three analytics calls embed it, as list
+// params embed ListOptions. So one filter serves a dashboard's summary,
 // series and breakdown alike.
 type AnalyticsFilter struct {
 	Mode   PaymentMode
@@ -63,8 +63,8 @@ type AnalyticsSummary struct {
 	ByStatus map[PaymentStatus]int64 `json:"by_status"`
 	// Volume has one row per token and chain.
 	Volume []AnalyticsVolume `json:"volume"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -76,8 +76,8 @@ type AnalyticsVolume struct {
 	ChainName string `json:"chain_name"`
 	Token     string `json:"token"`
 	Symbol    string `json:"symbol"`
-	// Decimals is nil when the token is unknown to the catalog, so that
-	// amounts cannot be formatted (unlike a real 0).
+	// Decimals is nil when the token is unknown to the catalog. Amounts
+	// then cannot be formatted; a real 0 is not nil.
 	Decimals *int64 `json:"decimals"`
 	Orders   int64  `json:"orders"`
 	Gross    string `json:"gross"`
@@ -136,13 +136,14 @@ type AnalyticsBucket struct {
 	Bucket time.Time `json:"bucket"`
 	// Orders counts the payments created in the bucket.
 	Orders int64 `json:"orders"`
-	// Volume is base units, set only when the filter names both a token
-	// and a chain (money is never summed across tokens); nil otherwise.
+	// Volume is base units. It is set only when the filter names both a
+	// token and a chain, and nil otherwise. Money is never summed across
+	// tokens.
 	Volume *string `json:"volume"`
 }
 
 // UnmarshalJSON accepts the bucket start as an RFC 3339 time or a bare
-// date ("2026-09-14"), which date-truncated buckets may use.
+// date ("2026-09-14"). Date-truncated buckets may use the latter.
 func (b *AnalyticsBucket) UnmarshalJSON(data []byte) error {
 	type plain AnalyticsBucket
 	var raw struct {
@@ -207,8 +208,8 @@ type AnalyticsBreakdownParams struct {
 
 // AnalyticsRow is one group of a breakdown.
 type AnalyticsRow struct {
-	// Key is the group's value: a token address, a chain id (in decimal),
-	// a mode or a status, depending on AnalyticsBreakdownParams.By.
+	// Key is the group's value, depending on AnalyticsBreakdownParams.By.
+	// It is a token address, a chain id (in decimal), a mode or a status.
 	Key    string `json:"key"`
 	Orders int64  `json:"orders"`
 	// Token, ChainID, Decimals and Volume are set on token and chain rows
@@ -247,9 +248,9 @@ func (r *AnalyticsRow) UnmarshalJSON(data []byte) error {
 
 var analyticsBreakdown = declare(ops.AnalyticsBreakdown)
 
-// Breakdown counts the merchant's payments per token, chain, mode or status.
-// params.By is required: without it Breakdown
-// returns a *ValidationError and sends nothing.
+// Breakdown counts the merchant's payments per token, chain, mode or
+// status. params.By is required: without it Breakdown returns a
+// *ValidationError and sends nothing.
 //
 // GET /analytics/breakdown — a session with an account (403
 // account_required otherwise).

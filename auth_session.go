@@ -12,21 +12,22 @@ import (
 	"time"
 )
 
-// This file is the session of a client created WithSigner: tokenSource
-// signs in when a call needs a token, shares one sign-in among the calls
-// that wait for it, and drops a session the gateway refused.
+// This file is the session of a client created WithSigner. tokenSource
+// signs in when a call needs a token. It shares one sign-in among the
+// calls that wait for it, and drops a session the gateway refused.
 
 // defaultRefreshMargin is how long before a session's expires_at a
 // tokenSource signs in again. It covers the time a request takes to reach
 // the gateway plus clock skew.
 const defaultRefreshMargin = 2 * time.Minute
 
-// tokenSourceOption configures loginTokenSource; the tests' seams.
+// tokenSourceOption configures loginTokenSource. These are the tests'
+// seams.
 type tokenSourceOption func(*tokenSource) error
 
 // withRefreshMargin sets how long before expires_at the session is
 // replaced (default defaultRefreshMargin). When a session lives less than
-// twice the margin, half its lifetime is used instead, so a short-lived
+// twice the margin, half its lifetime is used instead. So a short-lived
 // session is not replaced on every call.
 func withRefreshMargin(d time.Duration) tokenSourceOption {
 	return func(ts *tokenSource) error {
@@ -38,9 +39,9 @@ func withRefreshMargin(d time.Duration) tokenSourceOption {
 	}
 }
 
-// withSessionClock sets the clock used to judge expiry (default: the
-// gateway's clock as the AuthService's client learned it; see
-// Client.ClockOffset); the tests' seam.
+// withSessionClock sets the clock used to judge expiry; it is the tests'
+// seam. The default is the gateway's clock, as the AuthService's client
+// learned it (see Client.ClockOffset).
 func withSessionClock(now func() time.Time) tokenSourceOption {
 	return func(ts *tokenSource) error {
 		if now == nil {
@@ -51,15 +52,15 @@ func withSessionClock(now func() time.Time) tokenSourceOption {
 	}
 }
 
-// tokenSource keeps the session of a client created WithSigner alive: it
-// signs in on first use, hands out the cached token, and signs in again
-// once the session is within the refresh margin of expires_at, so a
+// tokenSource keeps the session of a client created WithSigner alive. It
+// signs in on first use and hands out the cached token. It signs in again
+// once the session is within the refresh margin of expires_at. So a
 // long-running job never sends an expired token. It is safe for concurrent
-// use; concurrent callers that find no fresh session share one sign-in.
+// use. Concurrent callers that find no fresh session share one sign-in.
 //
-// A call that the client sends with one of its sessions and that the
-// gateway answers 401 (the session was revoked) makes the client drop that
-// session, sign in again and send the call once more: see do.
+// The gateway may answer 401 to a call the client sent with one of its
+// sessions: the session was revoked. The client then drops that session,
+// signs in again and sends the call once more (see do).
 //
 // The token is never logged or put in an error.
 type tokenSource struct {
@@ -81,39 +82,43 @@ type loginCall struct {
 	session *Session
 	err     error
 
-	// wait is the latest wait for a rate limit the sign-in started (a
-	// 429's backoff, or a cooldown), so that a caller whose own settings
-	// would not wait that long need not wait for the sign-in either (see
-	// await); changed is closed, and replaced, whenever wait changes. Both
+	// wait is the latest wait for a rate limit the sign-in started: a
+	// 429's backoff, or a cooldown. A caller whose own settings would not
+	// wait that long then need not wait for the sign-in either (see
+	// await). changed is closed, and replaced, whenever wait changes. Both
 	// are guarded by tokenSource.mu.
 	wait    rateWait
 	changed chan struct{}
 }
 
-// rateWait is a wait for a rate limit that a call has started: on which
-// request, and until when.
+// rateWait is a wait for a rate limit that a call has started. It says on
+// which request, and until when.
 type rateWait struct {
 	method, path string
 	until        time.Time
 }
 
-// refusal is the 429 a caller gets that does not wait, for a wait on the
-// request of w with left to go: its own request was not sent.
+// refusal is the 429 a caller gets that does not wait. The wait is on the
+// request of w, with left to go. The caller's own request was not sent.
 func (w rateWait) refusal(left time.Duration) *APIError {
 	return notSentError(w.method, w.path, left,
 		"not sent: the sign-in this call needs is waiting out a rate limit for longer than the call may wait")
 }
 
-// sessionRefusal is what a client tells its token source after a 401:
-// the token the gateway refused, and whether the client wants a token of a
-// new session now (renew) or only the refused one dropped (the call that
-// got the 401 is not sent again; the next call signs in). It reaches the
-// source in the context given to the source, as a read-only value. A
-// token names its session, so the source needs no more to drop that one
-// only. The zero value tells nothing: bearer sets it over a refusal the
-// context inherited from another client's call (a WithTokenSource function
-// that asks another rail0 client for its token), which is not for this
-// client's source.
+// sessionRefusal is what a client tells its token source after a 401. It
+// holds the token the gateway refused. renew says the client wants a
+// token of a new session now. Otherwise it wants only the refused one
+// dropped. The call that got the 401 is then not sent again. The next call
+// signs in.
+//
+// It reaches the source in the context given to the source, as a
+// read-only value. A token names its session. So the source needs no more
+// to drop that one only.
+//
+// The zero value tells nothing. bearer sets it over a refusal the context
+// inherited from another client's call, which is not for this client's
+// source. (A WithTokenSource function may ask another rail0 client for its
+// token.)
 type sessionRefusal struct {
 	token string
 	renew bool
@@ -122,7 +127,7 @@ type sessionRefusal struct {
 type sessionRefusalKey struct{}
 
 // loginTokenSource returns a tokenSource that signs in with signer through
-// auth, its messages placed by params. It does no I/O until its first use.
+// auth. params place its messages. It does no I/O until its first use.
 func loginTokenSource(auth *AuthService, signer Signer, params SignIn, opts ...tokenSourceOption) (*tokenSource, error) {
 	if auth == nil || auth.client == nil {
 		return nil, &ValidationError{Field: "auth", Reason: "must not be nil"}
@@ -154,9 +159,9 @@ func loginTokenSource(auth *AuthService, signer Signer, params SignIn, opts ...t
 // Token returns a bearer token valid for at least the refresh margin,
 // signing in first when needed.
 //
-// Called by a client after the gateway answered 401 to a call sent with one
-// of its tokens, it first drops that token's session (and only that one: a
-// newer session another call obtained is kept).
+// A client calls it after the gateway answered 401 to a call sent with one
+// of its tokens. It then first drops that token's session, and only that
+// one. A newer session another call obtained is kept.
 func (ts *tokenSource) Token(ctx context.Context) (string, error) {
 	if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
 		ts.refused(n.token)
@@ -171,17 +176,19 @@ func (ts *tokenSource) Token(ctx context.Context) (string, error) {
 	return s.Token(), nil
 }
 
-// Session returns a copy of the current session, signing in first when
-// there is none or it is within the refresh margin of its expiry. The copy
-// is deep: writing through its pointer fields does not change the cached
-// session.
+// Session returns a copy of the current session. It signs in first when
+// there is none, or when it is within the refresh margin of its expiry.
+// The copy is deep: writing through its pointer fields does not change the
+// cached session.
 //
 // When another caller's sign-in is under way, Session waits for it (or for
-// ctx). If that sign-in was cut short by its caller's context, or its 429
-// was refused because the wait did not fit its caller's allowance or
-// deadline (Call.NotRetried says so) while it fits this caller's, the waiting
-// callers sign in again with their own context and allowance instead of
-// inheriting a failure that was about another caller's budget.
+// ctx). That sign-in may fail for its caller's reasons alone:
+//   - its caller's context cut it short;
+//   - its 429 was refused: the wait did not fit its caller's allowance or
+//     deadline, but fits this caller's. Call.NotRetried says so.
+//
+// The waiting callers then sign in again with their own context and
+// allowance. They do not inherit a failure about another caller's budget.
 func (ts *tokenSource) Session(ctx context.Context) (*Session, error) {
 	s, err := ts.current(ctx)
 	if err != nil {
@@ -190,8 +197,9 @@ func (ts *tokenSource) Session(ctx context.Context) (*Session, error) {
 	return copySession(s), nil
 }
 
-// current returns the cached session (not to be modified), signing in
-// first when needed; see Session. Its errors say "rail0: sign-in".
+// current returns the cached session, which is not to be modified. It
+// signs in first when needed; see Session. Its errors say "rail0:
+// sign-in".
 func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -228,11 +236,11 @@ func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 		}
 		session, err := ts.auth.login(ctx, ts.signer, ts.params, publish)
 		if err != nil {
-			// A sign-in whose answer was lost (the connection broke after
-			// POST /auth was written) spent a nonce at most, and maybe
-			// made a session nobody holds: nothing to look up before
-			// signing in again. The callers it was for sent nothing, so
-			// it is no unknown outcome of theirs.
+			// A sign-in whose answer was lost spent a nonce at most. (The
+			// connection broke after POST /auth was written, say.) It
+			// maybe made a session nobody holds. There is nothing to look
+			// up before signing in again. The callers it was for sent
+			// nothing, so it is no unknown outcome of theirs.
 			var unknown *OutcomeUnknownError
 			if errors.As(err, &unknown) {
 				err = unknown.Err // what failed, with the sign-in's transcript
@@ -260,26 +268,30 @@ func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 // created WithSigner get it.
 func signInError(err error) error { return &signInFailure{err} }
 
-// signInFailure is a failure of a client's own sign-in: its text names the
-// sign-in once, then says what failed ("rail0: sign-in: POST /auth/nonces:
-// 429 ..."), without a second "rail0:" for the SDK error it wraps; errors.Is
-// and errors.As reach that error.
+// signInFailure is a failure of a client's own sign-in. Its text names the
+// sign-in once, then says what failed: "rail0: sign-in: POST /auth/nonces:
+// 429 ...". It has no second "rail0:" for the SDK error it wraps.
+// errors.Is and errors.As reach that error.
 type signInFailure struct{ err error }
 
+// Error names the sign-in once, then what failed.
 func (e *signInFailure) Error() string {
 	return "rail0: sign-in: " + strings.TrimPrefix(e.err.Error(), "rail0: ")
 }
 
+// Unwrap returns the error the sign-in failed with.
 func (e *signInFailure) Unwrap() error { return e.err }
 
 // await waits for call, a sign-in another caller leads, to end (nil), or
-// for ctx. While that sign-in waits out a rate limit, a caller whose own
-// settings would not wait so long (its view does not retry 429s, or the
-// wait does not fit its allowance or deadline) does not wait for it: it
-// gets at once the 429 that its own call would have got, NotSent (its
-// request never left), RetryAfter the wait that is left. A caller whose
-// context ends while that wait lasts gets the same 429, matching ctx's
-// error too.
+// for ctx. That sign-in may wait out a rate limit. A caller whose own
+// settings would not wait so long does not wait for it. (Its view does not
+// retry 429s, or the wait does not fit its allowance or deadline.) It gets
+// at once the 429 that its own call would have got:
+//   - NotSent, since its request never left;
+//   - RetryAfter the wait that is left.
+//
+// A caller whose context ends while that wait lasts gets the same 429. It
+// matches ctx's error too.
 func (ts *tokenSource) await(ctx context.Context, call *loginCall) error {
 	for {
 		ts.mu.Lock()
@@ -303,10 +315,10 @@ func (ts *tokenSource) await(ctx context.Context, call *loginCall) error {
 }
 
 // ownBudgetAdmits reports whether a sign-in led by another caller failed
-// only for that caller's settings or budget: it came back with a 429 (its
-// wait did not fit that caller's allowance or deadline, or that caller's
-// view does not retry 429s) whose wait this caller would take (see
-// ownBudgetWaits).
+// only for that caller's settings or budget. It came back with a 429 whose
+// wait this caller would take (see ownBudgetWaits). That wait did not fit
+// that caller's allowance or deadline, or that caller's view does not
+// retry 429s.
 func (ts *tokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests {
@@ -316,16 +328,15 @@ func (ts *tokenSource) ownBudgetAdmits(ctx context.Context, err error) bool {
 }
 
 // ownBudgetWaits reports whether a fresh call with the settings of ctx's
-// caller (see Client.With) would wait out a 429 for wait: its view retries
-// 429s, and wait fits its allowance and its deadline.
+// caller (see Client.With) would wait out a 429 for wait. Its view must
+// retry 429s, and wait must fit its allowance and its deadline.
 func (ts *tokenSource) ownBudgetWaits(ctx context.Context, wait time.Duration) bool {
 	c := ts.auth.client.forCaller(ctx)
 	return c.policy.retryOn429 && wait <= c.policy.maxRetryWait && wait < timeLeft(ctx, c.now())
 }
 
 // refused drops the session whose token the gateway answered 401: it was
-// revoked. A newer session (another call already signed in again) is
-// kept.
+// revoked. A newer session is kept: another call already signed in again.
 func (ts *tokenSource) refused(token string) {
 	ts.mu.Lock()
 	if ts.session != nil && ts.session.Token() == token {
@@ -354,8 +365,8 @@ func copySession(s *Session) *Session {
 	return &c
 }
 
-// Invalidate drops the cached session, so the next call signs in again
-// (after Logout; a 401 drops only the session it refused).
+// Invalidate drops the cached session, so the next call signs in again.
+// Logout calls it. A 401 drops only the session it refused.
 func (ts *tokenSource) Invalidate() {
 	ts.mu.Lock()
 	ts.session = nil
@@ -367,7 +378,7 @@ func (ts *tokenSource) String() string {
 	return fmt.Sprintf("rail0.tokenSource{address: %s, margin: %s}", ts.signer.Address(), ts.margin)
 }
 
-// Format implements fmt.Formatter so that every verb prints String: %d or
+// Format implements fmt.Formatter so that every verb prints String. %d or
 // %x would otherwise walk the struct's fields.
 func (ts *tokenSource) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, ts.String()) }
 
@@ -376,8 +387,9 @@ func (ts *tokenSource) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("address", ts.signer.Address()), slog.Duration("margin", ts.margin))
 }
 
-// fresh reports whether s can still be handed out: now is before its
-// expiry minus the refresh margin (at most half the session's lifetime).
+// fresh reports whether s can still be handed out. now must be before its
+// expiry minus the refresh margin. The margin is at most half the
+// session's lifetime.
 func (ts *tokenSource) fresh(s *Session) bool {
 	margin := ts.margin
 	if half := max(s.ExpiresAt.Sub(ts.obtained)/2, 0); half < margin {

@@ -8,8 +8,8 @@ import (
 )
 
 // ServiceDescriptor is the gateway's service descriptor (GET /). The
-// contract leaves its fields open: the known ones are decoded, and every
-// other field is kept in Extra as it was sent.
+// contract leaves its fields open. The known ones are decoded. Every other
+// field is kept in Extra as it was sent.
 type ServiceDescriptor struct {
 	// Name names the deployment.
 	Name string `json:"name"`
@@ -70,9 +70,9 @@ type OpenAPIDocument struct {
 
 var getOpenapiSpec = declare(ops.GetOpenapiSpec)
 
-// OpenAPI returns the gateway's own contract (OpenAPI 3.1 JSON), exactly as
-// served: a deployment can check which version of the contract it speaks,
-// or load it with an OpenAPI library.
+// OpenAPI returns the gateway's own contract (OpenAPI 3.1 JSON), exactly
+// as served. A deployment can check which version of the contract it
+// speaks, or load it with an OpenAPI library.
 //
 // GET /openapi.json — public.
 func (s *DiscoveryService) OpenAPI(ctx context.Context) (*OpenAPIDocument, error) {

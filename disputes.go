@@ -34,14 +34,14 @@ const (
 )
 
 // Dispute is the record of one dispute on a payment. Opening and closing a
-// dispute are on-chain signals: no funds move, and the record reflects what
+// dispute are on-chain signals: no funds move. The record reflects what
 // the indexer has seen on chain.
 type Dispute struct {
 	ID        string        `json:"id"`
 	PaymentID string        `json:"payment_id"`
 	Status    DisputeStatus `json:"status"`
-	// Reason is the bytes32 reason given when opening (0x + 64 hex; all
-	// zeros when none was given).
+	// Reason is the bytes32 reason given when opening, 0x + 64 hex. It is
+	// all zeros when none was given.
 	Reason string `json:"reason"`
 	// OpenedBlock is the block of the opening event; nil while unknown.
 	OpenedBlock *int64    `json:"opened_block"`
@@ -86,9 +86,8 @@ var listAccountDisputes = declare(ops.ListAccountDisputes)
 
 // List returns one page of the disputes on the caller's payments. They are
 // the caller's as payer or payee, open or closed, each with its payment
-// embedded. Unlike the disputed
-// filter of Payments.List, which reflects only current state, closed disputes
-// stay listed here.
+// embedded. Closed disputes stay listed here. The disputed filter of
+// Payments.List, by contrast, reflects only current state.
 //
 // GET /disputes — any session.
 func (s *DisputesService) List(ctx context.Context, params DisputeListParams) (*Page[DisputeDetail], error) {
@@ -96,8 +95,8 @@ func (s *DisputesService) List(ctx context.Context, params DisputeListParams) (*
 }
 
 // All iterates over every dispute on the caller's payments. It fetches
-// pages on demand from the page in params (default the first). It stops at the
-// first error, which it yields, and never modifies params.
+// pages on demand from the page in params (default the first). It stops at
+// the first error, which it yields, and never modifies params.
 //
 // GET /disputes — any session.
 func (s *DisputesService) All(ctx context.Context, params DisputeListParams) iter.Seq2[DisputeDetail, error] {

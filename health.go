@@ -35,8 +35,8 @@ type Health struct {
 	// ActiveChains and ActiveContracts are nil for anonymous callers.
 	ActiveChains    *int64 `json:"active_chains,omitempty"`
 	ActiveContracts *int64 `json:"active_contracts,omitempty"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -54,8 +54,8 @@ var getHealth = declare(ops.GetHealth)
 //
 // GET /health — public; richer with a token (an invalid token counts as none).
 //
-// A 503 answer still carries a health report (Status "error"), which Get
-// returns without an error: check Status.
+// A 503 answer still carries a health report (Status "error"). Get returns
+// it without an error: check Status.
 func (s *HealthService) Get(ctx context.Context) (*Health, error) {
 	var h Health
 	resp, err := s.client.do(ctx, &request{op: getHealth}, &h)

@@ -66,8 +66,10 @@ func (o ListOptions) encode(q url.Values) {
 }
 
 // Page is one page of a paginated list, with the gateway's pagination
-// headers. When a header is missing, TotalCount falls back to the number of
-// items, Page to the page asked for and PerPage to the page size asked for.
+// headers. When a header is missing, each field falls back:
+//   - TotalCount to the number of items;
+//   - Page to the page asked for;
+//   - PerPage to the page size asked for.
 type Page[T any] struct {
 	Items []T
 	// TotalCount is the number of items across all pages (x-total-count).
@@ -80,8 +82,8 @@ type Page[T any] struct {
 	Response *Response `json:"-"`
 }
 
-// List is a list that the gateway returns whole (not paginated), with the
-// metadata of the call that returned it.
+// List is a list that the gateway returns whole, not paginated. It carries
+// the metadata of the call that returned it.
 type List[T any] struct {
 	Items []T
 	// Response is the metadata of the call that returned the list.
@@ -93,8 +95,8 @@ func (p *Page[T]) HasNext() bool {
 	return len(p.Items) > 0 && p.PerPage > 0 && p.Page*p.PerPage < p.TotalCount
 }
 
-// listPage fetches one page of the list op (its path filled with args)
-// with query q (not modified).
+// listPage fetches one page of the list op, its path filled with args. q
+// is its query; it is not modified.
 func listPage[T any](ctx context.Context, c *Client, op *operation, args pathArgs, q url.Values) (*Page[T], error) {
 	var items []T
 	resp, err := c.do(ctx, &request{op: op, args: args, query: q}, &items)
@@ -109,10 +111,10 @@ func listPage[T any](ctx context.Context, c *Client, op *operation, args pathArg
 }
 
 // listAll walks every page from the one q asks for (the first by default).
-// It stops on the first error, which it yields, and checks ctx before each
-// page; q is copied, never modified. Pages the server does not advance, or
-// items past its x-total-count, stop the walk with a *PaginationError: going
-// on would ask for the same page forever and yield duplicates.
+// It stops on the first error, which it yields. It checks ctx before each
+// page. q is copied, never modified. Pages the server does not advance,
+// or items past its x-total-count, stop the walk with a *PaginationError.
+// Going on would ask for the same page forever and yield duplicates.
 func listAll[T any](ctx context.Context, c *Client, op *operation, args pathArgs, q url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -161,10 +163,13 @@ func listAll[T any](ctx context.Context, c *Client, op *operation, args pathArgs
 }
 
 // PaginationError stops an All… iterator when the server's pages cannot be
-// walked safely: a page other than the one asked for (x-page does not
-// advance, so walking on would repeat it forever and yield duplicates), or
-// more items than the server's own x-total-count. The items yielded before
-// it are genuine; the page-level List methods still work.
+// walked safely. That is one of:
+//   - a page other than the one asked for: x-page does not advance, so
+//     walking on would repeat it forever and yield duplicates;
+//   - more items than the server's own x-total-count.
+//
+// The items yielded before it are genuine. The page-level List methods
+// still work.
 type PaginationError struct {
 	// Path is the list's path (relative to the base URL, without the query).
 	Path string

@@ -23,9 +23,9 @@ var listPaymentMethods = declare(ops.ListPaymentMethods)
 // listed and cannot be a payee. An unknown account or address gives an
 // empty list. The list is not paginated.
 //
-// Exactly one of params.AccountID and params.Address must be set; otherwise
-// List returns a *ValidationError (Field "account_id|address") without
-// sending anything.
+// Exactly one of params.AccountID and params.Address must be set.
+// Otherwise List returns a *ValidationError (Field "account_id|address")
+// without sending anything.
 //
 // GET /payment_methods — public.
 func (s *PaymentMethodsService) List(ctx context.Context, params PaymentMethodListParams) (*List[WalletWithTokens], error) {

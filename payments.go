@@ -46,8 +46,8 @@ const (
 // Operation is an on-chain step of a payment.
 type Operation string
 
-// Operations. The first six are valid in the generic prepare/submit routes;
-// dispute and close_dispute have their own.
+// Operations. The first six are valid in the generic prepare/submit
+// routes. Dispute and close_dispute have their own.
 const (
 	OpAuthorize    Operation = "authorize"
 	OpCharge       Operation = "charge"
@@ -78,8 +78,8 @@ type UnixTime int64
 // Time returns t as a time.Time in UTC.
 func (t UnixTime) Time() time.Time { return time.Unix(int64(t), 0).UTC() }
 
-// Payment is a payment record. Amounts are base units (integer strings); use
-// FormatAmount with the token's decimals to show them.
+// Payment is a payment record. Amounts are base units, as integer strings.
+// Use FormatAmount with the token's decimals to show them.
 type Payment struct {
 	ID                  string         `json:"id"`
 	ContractID          string         `json:"contract_id"`
@@ -105,22 +105,22 @@ type Payment struct {
 	UpdatedAt           time.Time      `json:"updated_at"`
 }
 
-// PaymentDetail is a payment with its chain, contract, transactions and,
-// while it is unsigned, the payload the payer must sign.
+// PaymentDetail is a payment with its chain, contract and transactions.
+// While it is unsigned, it also carries the payload the payer must sign.
 type PaymentDetail struct {
 	Payment
 	ChainID       int64         `json:"chain_id"`
 	Rail0Contract string        `json:"rail0_contract"`
 	Transactions  []Transaction `json:"transactions"`
-	// SigningPayload is the EIP-712 typed data the payer signs, kept exactly
-	// as received. Null once signed, and possibly null after a transient
-	// node failure (read the payment again).
+	// SigningPayload is the EIP-712 typed data the payer signs, kept
+	// exactly as received. It is null once signed. It may be null after a
+	// transient node failure too: read the payment again.
 	SigningPayload json.RawMessage `json:"signing_payload"`
-	// Replayed is true when Create returned the payment an earlier call with
-	// the same Idempotency-Key created (HTTP 200 instead of 201).
+	// Replayed is true when Create returned the payment of an earlier call
+	// with the same Idempotency-Key: HTTP 200 instead of 201.
 	Replayed bool `json:"-"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -134,8 +134,8 @@ type Transaction struct {
 	ErrorTitle   *string           `json:"error_title"`
 	ErrorDetail  *string           `json:"error_detail"`
 	ErrorMessage *string           `json:"error_message"`
-	// UnsignedTransaction is a JSON document of EIP-1559 fields to sign,
-	// present while the transaction is pending.
+	// UnsignedTransaction is a JSON document of EIP-1559 fields to sign.
+	// It is present while the transaction is pending.
 	UnsignedTransaction *string    `json:"unsigned_transaction"`
 	TransactionHash     *string    `json:"transaction_hash"`
 	Amount              *string    `json:"amount"`
@@ -150,8 +150,8 @@ type Transaction struct {
 	ConfirmedAt         *time.Time `json:"confirmed_at"`
 	CreatedAt           time.Time  `json:"created_at"`
 	UpdatedAt           time.Time  `json:"updated_at"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -169,9 +169,9 @@ type PaymentCreateParams struct {
 	Description string         `json:"description,omitempty"`
 	Metadata    map[string]any `json:"metadata,omitempty"`
 	// IdempotencyKey makes the creation replay-safe: the same key and payer
-	// return the same payment. When empty, Create generates one per call and
-	// sends it on every attempt; set your own (stored with your order) to be
-	// safe across process restarts too.
+	// return the same payment. When empty, Create generates one per call
+	// and sends it on every attempt. Set your own, stored with your order,
+	// to be safe across process restarts too.
 	IdempotencyKey string `json:"-"`
 }
 
@@ -182,19 +182,20 @@ var createPayment = declare(ops.CreatePayment)
 //
 // POST /payments — any session whose address equals Payer.
 //
-// It always sends an Idempotency-Key, so a 5xx or a broken connection is
-// retried safely and a replay returns the original payment (Replayed true).
-// A missing field, a chain id below 1 or an amount that is not a positive
-// decimal such as "25.00" is a *ValidationError before any request.
+// It always sends an Idempotency-Key. So a 5xx or a broken connection is
+// retried safely, and a replay returns the original payment (Replayed
+// true). It refuses with a *ValidationError before any request:
+//   - a missing field;
+//   - a chain id below 1;
+//   - an amount that is not a positive decimal such as "25.00".
 //
-// The client remembers what was asked for (the last 1024 payments, in
-// memory), and PayerSign of the payment on it (or VerifyPayload of its
-// payer's signature, for a wallet elsewhere) accepts those terms and no
-// others, whatever the gateway answers; a replay of an
+// The client remembers what was asked for: the last 1024 payments, in
+// memory. PayerSign of the payment on this client accepts those terms and
+// no others, whatever the gateway answers. So does VerifyPayload of its
+// payer's signature, for a wallet elsewhere. A replay of an
 // Idempotency-Key first used with other params is refused there. Calling
-// Create again with the order's IdempotencyKey, after a restart for
-// instance, restores that record. Create returns what the gateway answered,
-// unchecked.
+// Create again with the order's IdempotencyKey restores that record (after
+// a restart, say). Create returns what the gateway answered, unchecked.
 func (s *PaymentsService) Create(ctx context.Context, params PaymentCreateParams) (*PaymentDetail, error) {
 	for _, f := range []struct{ name, value string }{
 		{"amount", params.Amount}, {"token", params.Token}, {"payer", params.Payer},
@@ -238,7 +239,7 @@ func (s *PaymentsService) Get(ctx context.Context, id string) (*PaymentDetail, e
 	return s.get(ctx, id, false)
 }
 
-// get is Get; poll marks a read of a loop that waits out 429s itself
+// get is Get. poll marks a read of a loop that waits out 429s itself
 // (request.poll).
 func (s *PaymentsService) get(ctx context.Context, id string, poll bool) (*PaymentDetail, error) {
 	var p PaymentDetail
@@ -311,7 +312,8 @@ func (s *PaymentsService) List(ctx context.Context, params PaymentListParams) (*
 }
 
 // All iterates over every page of the caller's payments, from params.Page
-// on. It stops at the first error, which it yields; params is not modified.
+// on. It stops at the first error, which it yields. params is not
+// modified.
 //
 // GET /payments — any session.
 func (s *PaymentsService) All(ctx context.Context, params PaymentListParams) iter.Seq2[Payment, error] {
@@ -342,8 +344,8 @@ func (p PaymentListTransactionsParams) values() url.Values {
 
 var listPaymentTransactions = declare(ops.ListPaymentTransactions)
 
-// ListTransactions returns one page of a payment's transactions: every
-// attempt of every step, failed ones included.
+// ListTransactions returns one page of a payment's transactions. They are
+// every attempt of every step, failed ones included.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
 func (s *PaymentsService) ListTransactions(ctx context.Context, id string, params PaymentListTransactionsParams) (*Page[Transaction], error) {
@@ -351,8 +353,8 @@ func (s *PaymentsService) ListTransactions(ctx context.Context, id string, param
 }
 
 // AllTransactions iterates over every page of a payment's transactions,
-// from params.Page on. It stops at the first error, which it yields; params
-// is not modified.
+// from params.Page on. It stops at the first error, which it yields.
+// params is not modified.
 //
 // GET /payments/{id}/transactions — the payer or the payee.
 func (s *PaymentsService) AllTransactions(ctx context.Context, id string, params PaymentListTransactionsParams) iter.Seq2[Transaction, error] {
@@ -381,9 +383,9 @@ func (s *PaymentsService) ListDisputes(ctx context.Context, id string, params Pa
 	return listPage[Dispute](ctx, s.client, listDisputes, pathArgs{id}, params.values())
 }
 
-// AllDisputes iterates over every page of a payment's dispute history, from
-// params.Page on. It stops at the first error, which it yields; params is
-// not modified.
+// AllDisputes iterates over every page of a payment's dispute history,
+// from params.Page on. It stops at the first error, which it yields.
+// params is not modified.
 //
 // GET /payments/{id}/disputes — the payer or the payee.
 func (s *PaymentsService) AllDisputes(ctx context.Context, id string, params PaymentListDisputesParams) iter.Seq2[Dispute, error] {

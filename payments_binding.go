@@ -11,37 +11,48 @@ import (
 )
 
 // This file binds a flow to the payment the caller meant. The checks of
-// package internal/verify prove that what the gateway prepared agrees with
-// the payment it returned, and that the payment agrees with itself
-// (config_hash, pins); they cannot tell that it is the payment the caller had in mind. A gateway
-// or a proxy that answers every request about payment A with payment B,
-// consistent in itself, passes them all. What stops it is something the
-// gateway does not choose: the rail0_id the caller names (the chain holds
-// each payment's terms under its rail0_id, so a step bound to it acts on that
-// payment or reverts), what the caller states it expects (Expectation), or
-// what this client asked Create for.
+// package internal/verify prove two things. What the gateway prepared
+// agrees with the payment it returned. The payment agrees with itself
+// (config_hash, pins). They cannot tell that it is the payment the caller
+// had in mind.
+//
+// A gateway or a proxy may answer every request about payment A with
+// payment B, consistent in itself. That passes them all. What stops it is
+// something the gateway does not choose:
+//   - the rail0_id the caller names: the chain holds each payment's terms
+//     under its rail0_id, so a step bound to it acts on that payment or
+//     reverts;
+//   - what the caller states it expects (Expectation);
+//   - what this client asked Create for.
 //
 // It also reconciles a repeat that the gateway refuses because the work is
-// done already (a payer signature on file, a transaction already known):
-// the payment is read, and the repeat is reported as a success only when the
+// done already: a payer signature on file, a transaction already known.
+// The payment is read. The repeat is reported as a success only when the
 // work found is provably this client's.
+//
+// docs/security.md tells both for users ("Which payment" and "A repeat
+// that finds its work done").
 
 // Expectation is what the caller knows of the payment a flow acts on: its
-// order. Every field that is set must match the payment the gateway returns,
-// or the flow is refused before anything is prepared or signed, with an
-// *ArtifactError on the payment's field inside a *FlowError at StepVerify.
-// The other checks of a flow prove the payment consistent; only this, a
-// rail0_id, or what this client asked Create for, proves it is the payment
-// meant, against a gateway or a proxy that answers for one payment with
-// another (the same merchant, another payer). A zero field is not checked.
+// order. Every field that is set must match the payment the gateway
+// returns. Otherwise the flow is refused before anything is prepared or
+// signed. The error is an *ArtifactError on the payment's field, inside a
+// *FlowError at StepVerify. A zero field is not checked.
+//
+// The other checks of a flow prove the payment consistent. Only this, a
+// rail0_id, or what this client asked Create for proves it is the payment
+// meant. That guards against a gateway or a proxy that answers for one
+// payment with another (the same merchant, another payer).
 type Expectation struct {
 	// Rail0ID is the contract's id of the payment, 0x + 64 hex. The chain
-	// keeps the payment's terms under it, so a step bound to it acts on
-	// that payment or reverts: naming it binds a flow as fully as naming
-	// the payment by it. It must come from the merchant's own order record,
-	// stored at checkout (Create's answer): one read from the gateway when
-	// the flow runs is whatever payment the gateway chose, and binds
-	// nothing. Payer is the binding to prefer for a refund.
+	// keeps the payment's terms under it. So a step bound to it acts on
+	// that payment or reverts. Setting it binds a flow as fully as naming
+	// the payment by it.
+	//
+	// It must come from the merchant's own order record, stored at
+	// checkout (Create's answer). One read from the gateway when the flow
+	// runs is whatever payment the gateway chose, and binds nothing. Payer
+	// is the binding to prefer for a refund.
 	Rail0ID string
 	// ChainID is the payment's chain.
 	ChainID int64
@@ -58,15 +69,15 @@ type Expectation struct {
 	// compared in base units with the pinned decimals.
 	Amount string
 	// LatestAuthorizationExpiry is the latest authorization_expiry the
-	// order allows: after it the payer can release an escrow's funds.
+	// order allows. After it the payer can release an escrow's funds.
 	LatestAuthorizationExpiry time.Time
 	// EarliestRefundExpiry is the earliest refund_expiry the order
-	// allows: refunds and disputes are possible until it.
+	// allows. Refunds and disputes are possible until it.
 	EarliestRefundExpiry time.Time
 }
 
-// check validates the expectation's own fields, so that a typo fails before
-// any request rather than as a mismatch that looks like an attack.
+// check validates the expectation's own fields. So a typo fails before any
+// request, rather than as a mismatch that looks like an attack.
 func (e Expectation) check() error {
 	if e.Rail0ID != "" {
 		if err := checkHex("expect.rail0_id", e.Rail0ID, 32); err != nil {
@@ -94,16 +105,16 @@ func (e Expectation) check() error {
 }
 
 // ordersTerms reports whether e states every term the payer's signature
-// commits to (Payer aside: it is the signer): what PayerSign needs to sign
-// without a record of the Create.
+// commits to. Payer is aside: it is the signer. These terms are what
+// PayerSign needs to sign without a record of the Create.
 func (e Expectation) ordersTerms() bool {
 	return e.ChainID != 0 && e.Mode != "" && e.Token != "" && e.Payee != "" && e.Amount != ""
 }
 
-// checkExpected compares payment p, named id by the caller, with e (the
-// rows of verify.ArtOrder). The amount is compared in base units: toBase
-// converts a human amount with the payment's token, and is called only
-// once the token is known to match.
+// checkExpected compares payment p, named id by the caller, with e. The
+// checks are the rows of verify.ArtOrder. The amount is compared in base
+// units. toBase converts a human amount with the payment's token. It is
+// called only once the token is known to match.
 func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(string) (string, error)) error {
 	return fromVerify(verify.CheckOrder(paymentOf(p), id, "", false, toBase, e.forCheck()))
 }
@@ -114,7 +125,7 @@ func (e Expectation) forCheck() verify.Expectation {
 		Payee: e.Payee, Amount: e.Amount, LatestAuthorizationExpiry: e.LatestAuthorizationExpiry, EarliestRefund: e.EarliestRefundExpiry}
 }
 
-// sameAddress compares two addresses whatever their case; text that is not
+// sameAddress compares two addresses whatever their case. Text that is not
 // an address only equals itself, ignoring case.
 func sameAddress(a, b string) bool { return verify.SameAddress(a, b) }
 
@@ -122,34 +133,37 @@ func sameAddress(a, b string) bool { return verify.SameAddress(a, b) }
 // hex) rather than its UUID, and returns it.
 func rail0IDOf(id string) (verify.Word, bool) { return verify.Rail0IDOf(id) }
 
-// namedBy reports whether p is the payment id, as the caller typed it,
-// names: its rail0_id when id is one, its UUID otherwise (ignoring case, as
-// sameUUID).
+// namedBy reports whether p is the payment that id, as the caller typed
+// it, names. That is its rail0_id when id is one. Otherwise it is its
+// UUID, ignoring case as sameUUID does.
 func namedBy(p *PaymentDetail, id string) bool { return verify.NamedBy(id, p.ID, p.Rail0ID) }
 
 // maxCreated bounds how many payments a client remembers having created
-// for PayerSign; a payment signed is forgotten at once. A payment pushed out
-// by newer ones is not signed unchecked: PayerSign then refuses it
-// (ErrUnbound) until the caller states the order (PaymentPayerSignParams.Expect) or
-// calls Create again with the order's IdempotencyKey, which the gateway
-// answers with the same payment.
+// for PayerSign. A payment signed is forgotten at once. A payment pushed
+// out by newer ones is not signed unchecked. PayerSign then refuses it
+// (ErrUnbound) until the caller does one of two things:
+//   - states the order (PaymentPayerSignParams.Expect);
+//   - calls Create again with the order's IdempotencyKey, which the
+//     gateway answers with the same payment.
 const maxCreated = 1024
 
-// createdLog remembers what the caller asked Create for, by payment id, so
-// that PayerSign on the same client signs those terms and no others, even
-// if the gateway's later read of the payment differs from its answer to
-// Create. The oldest entries go first when it is full. It lives in memory,
-// on purpose: the binding that survives a restart is the caller's own
-// (PaymentPayerSignParams.Expect, or Create again with the order's IdempotencyKey),
-// so the SDK keeps no state on disk and a lost record fails closed.
+// createdLog remembers what the caller asked Create for, by payment id.
+// PayerSign on the same client then signs those terms and no others. That
+// holds even if the gateway's later read of the payment differs from its
+// answer to Create. The oldest entries go first when it is full.
+//
+// It lives in memory, on purpose. The binding that survives a restart is
+// the caller's own: PaymentPayerSignParams.Expect, or Create again with
+// the order's IdempotencyKey. So the SDK keeps no state on disk, and a
+// lost record fails closed.
 type createdLog struct {
 	recent[Expectation] // Rail0ID is Create's answer's, for lookups by rail0_id
 }
 
 func (l *createdLog) remember(id string, a Expectation) { l.put(maxCreated, id, a) }
 
-// lookup finds the record of the payment id names (by its UUID or by its
-// rail0_id) and returns it with the UUID it is kept under.
+// lookup finds the record of the payment id names, by its UUID or by its
+// rail0_id. It returns the record with the UUID it is kept under.
 func (l *createdLog) lookup(id string) (Expectation, string, bool) {
 	if a, ok := l.get(id); ok {
 		return a, id, true
@@ -164,8 +178,9 @@ func (l *createdLog) lookup(id string) (Expectation, string, bool) {
 	return Expectation{}, "", false
 }
 
-// askedOf is the record Create keeps: the terms asked for, and the rail0_id
-// of the gateway's answer, under which PayerSign may name the payment too.
+// askedOf is the record Create keeps. It holds the terms asked for and the
+// rail0_id of the gateway's answer. PayerSign may name the payment by that
+// rail0_id too.
 func askedOf(params PaymentCreateParams, answer *PaymentDetail) Expectation {
 	e := Expectation{ChainID: params.ChainID, Mode: params.Mode, Amount: params.Amount,
 		Token: params.Token, Payer: params.Payer, Payee: params.Payee}
@@ -175,13 +190,16 @@ func askedOf(params PaymentCreateParams, answer *PaymentDetail) Expectation {
 	return e
 }
 
-// unbound reports whether op would sign on the gateway's word alone what
-// sends the caller's money away: the payer's signature needs the terms of
-// the order (asked, this client's record of Create, or an expectation
-// stating them); a refund needs its payer (a rail0_id the caller named it
-// by, byRail0ID, which the chain binds to the payment's terms, or the
-// expectation's Rail0ID or Payer). The flows and the low-level path
-// (VerifyPayload, VerifyTransaction) share this one rule.
+// unbound reports whether op would sign, on the gateway's word alone,
+// what sends the caller's money away:
+//   - the payer's signature needs the terms of the order: asked (this
+//     client's record of Create), or an expectation stating them;
+//   - a refund needs its payer. That is a rail0_id the caller named it by
+//     (byRail0ID), which the chain binds to the payment's terms. Or it is
+//     the expectation's Rail0ID or Payer.
+//
+// The flows and the low-level path (VerifyPayload, VerifyTransaction)
+// share this one rule.
 func unbound(op Operation, asked, byRail0ID bool, e Expectation) bool {
 	switch op {
 	case "":
@@ -192,9 +210,10 @@ func unbound(op Operation, asked, byRail0ID bool, e Expectation) bool {
 	return false
 }
 
-// bindHow says how to bind op on payment id, whose expectation the caller
-// sets in expect ("PaymentRefundParams.Expect", "Intent.Expect"); byName
-// when the caller may also name the payment by its rail0_id.
+// bindHow says how to bind op on payment id. expect names where the
+// caller sets the expectation ("PaymentRefundParams.Expect",
+// "Intent.Expect"). byName is true when the caller may also name the
+// payment by its rail0_id.
 func bindHow(op Operation, id, expect string, byName bool) string {
 	if op == "" {
 		return fmt.Sprintf("this client did not create payment %s, or no longer remembers it (a restart, a signature already made, "+
@@ -206,7 +225,7 @@ func bindHow(op Operation, id, expect string, byName bool) string {
 		how += " (or name the payment by it)"
 	}
 	// A rail0_id read from the gateway names whatever payment the gateway
-	// chose: only one the caller kept before the gateway could lie binds.
+	// chose. Only one the caller kept before the gateway could lie binds.
 	return how + " to the rail0_id stored in your own order record at checkout, never one read from the gateway at refund time"
 }
 
@@ -219,8 +238,8 @@ func (f *flow) unbound() error {
 	return f.fail(StepVerify, fmt.Errorf("%w: %s; nothing was read or signed", ErrUnbound, bindHow(f.op, f.id, expect, true)))
 }
 
-// requireBinding refuses, before any request, a flow that nothing binds to
-// the payment the caller meant (see unbound).
+// requireBinding refuses a flow that nothing binds to the payment the
+// caller meant (see unbound). It refuses before any request.
 func (f *flow) requireBinding() error {
 	_, byRail0ID := rail0IDOf(f.id)
 	if unbound(f.op, f.asked != nil, byRail0ID, f.expect) {
@@ -229,10 +248,10 @@ func (f *flow) requireBinding() error {
 	return nil
 }
 
-// bind checks that the payment read is the one the caller named and meant:
-// the id or rail0_id the caller gave, the caller's expectation, and what
-// this client asked Create for. It records the payment's UUID, which every
-// later answer of the flow must carry.
+// bind checks that the payment read is the one the caller named and
+// meant. It compares the id or rail0_id the caller gave, the caller's
+// expectation, and what this client asked Create for. It records the
+// payment's UUID, which every later answer of the flow must carry.
 func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
 	expected := []Expectation{f.expect}
 	if f.asked != nil {
@@ -245,9 +264,10 @@ func (f *flow) bind(p *PaymentDetail, t *verify.Terms) error {
 	return nil
 }
 
-// checkOrder compares payment p, named id by the caller (compared when
-// named), whose terms t were checked, with each expectation of what the
-// caller meant, for op: the rows of verify.ArtOrder.
+// checkOrder compares payment p with each expectation of what the caller
+// meant, for op. The checks are the rows of verify.ArtOrder. The caller
+// named p by id, which is compared when named is true. p's terms t were
+// checked.
 func checkOrder(p *PaymentDetail, id string, op Operation, named bool, t *verify.Terms, expected ...Expectation) error {
 	toBase := func(amount string) (string, error) { return baseUnits(t, "amount", amount) }
 	expect := make([]verify.Expectation, 0, len(expected))
@@ -260,7 +280,7 @@ func checkOrder(p *PaymentDetail, id string, op Operation, named bool, t *verify
 }
 
 // signedFor is what a payer's signature was made for: the payment's terms
-// as checked, and the digest signed. PayerSign knows it; SubmitSignature
+// as checked, and the digest signed. PayerSign knows it. SubmitSignature
 // finds it in what VerifyPayload checked on this client (checkedPayloads).
 type signedFor struct {
 	terms  *verify.Terms
@@ -268,14 +288,14 @@ type signedFor struct {
 }
 
 // maxChecked bounds how many payer payloads a client remembers having
-// checked with VerifyPayload; a payment pushed out by newer ones is
+// checked with VerifyPayload. A payment pushed out by newer ones is
 // reconciled only with a token domain the client learned.
 const maxChecked = 1024
 
-// checkedPayloads remembers, by payment (its UUID, foldID), the payer
-// payloads VerifyPayload checked: what a browser wallet was given to sign.
-// SubmitSignature reconciles with it a signature on file, which the
-// gateway does not show: the signature sent must be the payer's over that
+// checkedPayloads remembers the payer payloads VerifyPayload checked, by
+// payment (its UUID, foldID). They are what a browser wallet was given to
+// sign. SubmitSignature reconciles with it a signature on file, which the
+// gateway does not show. The signature sent must be the payer's over that
 // payment's authorization.
 type checkedPayloads struct {
 	recent[signedFor]
@@ -296,8 +316,8 @@ func (l *checkedPayloads) lookup(id string) (signedFor, bool) {
 	return signedFor{}, false
 }
 
-// claimsSigned reports whether cause, the failure of PUT .../sign, is the
-// gateway saying a signature is on file already: already_signed, or
+// claimsSigned reports whether cause, the failure of PUT .../sign, says a
+// signature is on file already. The codes are already_signed, and
 // not_signable (the payment is past unsigned).
 func claimsSigned(cause error) bool {
 	var apiErr *APIError
@@ -305,10 +325,10 @@ func claimsSigned(cause error) bool {
 		(apiErr.Code == CodeAlreadySigned || apiErr.Code == CodeNotSignable)
 }
 
-// claimsKnown reports whether cause, the failure of a submit, is the
-// gateway saying the transaction is known already: already_known,
-// nonce_too_low, transaction_not_overwritable, or a 422 without a code (a
-// report by hash of a confirmed row).
+// claimsKnown reports whether cause, the failure of a submit, says the
+// transaction is known already. The codes are already_known,
+// nonce_too_low and transaction_not_overwritable. A 422 without a code
+// says so too: a report by hash of a confirmed row.
 func claimsKnown(cause error) bool {
 	var apiErr *APIError
 	if !errors.As(cause, &apiErr) || apiErr.StatusCode != http.StatusUnprocessableEntity {
@@ -322,25 +342,29 @@ func claimsKnown(cause error) bool {
 }
 
 // unreadAnswer reports whether cause is a 2xx that is not the resource
-// promised (request.identify): a proxy's page or JSON, written after the
-// write ran or not.
+// promised (request.identify). It is a proxy's page or JSON, written after
+// the write ran or not.
 func unreadAnswer(cause error) bool {
 	var decodeErr *DecodeError
 	return errors.As(cause, &decodeErr) && decodeErr.StatusCode >= 200 && decodeErr.StatusCode <= 299
 }
 
 // reconcileSignature reconciles PUT .../sign of signature on payment id,
-// failed with cause. It acts when the gateway says a signature is on file
-// (claimsSigned: the answer to a repeat whose first answer was lost), when
-// the outcome is unknown, or when a 2xx is not the payment. The payment is
-// read back. It is returned, with Response.Reconciled, when it holds what
-// this call sent (signatureOnFile). The gateway does not show the
-// signature it keeps. It keeps only one that recovers to the payer over
-// that authorization, whose nonce is spent once. So a signature sent that
-// recovers too authorizes exactly what is on file. Otherwise a claim the
-// read does not bear out, or another signature on file, is a
-// *ReconcileError; anything else leaves cause. signed is what the
-// signature was made for, nil for SubmitSignature.
+// failed with cause. It acts in three cases:
+//   - the gateway says a signature is on file (claimsSigned): the answer
+//     to a repeat whose first answer was lost;
+//   - the outcome is unknown;
+//   - a 2xx is not the payment.
+//
+// The payment is read back. It is returned, with Response.Reconciled, when
+// it holds what this call sent (signatureOnFile). The gateway does not
+// show the signature it keeps. It keeps only one that recovers to the
+// payer over that authorization, whose nonce is spent once. So a signature
+// sent that recovers too authorizes exactly what is on file.
+//
+// Otherwise a claim the read does not bear out, or another signature on
+// file, is a *ReconcileError. Anything else leaves cause. signed is what
+// the signature was made for, nil for SubmitSignature.
 func (s *PaymentsService) reconcileSignature(ctx context.Context, id, signature string, signed *signedFor, cause error) (*PaymentDetail, error) {
 	claim := claimsSigned(cause)
 	if !claim && !errors.Is(cause, ErrOutcomeUnknown) && !unreadAnswer(cause) {
@@ -363,11 +387,14 @@ func (s *PaymentsService) reconcileSignature(ctx context.Context, id, signature 
 	return p, nil
 }
 
-// signatureOnFile checks that p, read back as payment id, holds signature
-// (the rows of verify.ArtSignatureOnFile) once its terms pass the client's
-// pins. What the signature was made for is signed; without it, what
-// VerifyPayload checked of the payment, else the read's terms with the
-// token domain the client learned from a signature the gateway accepted.
+// signatureOnFile checks that p, read back as payment id, holds signature.
+// The checks are the rows of verify.ArtSignatureOnFile, run once p's terms
+// pass the client's pins. What the signature was made for is, first of
+// these:
+//   - signed;
+//   - what VerifyPayload checked of the payment;
+//   - the read's terms, with the token domain the client learned from a
+//     signature the gateway accepted.
 func (s *PaymentsService) signatureOnFile(p *PaymentDetail, id, signature string, signed *signedFor) error {
 	tr := s.client.trust()
 	t, err := checkPayment(p, tr)
@@ -408,15 +435,21 @@ func reasonOf(err error) string {
 }
 
 // reconcileSubmit reconciles a submit of op on payment id, failed with
-// cause. It acts on a refusal as known already (claimsKnown: a repeat after
-// a lost answer), another 422, or a 2xx that is not the transaction (a
-// proxy's page or JSON, see notTheTransaction). The payment is read. The
-// row of op carrying hash, the one this client signed or reported
-// (verify.FindSubmitted), is the submit's result. It carries the read's
-// Response, with Response.Reconciled. A claim the read does not bear out is
-// a *ReconcileError. Otherwise cause stands: a refusal for another reason,
-// or a 2xx whose transaction the read does not show (still an
-// *OutcomeUnknownError for a submit of a signed transaction).
+// cause. It acts on:
+//   - a refusal as known already (claimsKnown): a repeat after a lost
+//     answer;
+//   - another 422;
+//   - a 2xx that is not the transaction: a proxy's page or JSON (see
+//     notTheTransaction).
+//
+// The payment is read. The row of op carrying hash is the submit's result
+// (verify.FindSubmitted). That hash is the one this client signed or
+// reported. The row carries the read's Response, with Response.Reconciled.
+//
+// A claim the read does not bear out is a *ReconcileError. Otherwise cause
+// stands: a refusal for another reason, or a 2xx whose transaction the
+// read does not show. The latter is still an *OutcomeUnknownError for a
+// submit of a signed transaction.
 func (s *PaymentsService) reconcileSubmit(ctx context.Context, id string, op Operation, hash verify.Word, cause error) (*Transaction, error) {
 	var apiErr *APIError
 	refused := errors.As(cause, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity

@@ -13,55 +13,66 @@ import (
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// This file is what a client remembers of the payments it acts on, so that a
-// flow step costs the requests the contract needs (prepare and submit) and
-// no read of the payment. A payment's terms never change once it is created:
-// the chain keeps them under its rail0_id, and config_hash binds them. Terms
-// this client has checked once (a flow's read, a poll of WaitForStatus or
-// WaitForTransaction, the answer to its own Create) need no second read,
-// and every flow binds them again to what its caller names and expects, as
-// it binds a read (payments_binding.go).
+// This file is what a client remembers of the payments it acts on. With
+// it, a flow step costs the requests the contract needs (prepare and
+// submit) and no read of the payment.
 //
-// Only the balances change, and one check depends on one of them: a refund's
-// EIP-3009 nonce commits to the refundable balance before it. The client
-// tracks that balance from its own steps (a capture adds to it, a charge sets
-// it, a refund takes from it) and from every read. Another client's capture
-// or refund can make it stale; the refund's payload check then fails closed
-// and Refund reads the payment once and checks the same payload again.
+// A payment's terms never change once it is created. The chain keeps them
+// under its rail0_id, and config_hash binds them. Terms this client has
+// checked once need no second read. They come from a flow's read, a poll
+// of WaitForStatus or WaitForTransaction, or the answer to its own Create.
+// Every flow binds them again to what its caller names and expects, as it
+// binds a read (payments_binding.go).
+//
+// Only the balances change, and one check depends on one of them: a
+// refund's EIP-3009 nonce commits to the refundable balance before it. The
+// client tracks that balance from its own steps and from every read:
+//   - a capture adds to it;
+//   - a charge sets it;
+//   - a refund takes from it.
+//
+// Another client's capture or refund can make it stale. The refund's
+// payload check then fails closed. Refund then reads the payment once and
+// checks the same payload again.
 
-// maxKnown bounds how many payments' terms a client keeps; the oldest go
-// first, and a payment forgotten costs one read, nothing else.
+// maxKnown bounds how many payments' terms a client keeps. The oldest go
+// first. A payment forgotten costs one read, nothing else.
 const maxKnown = 1024
 
 // knownPayment is what a client holds of one payment.
 type knownPayment struct {
 	// payment is the checked record without what changes (its signing
-	// payload, its metadata): the fields a binding compares. Of its
-	// transactions it keeps only the rows reads showed sent (see
-	// spentRows): a row once sent stays so, and a prepare that hands one
-	// back is refused (flow.sentAlready). They came from answers, any of
-	// which may have lied, so they go with the entry when it is forgotten.
+	// payload, its metadata). It holds the fields a binding compares.
+	//
+	// Of its transactions it keeps only the rows reads showed sent (see
+	// spentRows). A row once sent stays so, and a prepare that hands one
+	// back is refused (flow.sentAlready). The rows came from answers, any
+	// of which may have lied. So they go with the entry when it is
+	// forgotten.
 	payment *PaymentDetail
-	// terms are its terms as checked with the client's pins, Refundable the
-	// balance as last read or as this client's own steps moved it.
+	// terms are its terms as checked with the client's pins. Their
+	// Refundable is the balance as last read, or as this client's own
+	// steps moved it.
 	terms *verify.Terms
 }
 
-// knownPayments maps a payment as a caller named it (its UUID or its
-// rail0_id, exactly as given) to what the client checked of it under that
-// name.
+// knownPayments maps a payment as a caller named it to what the client
+// checked of it under that name. The name is its UUID or its rail0_id,
+// exactly as given.
 type knownPayments struct {
 	recent[knownPayment]
 	// own maps a payment's UUID (foldID) to the ids of the rows this client
-	// sent on it, oldest first, at most maxSpentRows: what the client did
-	// itself is no answer's claim, so it is kept apart from what reads
-	// showed, is found whatever name a flow gives the payment, and is not
-	// forgotten with the entry when a flow refuses what it was prepared.
+	// sent on it. They are kept oldest first, at most maxSpentRows.
+	//
+	// What the client did itself is no answer's claim. So it is kept apart
+	// from what reads showed, and found whatever name a flow gives the
+	// payment. It is not forgotten with the entry when a flow refuses what
+	// it was prepared.
 	own recent[[]string]
 }
 
-// remember keeps p, named id, whose terms t were checked with the client's
-// pins and which is the payment id names.
+// remember keeps p under the name id. Its terms t were checked with the
+// client's pins, and it is the payment id names.
 func (k *knownPayments) remember(id string, p *PaymentDetail, t *verify.Terms) {
 	kept := &PaymentDetail{Payment: p.Payment, ChainID: p.ChainID, Rail0Contract: p.Rail0Contract}
 	kept.Metadata, kept.Description, kept.LastErrorCode, kept.LastErrorMessage = nil, nil, nil, nil
@@ -79,8 +90,8 @@ func (k *knownPayments) remember(id string, p *PaymentDetail, t *verify.Terms) {
 }
 
 // sent records that this client sent the prepared row txID of the payment
-// whose UUID is paymentID, so that a later prepare handing it back is
-// refused whatever a read shows, under whatever name the payment is given.
+// whose UUID is paymentID. A later prepare handing it back is then
+// refused, whatever a read shows and whatever name the payment is given.
 // The oldest of more than maxSpentRows go first.
 func (k *knownPayments) sent(paymentID, txID string) {
 	k.own.merge(maxKnown, foldID(paymentID), func(ids []string, _ bool) []string {
@@ -99,22 +110,24 @@ func (k *knownPayments) sentBy(paymentID, txID string) bool {
 	return slices.ContainsFunc(ids, func(id string) bool { return sameUUID(txID, id) })
 }
 
-// maxSpentRows bounds the rows a client keeps per payment (spentRows) and
-// the ids it keeps of those it sent itself (ownRows); a payment has a
-// handful, so only a gateway inventing rows reaches it.
+// maxSpentRows bounds the rows a client keeps per payment (spentRows). It
+// also bounds the ids it keeps of those it sent itself (own). A payment
+// has a handful, so only a gateway inventing rows reaches it.
 const maxSpentRows = 256
 
 // maxRowID bounds the length of a transaction id the client keeps, as a
 // prepared row's id is bounded (verify.MaxRowID).
 const maxRowID = verify.MaxRowID
 
-// spentRows returns the rows of read, then those of kept not among them,
-// that a prepare may not hand out again (wasSent), each reduced to its id,
-// operation, status and hash: at most maxSpentRows of them, none with an id
-// longer than maxRowID. Ids compare ignoring case (sameUUID), as the wait
-// matches them. It runs on every read by a client with a signer (each poll
-// of a wait), so its work is bounded by the rows it looks at, never their
-// square: an answer of half a million rows costs one pass over them.
+// spentRows returns the rows a prepare may not hand out again (wasSent).
+// It takes those of read, then those of kept not among them. Each is
+// reduced to its id, operation, status and hash. It returns at most
+// maxSpentRows of them, none with an id longer than maxRowID. Ids compare
+// ignoring case (sameUUID), as the wait matches them.
+//
+// It runs on every read by a client with a signer (each poll of a wait).
+// So its work is bounded by the rows it looks at, never their square. An
+// answer of half a million rows costs one pass over them.
 func spentRows(kept, read []Transaction) []Transaction {
 	if len(kept) == 0 && !slices.ContainsFunc(read, func(tx Transaction) bool { return wasSent(&tx) }) {
 		return nil // the common poll: nothing sent yet, nothing to keep
@@ -149,11 +162,11 @@ func spentRows(kept, read []Transaction) []Transaction {
 	return out
 }
 
-// foldID returns id with each letter replaced by one chosen of the letters
-// it equals ignoring case (the lower-case one for ASCII): two ids get the
-// same foldID exactly when sameUUID says they name one row, so a map keyed
-// by it finds what sameUUID would. A lower-case UUID comes back as it is,
-// with no copy.
+// foldID returns id with each letter replaced by one of the letters it
+// equals ignoring case. For ASCII that is the lower-case one. Two ids get
+// the same foldID exactly when sameUUID says they name one row. So a map
+// keyed by it finds what sameUUID would. A lower-case UUID comes back as
+// it is, with no copy.
 func foldID(id string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -174,8 +187,8 @@ func foldID(id string) string {
 }
 
 // wasSent reports whether tx was sent: it carries a hash, or is no longer
-// pending. A prepare answers with a new row, or with the pending one not
-// yet sent (Reused), never with one of these.
+// pending. A prepare answers with a new row or with the pending one not
+// yet sent (Reused). It never answers with one of these.
 func wasSent(tx *Transaction) bool {
 	return tx.Status != TxPending || (tx.TransactionHash != nil && *tx.TransactionHash != "")
 }
@@ -191,10 +204,11 @@ func (k *knownPayments) lookup(id string) (*PaymentDetail, *verify.Terms, bool) 
 	return kp.payment, &t, true
 }
 
-// learnPayment checks a payment that a read of id returned and remembers it when
-// it passes the checks of a flow's read: its terms against the client's pins
-// and config_hash, and its being the payment id names. A payment that does
-// not pass is not remembered; the next flow reads it and refuses it there.
+// learnPayment checks a payment that a read of id returned. It remembers
+// the payment when it passes the checks of a flow's read. Its terms must
+// pass the client's pins and config_hash, and it must be the payment id
+// names. A payment that does not pass is not remembered. The next flow
+// reads it and refuses it there.
 func (c *Client) learnPayment(id string, p *PaymentDetail) {
 	if c.signer == nil || p == nil || !namedBy(p, id) {
 		return // only flows use what is remembered, and only a signer runs them
@@ -204,9 +218,9 @@ func (c *Client) learnPayment(id string, p *PaymentDetail) {
 	}
 }
 
-// stepped moves the tracked refundable balance of the payment named id by
-// the step op that this client just submitted for amount base units (a
-// capture's or a refund's). The transaction may still fail on chain; a
+// stepped moves the tracked refundable balance of the payment named id.
+// op is the step this client just submitted, for amount base units (a
+// capture's or a refund's). The transaction may still fail on chain. A
 // refund that then finds the balance stale reads the payment once.
 func (k *knownPayments) stepped(id string, op Operation, amount string) {
 	k.modify(id, func(kp *knownPayment) {
@@ -234,16 +248,17 @@ func (k *knownPayments) stepped(id string, op Operation, amount string) {
 }
 
 // terms returns the checked terms of the flow's payment, bound to the
-// flow: the ones the client already holds under the name the caller gave,
-// or a read. known reports the former, whose refundable balance is the
-// client's tracking and may be stale.
+// flow. They are the ones the client already holds under the name the
+// caller gave, or a read. known reports the former. Their refundable
+// balance is the client's tracking and may be stale.
 //
-// Terms held that fail the flow's binding are forgotten and the payment is
-// read once, and that read is bound as any: what is held came from one
-// answer (a poll, another flow's read), which may have been the lie, and
-// refusing from it without asking again would let one lie refuse every
-// later flow on the payment, against an honest gateway, until 1024 others
-// pushed it out. A binding the read fails too is refused there.
+// Terms held that fail the flow's binding are forgotten. The payment is
+// then read once, and that read is bound as any. What is held came from
+// one answer (a poll, another flow's read), which may have been the lie.
+// Refusing from it without asking again would let one lie refuse every
+// later flow on the payment. That would hold against an honest gateway,
+// until 1024 others pushed it out. A binding the read fails too is refused
+// there.
 func (f *flow) terms(ctx context.Context) (t *verify.Terms, tr *verify.Trust, known bool, err error) {
 	if p, t, ok := f.s.client.known.lookup(f.id); ok {
 		if err := f.bind(p, t); err == nil {
@@ -256,10 +271,10 @@ func (f *flow) terms(ctx context.Context) (t *verify.Terms, tr *verify.Trust, kn
 }
 
 // forgetOnRefusal drops the client's terms of the flow's payment when the
-// flow, acting on them, refused what the gateway prepared: terms that never
-// change cannot be stale, so either the gateway is lying now or an earlier
-// read of this name was; the next flow reads the payment again and binds
-// it afresh, and err stands. The rows this client sent stay (own).
+// flow, acting on them, refused what the gateway prepared. Terms that
+// never change cannot be stale. So either the gateway is lying now, or an
+// earlier read of this name was. The next flow reads the payment again and
+// binds it afresh; err stands. The rows this client sent stay (own).
 func (f *flow) forgetOnRefusal(known bool, err error) error {
 	var fe *FlowError
 	if known && errors.As(err, &fe) && fe.Step == StepVerify {
@@ -268,9 +283,9 @@ func (f *flow) forgetOnRefusal(known bool, err error) error {
 	return err
 }
 
-// recent maps keys to values and keeps at most a limit of them: when full,
-// the oldest entry goes first; updating an entry keeps its place. Safe for
-// concurrent use; the zero value is empty.
+// recent maps keys to values and keeps at most a limit of them. When full,
+// the oldest entry goes first. Updating an entry keeps its place. It is
+// safe for concurrent use; the zero value is empty.
 type recent[V any] struct {
 	mu    sync.Mutex
 	m     map[string]V
@@ -282,10 +297,10 @@ func (r *recent[V]) put(limit int, key string, v V) {
 	r.merge(limit, key, func(V, bool) V { return v })
 }
 
-// merge stores change(old, ok) under key, old the value kept there (ok when
-// there is one), all under one hold of the lock: two merges of one key
-// each see the other's result. It forgets the oldest entry when limit are
-// kept and key is new.
+// merge stores change(old, ok) under key. old is the value kept there, and
+// ok says there is one. It runs under one hold of the lock, so two merges
+// of one key each see the other's result. It forgets the oldest entry when
+// limit are kept and key is new.
 func (r *recent[V]) merge(limit int, key string, change func(old V, ok bool) V) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -321,9 +336,9 @@ func (r *recent[V]) modify(key string, change func(*V)) {
 }
 
 // find returns the one entry match accepts, and nothing when none or
-// several do: a key the gateway gave two entries (one rail0_id answered for
-// two Creates) names neither, where the first found would be the map's
-// random choice.
+// several do. A key the gateway gave two entries names neither; one
+// rail0_id answered for two Creates, say. The first found would be the
+// map's random choice.
 func (r *recent[V]) find(match func(key string, v V) bool) (string, V, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

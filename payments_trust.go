@@ -10,27 +10,31 @@ import (
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// This file is what the client trusts: the pins (the registry's and its
-// options'), the token domains it has learned, and UntrustedError for a
-// payment that names neither.
+// This file is what the client trusts. It holds the pins (the registry's
+// and its options') and the token domains it has learned. It also holds
+// UntrustedError, for a payment that names neither. docs/security.md
+// ("What is trusted, and from where") tells it for users.
 
-// UntrustedError reports a payment whose chain, RAIL0 contract or token
-// neither the published registry (package registry) nor the client's pins
-// vouch for, so the SDK cannot tell which contract a signature would serve
-// or how many decimals an amount has. Nothing was prepared or signed. Option
-// names the option that would trust it: trusting more is the caller's
-// decision, never the gateway's. It also matches ErrArtifactMismatch, since
-// like a mismatch it is something the gateway handed over that the SDK
-// refuses to sign.
+// UntrustedError reports a payment the SDK does not trust. Its chain,
+// RAIL0 contract or token is vouched for neither by the published registry
+// (package registry) nor by the client's pins. So the SDK cannot tell
+// which contract a signature would serve, or how many decimals an amount
+// has. Nothing was prepared or signed.
+//
+// Option names the option that would trust it. Trusting more is the
+// caller's decision, never the gateway's. It also matches
+// ErrArtifactMismatch: like a mismatch, it is something the gateway handed
+// over that the SDK refuses to sign.
 type UntrustedError struct {
 	// PaymentID is the payment that named it.
 	PaymentID string
 	// ChainID is the payment's chain.
 	ChainID int64
-	// Field is the payment's field that is not trusted: "chain_id" (no
-	// RAIL0 contract is trusted on that chain), "rail0_contract" (another
-	// contract than the one trusted there, Trusted) or "token" (not a
-	// token trusted on that chain).
+	// Field is the payment's field that is not trusted:
+	//   - "chain_id": no RAIL0 contract is trusted on that chain;
+	//   - "rail0_contract": another contract than the one trusted there
+	//     (Trusted);
+	//   - "token": not a token trusted on that chain.
 	Field string
 	// Got is the payment's value of Field.
 	Got string
@@ -69,22 +73,24 @@ func (e *UntrustedError) Is(target error) bool {
 	return target == ErrUntrusted || target == ErrArtifactMismatch
 }
 
-// domainCache remembers the EIP-712 name and version of tokens, so that
+// domainCache remembers the EIP-712 name and version of tokens. With them,
 // the payer's signature inside a later authorize or charge call can be
-// recovered. The checks of a payload cannot prove a domain's name and
-// version (only its chain and contract), so one is learned only from a
-// payload whose signature the gateway then accepted (PayerSign's PUT
-// .../sign), and forgotten when a payer's signature does not recover under
-// it: one lie about a domain never refuses every later honest flow.
+// recovered.
+//
+// The checks of a payload cannot prove a domain's name and version, only
+// its chain and contract. So a domain is learned only from a payload whose
+// signature the gateway then accepted (PayerSign's PUT .../sign). It is
+// forgotten when a payer's signature does not recover under it. So one lie
+// about a domain never refuses every later honest flow.
 type domainCache struct {
 	mu sync.Mutex
 	m  map[verify.TokenKey][2]string // replaced, never modified, once stored
 }
 
-// trust returns the client's trust with the token domains it has learned:
-// a snapshot safe to read without the lock. It sends nothing: the pins are
-// the client's own (the registry's and its options'), never a listing of
-// the gateway's.
+// trust returns the client's trust with the token domains it has learned.
+// The snapshot is safe to read without the lock. It sends nothing. The
+// pins are the client's own (the registry's and its options'), never a
+// listing of the gateway's.
 func (c *Client) trust() *verify.Trust {
 	c.domains.mu.Lock()
 	defer c.domains.mu.Unlock()
@@ -109,12 +115,12 @@ func (c *Client) learnTokenDomain(t *verify.Terms, pc *verify.Payload) {
 	c.domains.m = domains
 }
 
-// forgetTokenDomain drops the domain of t's token that tr held when err,
-// the refusal of a transaction of in against tr, is a payer's signature
-// that does not recover under it: either the signature or the domain
-// learned is a lie, and keeping the domain would refuse every later honest
-// authorize and charge of the token. The refusal stands; the next check
-// recovers nothing until a signature is accepted again.
+// forgetTokenDomain drops the domain of t's token that tr held, when the
+// payer's signature does not recover under it. err is the refusal of a
+// transaction of in against tr. Either the signature or the domain learned
+// is a lie. Keeping the domain would refuse every later honest authorize
+// and charge of the token. The refusal stands. The next check recovers
+// nothing until a signature is accepted again.
 func (c *Client) forgetTokenDomain(t *verify.Terms, in Intent, tr *verify.Trust, err error) {
 	var ae *ArtifactError
 	if (in.Operation != OpAuthorize && in.Operation != OpCharge) || !errors.As(err, &ae) || ae.Field != "data.r" {

@@ -9,26 +9,30 @@ import (
 	"github.com/rail0/rail0-go/internal/verify"
 )
 
-// This file is the root's side of verification: what the gateway prepares
+// This file is the root's side of verification. What the gateway prepares
 // is checked against the payment and the caller's request before anything
-// is signed (README section 12.1 of the gateway guide). Every artifact of a
-// payment is fully determined by the payment's terms and the operation, so
-// the SDK recomputes each field locally and refuses any difference: a
+// is signed (section 12.1 of the gateway's README). Every artifact of a
+// payment is fully determined by the payment's terms and the operation. So
+// the SDK recomputes each field locally and refuses any difference. A
 // compromised, impersonated or buggy gateway cannot get a signature for
 // another amount, recipient, contract or chain.
 //
-// The checks themselves are pure functions in package internal/verify (the
-// terms and config_hash, the nonces, the payload and transaction checks, the
-// strict JSON reader, the EVM encoding they need, the pins). Here are the
-// errors and results a user sees, the low-level path that exposes the
-// checks to callers who drive prepare/submit themselves
-// (PaymentsService.VerifyPayload and VerifyTransaction), what the client
-// trusts, and the one adapter between the two packages' words. The package
-// is internal rather than public so that a low-level user has one way to
-// check an artifact, the Verify methods, beside the flows (STYLE.md 13); its
-// refusals are its own small types, turned here into ArtifactError,
-// UntrustedError and ValidationError, so that the root's exported errors
-// keep their whole documentation.
+// The checks themselves are pure functions in package internal/verify.
+// They cover the terms and config_hash, the nonces, the payload and the
+// transaction. That package also holds the strict JSON reader, the EVM
+// encoding the checks need, and the pins. Here are:
+//   - the errors and results a user sees;
+//   - the low-level path that exposes the checks to callers who drive
+//     prepare/submit themselves (PaymentsService.VerifyPayload and
+//     VerifyTransaction);
+//   - the one adapter between the two packages' words.
+//
+// The package is internal rather than public. So a low-level user has one
+// way to check an artifact, the Verify methods, beside the flows (STYLE.md
+// 13). Its refusals are its own small types. They are turned here into
+// ArtifactError, UntrustedError and ValidationError, so that the root's
+// exported errors keep their whole documentation. docs/security.md tells
+// users what is checked, and where the checks live.
 
 // ArtifactError reports a gateway artifact that differs from what the
 // payment and the caller's request determine. Nothing was signed or sent.
@@ -85,9 +89,9 @@ type Intent struct {
 	Operation Operation
 	// Signer is the address that will sign (and send) the artifact.
 	Signer string
-	// Amount is the amount asked for, for capture and refund: a human
-	// decimal such as "10.00", which VerifyPayload and VerifyTransaction
-	// turn into base units with the token's pinned decimals (the
+	// Amount is the amount asked for, for capture and refund. It is a
+	// human decimal such as "10.00". VerifyPayload and VerifyTransaction
+	// turn it into base units with the token's pinned decimals (the
 	// registry's or WithTrustedTokens), never the gateway's listing.
 	Amount string
 	// Reason is the bytes32 reason of a dispute or a dispute close; empty
@@ -96,12 +100,13 @@ type Intent struct {
 	// Signature is the payee's signature of the refund authorization that
 	// the refund transaction must carry (0x + 130 hex).
 	Signature string
-	// Expect is what the caller knows of the payment, its order, checked
-	// against the payment exactly as a flow's params' Expect is (see
-	// Expectation): the payment comes from the gateway, and only this, or
+	// Expect is what the caller knows of the payment: its order. It is
+	// checked against the payment exactly as a flow's params' Expect is
+	// (see Expectation). The payment comes from the gateway. Only this, or
 	// this client's record of the Create, tells it is the payment meant.
+	//
 	// The payer's signature needs the order's terms (ChainID, Mode, Token,
-	// Payee and Amount) unless this client created the payment; a refund
+	// Payee and Amount), unless this client created the payment. A refund
 	// needs Payer (recommended) or the Rail0ID of the merchant's own order
 	// record.
 	Expect Expectation
@@ -113,10 +118,10 @@ type VerifiedPayload struct {
 	// Digest is the EIP-712 digest of TypedData, for a signer that signs
 	// digests (a KMS, an HSM, a Signer).
 	Digest [32]byte
-	// TypedData is the EIP-712 document the digest was computed from,
-	// encoded by the SDK from the checked values, never the gateway's
-	// bytes: hand this to a wallet (eth_signTypedData_v4) so that what it
-	// signs is what was checked.
+	// TypedData is the EIP-712 document the digest was computed from. The
+	// SDK encodes it from the checked values, never the gateway's bytes.
+	// Hand this to a wallet (eth_signTypedData_v4), so that what it signs
+	// is what was checked.
 	TypedData json.RawMessage
 }
 
@@ -127,23 +132,28 @@ type VerifiedTransaction struct {
 	// sender signs.
 	Digest [32]byte
 	// Transaction is the checked transaction in unsigned_transaction's own
-	// form (chain_id, nonce, to, value, data, gas_limit,
-	// max_priority_fee_per_gas, max_fee_per_gas, from), encoded by the SDK:
+	// form: chain_id, nonce, to, value, data, gas_limit,
+	// max_priority_fee_per_gas, max_fee_per_gas, from. The SDK encodes it,
 	// every number a decimal string, from the checked sender. Build the
 	// transaction a wallet signs or sends from this, not from the
 	// gateway's string.
 	Transaction json.RawMessage
 }
 
-// checkRequest checks what a VerifyPayload (onChain false) or
-// VerifyTransaction (onChain true) call can be refused for without the
-// gateway: a payment given and well formed, an operation the method
-// serves, a signer who may sign it, an amount, reason and signature that
-// parse and apply to the operation (one that does not apply is refused: a
-// caller who set Amount for the payer's signature believed it checked), and
-// a well-formed expectation. Nothing is fetched for a call refused here.
-// It returns the payment's terms as decoded, for checkIntent to check
-// against the pins: the payment is decoded once.
+// checkRequest checks what a VerifyPayload or VerifyTransaction call can
+// be refused for without the gateway. onChain is true for
+// VerifyTransaction. It checks:
+//   - a payment given and well formed;
+//   - an operation the method serves;
+//   - a signer who may sign it;
+//   - an amount, reason and signature that parse and apply to the
+//     operation;
+//   - a well-formed expectation.
+//
+// A field that does not apply is refused: a caller who set Amount for the
+// payer's signature believed it checked. Nothing is fetched for a call
+// refused here. It returns the payment's terms as decoded, for
+// checkIntent to check against the pins. So the payment is decoded once.
 func checkRequest(payment *PaymentDetail, in Intent, onChain bool) (*verify.Terms, error) {
 	if payment == nil {
 		return nil, &ValidationError{Field: "payment", Reason: "is required"}
@@ -189,10 +199,10 @@ func checkRequest(payment *PaymentDetail, in Intent, onChain bool) (*verify.Term
 	return t, nil
 }
 
-// inapplicable refuses an Intent field that the operation does not use:
-// ignoring it would let a caller believe it was checked (an Amount stated
-// for the payer's signature, which signs the payment's whole amount, bound
-// nothing).
+// inapplicable refuses an Intent field that the operation does not use.
+// Ignoring it would let a caller believe it was checked. An Amount stated
+// for the payer's signature, say, bound nothing: that signature covers the
+// payment's whole amount.
 func inapplicable(in Intent, onChain bool) error {
 	what := "the payer's signature"
 	if in.Operation != "" {
@@ -226,29 +236,42 @@ func baseUnits(t *verify.Terms, field, amount string) (string, error) {
 }
 
 // VerifyPayload checks a signing_payload against payment and intent before
-// anyone signs it, and returns the EIP-712 digest to sign with the typed
-// data it was computed from, encoded by the SDK from the checked values:
-// give a wallet that TypedData, never the gateway's payload. intent.Operation
-// is empty for the payer's signature of the payment (payment.SigningPayload)
-// and OpRefund for the refund authorization of PrepareRefund, with
-// intent.Amount the human refund amount. The payment's own fields are
-// checked first (config_hash, the chain's trusted contract, the token's
-// pinned decimals), then bound to what the caller meant as a flow's payment
-// is: intent.Expect and this client's record of the Create must match it,
-// and the payer's signature and a refund need one of them (ErrUnbound
-// otherwise; see Intent.Expect); for the payer's signature, its expiries
-// are bounded as PayerSign bounds them (WithExpiryBounds). The payload is read strictly: a repeated key, keys that
-// differ only by case or Unicode folding ("Domain" beside "domain"), or a
-// key EIP-712 does not define, at any level, is refused, since
-// encoding/json and a wallet would read such a payload differently. A
-// mismatch is an *ArtifactError naming the field; a chain or token neither
-// the registry nor the client's pins trust is an *UntrustedError; a nil
-// payment or an intent that cannot be served (a field the operation does
-// not use included) is a *ValidationError.
+// anyone signs it. It returns the EIP-712 digest to sign, with the typed
+// data it was computed from. The SDK encodes that TypedData from the
+// checked values. Give a wallet the TypedData, never the gateway's
+// payload.
+//
+// intent.Operation is empty for the payer's signature of the payment
+// (payment.SigningPayload). It is OpRefund for the refund authorization of
+// PrepareRefund, with intent.Amount the human refund amount.
+//
+// The payment's own fields are checked first: config_hash, the chain's
+// trusted contract, the token's pinned decimals. Then the payment is bound
+// to what the caller meant, as a flow's payment is. intent.Expect and this
+// client's record of the Create must match it. The payer's signature and a
+// refund need one of them, or the call fails with ErrUnbound (see
+// Intent.Expect). The payer's signature has its expiries bounded as
+// PayerSign bounds them (WithExpiryBounds).
+//
+// The payload is read strictly, at every level. These are refused:
+//   - a repeated key;
+//   - keys that differ only by case or Unicode folding ("Domain" beside
+//     "domain");
+//   - a key EIP-712 does not define.
+//
+// Such a payload would be read one way by encoding/json and another by a
+// wallet.
+//
+// The errors:
+//   - a mismatch is an *ArtifactError naming the field;
+//   - a chain or token neither the registry nor the client's pins trust
+//     is an *UntrustedError;
+//   - a nil payment, or an intent that cannot be served (a field the
+//     operation does not use included), is a *ValidationError.
 //
 // It sends no request: what it checks against is the client's own. It
-// remembers the payer payloads it passed (the last 1024 payments), so
-// that SubmitSignature can reconcile a signature on file.
+// remembers the payer payloads it passed (the last 1024 payments). So
+// SubmitSignature can reconcile a signature on file.
 func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDetail, intent Intent, payload json.RawMessage) (*VerifiedPayload, error) {
 	decoded, err := checkRequest(payment, intent, false)
 	if err != nil {
@@ -278,20 +301,29 @@ func (s *PaymentsService) VerifyPayload(ctx context.Context, payment *PaymentDet
 	return &VerifiedPayload{Digest: pc.Digest, TypedData: pc.TypedData()}, nil
 }
 
-// VerifyTransaction checks an unsigned_transaction prepared for
-// intent.Operation against payment and intent before anyone signs it: chain,
-// contract, zero value, sender, account nonce, gas bounds (gas_limit per
-// operation and the fee per chain, or WithFeeCap), the function selector,
-// the payment id, the Payment tuple, and the operation's own arguments (the
-// amount asked for, the dispute reason, the refund signature, the payer's
-// signature). It returns the digest to sign and the transaction it was
-// computed from, encoded by the SDK: build what a wallet signs or sends
-// from that Transaction, never from the gateway's string. The transaction
-// is read as strictly as VerifyPayload reads a payload, and the payment is
-// bound to what the caller meant as VerifyPayload binds it. A mismatch is an
-// *ArtifactError naming the field; a chain or token neither the registry
-// nor the client's pins trust is an *UntrustedError; a nil payment or an
-// intent that cannot be served is a *ValidationError.
+// VerifyTransaction checks an unsigned_transaction against payment and
+// intent before anyone signs it. The transaction was prepared for
+// intent.Operation. It checks:
+//   - the chain, the contract, a zero value and the sender;
+//   - the account nonce;
+//   - the gas bounds: gas_limit per operation and the fee per chain, or
+//     WithFeeCap;
+//   - the function selector, the payment id and the Payment tuple;
+//   - the operation's own arguments: the amount asked for, the dispute
+//     reason, the refund signature, the payer's signature.
+//
+// It returns the digest to sign and the transaction it was computed from,
+// encoded by the SDK. Build what a wallet signs or sends from that
+// Transaction, never from the gateway's string. The transaction is read as
+// strictly as VerifyPayload reads a payload. The payment is bound to what
+// the caller meant as VerifyPayload binds it.
+//
+// The errors:
+//   - a mismatch is an *ArtifactError naming the field;
+//   - a chain or token neither the registry nor the client's pins trust
+//     is an *UntrustedError;
+//   - a nil payment or an intent that cannot be served is a
+//     *ValidationError.
 //
 // It sends no request: what it checks against is the client's own.
 func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *PaymentDetail, intent Intent, unsignedTransaction string) (*VerifiedTransaction, error) {
@@ -315,9 +347,10 @@ func (s *PaymentsService) VerifyTransaction(ctx context.Context, payment *Paymen
 	return &VerifiedTransaction{Digest: tx.SigningHash(), Transaction: tx.Canonical(from)}, nil
 }
 
-// requireBinding refuses, as a flow does (flow.requireBinding), a payer's
-// signature or a refund that nothing binds to the payment the caller meant:
-// neither this client's record of the Create nor intent.Expect.
+// requireBinding refuses a payer's signature or a refund that nothing
+// binds to the payment the caller meant. A flow refuses it the same way
+// (flow.requireBinding). The binding is this client's record of the
+// Create, or intent.Expect.
 func (s *PaymentsService) requireBinding(payment *PaymentDetail, intent Intent) error {
 	_, _, asked := s.client.created.lookup(payment.ID)
 	if !unbound(intent.Operation, asked, false, intent.Expect) {
@@ -326,11 +359,14 @@ func (s *PaymentsService) requireBinding(payment *PaymentDetail, intent Intent) 
 	return fmt.Errorf("%w: %s; nothing was signed", ErrUnbound, bindHow(intent.Operation, oneLine(payment.ID), "Intent.Expect", false))
 }
 
-// checkIntent checks the payment, whose terms checkRequest decoded (t),
-// against the pins (as checkPayment does), binds it to what the caller
-// meant (intent.Expect, and this client's record of the Create, as a
-// flow's bind does), turns intent's human amount into base units and
-// returns the terms, the intent so completed and the trust it checked
+// checkIntent checks the payment and readies intent for the checks. t is
+// the payment's terms, as checkRequest decoded them. It:
+//   - checks the terms against the pins, as checkPayment does;
+//   - binds the payment to what the caller meant, as a flow's bind does:
+//     intent.Expect, and this client's record of the Create;
+//   - turns intent's human amount into base units.
+//
+// It returns the terms, the intent so completed and the trust it checked
 // with.
 func (s *PaymentsService) checkIntent(payment *PaymentDetail, t *verify.Terms, intent Intent) (*verify.Terms, Intent, *verify.Trust, error) {
 	tr := s.client.trust()
@@ -405,8 +441,9 @@ func fromVerify(err error) error {
 // message, as the checks do (verify.Clip).
 func clip(s string) string { return verify.Clip(s) }
 
-// checkPayment decodes p's terms and checks them against tr (the terms the
-// contract accepts, the pins, config_hash): verify.CheckPayment.
+// checkPayment decodes p's terms and checks them against tr:
+// verify.CheckPayment. It checks the terms the contract accepts, the pins
+// and config_hash.
 func checkPayment(p *PaymentDetail, tr *verify.Trust) (*verify.Terms, error) {
 	if p == nil {
 		return nil, &ValidationError{Field: "payment", Reason: "is required"}

@@ -16,17 +16,17 @@ import (
 // limit.
 
 // Polling limits of WaitForStatus, WaitForTransaction and PayerSign. The
-// gateway allows a session 300 requests per 60 s, one every 200 ms on
-// average, shared by everything the session does; the default starts at one
-// poll per second and slows down to one per ten seconds, since
-// confirmations take from seconds to minutes.
+// gateway allows a session 300 requests per 60 s: one every 200 ms on
+// average, shared by everything the session does. The default starts at
+// one poll per second and slows down to one per ten seconds. Confirmations
+// take from seconds to minutes.
 const (
-	// MinPollInterval is the shortest wait between two polls: the session
-	// rate limit's average spacing (60 s / 300).
+	// MinPollInterval is the shortest wait between two polls. It is the
+	// session rate limit's average spacing (60 s / 300).
 	MinPollInterval = 200 * time.Millisecond
 	// DefaultPollInterval is the first wait between polls.
 	DefaultPollInterval = time.Second
-	// DefaultMaxPollInterval is the longest wait between polls; the wait
+	// DefaultMaxPollInterval is the longest wait between polls. The wait
 	// grows by half after each poll until it reaches it.
 	DefaultMaxPollInterval = 10 * time.Second
 )
@@ -39,12 +39,14 @@ type waitConfig struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// newWaitConfig returns the pacing of a poll from the first wait between
-// polls and the longest one, as the params of WaitForStatus,
-// WaitForTransaction and PayerSign give them: zero means DefaultPollInterval
-// and DefaultMaxPollInterval (at least first); values below MinPollInterval
-// are raised to it, so a poller never outpaces the session rate limit on
-// its own; a negative value, or last below first, is a *ValidationError.
+// newWaitConfig returns the pacing of a poll. first is the first wait
+// between polls and last the longest one, as the params of WaitForStatus,
+// WaitForTransaction and PayerSign give them:
+//   - zero means DefaultPollInterval and DefaultMaxPollInterval (at least
+//     first);
+//   - values below MinPollInterval are raised to it, so a poller never
+//     outpaces the session rate limit on its own;
+//   - a negative value, or last below first, is a *ValidationError.
 func (c *Client) newWaitConfig(first, last time.Duration) (*waitConfig, error) {
 	if first < 0 || last < 0 {
 		return nil, &ValidationError{Field: "poll_interval", Reason: "is negative"}
@@ -95,9 +97,10 @@ type waitCondition struct {
 	statuses []PaymentStatus
 }
 
-// TransactionFailedError is a transaction that the gateway marked failed:
-// reverted on chain, or rejected before reaching it. Code uses the same
-// values as error responses (for example CodeNonceTooLow: prepare again).
+// TransactionFailedError is a transaction that the gateway marked failed.
+// It was reverted on chain, or rejected before reaching it. Code uses the
+// same values as error responses (for example CodeNonceTooLow: prepare
+// again).
 type TransactionFailedError struct {
 	// PaymentID is the payment the transaction belongs to.
 	PaymentID string
@@ -136,28 +139,31 @@ func (e *TransactionFailedError) Is(target error) bool { return target == ErrTra
 type PaymentWaitForStatusParams struct {
 	// Statuses are the statuses to wait for; at least one is required.
 	Statuses []PaymentStatus
-	// PollInterval is the first wait between polls, growing by half after
-	// each poll up to MaxPollInterval; zero means DefaultPollInterval and
-	// DefaultMaxPollInterval, and values below MinPollInterval are raised
-	// to it.
+	// PollInterval is the first wait between polls. It grows by half after
+	// each poll, up to MaxPollInterval. Zero means DefaultPollInterval and
+	// DefaultMaxPollInterval. Values below MinPollInterval are raised to
+	// it.
 	PollInterval, MaxPollInterval time.Duration
 }
 
 // WaitForStatus polls the payment until its status is one of
-// params.Statuses and returns the payment as last read. A failed
-// transaction never changes a payment's status, so after submitting a step
-// prefer WaitForTransaction, which stops as soon as the transaction fails.
+// params.Statuses. It returns the payment as last read. A failed
+// transaction never changes a payment's status. So after submitting a
+// step, prefer WaitForTransaction: it stops as soon as the transaction
+// fails.
 //
-// Each poll is a GET /payments/{id} through the client's retry rules (and
-// its pacing, when the client has WithPacing). A 429 is not fatal: the next
-// poll waits at least its Retry-After (capped by WithRetryAfterCap), unless
-// that wait cannot end before ctx's deadline, when the 429 comes back at
-// once. Other errors end the wait. Between polls WaitForStatus waits
-// params.PollInterval, growing to params.MaxPollInterval, never less than
-// MinPollInterval: with the defaults, one waiter uses at most a fifth of the
-// session's budget, and soon much less. It returns ctx's error as soon as
-// ctx ends (matching the *APIError too when it was waiting out a 429); give
-// it a generous deadline, since confirmations can take minutes.
+// Each poll is a GET /payments/{id} through the client's retry rules. It
+// also goes through the client's pacing, when the client has WithPacing.
+// A 429 is not fatal: the next poll waits at least its Retry-After (capped
+// by WithRetryAfterCap). If that wait cannot end before ctx's deadline,
+// the 429 comes back at once. Other errors end the wait.
+//
+// Between polls WaitForStatus waits params.PollInterval, growing to
+// params.MaxPollInterval, never less than MinPollInterval. With the
+// defaults, one waiter uses at most a fifth of the session's budget, and
+// soon much less. It returns ctx's error as soon as ctx ends. That error
+// matches the *APIError too when it was waiting out a 429. Give it a
+// generous deadline: confirmations can take minutes.
 //
 // GET /payments/{id} — a participant.
 func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params PaymentWaitForStatusParams) (*PaymentDetail, error) {
@@ -172,8 +178,8 @@ func (s *PaymentsService) WaitForStatus(ctx context.Context, id string, params P
 	return p, err
 }
 
-// wait polls the payment until cond holds, paced by cfg, and returns the
-// last payment read with the transaction cond waited for (nil when it
+// wait polls the payment until cond holds, paced by cfg. It returns the
+// last payment read, with the transaction cond waited for (nil when it
 // waits for a status).
 func (s *PaymentsService) wait(ctx context.Context, id string, cond waitCondition, cfg *waitConfig) (*PaymentDetail, *Transaction, error) {
 	for {
@@ -190,11 +196,11 @@ func (s *PaymentsService) wait(ctx context.Context, id string, cond waitConditio
 			if !errors.As(err, &throttled) || throttled.StatusCode != http.StatusTooManyRequests {
 				return nil, nil, err
 			}
-			// Wait at least the gateway's instruction, bounded like every
-			// server-given wait by the client's RetryAfterCap. As for a
-			// retry (the package doc's retry contract), a wait that cannot
-			// end before the deadline is not started: the 429 comes back
-			// now.
+			// Wait at least the gateway's instruction. Like every
+			// server-given wait, it is bounded by the client's
+			// RetryAfterCap. As for a retry (the package doc's retry
+			// contract), a wait that cannot end before the deadline is not
+			// started: the 429 comes back now.
 			wait = max(wait, min(throttled.RetryAfter, s.client.policy.retryAfterCap))
 			if wait >= timeLeft(ctx, s.client.now()) {
 				return nil, nil, err
@@ -210,8 +216,8 @@ func (s *PaymentsService) wait(ctx context.Context, id string, cond waitConditio
 }
 
 // check reports whether the condition holds for p, or the error that ends
-// the wait, with the transaction it waits for (nil when it waits for a
-// status or the payment does not show it).
+// the wait. It returns the transaction it waits for too. That is nil when
+// it waits for a status, or when the payment does not show it.
 func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 	if c.transactionID == "" {
 		return nil, slices.Contains(c.statuses, p.Status), nil
@@ -244,8 +250,9 @@ func (c waitCondition) check(p *PaymentDetail) (*Transaction, bool, error) {
 }
 
 // notSentAs reports why tx, the row a wait found, is not the transaction
-// whose hash is hash; "" when it may be (it carries hash, or no hash yet
-// and is not confirmed): the rows of verify.ArtAwaitedRow.
+// whose hash is hash. It returns "" when it may be: it carries hash, or
+// carries no hash yet and is not confirmed. The checks are the rows of
+// verify.ArtAwaitedRow.
 func notSentAs(tx *Transaction, hash verify.Word) string {
 	return reasonFor(verify.CheckAwaitedRow(rowOf(tx), hash))
 }
@@ -253,12 +260,12 @@ func notSentAs(tx *Transaction, hash verify.Word) string {
 // PaymentWaitForTransactionParams says which transaction WaitForTransaction
 // waits for, besides its id, and how often it polls.
 type PaymentWaitForTransactionParams struct {
-	// TransactionHash, 0x + 64 hex, is the hash of the transaction sent:
-	// the Transaction a flow, Submit or SubmitByHash returned carries it.
-	// When set, only the row txID carrying it counts: a row confirmed
-	// under another hash is another step (a gateway or proxy naming an
-	// earlier, confirmed row in its answers), not this one. Set it
-	// whenever you have it; empty waits for txID alone, as before.
+	// TransactionHash, 0x + 64 hex, is the hash of the transaction sent.
+	// The Transaction a flow, Submit or SubmitByHash returned carries it.
+	// When set, only the row txID carrying it counts. A row confirmed
+	// under another hash is another step, not this one. (A gateway or
+	// proxy may name an earlier, confirmed row in its answers.) Set it
+	// whenever you have it. Empty waits for txID alone.
 	TransactionHash string
 	// PollInterval and MaxPollInterval pace the polls as they pace
 	// WaitForStatus's (see PaymentWaitForStatusParams).
@@ -266,14 +273,14 @@ type PaymentWaitForTransactionParams struct {
 }
 
 // WaitForTransaction waits until the payment's transaction txID is
-// confirmed and returns it; a failed transaction is a
+// confirmed and returns it. A failed transaction is a
 // *TransactionFailedError, returned as soon as the gateway reports it. It
 // polls as WaitForStatus does. txID is a UUID and compares ignoring case.
 //
-// With params.TransactionHash, the row must carry that hash: a row txID
+// With params.TransactionHash, the row must carry that hash. A row txID
 // that carries another, or is confirmed without one, ends the wait with
-// ErrUnknownTransaction, never a success; the payment having no row txID
-// does too, with or without it. A malformed hash is a *ValidationError
+// ErrUnknownTransaction, never a success. So does a payment with no row
+// txID, with or without a hash. A malformed hash is a *ValidationError
 // before any request.
 //
 // GET /payments/{id} — a participant.

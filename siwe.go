@@ -24,16 +24,16 @@ const (
 )
 
 // SIWEMessage is a Sign-In with Ethereum (EIP-4361) message in the exact
-// layout the gateway parses. Build one, check it with Validate, and have the
-// account sign String() with EIP-191 personal_sign, then trade it with
-// Auth.Verify. A client created WithSigner, and Auth.WalletProof, do all of
-// this.
+// layout the gateway parses. Build one and check it with Validate. Have
+// the account sign String() with EIP-191 personal_sign. Then trade it with
+// Auth.Verify. A client created WithSigner, and Auth.WalletProof, do all
+// of this.
 type SIWEMessage struct {
-	// Domain is the bare host the gateway accepts, such as "api.rail0.xyz":
-	// no scheme, no port, no path.
+	// Domain is the bare host the gateway accepts, such as
+	// "api.rail0.xyz". It has no scheme, no port, no path.
 	Domain string
 	// Address is the signing account in EIP-55 checksummed form. The root
-	// package does not compute checksums (it does not link go-ethereum), so
+	// package does not compute checksums: it does not link go-ethereum. So
 	// the Signer must supply it.
 	Address string
 	// Statement is StatementLogin or StatementAddWallet.
@@ -50,9 +50,9 @@ type SIWEMessage struct {
 	IssuedAt time.Time
 }
 
-// String returns the message text to sign: the EIP-4361 layout, lines
-// joined with "\n" and no trailing newline. It does not validate; call
-// Validate first.
+// String returns the message text to sign. It is the EIP-4361 layout,
+// lines joined with "\n", with no trailing newline. It does not validate;
+// call Validate first.
 func (m SIWEMessage) String() string {
 	var b strings.Builder
 	b.WriteString(m.Domain)
@@ -72,8 +72,8 @@ func (m SIWEMessage) String() string {
 }
 
 // Validate checks the fields the gateway parses strictly. A layout slip is
-// then reported here with the field at fault, rather than as a bare
-// invalid_siwe from the gateway. Each problem is a *ValidationError whose
+// then reported here with the field at fault. It is not left to the
+// gateway's bare invalid_siwe. Each problem is a *ValidationError whose
 // Field is "siwe.<field>".
 func (m SIWEMessage) Validate() error {
 	fail := func(field, reason string) error {

@@ -8,9 +8,9 @@ import (
 	"github.com/rail0/rail0-go/internal/ops"
 )
 
-// Token is a token of the gateway's catalog on one chain, and the form of a
-// WithTrustedTokens pin. A listed Decimals is the gateway's word: the SDK's
-// checks never use it, and an amount you will sign is best converted
+// Token is a token of the gateway's catalog on one chain. It is also the
+// form of a WithTrustedTokens pin. A listed Decimals is the gateway's
+// word: the SDK's checks never use it. Convert an amount you will sign
 // (ToBaseUnits, FormatAmount) with the decimals of package registry or of
 // your own pin.
 type Token struct {
@@ -18,8 +18,8 @@ type Token struct {
 	Symbol   string `json:"symbol"`
 	Address  string `json:"address"`
 	Decimals int64  `json:"decimals"`
-	// Active is false for a retired token, which old payments may still
-	// reference but new ones cannot use.
+	// Active is false for a retired token. Old payments may still
+	// reference it, but new ones cannot use it.
 	Active bool `json:"active"`
 }
 

@@ -19,8 +19,8 @@ type Wallet struct {
 	Label string `json:"label"`
 	// Active is false once the wallet was deactivated.
 	Active bool `json:"active"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -50,8 +50,8 @@ type WalletToken struct {
 	Wallet     Wallet     `json:"wallet"`
 	Token      Token      `json:"token"`
 	Blockchain Blockchain `json:"blockchain"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -60,13 +60,13 @@ type WalletBalances struct {
 	WalletID string         `json:"wallet_id"`
 	Address  string         `json:"address"`
 	Balances []ChainBalance `json:"balances"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
 // ChainBalance is a wallet's balances on one chain. When the chain's node
-// could not be read, Error is set and Native and Tokens are nil: one
+// could not be read, Error is set and Native and Tokens are nil. One
 // unreachable chain does not fail the whole call.
 type ChainBalance struct {
 	ChainID     int64          `json:"chain_id"`
@@ -157,7 +157,7 @@ func (s *WalletsService) List(ctx context.Context, accountID string, params Wall
 }
 
 // All iterates over every page of an account's wallets, from params.Page
-// on. It stops at the first error, which it yields; params is not
+// on. It stops at the first error, which it yields. params is not
 // modified.
 //
 // GET /accounts/{account_id}/wallets — a session of that account.
@@ -165,9 +165,9 @@ func (s *WalletsService) All(ctx context.Context, accountID string, params Walle
 	return listAll[WalletWithTokens](ctx, s.client, listAccountWallets, pathArgs{accountID}, params.values())
 }
 
-// WalletCreateParams registers a wallet: the wallet's ownership proof (from
-// Auth.WalletProof, signed by the wallet being added) and an optional
-// label.
+// WalletCreateParams registers a wallet. It carries the wallet's ownership
+// proof and an optional label. The proof comes from Auth.WalletProof,
+// signed by the wallet being added.
 type WalletCreateParams struct {
 	WalletProof
 	Label string `json:"label,omitempty"`
@@ -179,9 +179,10 @@ var createWallet = declare(ops.CreateWallet)
 // from the session's: one account can own several payee wallets. The wallet
 // accepts no token until AcceptToken.
 //
-// POST /accounts/{account_id}/wallets — a session of that account. 409
-// when the address is registered to any account; 422 when the proof is
-// refused (a login proof is refused with siwe_purpose_mismatch).
+// POST /accounts/{account_id}/wallets — a session of that account. It
+// answers 409 when the address is registered to any account. It answers
+// 422 when the proof is refused; a login proof is refused with
+// siwe_purpose_mismatch.
 func (s *WalletsService) Create(ctx context.Context, accountID string, params WalletCreateParams) (*Wallet, error) {
 	for _, f := range []struct{ name, value string }{
 		{"address", params.Address}, {"message", params.Message}, {"signature", params.Signature},
@@ -301,10 +302,11 @@ type WalletAcceptTokenParams struct {
 
 var enableWalletToken = declare(ops.EnableWalletToken)
 
-// AcceptToken makes a wallet accept a token: it creates the holding, or
-// reactivates and updates an existing one (an upsert). Created is true when
-// the holding is new (201) and false when an existing one was reactivated
-// or updated (200); both return the holding. StopAcceptingToken undoes it.
+// AcceptToken makes a wallet accept a token. It creates the holding, or
+// reactivates and updates an existing one (an upsert). Both return the
+// holding. Created is true when the holding is new (201). It is false when
+// an existing one was reactivated or updated (200). StopAcceptingToken
+// undoes it.
 //
 // POST /accounts/{account_id}/wallets/{id}/tokens — a session of that
 // account. 422 unknown_chain or unknown_token for a token not in the
@@ -330,7 +332,7 @@ func (s *WalletsService) AcceptToken(ctx context.Context, accountID, id string, 
 type WalletAcceptTokenResult struct {
 	// Token is the holding.
 	Token WalletToken
-	// Created is true when the holding is new (201), false when an
+	// Created is true when the holding is new (201). It is false when an
 	// existing one was reactivated or updated (200).
 	Created bool
 	// Response is the metadata of the call.
@@ -340,11 +342,11 @@ type WalletAcceptTokenResult struct {
 var disableWalletToken = declare(ops.DisableWalletToken)
 
 // StopAcceptingToken stops a wallet accepting a token. The holding is not
-// removed: it stays listed, inactive and no longer the default, and
-// AcceptToken or EnableToken turn it back on. DisableToken has the same
-// effect and answers with the holding; this is the contract's DELETE,
-// answered without a body (the *Response is the call's metadata). tokenID
-// is the token's UUID (WalletTokenHolding.TokenID), not its address.
+// removed. It stays listed, inactive and no longer the default. AcceptToken
+// or EnableToken turn it back on. DisableToken has the same effect and
+// answers with the holding. This is the contract's DELETE, answered
+// without a body; the *Response is the call's metadata. tokenID is the
+// token's UUID (WalletTokenHolding.TokenID), not its address.
 //
 // DELETE /accounts/{account_id}/wallets/{id}/tokens/{token_id} — a session
 // of that account.
@@ -366,9 +368,9 @@ func (s *WalletsService) EnableToken(ctx context.Context, accountID, id, tokenID
 
 var disableExistingWalletToken = declare(ops.DisableExistingWalletToken)
 
-// DisableToken switches an existing holding off and returns it: it stays
-// listed, inactive and no longer the default (see StopAcceptingToken).
-// tokenID is the token's UUID.
+// DisableToken switches an existing holding off and returns it. The
+// holding stays listed, inactive and no longer the default (see
+// StopAcceptingToken). tokenID is the token's UUID.
 //
 // PATCH /accounts/{account_id}/wallets/{id}/tokens/{token_id}/disable — a
 // session of that account.

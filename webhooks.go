@@ -15,9 +15,9 @@ import (
 )
 
 // WebhookTopic is the event a webhook subscribes to, and the topic of a
-// delivery (package webhook decodes deliveries into this package's types).
-// The gateway may add topics; an unknown one decodes unchanged and compares
-// unequal to every constant below.
+// delivery. Package webhook decodes deliveries into this package's types.
+// The gateway may add topics. An unknown one decodes unchanged and
+// compares unequal to every constant below.
 type WebhookTopic string
 
 // Topics known when this package was written.
@@ -62,24 +62,26 @@ type Webhook struct {
 	CircuitFailureCount int64     `json:"circuit_failure_count"`
 	CreatedAt           time.Time `json:"created_at"`
 	UpdatedAt           time.Time `json:"updated_at"`
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
-// WebhookWithSecret is a webhook with its shared secret, which the gateway
-// returns only on creation and rotation: store it (read it with
-// SharedSecret), since it verifies every delivery. The secret is never
-// printed: String, Format (every fmt verb) and LogValue omit it, and it is
-// held where no reflection-based printer or encoder reaches it (see
-// Session), so a WebhookWithSecret in an unexported field of the
-// application's own struct, or encoded with encoding/json, encoding/xml or
-// gob, shows no secret either.
+// WebhookWithSecret is a webhook with its shared secret. The gateway
+// returns the secret only on creation and rotation. Store it (read it with
+// SharedSecret): it verifies every delivery.
+//
+// The secret is never printed. String, Format (every fmt verb) and
+// LogValue omit it. It is held where no reflection-based printer or
+// encoder reaches it (see Session). So no secret shows in two more cases:
+//   - a WebhookWithSecret in an unexported field of the application's own
+//     struct;
+//   - a WebhookWithSecret encoded with encoding/json, encoding/xml or gob.
 type WebhookWithSecret struct {
 	Webhook
 	sharedSecret *secret.Value
-	// Response is the metadata of the call that returned this value; nil
-	// on a value nested in another call's result.
+	// Response is the metadata of the call that returned this value. It is
+	// nil on a value nested in another call's result.
 	Response *Response `json:"-"`
 }
 
@@ -157,8 +159,8 @@ type WebhookCreateParams struct {
 
 var createWebhook = declare(ops.CreateWebhook)
 
-// Create registers a webhook and returns it with its shared secret, which
-// is shown only here and on rotation.
+// Create registers a webhook and returns it with its shared secret. The
+// secret is shown only here and on rotation.
 //
 // POST /webhooks — a session of an account.
 func (s *WebhooksService) Create(ctx context.Context, params WebhookCreateParams) (*WebhookWithSecret, error) {
@@ -303,9 +305,10 @@ func (s *WebhooksService) Disable(ctx context.Context, id string) (*Webhook, err
 
 var rotateWebhookSecret = declare(ops.RotateWebhookSecret)
 
-// RotateSecret replaces the webhook's shared secret and returns the new one,
-// shown only here. Deliveries signed before the rotation may still arrive:
-// keep accepting the old one for a while, as webhook.NewVerifier(new, old).
+// RotateSecret replaces the webhook's shared secret and returns the new
+// one, shown only here. Deliveries signed before the rotation may still
+// arrive. Keep accepting the old one for a while, as
+// webhook.NewVerifier(new, old).
 //
 // PUT /webhooks/{id}/rotate_secret — a session of the owning account.
 func (s *WebhooksService) RotateSecret(ctx context.Context, id string) (*WebhookWithSecret, error) {
@@ -387,10 +390,10 @@ func (s *WebhooksService) AllEventCallbacks(ctx context.Context, id string, para
 
 var redeliverEventCallback = declare(ops.RedeliverEventCallback)
 
-// Redeliver queues a recorded delivery to be sent again: the same body (same
-// event id) with a new timestamp and signature. It returns the queue status
-// (Status "queued"); queued is not delivered. A disabled or open-circuit webhook
-// silently drops it, so call ResetCircuit first.
+// Redeliver queues a recorded delivery to be sent again. It sends the same
+// body (same event id) with a new timestamp and signature. It returns the
+// queue status (Status "queued"); queued is not delivered. A disabled or
+// open-circuit webhook silently drops it, so call ResetCircuit first.
 //
 // POST /webhooks/{id}/event_callbacks/{callback_id}/redeliver — a session
 // of the owning account.
