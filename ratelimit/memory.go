@@ -42,8 +42,8 @@ const (
 //   - In the gateway's own windows, with Reservation.FixedWindows (a
 //     rail0.Client always sets it). Rack::Attack numbers its windows ⌊t/P⌋
 //     since the Unix epoch. So the whole budget may go at each window's
-//     opening, and a slot sent late in one window costs the next nothing
-//     (see alignedAt). This needs the gateway's clock and ours to agree
+//     opening. A slot sent late in one window costs the next nothing (see
+//     alignedAt). This needs the gateway's clock and ours to agree
 //     within the clock allowance. That is a five-hundredth of the period,
 //     at most 100 ms; NTP does far better.
 //   - By the sliding rule, which needs no clock agreement. A log of the
@@ -237,8 +237,8 @@ func (s *partitionState) prune(now int64, keep int, period time.Duration) {
 }
 
 // index returns the position of ticket in the log, or -1. Admissions at
-// the same time are interchangeable, so the last of them stands for the
-// ticket (the strictest for the budget check).
+// the same time are interchangeable. So the last of them stands for the
+// ticket: the strictest for the budget check.
 func (s *partitionState) index(ticket int64) int {
 	if ticket == 0 {
 		return -1
@@ -354,7 +354,7 @@ func (s *partitionState) reserveGuessed(r Reservation, now int64) Admission {
 // the caller's room. at gives the first time the rule admits the slot from
 // a time, against the log without the slot. ok is false when no slot is
 // held. It is false too when the partition closed again while the caller
-// slept: the slot is gone and the caller queues again.
+// slept. The slot is then gone, and the caller queues again.
 func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(from int64) int64) (adm Admission, ok bool) {
 	i := s.index(r.Ticket)
 	if i < 0 {
@@ -443,17 +443,17 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 // keeps the rule for shared budgets until it is forgotten.
 func (s *partitionState) lone() bool { return !s.shared && !s.varied }
 
-// behindIn is the slot of s's late retry when it is still held, in a
-// window w probes after the first. Else it is zero.
+// behindIn is the slot of s's late retry when it is still held, in a window
+// w probes after the first. Else it is zero.
 //
-// Alone behind its budget, a partition's probe beyond it is refused in
-// every window in which more calls wait than the budget admits. Its retry
-// waits the whole Retry-After (see Reservation.After). So it lands late in
-// the next window, by the probe's phase plus a round trip. Say that
-// window's probes waited for it, as they wait for every other slot. Then
-// the next refused probe would go later still. The phase would drift by a
-// round trip and a step per window, delaying the last window's calls. That
-// was the one-process regression of the probes.
+// Take a partition alone behind its budget. Its probe beyond the budget is
+// refused in every window in which more calls wait than the budget admits.
+// Its retry waits the whole Retry-After (see Reservation.After). So it
+// lands late in the next window, by the probe's phase plus a round trip.
+// Say that window's probes waited for it, as they wait for every other
+// slot. Then the next refused probe would go later still. The phase would
+// drift by a round trip and a step per window, delaying the last window's
+// calls. That was the one-process regression of the probes.
 //
 // So, while the partition looks alone (see lone), such a retry is held a
 // step after its Retry-After. It lends its place in the budget to a probe
@@ -465,10 +465,10 @@ func (s *partitionState) lone() bool { return !s.shared && !s.varied }
 //     its Retry-After being over.
 //   - None has. The retry goes in its place (see confirmBehind).
 //
-// The refused probe goes a step after the opening whatever the phase of
-// the retry, so the phase cannot drift. The first probed window keeps the
-// rule of every other slot. Its late retry is the clean window's probe, a
-// call the streak refused, which keeps its place before later calls.
+// The refused probe goes a step after the opening whatever the phase of the
+// retry, so the phase cannot drift. The first probed window keeps the rule
+// of every other slot. Its late retry is the clean window's probe, a call
+// the streak refused, which keeps its place before later calls.
 func (s *partitionState) behindIn(w windows) int64 {
 	if s.behind == 0 || !w.lateIn(s.behind) {
 		return 0
@@ -495,8 +495,9 @@ func (w windows) lateIn(t int64) bool {
 func confirmBehind(_ []int64, _ int64, _ windows, t int64) int64 { return t }
 
 // reopensFor is when the partition reopens for r: when its cooldown ends.
-// For a clamped or guessed retry (see Reservation.Clamped and Guessed) it
-// is when the latest instruction the gateway gave ends, if that is sooner.
+// A clamped or guessed retry (see Reservation.Clamped and Guessed) may go
+// sooner. For it, the partition reopens when the latest instruction the
+// gateway gave ends, if that is sooner.
 // A cooldown a short Retry-After lengthened is the limiter's guess, not
 // the gateway's word. So is a window's end the limiter worked out.
 func (s *partitionState) reopensFor(r Reservation) int64 {
@@ -533,7 +534,7 @@ func (s *partitionState) probes(configured Budget) bool {
 //   - The later rounds go a pace apart. The pace is the typical round trip
 //     (Reservation.Step), at most the margin and at least a millisecond.
 //
-// Why a pace and not the margin: under a heavy tail of round trips the
+// Why a pace and not the margin? Under a heavy tail of round trips, the
 // margin is many times the typical one. Rounds a margin apart would come
 // too late to fill a window others left. A round sent before a slow answer
 // of the previous one is back costs at most its own size in 429s. That is
@@ -633,10 +634,10 @@ type windows struct {
 // A partition sharing its budget has its refused probes retried a whole
 // Retry-After later: Rack::Attack sends the period, not the time left.
 // They land late in the next window, several of them when a round of
-// probes was refused. Say that window's probes waited for them, as the
-// probes of a partition alone wait for every slot but its one late retry
-// (see behindIn). Then the window would take only the learned share until
-// then, and the last window's calls would go that much later. Probes that
+// probes was refused. Say that window's probes waited for them. (The
+// probes of a partition alone wait for every slot but its one late retry:
+// see behindIn.) Then the window would take only the learned share until
+// then. The last window's calls would go that much later. Probes that
 // go ahead cost the retries nothing. A retry's place is counted in the
 // budget. When a 429 shows the window full before a retry is due, the
 // partition is closed until the next window. The retry moves there unsent
@@ -673,25 +674,24 @@ func (w windows) count(log []int64, k, until int64) int {
 func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 
 // probeAt is when window k, holding n admissions, may take one more. n is
-// at least the budget. It counts the admissions of the log before until.
-// ok is false when the window is not probed. It is false too when the
-// time would come too late. That is in the band at the window's end,
-// where a request is counted in the next window too.
+// at least the budget. It counts the admissions of the log before until. ok
+// is false when the window is not probed. It is false too when the time
+// would come too late. That is in the band at the window's end, where a
+// request is counted in the next window too.
 //
 // The first admission beyond the budget goes at the window's opening,
 // racing the other clients' bursts. It does so when nothing the window
 // holds (before until) is later. The further ones go in rounds (see
 // startsRound):
-//   - A probe that opens a round goes after the window's latest
-//     admission, so that the previous round's answers are back before it
-//     goes.
+//   - A probe that opens a round goes after the window's latest admission.
+//     So the previous round's answers are back before it goes.
 //   - It goes a step after that admission for the first round, and a pace
 //     after it for the later ones. The pace is the step when unset.
 //   - It never goes before the round's time counted from the opening.
 //   - The others of its round go with it.
 //
-// In a partition that looks alone (not ahead) the first round's step is
-// two paces, at most the margin. Why two paces:
+// In a partition that looks alone (not ahead) the first round's step is two
+// paces, at most the margin. Why two paces:
 //   - The calls beyond its share in the last window wait for that round. A
 //     margin the round trips' tail sets put them tens of milliseconds
 //     behind a retrying client's (issue 21's p99).
@@ -701,9 +701,9 @@ func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 //     cost a tail of its own in the noisy scenario.
 //
 // A partition whose windows others' requests have filled (burst) sends an
-// opening round of up to its share. Those are the window's first probes,
-// up to twice the budget in all, while less than a pace has passed since
-// the opening. Then come rounds a pace apart, each a multiple of the
+// opening round of up to its share. Those are the window's first probes, up
+// to twice the budget in all. They go while less than a pace has passed
+// since the opening. Then come rounds a pace apart, each a multiple of the
 // opening round's size. After an idle neighbour, the window fills in a
 // round or two instead of log₂ of the share.
 //
@@ -714,8 +714,8 @@ func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 //
 // The window before from is the clean one, right after a 429 taught the
 // windows. Every client goes at the share it learned. Its first probe goes
-// only a step after every retry of the streak has gone (clean). So
-// nobody's retry finds the window taken by another client's probes.
+// only a step after every retry of the streak has gone (clean). So nobody's
+// retry finds the window taken by another client's probes.
 func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool) {
 	if w.step <= 0 || k*w.period < w.from-w.period || n >= w.ceiling {
 		return 0, false
@@ -831,8 +831,8 @@ func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
 }
 
 // confirmAligned is when a held slot due at t may go in fixed windows. It
-// goes at t if fewer than Limit admissions come at or before it, in each
-// window it may be counted in. Its own is excluded; later ones queue
+// goes at t if, in each window it may be counted in, fewer than Limit
+// admissions come at or before it. Its own is excluded; later ones queue
 // behind it. Else it goes at the first place alignedAt finds after that
 // window. Ranking by ticket keeps the queue's order when the budget falls
 // while slots are held. The first Limit slots of a window stand, and the
@@ -875,12 +875,13 @@ func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
 }
 
 // admitAt is the sliding admission rule, a pure function. It returns the
-// time at which the request may go, whether the limiter holds that slot
-// for it, and whether a cooldown set the time.
+// time at which the request may go. It also says whether the limiter holds
+// that slot for it, and whether a cooldown set the time.
 //
 //   - First in, first out: a new slot comes after every slot already held.
-//   - While the partition is closed, a retry waits for the reopening plus
-//     its own jitter (a share of 10% of the cooldown). It holds its slot.
+//   - While the partition is closed, a retry waits for the reopening
+//     plus its own jitter: a share of 10% of the cooldown. It holds its
+//     slot.
 //     A fresh call holds nothing until the whole jitter window after the
 //     reopening has passed, and asks again then. So retries always go
 //     first.
@@ -1022,18 +1023,18 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 }
 
 // learnWindows is what a 429 says about fixed windows, given the budget in
-// force after it. The window it arrived in is full. To be safe, that is
-// the latest window it may have arrived in. That is the window of now in
-// the gateway's clock, which may be ahead of ours by the clock allowance.
+// force after it. The window it arrived in is full. To be safe, that is the
+// latest window it may have arrived in. That is the window of now in the
+// gateway's clock, which may be ahead of ours by the clock allowance.
 //
-// Some refusals contradict the windows. Those are refusals our own count
-// does not explain (see unexplained), not part of a streak already
-// counted, and not explained by a short Retry-After. Either the budget was
-// too high (the estimator lowers it), or the gateway's windows are not
-// where we think. On a partition that probes, such a refusal is taken for
-// other clients' requests (see probes). Otherwise the second one ends the
-// hypothesis for the partition. The partition keeps to the sliding rule
-// until it is forgotten.
+// Some refusals contradict the windows. Our own count does not explain them
+// (see unexplained). They are not part of a streak already counted. No
+// short Retry-After explains them. Either the budget was too high (the
+// estimator lowers it), or the gateway's windows are not where we think. On
+// a partition that probes, such a refusal is taken for other clients'
+// requests (see probes). Otherwise the second one ends the hypothesis for
+// the partition. The partition keeps to the sliding rule until it is
+// forgotten.
 func (s *partitionState) learnWindows(after Budget, unexplained, probing, distrusted bool, sent, now int64) {
 	if !after.enabled() || s.sliding {
 		return
