@@ -11,9 +11,9 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 )
 
-// This file reads an unsigned_transaction and encodes what was read: the
-// SDK's own canonical form for a wallet, and the EIP-1559 signing hash and
-// signed RLP for a Signer.
+// This file reads an unsigned_transaction and encodes what was read. A
+// wallet gets the SDK's own canonical form. A Signer gets the EIP-1559
+// signing hash and the signed RLP.
 
 // Tx is a parsed unsigned_transaction (README section 12).
 type Tx struct {
