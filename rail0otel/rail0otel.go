@@ -1,35 +1,46 @@
-// Package rail0otel reports the calls of a rail0.Client to OpenTelemetry: a
-// span per call, an event per attempt and per wait, trace context on every
-// attempt, and metrics. It lives apart from package rail0 so that programs
-// that do not use OpenTelemetry never compile or download it.
+// Package rail0otel reports the calls of a rail0.Client to OpenTelemetry:
+//   - a span per call;
+//   - an event per attempt and per wait;
+//   - trace context on every attempt;
+//   - metrics.
+//
+// It lives apart from package rail0. So programs that do not use
+// OpenTelemetry never compile or download it.
 //
 //	obs, err := rail0otel.New() // the global providers, or WithTracerProvider...
 //	client, err := rail0.NewClient(baseURL, rail0.WithObserver(obs))
 //
 // # Spans
 //
-// Each call is one span of kind client, named "{method} {route}" (for
-// example "GET /payments/{id}"), with the HTTP client semantic conventions
-// (http.request.method, url.full, url.template, server.address,
-// server.port, http.response.status_code, http.request.resend_count,
-// error.type) and the RAIL0 attributes rail0.operation (the contract's
-// operationId), rail0.payment_id, rail0.call_id, rail0.attempts and
-// rail0.outcome. Every attempt adds a "rail0.attempt" event (attempt,
-// status, request id, decision); every answer that announced its endpoint's
-// deprecation or sunset a "rail0.deprecation" event (rail0.deprecation, a
-// date or "true", and rail0.sunset); every wait before a retry a "rail0.wait"
-// event (the send after a 401 and a new sign-in goes at once: it has none);
-// every limiter admission a "rail0.limiter" event, timed when the limiter
-// answered. The traceparent of the call's span is sent on every attempt. No
-// attribute carries a header, a body or a credential: url.full is
+// Each call is one span of kind client, named "{method} {route}", for
+// example "GET /payments/{id}". It carries the HTTP client semantic
+// conventions: http.request.method, url.full, url.template,
+// server.address, server.port, http.response.status_code,
+// http.request.resend_count and error.type. It carries the RAIL0
+// attributes too: rail0.operation (the contract's operationId),
+// rail0.payment_id, rail0.call_id, rail0.attempts and rail0.outcome.
+//
+// Events are added to the span:
+//   - "rail0.attempt" for every attempt: attempt, status, request id,
+//     decision.
+//   - "rail0.deprecation" for every answer that announced its endpoint's
+//     deprecation or sunset: rail0.deprecation (a date or "true") and
+//     rail0.sunset.
+//   - "rail0.wait" for every wait before a retry. The send after a 401 and
+//     a new sign-in goes at once: it has none.
+//   - "rail0.limiter" for every limiter admission, timed when the limiter
+//     answered.
+//
+// The traceparent of the call's span is sent on every attempt. No
+// attribute carries a header, a body or a credential. url.full is
 // rail0.Call.URL, whose query values are REDACTED but for the keys the
 // client shows (rail0.WithSafeQueryKeys).
 //
-// The Observer reads the limiter's admissions and what each answer told
-// the limiter from the call's transcript (rail0.Call), at the points
-// rail0.Observer names: an admission when the attempt it admitted leaves,
-// or when the call ends for one that refused it or whose wait the context
-// cut short.
+// The Observer reads the limiter's admissions, and what each answer told
+// the limiter, from the call's transcript (rail0.Call). It reads them at
+// the points rail0.Observer names. It reads an admission when the attempt
+// it admitted leaves. It reads an admission that refused its attempt, or
+// whose wait the context cut short, when the call ends.
 //
 // # Metrics
 //
@@ -45,8 +56,8 @@
 //	rail0.client.budget          gauge      requests per period the limiter learned, by rail0.partition
 //
 // The two gauges report what the clients this Observer serves learned from
-// the gateway's answers; a partition is "public" or "session:" followed by
-// a hash prefix of the session token, never the token.
+// the gateway's answers. A partition is "public", or "session:" followed
+// by a hash prefix of the session token, never the token.
 package rail0otel
 
 import (
@@ -91,7 +102,8 @@ const (
 	AttrDeprecation = attribute.Key("rail0.deprecation")
 	AttrSunset      = attribute.Key("rail0.sunset")
 	// AttrLabel is the label of the view a call was made through
-	// (rail0.WithLabel), on its span and its metrics; absent when none.
+	// (rail0.WithLabel), on its span and its metrics. It is absent when
+	// there is none.
 	AttrLabel = attribute.Key("rail0.label")
 )
 
@@ -112,15 +124,15 @@ func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config)
 // at New).
 func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
 
-// WithPropagator sets how trace context is sent to the gateway (default:
-// W3C trace context only; pass otel.GetTextMapPropagator() to send baggage
-// too).
+// WithPropagator sets how trace context is sent to the gateway. The
+// default is W3C trace context only. Pass otel.GetTextMapPropagator() to
+// send baggage too.
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(c *config) { c.prop = p }
 }
 
 // Observer is a rail0.Observer that reports to OpenTelemetry. Install it
-// with rail0.WithObserver; one Observer may serve several clients.
+// with rail0.WithObserver. One Observer may serve several clients.
 type Observer struct {
 	tracer trace.Tracer
 	prop   propagation.TextMapPropagator
@@ -135,7 +147,7 @@ type Observer struct {
 
 var _ rail0.Observer = (*Observer)(nil)
 
-// New returns an Observer; an error comes only from creating the
+// New returns an Observer. An error comes only from creating the
 // instruments.
 func New(opts ...Option) (*Observer, error) {
 	var c config
@@ -151,8 +163,8 @@ func New(opts ...Option) (*Observer, error) {
 		c.mp = otel.GetMeterProvider()
 	}
 	if c.prop == nil {
-		// Only the trace context: the global propagator usually carries
-		// baggage too, the application's own data, which is not the
+		// Only the trace context. The global propagator usually carries
+		// baggage too: the application's own data, which is not the
 		// payment gateway's to receive.
 		c.prop = propagation.TraceContext{}
 	}
@@ -216,13 +228,13 @@ func New(opts ...Option) (*Observer, error) {
 }
 
 // partitionState records what a client's limiter holds about a partition,
-// for the rail0.client.cooldown and rail0.client.budget gauges.
-// A partition that has reopened and holds no learned budget says nothing
-// more and is dropped, so that one entry per session does not accumulate.
-// The state just reported is kept until the next report even if its
-// cooldown has already passed: on a loaded machine a short cooldown can end
-// before the attempt reaches the observer, and the gauge must still show the
-// partition the 429 closed.
+// for the rail0.client.cooldown and rail0.client.budget gauges. A
+// partition that has reopened and holds no learned budget says nothing
+// more. It is dropped, so that one entry per session does not accumulate.
+// The state just reported is kept until the next report, even if its
+// cooldown has already passed. On a loaded machine a short cooldown can
+// end before the attempt reaches the observer. The gauge must still show
+// the partition the 429 closed.
 func (o *Observer) partitionState(s rail0.PartitionState) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -235,7 +247,7 @@ func (o *Observer) partitionState(s rail0.PartitionState) {
 	}
 }
 
-// labelled returns attrs with the call's label, when it has one: each
+// labelled returns attrs with the call's label, when it has one. So each
 // view's calls can be told apart in every metric.
 func labelled(call *rail0.Call, attrs ...attribute.KeyValue) metric.MeasurementOption {
 	if call.Label != "" {
@@ -291,9 +303,9 @@ func portOf(u *url.URL) int {
 	return 0
 }
 
-// SendAttempt reports the limiter's admissions of the attempt, counts it
-// when it is a retry (under the reason its predecessor was retried for),
-// and sends the span's trace context with it.
+// SendAttempt reports the limiter's admissions of the attempt. It counts
+// the attempt when it is a retry, under the reason its predecessor was
+// retried for. It sends the span's trace context with it.
 func (o *Observer) SendAttempt(ctx context.Context, call *rail0.Call, h rail0.AttemptHeader) {
 	n := len(call.Attempts)
 	for i := range call.Limiter {
@@ -314,8 +326,8 @@ func (c carrier) Get(string) string     { return "" }
 func (c carrier) Set(key, value string) { c.h.Set(key, value) }
 func (c carrier) Keys() []string        { return nil }
 
-// EndAttempt adds the attempt's event, counts its 429 or refusal, records
-// the wait before its retry and what the answer told the limiter.
+// EndAttempt adds the attempt's event and counts its 429 or refusal. It
+// records the wait before its retry, and what the answer told the limiter.
 func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.Attempt) {
 	span := trace.SpanFromContext(ctx)
 	attrs := []attribute.KeyValue{
@@ -380,9 +392,9 @@ func (o *Observer) deprecation(ctx context.Context, span trace.Span, op attribut
 	o.deprecated.Add(ctx, 1, metric.WithAttributes(op))
 }
 
-// admission adds an admission's event and records its wait, or counts
-// its refusal under its reason (the limiter's, or the client's own answer
-// on a partition the gateway said is closed).
+// admission adds an admission's event and records its wait. Or it counts
+// its refusal under its reason: the limiter's, or the client's own answer
+// on a partition the gateway said is closed.
 func (o *Observer) admission(ctx context.Context, call *rail0.Call, w *rail0.LimiterWait) {
 	kind := "pacing"
 	if w.Cooldown {
@@ -405,9 +417,9 @@ func (o *Observer) admission(ctx context.Context, call *rail0.Call, w *rail0.Lim
 	}
 }
 
-// EndCall reports the limiter's admissions that no attempt followed (a
-// refusal, a wait the context cut short), ends the call's span and counts
-// the call.
+// EndCall reports the limiter's admissions that no attempt followed: a
+// refusal, a wait the context cut short. It ends the call's span and
+// counts the call.
 func (o *Observer) EndCall(ctx context.Context, call *rail0.Call, err error) {
 	for i := range call.Limiter {
 		if w := &call.Limiter[i]; w.Before > len(call.Attempts) {

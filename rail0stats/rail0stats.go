@@ -1,10 +1,15 @@
-// Package rail0stats counts what the calls of a rail0.Client did: calls,
-// requests sent, 429 answers, retries, the retries a limit refused, by
-// reason, and the calls answered locally because the gateway said their
-// partition is closed. It is a rail0.Observer, for programs that want a
-// few numbers (a health page, expvar, a job's summary) without
-// OpenTelemetry; package rail0otel reports the same events as metrics and
-// spans.
+// Package rail0stats counts what the calls of a rail0.Client did:
+//   - calls;
+//   - requests sent;
+//   - 429 answers;
+//   - retries;
+//   - the retries a limit refused, by reason;
+//   - the calls answered locally because the gateway said their partition
+//     is closed.
+//
+// It is a rail0.Observer, for programs that want a few numbers without
+// OpenTelemetry: a health page, expvar, a job's summary. Package rail0otel
+// reports the same events as metrics and spans.
 //
 //	var counts rail0stats.Counters
 //	client, err := rail0.NewClient(baseURL, rail0.WithObserver(&counts))
@@ -13,8 +18,8 @@
 //	s := counts.Snapshot()             // s.Retries, s.Refusals.Allowance, ...
 //	h := counts.Labels()["handler"]    // the same counts, for the handler's calls
 //
-// The counters are atomic: one Counters may serve several clients and any
-// number of concurrent calls, and Snapshot may be called at any time.
+// The counters are atomic. One Counters may serve several clients and any
+// number of concurrent calls. Snapshot may be called at any time.
 package rail0stats
 
 import (
@@ -26,9 +31,9 @@ import (
 	"github.com/rail0/rail0-go"
 )
 
-// Counters is a rail0.Observer that counts since it was created, in all
-// and per view label (rail0.WithLabel). The zero value is ready to use; it
-// must not be copied once in use.
+// Counters is a rail0.Observer that counts since it was created. It counts
+// in all, and per view label (rail0.WithLabel). The zero value is ready to
+// use. It must not be copied once in use.
 type Counters struct {
 	all    counts
 	labels sync.Map // label -> *counts
@@ -54,32 +59,32 @@ type Snapshot struct {
 	// KnownClosed.
 	RateLimited uint64
 	// Retries is the number of retries sent: every attempt after a call's
-	// first, the send after a 401 and a new sign-in included.
+	// first. The send after a 401 and a new sign-in counts too.
 	Retries uint64
 	// KnownClosed is the number of calls with RetryOn429 off answered at
-	// once, not sent, because the gateway had said their partition is
-	// closed (rail0.ReasonKnownClosed).
+	// once, not sent. The gateway had said their partition is closed
+	// (rail0.ReasonKnownClosed).
 	KnownClosed uint64
 	// Refusals counts, by reason, the failures that came back although the
-	// SDK would have retried them, because a limit was reached.
+	// SDK would have retried them. A limit was reached.
 	Refusals Refusals
 }
 
 // Refusals counts, by reason, the retries a limit refused (the reasons of
 // rail0.Call.NotRetried that are limits).
 type Refusals struct {
-	// Allowance: the server's wait (a 429's, or a 503's Retry-After) did not
-	// fit what was left of WithMaxRetryWait (rail0.ReasonAllowance).
+	// Allowance: the server's wait (a 429's, or a 503's Retry-After) did
+	// not fit what was left of WithMaxRetryWait (rail0.ReasonAllowance).
 	Allowance uint64
 	// Deadline: the wait would have ended after the context's deadline
 	// (rail0.ReasonDeadline).
 	Deadline uint64
-	// AttemptLimit: WithMaxRetries was used up, or for 429s the safety net of
-	// 100 attempts (rail0.ReasonMaxRetries).
+	// AttemptLimit: WithMaxRetries was used up. For 429s it may be the
+	// safety net of 100 attempts (rail0.ReasonMaxRetries).
 	AttemptLimit uint64
 	// Limiter: the cooldown or the pacing budget would not admit the
-	// request within the allowance or the deadline (rail0.ReasonLimiter;
-	// the error is the server's last answer, or a 429 marked NotSent).
+	// request within the allowance or the deadline (rail0.ReasonLimiter).
+	// The error is the server's last answer, or a 429 marked NotSent.
 	Limiter uint64
 	// RetryBudget: the client-wide retry budget was empty
 	// (rail0.ReasonRetryBudget).
@@ -91,12 +96,13 @@ func (r Refusals) Total() uint64 {
 	return r.Allowance + r.Deadline + r.AttemptLimit + r.Limiter + r.RetryBudget
 }
 
-// Snapshot returns the counts so far. Each count is read atomically; counts
-// that a call in flight is changing may be one call apart.
+// Snapshot returns the counts so far. Each count is read atomically.
+// Counts that a call in flight is changing may be one call apart.
 func (c *Counters) Snapshot() Snapshot { return c.all.snapshot() }
 
-// Labels returns the counts so far of each label's calls (rail0.WithLabel),
-// by label; calls made through no labelled view count in Snapshot only.
+// Labels returns the counts so far of each label's calls
+// (rail0.WithLabel), by label. Calls made through no labelled view count
+// in Snapshot only.
 func (c *Counters) Labels() map[string]Snapshot {
 	out := map[string]Snapshot{}
 	c.labels.Range(func(label, n any) bool {
@@ -167,9 +173,9 @@ func (c *Counters) EndAttempt(_ context.Context, call *rail0.Call, a *rail0.Atte
 	})
 }
 
-// EndCall counts the call, and a refusal by the limiter or the client's
-// own answer on a closed partition, which end a call without an attempt
-// to carry them.
+// EndCall counts the call. It also counts a refusal by the limiter, and
+// the client's own answer on a closed partition. Those end a call without
+// an attempt to carry them.
 func (c *Counters) EndCall(_ context.Context, call *rail0.Call, _ error) {
 	var refused rail0.RetryReason
 	if n := len(call.Limiter); n > 0 && call.Limiter[n-1].Refused {

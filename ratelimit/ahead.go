@@ -7,16 +7,17 @@ import (
 
 // This file is the interactive reservation (Reservation.Interactive): a
 // handler's call goes ahead of a job's backlog. The log's held slots are
-// the backlog; the interactive slot counts only what was sent and what
-// other interactive calls hold, and the held slots it passes move behind it
-// when their holders confirm them (confirmAligned and confirmAt count every
-// slot at or before theirs, the interactive one included).
+// the backlog. The interactive slot counts only what was sent and what
+// other interactive calls hold. The held slots it passes move behind it
+// when their holders confirm them. confirmAligned and confirmAt count
+// every slot at or before theirs, the interactive one included.
 
-// reserveAhead is reserve for an interactive reservation: the first time
-// from now (or, confirming, from its slot) at which the budget has room
-// among the committed slots (see committed). It holds that slot in the log,
-// and in ahead while it is still to come. A closed partition makes it wait
-// for the reopening, holding nothing, as a fresh call does.
+// reserveAhead is reserve for an interactive reservation. It finds the
+// first time at which the budget has room among the committed slots (see
+// committed). It searches from now, or, when confirming, from its slot. It
+// holds that slot in the log, and in ahead while it is still to come. A
+// closed partition makes it wait for the reopening, holding nothing, as a
+// fresh call does.
 func (s *partitionState) reserveAhead(r Reservation, b Budget, now int64) Admission {
 	s.touched = now
 	confirming := r.Ticket != 0 && s.index(r.Ticket) >= 0
@@ -63,14 +64,15 @@ func (s *partitionState) reserveAhead(r Reservation, b Budget, now int64) Admiss
 	return Admission{Wait: max(wait, 0), OK: true, Ticket: t, Budget: b}
 }
 
-// committed is the log as an interactive reservation sees it, ascending:
-// the slots sent by now and those interactive reservations hold, not the
-// slots waiting calls hold for later. Confirming the slot own, the others
-// held at its very time are left out too, but for interactive ones. They
-// are the backlog it goes ahead of, not yet sent: a whole window's budget
-// is held at its opening. It drops from ahead what was sent by now, and
-// keeps no more slots at a time than the log holds there (a holder at that
-// time gave one back, and slots at one time are interchangeable).
+// committed is the log as an interactive reservation sees it, ascending.
+// It holds the slots sent by now and those interactive reservations hold.
+// It leaves out the slots waiting calls hold for later. When confirming
+// the slot own, it also leaves out the others held at its very time, but
+// for interactive ones. They are the backlog it goes ahead of, not yet
+// sent: a whole window's budget is held at its opening. committed drops
+// from ahead what was sent by now. It keeps no more slots at a time than
+// the log holds there. A holder at that time gave one back, and slots at
+// one time are interchangeable.
 func (s *partitionState) committed(now, own int64) []int64 {
 	sent, _ := slices.BinarySearch(s.log, now+1)
 	out := make([]int64, 0, sent+len(s.ahead))

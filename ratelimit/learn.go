@@ -8,16 +8,16 @@ import (
 	"github.com/rail0/rail0-go/internal/limitrules"
 )
 
-// This file holds what the limiter learns about the gateway's throttle from
-// a 429, as a pure function: the budget estimate and the distrust of a short
-// Retry-After (learnFrom). Memory applies it to a partition's state, and
-// package redislimit runs the same rule in Lua.
+// This file holds what the limiter learns about the gateway's throttle
+// from a 429, as a pure function (learnFrom). That is the budget estimate
+// and the distrust of a short Retry-After. Memory applies it to a
+// partition's state. Package redislimit runs the same rule in Lua.
 
-// yieldShare: a probing partition refused in a window gives up a
-// yieldShare-th of what went through in it (at least one request) for the
-// next window, which the probes of every client behind the budget share
-// again (see probeAt): the multiplicative decrease that brings clients
-// with unequal shares to equal ones.
+// yieldShare sets what a probing partition gives up when refused in a
+// window. It gives up a yieldShare-th of what went through in it, at least
+// one request, for the next window. The probes of every client behind the
+// budget share that again (see probeAt). This multiplicative decrease
+// brings clients with unequal shares to equal ones.
 const yieldShare = limitrules.YieldShare
 
 // estimate is how the partition counts a 429.
@@ -27,8 +27,9 @@ type estimate struct {
 	shared  bool // others' requests have filled its windows before
 	trusted bool // past the window right after the streak that taught the windows
 	now     int64
-	// In fixed windows, the cooldown the partition last reopened from and
-	// the budget in force then (zero: coolStart, coolUntil and cur).
+	// In fixed windows: the cooldown the partition last reopened from,
+	// and the budget in force then. Zero means coolStart, coolUntil and
+	// cur.
 	reopenStart, reopenUntil int64
 	reopened                 Budget
 }
@@ -39,51 +40,55 @@ type learning struct {
 	cooldown   time.Duration // how long to close the partition from now
 	distrusted bool          // the Retry-After proved short
 	others     bool          // others' requests filled the window
-	// probed is what went through in the window of a refused probe (a
-	// 429 for a request sent after the last cooldown, on a partition that
-	// probes); zero for any other 429.
+	// probed is what went through in the window of a refused probe. A
+	// refused probe is a 429 for a request sent after the last cooldown,
+	// on a partition that probes. probed is zero for any other 429.
 	probed int
 }
 
-// learnFrom is the estimator. log holds the partition's admissions (Unix
-// nanoseconds, ascending) without the refused one, which was sent at sent;
-// coolStart and coolUntil are the cooldown before this 429; cur is the budget
-// in force (configured or learned, zero when none). A Retry-After beyond
-// the cap teaches nothing: the period is unknown.
+// learnFrom is the estimator. Its inputs:
+//   - log holds the partition's admissions (Unix nanoseconds, ascending),
+//     without the refused one.
+//   - sent is when the refused request was sent.
+//   - coolStart and coolUntil are the cooldown before this 429.
+//   - cur is the budget in force: configured or learned, zero when none.
 //
-//   - Distrust: when the refused request was sent after the previous
-//     cooldown ended, within one cooldown length of it, and fewer requests
-//     than the budget had been admitted since the reopening, the window had
-//     not reopened when the header said: the header was short. The cooldown
-//     becomes at least twice the previous one (bounded by o.MaxCooldown, and
-//     never below the new instruction), the learned period at least that,
-//     and the budget is left alone: the refusal says nothing about it.
-//   - Period: the learned one, else this Retry-After (the gateway sends the
-//     whole period).
+// A Retry-After beyond the cap teaches nothing: the period is unknown.
+// The rules:
+//   - Distrust. Say the refused request was sent after the previous
+//     cooldown ended, within one cooldown length of it. And fewer requests
+//     than the budget had been admitted since the reopening. Then the
+//     window had not reopened when the header said: the header was short.
+//     The cooldown becomes at least twice the previous one. It is bounded
+//     by o.MaxCooldown, and never below the new instruction. The learned
+//     period becomes at least that. The budget is left alone: the refusal
+//     says nothing about it.
+//   - Period: the learned one, else this Retry-After (the gateway sends
+//     the whole period).
 //   - Budget: the requests admitted in [sent − period − margin, sent +
 //     margin] that have not been refused. Every request the gateway let
-//     through in the refused request's window is in that interval (margin
-//     covers the spread of delivery delays and the order in which
-//     concurrent requests arrive), so the count never falls below the
-//     gateway's limit; requests refused but not reported yet, or let through
-//     in the window before, can only make it larger, and each later 429 of
-//     the streak takes the smaller count. A 429 for a request sent after the
-//     last cooldown (so paced at the budget in force) lowers the budget by
-//     at least one. Under the sliding rule, a first 429 with nothing let
-//     through before it teaches no budget.
+//     through in the refused request's window is in that interval. The
+//     margin covers the spread of delivery delays and the order in which
+//     concurrent requests arrive. So the count never falls below the
+//     gateway's limit. Requests refused but not reported yet can only make
+//     it larger, as can those let through in the window before. Each later
+//     429 of the streak takes the smaller count. A 429 for a request sent
+//     after the last cooldown (so paced at the budget in force) lowers the
+//     budget by at least one. Under the sliding rule, a first 429 with
+//     nothing let through before it teaches no budget.
 //   - Fixed windows (e.fixed: the partition paces in the gateway's
-//     windows): the count is only of the requests sent by now (e.now) that
-//     may have been counted in the refused request's window, and distrust
-//     is distrustWindows'. A first 429 with none of ours through paces the
-//     partition at one request per window (others filled it: l.others),
-//     which the probes raise.
-//   - Probing (e.probing, see probes in memory.go): a 429 for a request
-//     sent after the last cooldown is expected, the probe beyond the budget
-//     finding the window full; the budget becomes what went through in the
-//     window, less a yieldShare-th (at least one). A partition alone keeps
-//     its limit, less that, and takes it back by the probes; partitions
-//     sharing a budget give back in proportion to their shares and take back
-//     alike, so unequal shares even out.
+//     windows). The count is only of the requests sent by now (e.now) that
+//     may have been counted in the refused request's window. Distrust is
+//     distrustWindows'. A first 429 with none of ours through paces the
+//     partition at one request per window: others filled it (l.others).
+//     The probes raise that.
+//   - Probing (e.probing, see probes in memory.go). A 429 for a request
+//     sent after the last cooldown is expected: the probe beyond the
+//     budget found the window full. The budget becomes what went through
+//     in the window, less a yieldShare-th (at least one). A partition alone
+//     keeps its limit, less that, and takes it back by the probes.
+//     Partitions sharing a budget give back in proportion to their shares
+//     and take back alike. So unequal shares even out.
 func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64, e estimate) learning {
 	fixed := e.fixed
 	until := int64(math.MaxInt64) // the slots held for later are not sent yet
@@ -98,7 +103,7 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	margin := int64(max(o.Margin, 0))
 	prevLen := coolUntil - coolStart
 	// Fixed windows have their own proof (distrustWindows). In a sliding
-	// window what counts is what went since the reopening: a refusal in
+	// window what counts is what went since the reopening. A refusal in
 	// the period right after it, with fewer than the budget sent since,
 	// proves the Retry-After short.
 	if fixed {
@@ -118,9 +123,9 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	}
 	n := countIn(log, sent-int64(period)-margin, sent+margin+1)
 	if fixed {
-		// Only the refused request's window counts (with the requests
-		// that may have been counted in it): a tighter bound than the
-		// sliding interval, which may take in the window before.
+		// Only the refused request's window counts, with the requests
+		// that may have been counted in it. That is a tighter bound than
+		// the sliding interval, which may take in the window before.
 		win := windowsOf(Budget{Limit: 1, Period: period}, o.Margin)
 		n = min(n, win.count(log, floorDiv(sent, win.period), until))
 	}
@@ -130,7 +135,7 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	l.others = fixed && n == 0
 	switch {
 	case cur.Limit == 0 && n == 0 && fixed:
-		// Nothing went through before it: the budget was spent by others
+		// Nothing went through before it. Others spent the budget
 		// (another process behind the IP), or the refusal is not about a
 		// budget at all. In fixed windows the partition probes for room
 		// from one request per window.
@@ -152,11 +157,11 @@ func learnFrom(log []int64, coolStart, coolUntil int64, cur Budget, o Observatio
 	return l
 }
 
-// distrusted is the lesson of a Retry-After proved short: the cooldown
-// becomes at least twice the one the partition reopened from (bounded by
-// o.MaxCooldown, never below the new instruction), the learned period at
-// least that, and the budget is left as it was: the refusal says nothing
-// about it.
+// distrusted is the lesson of a Retry-After proved short. The cooldown
+// becomes at least twice the one the partition reopened from. It is
+// bounded by o.MaxCooldown, and never below the new instruction. The
+// learned period becomes at least that. The budget is left as it was: the
+// refusal says nothing about it.
 func distrusted(ra time.Duration, prevLen int64, cur Budget, o Observation) learning {
 	d := max(ra, 2*time.Duration(prevLen))
 	if o.MaxCooldown > 0 {
@@ -169,17 +174,19 @@ func distrusted(ra time.Duration, prevLen int64, cur Budget, o Observation) lear
 	return l
 }
 
-// distrustWindows is the proof of a short Retry-After in fixed windows: a
-// refusal of a request sent after the partition reopened, within one
-// cooldown length of it, when none of our requests sent since the reopening
-// (or since the refused request's window opened, whichever is later) went
-// through: the gateway's window had not rolled over when the header said.
-// Only in the window right after the streak that taught the windows, and
-// only while no refusal has shown others' requests in our windows: there,
-// a refusal at a reopening is others' doing as likely as a short header,
-// and a burst of ours refused in part went through in part. A burst
-// refused whole is proved by its last refusal, once the earlier ones have
-// taken their requests out of the log.
+// distrustWindows is the proof of a short Retry-After in fixed windows.
+// The proof is a refusal of a request sent after the partition reopened,
+// within one cooldown length of it, with none of ours through. It counts
+// our requests sent since the reopening, or since the refused request's
+// window opened, whichever is later. Then the gateway's window had not
+// rolled over when the header said.
+//
+// The proof holds only in the window right after the streak that taught
+// the windows. It holds only while no refusal has shown others' requests
+// in our windows. Outside those, a refusal at a reopening is others' doing
+// as likely as a short header. And a burst of ours refused in part went
+// through in part. A burst refused whole is proved by its last refusal,
+// once the earlier ones have taken their requests out of the log.
 func distrustWindows(log []int64, coolStart, coolUntil int64, cur Budget, o Observation, sent int64, e estimate, until int64) (learning, bool) {
 	start, end, before := e.reopenStart, e.reopenUntil, e.reopened
 	if end == 0 {

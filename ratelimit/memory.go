@@ -14,63 +14,62 @@ import (
 )
 
 const (
-	// logHorizon is how long the log keeps an admission for learning when
-	// no longer period is known: a 429 whose Retry-After is within the
+	// logHorizon is how long the log keeps an admission for learning, when
+	// no longer period is known. A 429 whose Retry-After is within the
 	// default cap can still count what was admitted before it.
 	logHorizon = limitrules.LogHorizon
 	// maxLog bounds a partition's log; a budget larger than this raises it.
 	maxLog = limitrules.MaxLog
-	// idleAfter is how long a partition must have been unconstrained (no
-	// cooldown, no admission within its period) before Memory forgets
-	// it, learned budget included.
+	// idleAfter is how long a partition must have been unconstrained
+	// before Memory forgets it, learned budget included. Unconstrained
+	// means no cooldown and no admission within its period.
 	idleAfter = limitrules.IdleAfter
 	// sweepEvery is how often, in limiter operations, Memory looks for
 	// idle partitions.
 	sweepEvery = 1024
 	// retryJitter is the share of a cooldown over which the retries it
-	// held back spread their slots (see Reservation.Jitter): the additive
-	// jitter a rail0.Client adds to a server-given wait.
+	// held back spread their slots (see Reservation.Jitter). It is the
+	// additive jitter a rail0.Client adds to a server-given wait.
 	retryJitter = limitrules.RetryJitter
 )
 
-// Memory is the in-process Limiter, the one a rail0.Client uses unless
-// rail0.WithLimiter gives another: per partition, a log of admission times,
-// a cooldown deadline and the learned budget. Partitions idle for ten
-// minutes are forgotten.
+// Memory is the in-process Limiter. A rail0.Client uses it unless
+// rail0.WithLimiter gives another. Per partition it keeps a log of
+// admission times, a cooldown deadline and the learned budget. Partitions
+// idle for ten minutes are forgotten.
 //
-// It paces in two ways. With Reservation.FixedWindows (a rail0.Client
-// always sets it), in the gateway's own windows: Rack::Attack numbers them
-// ⌊t/P⌋ since the Unix epoch, so the whole budget may go at each window's
-// opening and a slot sent late in one window costs the next nothing (see
-// alignedAt). This needs the gateway's clock and ours to agree within the
-// clock allowance (a five-hundredth of the period, at most 100 ms; NTP does
-// far better). A partition whose budget is stated rather than learned
-// (configured, and not probed: see probes) and where
-// that fails (the second 429 in windows that by our count had room) falls
-// back to the sliding rule, which needs no clock agreement: a log of the
-// last L send times admits a request only when the L-th previous one is at
-// least P old, which is exactly "at most L in any interval of P", so no
-// fixed window of P can see more than L. A partition that probes a learned
-// budget (see probes) takes such refusals for other clients' requests,
-// which look the same from here, and keeps the windows. Why not
-// golang.org/x/time/rate: a token bucket of rate L/P and burst b lets b + L
-// requests through in some interval of length P, so it either overruns the
-// gateway's window (b > 0 lets L+1 through) or never uses a full window at
-// once.
+// It paces in two ways:
+//   - In the gateway's own windows, with Reservation.FixedWindows (a
+//     rail0.Client always sets it). Rack::Attack numbers its windows ⌊t/P⌋
+//     since the Unix epoch. So the whole budget may go at each window's
+//     opening. A slot sent late in one window costs the next nothing (see
+//     alignedAt). This needs the gateway's clock and ours to agree
+//     within the clock allowance. That is a five-hundredth of the period,
+//     at most 100 ms; NTP does far better.
+//   - By the sliding rule, which needs no clock agreement. A log of the
+//     last L send times admits a request only when the L-th previous one
+//     is at least P old. That is exactly "at most L in any interval of P".
+//     So no fixed window of P can see more than L.
 //
-// Why not the adaptive rate of aws-sdk-go-v2's retry package either: it
-// cuts a token bucket's rate to 0.7 of the measured rate on a throttle and
-// grows it back along a cubic curve that returns to the rate of the last
-// throttle and then keeps rising, so it never stops probing, which is what
-// lets it find room others left. Its rate and bucket are the wrong shape
-// for a gateway that counts fixed windows (above), and its decrease on every
-// throttle would cost a client alone at its limit a fifth of each window.
-// Memory keeps the idea (decrease on a 429, probe without end) in the
-// gateway's own units: one request beyond the learned budget per window,
-// then rounds a round trip apart that double the probes while the window
-// has room (see startsRound), and a decrease of a sixteenth (at least one
-// request) on a 429, which evens out unequal shares while costing a client
-// alone one refused request per window.
+// A partition falls back from the windows to the sliding rule when two
+// things hold. Its budget is stated rather than learned (configured, and
+// not probed: see probes). And the windows fail: a second 429 comes in
+// windows that by our count had room. A partition that probes a learned
+// budget (see probes) takes such refusals for other clients' requests.
+// They look the same from here, and it keeps the windows.
+//
+// Memory keeps the idea of aws-sdk-go-v2's adaptive rate in the gateway's
+// own units. The idea is to decrease on a throttle and probe without end.
+// Here that is:
+//   - one request beyond the learned budget per window;
+//   - then rounds a round trip apart that double the probes while the
+//     window has room (see startsRound);
+//   - a decrease of a sixteenth (at least one request) on a 429.
+//
+// That evens out unequal shares while costing a client alone one refused
+// request per window. docs/ratelimit-design.md ("Why not a token bucket")
+// says why neither golang.org/x/time/rate nor aws-sdk-go-v2's adaptive
+// rate fits as it is.
 type Memory struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -85,8 +84,8 @@ type partitionState struct {
 	log       []int64 // admissions (sent or held), oldest first; refused ones removed
 	coolStart int64
 	coolUntil int64
-	// told is when the latest instruction the gateway gave ends (a 429's
-	// Retry-After, capped, or an exhausted quota's reset): a clamped retry
+	// told is when the latest instruction the gateway gave ends: a 429's
+	// Retry-After, capped, or an exhausted quota's reset. A clamped retry
 	// goes no earlier (see Reservation.Clamped).
 	told int64
 	// closed is when the gateway's uncapped instruction ends, when it was
@@ -110,8 +109,8 @@ type partitionState struct {
 	behind int64 // the slot of the latest retry held after its window's opening
 	probed int   // what went through in the window of the latest refused probe
 	varied bool  // two refused probes found different counts: others share the budget
-	// The cooldown the partition last reopened from, and the budget then:
-	// what a refusal right after a reopening is judged against.
+	// The cooldown the partition last reopened from, and the budget then.
+	// A refusal right after a reopening is judged against them.
 	reopenStart, reopenUntil int64
 	reopenBudget             Budget
 
@@ -131,7 +130,7 @@ func newMemory(now func() time.Time) *Memory {
 var _ Limiter = (*Memory)(nil)
 
 // init lends newMemory to the SDK's own tests in other packages (see
-// internal/limitclock): redislimit checks its Lua against Memory under one
+// internal/limitclock). redislimit checks its Lua against Memory under one
 // injected clock.
 func init() {
 	limitclock.NewMemory = func(now func() time.Time) any { return newMemory(now) }
@@ -238,8 +237,8 @@ func (s *partitionState) prune(now int64, keep int, period time.Duration) {
 }
 
 // index returns the position of ticket in the log, or -1. Admissions at
-// the same time are interchangeable, so the last of them stands for the
-// ticket (the strictest for the budget check).
+// the same time are interchangeable. So the last of them stands for the
+// ticket: the strictest for the budget check.
 func (s *partitionState) index(ticket int64) int {
 	if ticket == 0 {
 		return -1
@@ -307,12 +306,15 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 }
 
 // reserveGuessed places a guessed retry (see Reservation.Guessed) at its
-// own wait: a header informs only the attempt it came with, so neither the
-// learned budget nor the windows a 429 showed full hold it, only a
-// cooldown whose instruction still runs (reopensFor) and the configured
-// budget, counted in its windows (or, on a partition that fell back to
-// the sliding rule, first in, first out). A held slot being confirmed is
-// placed again from its own time, never earlier.
+// own wait. A header informs only the attempt it came with. So neither the
+// learned budget nor the windows a 429 showed full hold it. Only two
+// things do:
+//   - a cooldown whose instruction still runs (reopensFor);
+//   - the configured budget, counted in its windows. On a partition that
+//     fell back to the sliding rule, it counts first in, first out.
+//
+// A held slot being confirmed is placed again from its own time, never
+// earlier.
 func (s *partitionState) reserveGuessed(r Reservation, now int64) Admission {
 	b := r.Budget
 	s.touched = now
@@ -347,12 +349,12 @@ func (s *partitionState) reserveGuessed(r Reservation, now int64) Admission {
 }
 
 // confirm re-checks the slot r.Ticket held since an earlier admission, now
-// that its caller has slept: the slot stands, perhaps a little later (at
-// gives the first time the rule admits it from a time, against the log
-// without the slot), keeping its place in the queue, or is given up when
-// that is beyond the caller's room. ok is false when no slot is held, or
-// when the partition closed again while the caller slept: the slot is gone
-// and the caller queues again.
+// that its caller has slept. The slot stands, perhaps a little later,
+// keeping its place in the queue. Or it is given up when that is beyond
+// the caller's room. at gives the first time the rule admits the slot from
+// a time, against the log without the slot. ok is false when no slot is
+// held. It is false too when the partition closed again while the caller
+// slept. The slot is then gone, and the caller queues again.
 func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(from int64) int64) (adm Admission, ok bool) {
 	i := s.index(r.Ticket)
 	if i < 0 {
@@ -372,18 +374,18 @@ func (s *partitionState) confirm(r Reservation, b Budget, now int64, at func(fro
 }
 
 // reserveAligned is reserve in fixed windows. A held slot being confirmed
-// stands if its windows still have room, else moves to the first window
-// that has; a new slot is the first time its windows have room, from now
-// or, for a retry while the partition is closed, from the reopening, and
-// never before r.After (the retry's own wait). A fresh call while the
-// partition is closed holds nothing and asks again at the reopening: by
-// then every retry refused in the streak holds its slot, so fresh calls
-// only get what the retries leave, in whatever order the jitter sends the
-// retries.
+// stands if its windows still have room. Else it moves to the first window
+// that has. A new slot is the first time its windows have room. It counts
+// from now, or, for a retry while the partition is closed, from the
+// reopening. It is never before r.After, the retry's own wait. A fresh
+// call while the partition is closed holds nothing and asks again at the
+// reopening. By then every retry refused in the streak holds its slot. So
+// fresh calls only get what the retries leave, in whatever order the
+// jitter sends the retries.
 func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admission {
 	w := s.probeWindows(windowsOf(b, r.Margin), r.Budget, r.Margin, r.Step)
 	// The bound on the log's length must not drop admissions that the
-	// current and later windows count: with more than maxLog slots held,
+	// current and later windows count. With more than maxLog slots held,
 	// it would reopen the current window.
 	counted, _ := slices.BinarySearch(s.log, w.first(now)*w.period-w.late)
 	s.prune(now, max(b.Limit, len(s.log)-counted), b.Period)
@@ -417,9 +419,9 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	t := alignedAt(s.log, s.fullUntil, w, from)
 	late := r.Retry && !r.Clamped && r.After > 0 && s.lone() && w.lateIn(t)
 	if late {
-		// Its Retry-After sets it after the opening: the window's probes
-		// need not wait for it (see behindIn), and it goes a step later,
-		// when the answers of those that went before it are back.
+		// Its Retry-After sets it after the opening. The window's probes
+		// need not wait for it (see behindIn). It goes a step later, when
+		// the answers of those that went before it are back.
 		t = alignedAt(s.log, s.fullUntil, w, t+w.step)
 	}
 	wait := time.Duration(t - now)
@@ -433,35 +435,40 @@ func (s *partitionState) reserveAligned(r Reservation, b Budget, now int64) Admi
 	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
 }
 
-// lone reports whether the partition looks alone behind its budget: no
-// refusal has shown others' requests in its windows (shared), and its
+// lone reports whether the partition looks alone behind its budget. No
+// refusal has shown others' requests in its windows (shared). And its
 // refused probes all found the same count (varied). Alone, each window
-// takes exactly the gateway's limit; clients sharing the budget get shares
+// takes exactly the gateway's limit. Clients sharing the budget get shares
 // that move from window to window. Once either sign shows, the partition
 // keeps the rule for shared budgets until it is forgotten.
 func (s *partitionState) lone() bool { return !s.shared && !s.varied }
 
 // behindIn is the slot of s's late retry when it is still held, in a window
-// w probes after the first, else zero.
+// w probes after the first. Else it is zero.
 //
-// Alone behind its budget, a partition's probe beyond it is refused in
-// every window in which more calls wait than the budget admits, and its
-// retry waits the whole Retry-After (see Reservation.After): it lands late
-// in the next window, by the probe's phase plus a round trip. If that
-// window's probes waited for it, as they wait for every other slot, the
-// next refused probe would go later still, and the phase would drift by a
-// round trip and a step per window, delaying the last window's calls (the
-// one-process regression of the probes). So, while the partition looks
-// alone (see lone), such a retry is held a step after its Retry-After and
-// lends its place in the budget to a probe at the window's opening (see
-// probeAt); the probes ramp from there, and the step brings the answer of
-// the one refused back before the retry is due. When a 429 has shown the
-// window full by then, the partition is closed until the next window's
-// opening and the retry queues again from there, its Retry-After being
-// over; when none has, it goes in its place (see confirmBehind). The refused probe goes a step after the opening whatever the phase
-// of the retry, so the phase cannot drift. The first probed window keeps
-// the rule of every other slot: its late retry is the clean window's probe,
-// a call the streak refused, which keeps its place before later calls.
+// Take a partition alone behind its budget. Its probe beyond the budget is
+// refused in every window in which more calls wait than the budget admits.
+// Its retry waits the whole Retry-After (see Reservation.After). So it
+// lands late in the next window, by the probe's phase plus a round trip.
+// Say that window's probes waited for it, as they wait for every other
+// slot. Then the next refused probe would go later still. The phase would
+// drift by a round trip and a step per window, delaying the last window's
+// calls. That was the one-process regression of the probes.
+//
+// So, while the partition looks alone (see lone), such a retry is held a
+// step after its Retry-After. It lends its place in the budget to a probe
+// at the window's opening (see probeAt). The probes ramp from there. The
+// step brings the answer of the one refused back before the retry is due.
+// Then one of two things holds:
+//   - A 429 has shown the window full by then. The partition is closed
+//     until the next window's opening. The retry queues again from there,
+//     its Retry-After being over.
+//   - None has. The retry goes in its place (see confirmBehind).
+//
+// The refused probe goes a step after the opening whatever the phase of the
+// retry, so the phase cannot drift. The first probed window keeps the rule
+// of every other slot. Its late retry is the clean window's probe, a call
+// the streak refused, which keeps its place before later calls.
 func (s *partitionState) behindIn(w windows) int64 {
 	if s.behind == 0 || !w.lateIn(s.behind) {
 		return 0
@@ -480,18 +487,19 @@ func (w windows) lateIn(t int64) bool {
 	return w.step > 0 && k*w.period >= w.from+w.period && t > w.opening(k)
 }
 
-// confirmBehind is when the late retry due at t (see behindIn) may go: at
-// t, its place in the budget, however many probes went before it. A 429
-// that showed the window full before it was due closed the partition until
-// the next window's opening, and the retry queued again from there (see
-// confirm).
+// confirmBehind is when the late retry due at t (see behindIn) may go. It
+// goes at t, its place in the budget, however many probes went before it.
+// A 429 may have shown the window full before it was due. That closed the
+// partition until the next window's opening. The retry then queued again
+// from there (see confirm).
 func confirmBehind(_ []int64, _ int64, _ windows, t int64) int64 { return t }
 
-// reopensFor is when the partition reopens for r: when its cooldown ends,
-// or for a clamped or guessed retry (see Reservation.Clamped and Guessed)
-// when the latest instruction the gateway gave ends, if that is sooner: a
-// cooldown a short Retry-After lengthened, or a window's end the limiter
-// worked out, is its guess, not the gateway's word.
+// reopensFor is when the partition reopens for r: when its cooldown ends.
+// A clamped or guessed retry (see Reservation.Clamped and Guessed) may go
+// sooner. For it, the partition reopens when the latest instruction the
+// gateway gave ends, if that is sooner.
+// A cooldown a short Retry-After lengthened is the limiter's guess, not
+// the gateway's word. So is a window's end the limiter worked out.
 func (s *partitionState) reopensFor(r Reservation) int64 {
 	if (r.Clamped || r.Guessed) && r.Retry {
 		return min(s.coolUntil, s.told)
@@ -500,34 +508,41 @@ func (s *partitionState) reopensFor(r Reservation) int64 {
 }
 
 // probes reports whether the partition looks for room beyond its learned
-// budget: when it has one (taught by 429s or stated by RateLimit fields)
-// below the configured one, if any, which is a ceiling. A budget learned
-// from one window is the share this client had then; the others behind
-// the same budget may since have fallen silent, and nothing but a request
-// beyond the share can tell. An advertised one is probed too: one answer
-// (a proxy's, a forged one) must not throttle the partition for good, and
-// a gateway that means it refuses one probe per busy window, or says the
-// quota is spent (RateLimit remaining 0), which closes the partition.
+// budget. It does when it has one (taught by 429s or stated by RateLimit
+// fields) below the configured one, if any. The configured one is a
+// ceiling. A budget learned from one window is the share this client had
+// then. The others behind the same budget may since have fallen silent.
+// Nothing but a request beyond the share can tell. An advertised budget is
+// probed too: one answer (a proxy's, a forged one) must not throttle the
+// partition for good. A gateway that means it refuses one probe per busy
+// window. Or it says the quota is spent (RateLimit remaining 0), which
+// closes the partition.
 func (s *partitionState) probes(configured Budget) bool {
 	return s.learned.enabled() && !s.sliding &&
 		(!configured.enabled() || s.learned.Limit < configured.Limit)
 }
 
-// probeWindows is w with the probing geometry when the partition probes:
-// one admission beyond the budget at each window's opening, racing the
-// other clients' bursts, and while no 429 shows the window full, rounds of
-// probes, each as large as all the probes before it (see startsRound), up
-// to the configured budget. The first round goes a margin (the longest
-// recent round trip) after the opening, two paces in a partition that
-// looks alone (see probeAt), the later ones a pace apart: the typical
-// round trip (Reservation.Step), at most the margin and at least a
-// millisecond. Under a heavy tail of round trips the margin is many times
-// the typical one and the rounds would come too late to fill a window
-// others left; a round sent before a slow answer of the previous one is
-// back costs at most its own size in 429s, the same bound as doubling. A
-// partition that does not look alone sends them ahead of the slots held
-// later in the window (see heldUntil); one whose windows others' requests
-// have filled sends up to its share at the opening (see probeAt).
+// probeWindows is w with the probing geometry, when the partition probes:
+//   - One admission beyond the budget at each window's opening, racing the
+//     other clients' bursts.
+//   - While no 429 shows the window full, rounds of probes, up to the
+//     configured budget. Each round is as large as all the probes before
+//     it (see startsRound).
+//   - The first round goes a margin (the longest recent round trip) after
+//     the opening. In a partition that looks alone it goes two paces after
+//     it (see probeAt).
+//   - The later rounds go a pace apart. The pace is the typical round trip
+//     (Reservation.Step), at most the margin and at least a millisecond.
+//
+// Why a pace and not the margin? Under a heavy tail of round trips, the
+// margin is many times the typical one. Rounds a margin apart would come
+// too late to fill a window others left. A round sent before a slow answer
+// of the previous one is back costs at most its own size in 429s. That is
+// the same bound as doubling.
+//
+// A partition that does not look alone sends its probes ahead of the slots
+// held later in the window (see heldUntil). One whose windows others'
+// requests have filled sends up to its share at the opening (see probeAt).
 func (s *partitionState) probeWindows(w windows, configured Budget, margin, pace time.Duration) windows {
 	if !s.probes(configured) {
 		return w
@@ -540,9 +555,9 @@ func (s *partitionState) probeWindows(w windows, configured Budget, margin, pace
 	w.from, w.clean = s.probeFrom, s.rampFrom
 	if s.rampFrom > 0 {
 		// Every client's retry of the streak goes within its additive
-		// jitter after its Retry-After (a tenth of it): the clean window's
-		// probes wait for that band too, so that they do not take the
-		// places of other clients' retries, which land late in the window.
+		// jitter after its Retry-After (a tenth of it). The clean window's
+		// probes wait for that band too. So they do not take the places of
+		// other clients' retries, which land late in the window.
 		w.clean += int64(float64(w.period) * retryJitter)
 	}
 	w.ahead = !s.lone()
@@ -554,11 +569,12 @@ func (s *partitionState) probeWindows(w windows, configured Budget, margin, pace
 	return w
 }
 
-// unexplained reports whether a 429 for a request sent at sent, admitted
-// under the budget admitted, came at now while fewer of our requests sent
-// by then than that budget may have been counted in its window: someone
-// else's requests filled it (or the gateway's windows are not where we
-// think). Slots held for later in the window are not sent yet.
+// unexplained reports whether our own count fails to explain a 429. The
+// 429 is for a request sent at sent, admitted under the budget admitted,
+// and came at now. It is unexplained when fewer of our requests sent by
+// then than that budget may have been counted in its window. Then someone
+// else's requests filled it, or the gateway's windows are not where we
+// think. Slots held for later in the window are not sent yet.
 func (s *partitionState) unexplained(admitted Budget, margin time.Duration, sent, now int64) bool {
 	if !admitted.enabled() {
 		return false
@@ -578,25 +594,25 @@ func (s *partitionState) insert(t int64) {
 	s.log = slices.Insert(s.log, j, t)
 }
 
-// clockAllowance is how far the gateway's clock may be from ours: NTP keeps
-// servers within milliseconds of each other; a five-hundredth of the
+// clockAllowance is how far the gateway's clock may be from ours. NTP
+// keeps servers within milliseconds of each other. A five-hundredth of the
 // period, at most 100 ms, leaves room for worse. A clock further off costs
 // a few 429s, after which the partition keeps to the sliding rule.
 func clockAllowance(period time.Duration) time.Duration {
 	return min(period/500, 100*time.Millisecond)
 }
 
-// windows is the geometry of a budget's fixed windows: a request sent at t
-// is counted by the gateway at some time in [t − early, t + late], early
-// being the clock allowance and late the allowance plus the spread of
-// delivery delays (the margin), so it counts against every window that
+// windows is the geometry of a budget's fixed windows. The gateway counts
+// a request sent at t at some time in [t − early, t + late]. early is the
+// clock allowance. late is the allowance plus the spread of delivery
+// delays (the margin). So the request counts against every window that
 // interval touches.
 type windows struct {
 	limit               int
 	period, early, late int64
-	// Probing (see probeAt): when step is positive, the windows from the
-	// one before from on admit beyond limit, one admission at a time, up
-	// to ceiling, until a 429 shows them full.
+	// Probing (see probeAt). When step is positive, the windows from the
+	// one before from on admit beyond limit. They admit one admission at
+	// a time, up to ceiling, until a 429 shows them full.
 	step, from int64
 	clean      int64 // when the last retry of the streak before from goes
 	behind     int64 // a late retry the probes do not wait for (see behindIn); zero when none
@@ -606,26 +622,26 @@ type windows struct {
 	// window (see heldUntil).
 	ahead bool
 	// burst: the window's first round of probes is up to the learned
-	// share, at the opening (see probeAt); set only when others' requests
-	// have filled the partition's windows.
+	// share, at the opening (see probeAt). It is set only when others'
+	// requests have filled the partition's windows.
 	burst bool
 }
 
 // heldUntil is the bound on the admissions that set when a probe at t may
-// go (see probeAt): all of them, or, when the probes go ahead of the slots
-// held later in the window, those at or before t.
+// go (see probeAt). It takes all of them. When the probes go ahead of the
+// slots held later in the window, it takes those at or before t.
 //
 // A partition sharing its budget has its refused probes retried a whole
-// Retry-After later (Rack::Attack sends the period, not the time left),
-// late in the next window, several of them when a round of probes was
-// refused. If that window's probes waited for them, as the probes of a
-// partition alone wait for every slot but its one late retry (see
-// behindIn), the window would take only the learned share until then, and
-// the last window's calls would go that much later. Probes that go ahead
-// cost the retries nothing: a retry's place is counted in the budget, and
-// when a 429 shows the window full before a retry is due, the partition is
-// closed until the next window and the retry moves there unsent (see
-// confirmAligned).
+// Retry-After later: Rack::Attack sends the period, not the time left.
+// They land late in the next window, several of them when a round of
+// probes was refused. Say that window's probes waited for them. (The
+// probes of a partition alone wait for every slot but its one late retry:
+// see behindIn.) Then the window would take only the learned share until
+// then. The last window's calls would go that much later. Probes that
+// go ahead cost the retries nothing. A retry's place is counted in the
+// budget. When a 429 shows the window full before a retry is due, the
+// partition is closed until the next window. The retry moves there unsent
+// (see confirmAligned).
 func (w windows) heldUntil(t int64) int64 {
 	if w.ahead {
 		return t + 1
@@ -657,39 +673,49 @@ func (w windows) count(log []int64, k, until int64) int {
 // opening is the first time a request counted only in window k may go.
 func (w windows) opening(k int64) int64 { return k*w.period + w.early }
 
-// probeAt is when window k, holding n admissions (n at least the budget),
-// may take one more, among the admissions of the log before until: ok is
-// false when the window is not probed, or the time would come too late (in
-// the band at its end, where a request is counted in the next window too).
-// The first admission beyond the budget goes at the window's opening when
-// nothing the window holds (before until) is later, racing the other
-// clients' bursts; the further ones go in rounds (see startsRound): a probe
-// that opens a round goes after the window's latest admission, so that the
-// previous round's answers are back before it goes (a step after it for the
-// first round, a pace after it for the later ones, the pace being the step
-// when unset), and never before the round's time counted from the opening,
-// and the others of its round go with it. In a partition that looks alone
-// (not ahead) the first round's step is two paces, at most the margin: the
-// calls beyond its share in the last window wait for that round, and a
-// margin the round trips' tail sets put them tens of milliseconds behind a
-// retrying client's (issue 21's p99); the opening probe goes into every
-// client's burst, whose queue lengthens its round trip, and two typical
-// round trips leave its answer room to come back (one alone let more
-// rounds go before a 429 and cost a tail of its own in the noisy
-// scenario). A partition whose windows
-// others' requests have filled (burst) sends an opening round of up to its
-// share (the window's first probes, up to twice the budget in all, while
-// less than a pace has passed since the opening), then rounds a pace
-// apart, each a multiple of the opening round's size: after an idle
-// neighbour, the window fills in a round or two instead of log₂ of the
-// share. A partition alone gives the whole log as until, so that
-// a probe never goes before a retry whose place the window holds (but for
-// its one late retry, see behindIn); a partition sharing its budget only
-// what is at or before the probe (see heldUntil). The window before from
-// is the clean one, right after a 429 taught the windows: every client goes
-// at the share it learned, and its first probe goes only a step after
-// every retry of the streak (clean) has gone, so that nobody's retry finds
-// the window taken by another client's probes.
+// probeAt is when window k, holding n admissions, may take one more. n is
+// at least the budget. It counts the admissions of the log before until. ok
+// is false when the window is not probed. It is false too when the time
+// would come too late. That is in the band at the window's end, where a
+// request is counted in the next window too.
+//
+// The first admission beyond the budget goes at the window's opening,
+// racing the other clients' bursts. It does so when nothing the window
+// holds (before until) is later. The further ones go in rounds (see
+// startsRound):
+//   - A probe that opens a round goes after the window's latest admission.
+//     So the previous round's answers are back before it goes.
+//   - It goes a step after that admission for the first round, and a pace
+//     after it for the later ones. The pace is the step when unset.
+//   - It never goes before the round's time counted from the opening.
+//   - The others of its round go with it.
+//
+// In a partition that looks alone (not ahead) the first round's step is two
+// paces, at most the margin. Why two paces:
+//   - The calls beyond its share in the last window wait for that round. A
+//     margin the round trips' tail sets put them tens of milliseconds
+//     behind a retrying client's (issue 21's p99).
+//   - The opening probe goes into every client's burst, whose queue
+//     lengthens its round trip. Two typical round trips leave its answer
+//     room to come back. One alone let more rounds go before a 429, and
+//     cost a tail of its own in the noisy scenario.
+//
+// A partition whose windows others' requests have filled (burst) sends an
+// opening round of up to its share. Those are the window's first probes, up
+// to twice the budget in all. They go while less than a pace has passed
+// since the opening. Then come rounds a pace apart, each a multiple of the
+// opening round's size. After an idle neighbour, the window fills in a
+// round or two instead of log₂ of the share.
+//
+// A partition alone gives the whole log as until. So a probe never goes
+// before a retry whose place the window holds, but for its one late retry
+// (see behindIn). A partition sharing its budget gives only what is at or
+// before the probe (see heldUntil).
+//
+// The window before from is the clean one, right after a 429 taught the
+// windows. Every client goes at the share it learned. Its first probe goes
+// only a step after every retry of the streak has gone (clean). So nobody's
+// retry finds the window taken by another client's probes.
 func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool) {
 	if w.step <= 0 || k*w.period < w.from-w.period || n >= w.ceiling {
 		return 0, false
@@ -744,22 +770,13 @@ func (w windows) probeAt(log []int64, k int64, n int, until int64) (int64, bool)
 	return t, true
 }
 
-// startsRound reports whether a window's probe that follows probes earlier
-// ones (at least one) opens a round of probes, a step after the previous
-// round: the rounds hold 1, 1, 2, 4, ... probes, each as many as went
-// before it, so the probes beyond the budget double every round trip while
-// no 429 shows the window full, as TCP's slow start grows its window.
-//
-// Why not one probe per step: the windows after the first open with the
-// shares every client learned less a yieldShare-th, and the rest of each
-// window is found by probes; one per round trip spreads a window's budget
-// over L round trips (a tenth of the period under load), and the last
-// window's calls go that much later. Doubling fills a window others left in
-// about log₂ L round trips. Why not more than doubling: a round is refused
-// whole when the window turns out full, so a round as large as all the
-// probes before it costs at most as many 429s as probes went through; and a
-// client alone behind the budget, whose single probe at the opening fills
-// the window, still has only the next round's single probe refused.
+// startsRound reports whether a window's probe opens a round of probes, a
+// step after the previous round. probes counts the window's earlier
+// probes, at least one. The rounds hold 1, 1, 2, 4, ... probes, each as
+// many as went before it. So the probes beyond the budget double every
+// round trip while no 429 shows the window full. TCP's slow start grows
+// its window the same way. docs/ratelimit-design.md ("Why the probes
+// double") says why neither fewer nor more.
 func startsRound(probes int) bool { return probes&(probes-1) == 0 }
 
 // floorDiv is ⌊a/b⌋ for b > 0.
@@ -771,18 +788,19 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// alignedAt is the admission rule in fixed windows, a pure function: the
-// first time at or after from when a request may go, given the log (held
-// and sent admissions, ascending) and the end of the latest window known
-// to be full.
+// alignedAt is the admission rule in fixed windows, a pure function. It
+// returns the first time at or after from when a request may go. It is
+// given the log: held and sent admissions, ascending. It is also given the
+// end of the latest window known to be full.
 //
-// Rack::Attack numbers its windows ⌊t/P⌋ in the gateway's clock, so the
+// Rack::Attack numbers its windows ⌊t/P⌋ in the gateway's clock. So the
 // windows are [k·P, (k+1)·P) in Unix time. A time is admissible when every
-// window the request may be counted in (see windows) ends after fullUntil
-// and holds fewer than Limit admissions counted the same way. A window's
-// admissions go as soon as it opens, and a late one (a retry's jitter) does
-// not push the next window's: unlike the sliding rule, a late slot costs
-// nothing later, so the makespan stays at the floor plus the allowance.
+// window the request may be counted in (see windows) passes two tests. The
+// window ends after fullUntil. And it holds fewer than Limit admissions
+// counted the same way. A window's admissions go as soon as it opens. A
+// late one (a retry's jitter) does not push the next window's. Unlike
+// under the sliding rule, a late slot costs nothing later. So the makespan
+// stays at the floor plus the allowance.
 func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
 	t := from
 	for range 2*len(log) + 3 {
@@ -812,12 +830,13 @@ func alignedAt(log []int64, fullUntil int64, w windows, from int64) int64 {
 	return t
 }
 
-// confirmAligned is when a held slot due at t may go in fixed windows: at t
-// if, in each window it may be counted in, fewer than Limit admissions come
-// at or before it (its own excluded; later ones queue behind it), else at
-// the first place alignedAt finds after that window. Ranking by ticket
-// keeps the queue's order when the budget falls while slots are held: the
-// first Limit slots of a window stand, and the rest move on in their order.
+// confirmAligned is when a held slot due at t may go in fixed windows. It
+// goes at t if, in each window it may be counted in, fewer than Limit
+// admissions come at or before it. Its own is excluded; later ones queue
+// behind it. Else it goes at the first place alignedAt finds after that
+// window. Ranking by ticket keeps the queue's order when the budget falls
+// while slots are held. The first Limit slots of a window stand, and the
+// rest move on in their order.
 func confirmAligned(log []int64, fullUntil int64, w windows, t int64) int64 {
 	if t-w.early < fullUntil {
 		return alignedAt(log, fullUntil, w, t)
@@ -835,9 +854,9 @@ func confirmAligned(log []int64, fullUntil int64, w windows, t int64) int64 {
 	return t
 }
 
-// confirmAt is when a held slot that is due at t may go: the first time at
-// or after t when fewer than the budget's Limit admissions (other than its
-// own) fall in the period before it.
+// confirmAt is when a held slot that is due at t may go. That is the first
+// time at or after t when fewer than the budget's Limit admissions fall in
+// the period before it. Its own admission does not count.
 func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
 	if !b.enabled() {
 		return t
@@ -856,18 +875,20 @@ func confirmAt(log []int64, t int64, b Budget, period time.Duration) int64 {
 }
 
 // admitAt is the sliding admission rule, a pure function. It returns the
-// time at which the request may go, whether the limiter holds that slot for
-// it, and whether a cooldown set the time.
+// time at which the request may go. It also says whether the limiter holds
+// that slot for it, and whether a cooldown set the time.
 //
 //   - First in, first out: a new slot comes after every slot already held.
-//   - While the partition is closed, a retry waits for the reopening plus
-//     its own jitter (a share of 10% of the cooldown) and holds its slot; a
-//     fresh call, until the whole jitter window after the reopening has
-//     passed, holds nothing and asks again then, so retries always go first.
+//   - While the partition is closed, a retry waits for the reopening
+//     plus its own jitter: a share of 10% of the cooldown. It holds its
+//     slot.
+//     A fresh call holds nothing until the whole jitter window after the
+//     reopening has passed, and asks again then. So retries always go
+//     first.
 //   - Pacing: with the budget's log full, a slot opens when the Limit-th
-//     previous admission is one (stretched) period old, so that at most
-//     Limit go in any interval of that period: after a cooldown the
-//     partition reopens for at most the budget.
+//     previous admission is one (stretched) period old. So at most Limit
+//     go in any interval of that period. After a cooldown the partition
+//     reopens for at most the budget.
 //   - No slot comes before r.After: a retry goes at its own wait or later.
 func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Duration, r Reservation, now int64) (at int64, hold, cooled bool) {
 	at = now
@@ -891,8 +912,8 @@ func admitAt(log []int64, coolStart, coolUntil int64, b Budget, period time.Dura
 }
 
 // observe applies an Observation; see learnFrom. Advertised RateLimit
-// fields set the budget, forgotten when answers stop carrying it; a 429
-// teaches it otherwise, and only one that gave an instruction.
+// fields set the budget. It is forgotten when answers stop carrying it.
+// Otherwise a 429 teaches it, and only one that gave an instruction.
 func (s *partitionState) observe(o Observation, now int64) Feedback {
 	s.touched = now
 	if o.Unadvertised && s.advertised {
@@ -908,10 +929,10 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 		s.told = max(s.told, now+int64(o.Reset))
 	}
 	if o.Throttled && o.RetryAfter <= 0 {
-		// A 429 without an instruction: refused, so its request used no
-		// budget. It teaches nothing and closes nothing: the period it
-		// would be counted in is known only from an earlier header, and
-		// a header informs only the attempt it came with.
+		// A 429 without an instruction was refused, so its request used
+		// no budget. It teaches nothing and closes nothing. The period it
+		// would be counted in is known only from an earlier header. And a
+		// header informs only the attempt it came with.
 		s.remove(o.Ticket)
 	} else if o.Throttled {
 		if o.RetryAfter > 0 {
@@ -933,7 +954,7 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 		fixed := o.FixedWindows && !s.sliding
 		unexplained := fixed && s.unexplained(o.Admitted, o.Margin, sent, now)
 		// A short Retry-After is proved only in the first window after
-		// a streak taught the partition its windows: from then on a
+		// a streak taught the partition its windows. From then on a
 		// refusal at a reopening is others' requests (see probes).
 		e := estimate{fixed: fixed, probing: fixed && s.probes(o.Budget), shared: s.shared,
 			trusted: fixed && s.coolUntil > 0 && sent >= s.probeFrom, now: now,
@@ -946,10 +967,11 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 		case l.distrusted && fixed:
 			s.undoubled = cur.Period
 		case l.others || unexplained && e.trusted:
-			// Others' requests fill our windows (in the window right
-			// after the streak, a refusal with some of ours through may
-			// yet prove a short Retry-After: see distrustWindows), and a
-			// period a refusal at a reopening doubled was theirs too.
+			// Others' requests fill our windows. A period that a
+			// refusal at a reopening doubled was theirs too. (In the
+			// window right after the streak, a refusal with some of ours
+			// through may yet prove a short Retry-After: see
+			// distrustWindows.)
 			s.shared = true
 			if s.undoubled > 0 && s.learned.Period > s.undoubled {
 				s.learned.Period = s.undoubled
@@ -970,8 +992,8 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 			if fixed && after.enabled() {
 				if first || l.distrusted {
 					// The window after the one the 429 showed full
-					// is the clean one: every client paces at the
-					// share it learned, and probes start after it.
+					// is the clean one. Every client paces at the
+					// share it learned. Probes start after it.
 					s.probeFrom, s.rampFrom = s.fullUntil+int64(after.Period), 0
 				}
 				if now < s.probeFrom-int64(after.Period) {
@@ -981,8 +1003,8 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 				}
 				if !s.sliding && !l.distrusted && cool <= after.Period {
 					// Rack::Attack's Retry-After is the whole period, not
-					// the time left: the window the 429 showed full ends
-					// sooner, and the next one opens for the partition then.
+					// the time left. The window the 429 showed full ends
+					// sooner. The next one opens for the partition then.
 					cool = min(cool, time.Duration(s.fullUntil+int64(clockAllowance(after.Period))-now))
 				}
 				if clean := s.probeFrom - int64(after.Period); l.others && now < clean {
@@ -1001,15 +1023,17 @@ func (s *partitionState) observe(o Observation, now int64) Feedback {
 }
 
 // learnWindows is what a 429 says about fixed windows, given the budget in
-// force after it. The window it arrived in is full: the latest it may have
-// arrived in, at now in the gateway's clock, which may be ahead of ours by
-// the clock allowance, to be safe. And a refusal our own count does not
-// explain (see unexplained) that is not part of a streak already counted
-// nor explained by a short Retry-After contradicts the windows: the budget
-// was too high (the estimator lowers it) or the gateway's windows are not
-// where we think. On a partition that probes, such a refusal is taken for
-// other clients' requests (see probes); otherwise the second one ends the
-// hypothesis for the partition, which keeps to the sliding rule until it is
+// force after it. The window it arrived in is full. To be safe, that is the
+// latest window it may have arrived in. That is the window of now in the
+// gateway's clock, which may be ahead of ours by the clock allowance.
+//
+// Some refusals contradict the windows. Our own count does not explain them
+// (see unexplained). They are not part of a streak already counted. No
+// short Retry-After explains them. Either the budget was too high (the
+// estimator lowers it), or the gateway's windows are not where we think. On
+// a partition that probes, such a refusal is taken for other clients'
+// requests (see probes). Otherwise the second one ends the hypothesis for
+// the partition. The partition keeps to the sliding rule until it is
 // forgotten.
 func (s *partitionState) learnWindows(after Budget, unexplained, probing, distrusted bool, sent, now int64) {
 	if !after.enabled() || s.sliding {

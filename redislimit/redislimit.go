@@ -1,7 +1,8 @@
-// Package redislimit is a ratelimit.Limiter kept in Redis, so that many
-// processes or machines behind one egress IP, or sharing one session token,
-// pace themselves against one budget, honour one another's cooldowns and
-// share the budget they learn from the gateway's answers.
+// Package redislimit is a ratelimit.Limiter kept in Redis. Many processes
+// or machines behind one egress IP, or sharing one session token, can then:
+//   - pace themselves against one budget;
+//   - honour one another's cooldowns;
+//   - share the budget they learn from the gateway's answers.
 //
 // Plug it into a client with rail0.WithLimiter:
 //
@@ -13,89 +14,95 @@
 //
 // # Semantics
 //
-// The Limiter has exactly the semantics of ratelimit.Memory: a log of
-// admission times per partition (the sliding log that paces, and the
-// requests the budget estimate counts), a cooldown that is never shortened,
-// the learned budget, retries before fresh calls while a partition is
-// closed, and slots that are confirmed after the caller's sleep and given
-// back when it gives up. Each operation is one Lua script that runs
-// atomically on the partition's keys, so concurrent callers in any number
-// of processes see one consistent state. Every time comes from the Redis
-// server's TIME inside the script, and only relative durations cross the
-// wire: processes whose clocks disagree still agree on the schedule. A call
-// admitted at once costs one round trip; a call that waits costs a second
-// one, the confirmation after its sleep; a 429 costs two more, to record it
-// and to hold the slot of its retry.
+// The Limiter has exactly the semantics of ratelimit.Memory:
+//   - a log of admission times per partition: the sliding log that paces,
+//     and the requests the budget estimate counts;
+//   - a cooldown that is never shortened;
+//   - the learned budget;
+//   - retries before fresh calls while a partition is closed;
+//   - slots that are confirmed after the caller's sleep, and given back
+//     when it gives up.
 //
-// It honours ratelimit.Reservation.FixedWindows (a rail0.Client always sets
-// it) as ratelimit.Memory does: the partition admits its whole budget in
-// each window of the budget's period aligned to the Unix epoch, as the
-// gateway's Rack::Attack counts, keeping the clock allowance and the margin
-// around each boundary, and a 429 marks its window full. A learned budget
-// is probed as ratelimit.Memory probes it (one request beyond it at each
-// window's opening, then rounds a round trip apart that double the probes
-// while no 429 shows the window full, a sixteenth given back on a 429), so
-// that the processes sharing the store and any others behind the same
-// budget that do not share it find their parts; the probes are the shared
+// Each operation is one Lua script that runs atomically on the partition's
+// keys. So concurrent callers in any number of processes see one
+// consistent state. Every time comes from the Redis server's TIME inside
+// the script. Only relative durations cross the wire. So processes whose
+// clocks disagree still agree on the schedule.
+//
+// A call admitted at once costs one round trip. A call that waits costs a
+// second one, the confirmation after its sleep. A 429 costs two more: one
+// to record it and one to hold the slot of its retry.
+//
+// It honours ratelimit.Reservation.FixedWindows as ratelimit.Memory does
+// (a rail0.Client always sets it). The partition admits its whole budget
+// in each window of the budget's period, aligned to the Unix epoch, as the
+// gateway's Rack::Attack counts. It keeps the clock allowance and the
+// margin around each boundary. A 429 marks its window full.
+//
+// A learned budget is probed as ratelimit.Memory probes it:
+//   - one request beyond it at each window's opening;
+//   - then rounds a round trip apart that double the probes while no 429
+//     shows the window full;
+//   - a sixteenth given back on a 429.
+//
+// So the processes sharing the store find their parts. So do any others
+// behind the same budget that do not share it. The probes are the shared
 // partition's, not each process's.
-// A partition paced at a budget it does not probe (configured, or stated
-// by RateLimit fields and configured alike), after two 429s that its own
-// count cannot explain, keeps to the sliding rule (first in, first out)
-// until it is forgotten. The window a 429 showed full, the probes' start,
-// the count of those 429s and the fallback are in the shared state: every
-// process sharing the store keeps the same windows and falls back with the
-// others. The windows are aligned on the Redis server's clock,
-// which should therefore be kept by NTP, like the gateway's.
 //
-// # Why not redis_rate (GCRA)
+// Take a partition paced at a budget it does not probe: configured, or
+// stated by RateLimit fields and configured alike. After two 429s that its
+// own count cannot explain, it keeps to the sliding rule (first in, first
+// out) until it is forgotten. The shared state holds the window a 429
+// showed full, the probes' start, the count of those 429s and the
+// fallback. So every process sharing the store keeps the same windows, and
+// falls back with the others. The windows are aligned on the Redis
+// server's clock. Keep that clock by NTP, like the gateway's.
 //
-// github.com/go-redis/redis_rate implements the generic cell rate
-// algorithm, a token bucket in disguise. With rate L/P and burst b it lets
-// b requests through at once and then one every P/L, so an interval of
-// length P can see b + L − 1 of them. Only b = 1 keeps that within L, and
-// then the budget is spread evenly: a client can never send a window's worth
-// at once, even into an empty window, and a cold start of L requests takes
-// a whole period. Any b > 1 that allows a burst overruns the gateway's fixed
-// window (b = L lets 2L − 1 through around a boundary). Its state also has
-// no place for a cooldown, which must be read in the same atomic step as the
-// pacing log to keep admissions first-in-first-out. So this package keeps
-// the sliding log of ratelimit.Memory, which holds "at most Limit sends in
-// any interval of Period" exactly and still lets a fresh client send Limit
-// at once, at the cost of a list of recent admission times per partition.
+// This package keeps the sliding log of ratelimit.Memory rather than the
+// GCRA of github.com/go-redis/redis_rate. docs/ratelimit-design.md ("Why
+// not redis_rate") says why.
 //
 // # Keys and expiry
 //
-// A partition p uses two keys, prefix + "{" + p + "}:state" (a hash with the
-// cooldown, the learned budget, the end of the latest window a 429 showed
-// full, the count of contradicted 429s, the fallback to the sliding rule and
-// what the probes need: whether the budget was advertised or is shared,
-// where probing and the clean ramp start, and the window a 429 reopened) and prefix + "{" + p + "}:sends" (a list of admission times in
-// microseconds, ascending, at most 4096 but for the slots that fixed
-// windows still count, and none older than the longer of two minutes and
-// two periods). The braces form a Redis Cluster hash tag, so both land on
-// one slot and the scripts work with a cluster client. Both keys expire ten
-// minutes after the partition last constrained anything, as ratelimit.Memory
-// forgets idle partitions. Partitions never contain a token: the SDK hashes
-// it.
+// A partition p uses two keys:
+//   - prefix + "{" + p + "}:state" is a hash. It holds the cooldown, the
+//     learned budget and the end of the latest window a 429 showed full.
+//     It holds the count of contradicted 429s and the fallback to the
+//     sliding rule. It holds what the probes need: whether the budget was
+//     advertised or is shared, where probing and the clean ramp start, and
+//     the window a 429 reopened.
+//   - prefix + "{" + p + "}:sends" is a list of admission times in
+//     microseconds, ascending. It holds at most 4096, but for the slots
+//     that fixed windows still count. It holds none older than the longer
+//     of two minutes and two periods.
+//
+// The braces form a Redis Cluster hash tag. So both keys land on one
+// slot, and the scripts work with a cluster client. Both keys expire ten
+// minutes after the partition last constrained anything, as
+// ratelimit.Memory forgets idle partitions. Partitions never contain a
+// token: the SDK hashes it.
 //
 // The scripts use LPOS, which needs Redis 6.0.6 or later.
 //
 // # Failures
 //
-// Every operation is bounded by its context (the SDK passes what the call
-// can still spend on rate limiting) and by the Limiter's own timeout
-// (WithTimeout, default 500 ms), even when the Redis client does not enforce
-// context deadlines itself. An operation that fails or runs out of time
-// returns an *Error, and the rail0 client then fails open (it sends without
-// pacing) and logs it, because a broken limiter store must not stop
-// payments. The Limiter then stops asking Redis for a while (1 s, doubling
-// up to 30 s while failures go on) and keeps pacing, cooldowns and the
-// learned budget in a local ratelimit.Memory meanwhile, so that a dead
-// store costs each call nothing and the process still honours the 429s it
-// sees. When the while is over, one check asks Redis in the background and
-// the calls keep the local fallback until Redis answers it: a store that
-// stalls holds only the calls in flight when it first fails. Give the Redis client short DialTimeout, ReadTimeout and PoolTimeout
-// values anyway, so that connections stuck on a dead server are reclaimed.
+// Every operation is bounded by its context: the SDK passes what the call
+// can still spend on rate limiting. It is also bounded by the Limiter's
+// own timeout (WithTimeout, default 500 ms). Both hold even when the Redis
+// client does not enforce context deadlines itself.
+//
+// An operation that fails or runs out of time returns an *Error. The rail0
+// client then fails open: it sends without pacing, and logs the error. A
+// broken limiter store must not stop payments. The Limiter then stops
+// asking Redis for a while: 1 s, doubling up to 30 s while failures go on.
+// Meanwhile it keeps pacing, cooldowns and the learned budget in a local
+// ratelimit.Memory. So a dead store costs each call nothing, and the
+// process still honours the 429s it sees. When the while is over, one
+// check asks Redis in the background. The calls keep the local fallback
+// until Redis answers it. So a store that stalls holds only the calls in
+// flight when it first fails. Give the Redis client short DialTimeout,
+// ReadTimeout and PoolTimeout values anyway. Then connections stuck on a
+// dead server are reclaimed.
 package redislimit
 
 import (
@@ -121,12 +128,13 @@ const DefaultPrefix = "rail0:rl:"
 const DefaultTimeout = 500 * time.Millisecond
 
 const (
-	// cooldownJitter is the share of a cooldown's length over which retries
-	// spread their admission, as documented on ratelimit.Reservation.Jitter.
+	// cooldownJitter is the share of a cooldown's length over which
+	// retries spread their admission. ratelimit.Reservation.Jitter
+	// documents it.
 	cooldownJitter = limitrules.RetryJitter
 	// ttlSlack is added to every key's time to live.
 	ttlSlack = time.Second
-	// yieldShare is ratelimit.Memory's: a probing partition refused in a
+	// yieldShare is ratelimit.Memory's. A probing partition refused in a
 	// window gives up this share of what went through in it.
 	yieldShare = limitrules.YieldShare
 	// The log's bounds and the idle time, as in ratelimit.Memory.
@@ -139,15 +147,15 @@ const (
 	maxBackoff   = 30 * time.Second
 )
 
-// Limiter is a ratelimit.Limiter backed by Redis. It is safe for concurrent use
-// and holds no rate-limit state of its own while Redis answers: any number
-// of Limiters on any number of machines that share a Redis server and a key
-// prefix share one budget.
+// Limiter is a ratelimit.Limiter backed by Redis. It is safe for
+// concurrent use. It holds no rate-limit state of its own while Redis
+// answers. So any number of Limiters on any number of machines share one
+// budget, when they share a Redis server and a key prefix.
 type Limiter struct {
 	rdb     redis.UniversalClient
 	prefix  string
 	timeout time.Duration
-	// now, when set, replaces the server's TIME; tests use it to replay a
+	// now, when set, replaces the server's TIME. Tests use it to replay a
 	// schedule exactly. It is nil in every Limiter that New returns.
 	now func() time.Time
 	// wall is the local clock of the failure backoff.
@@ -238,18 +246,20 @@ func (l *Limiter) nowArg() string {
 	return strconv.FormatInt(l.now().UnixMicro(), 10)
 }
 
-// useLocal reports whether the Limiter answers from its local fallback:
-// from a failure of the store until the store answers again. Once the
-// backoff has passed, one check asks the store in the background (see
-// check), on partition's key (a cluster routes it to that partition's
-// master), and the callers keep the fallback until it answers. Why not let
-// the next callers ask the store, as before: a store that stalls (a killed
-// master does until the failover or the timeout) would hold every call in
-// flight at the end of each backoff for the whole timeout, half a second
-// by default, three or four times in a run of a few windows: 1.13-1.19 ×
-// the floor for 4 and 8 processes with one or two workers each
-// (TestProcessesSharingALimiterSurviveTheStore, whose model follows this
-// rule), against 1.07 with the check.
+// useLocal reports whether the Limiter answers from its local fallback.
+// It does from a failure of the store until the store answers again. Once
+// the backoff has passed, one check asks the store in the background (see
+// check). It asks on partition's key: a cluster routes that to the
+// partition's master. The callers keep the fallback until it answers.
+//
+// Why not let the next callers ask the store, as before? A store that
+// stalls would hold every call in flight at the end of each backoff for
+// the whole timeout. A killed master stalls until the failover or the
+// timeout. The timeout is half a second by default, and came three or four
+// times in a run of a few windows. That cost 1.13-1.19 × the floor for 4
+// and 8 processes with one or two workers each, against 1.07 with the
+// check. TestProcessesSharingALimiterSurviveTheStore measures it; its
+// model follows this rule.
 func (l *Limiter) useLocal(partition string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -265,13 +275,14 @@ func (l *Limiter) useLocal(partition string) bool {
 }
 
 // check asks the store whether it answers, with a read of partition's
-// state key: an answer within the Limiter's timeout ends the fallback; an
+// state key. An answer within the Limiter's timeout ends the fallback. An
 // error, or no answer by then, doubles the backoff. Either way the check
-// is over within the timeout, so the next caller after the backoff starts
-// another. The read runs on its own goroutine, as run's scripts do: go-redis
-// ignores context deadlines unless ContextTimeoutEnabled is set, and with no
-// read timeout a stalled store would hold the check, and so keep the
-// fallback, for as long as it stalls. The read finishes in the background.
+// is over within the timeout. So the next caller after the backoff starts
+// another. The read runs on its own goroutine, as run's scripts do.
+// go-redis ignores context deadlines unless ContextTimeoutEnabled is set.
+// With no read timeout, a stalled store would hold the check for as long
+// as it stalls, and so keep the fallback. The read finishes in the
+// background.
 func (l *Limiter) check(partition string) {
 	defer l.inflight.Done()
 	err := errNilClient
@@ -292,10 +303,10 @@ func (l *Limiter) check(partition string) {
 }
 
 // within runs do within ctx and the Limiter's timeout, on its own
-// goroutine, so that a Redis client that ignores context deadlines
-// (go-redis does unless ContextTimeoutEnabled is set) cannot hold the
-// caller past the bound: do finishes in the background, and its error is
-// the deadline's when the bound came first.
+// goroutine. So a Redis client that ignores context deadlines cannot hold
+// the caller past the bound. (go-redis ignores them unless
+// ContextTimeoutEnabled is set.) do finishes in the background. Its error
+// is the deadline's when the bound came first.
 func (l *Limiter) within(ctx context.Context, do func(context.Context) error) error {
 	bctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
@@ -333,11 +344,10 @@ func (l *Limiter) recovered() {
 const minStall = 20 * time.Millisecond
 
 // run runs one script within the caller's context and the Limiter's
-// timeout. The script runs on its own goroutine, so that a Redis client
-// that ignores context deadlines (go-redis does unless
-// ContextTimeoutEnabled is set) cannot hold the caller past the bound; it
-// finishes in the background. A failure, or no answer within the Limiter's
-// timeout, starts the failure backoff.
+// timeout. The script runs on its own goroutine (see within). So a Redis
+// client that ignores context deadlines cannot hold the caller past the
+// bound. The script finishes in the background. A failure, or no answer
+// within the Limiter's timeout, starts the failure backoff.
 func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	fail := func(err error) ([]int64, error) {
 		return nil, &Error{Op: op, Partition: partition, Err: err}
@@ -349,9 +359,9 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 		return fail(err)
 	}
 	// A deadline that left the store less than minStall says nothing about
-	// the store if it passes. Judged from the deadline, not from the time
-	// spent: a timer that fires late on a loaded machine must not turn a
-	// caller's tiny deadline into an outage.
+	// the store if it passes. It is judged from the deadline, not from the
+	// time spent. A timer that fires late on a loaded machine must not
+	// turn a caller's tiny deadline into an outage.
 	fair := true
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < minStall {
 		fair = false
@@ -363,11 +373,12 @@ func (l *Limiter) run(ctx context.Context, op, partition string, script *redis.S
 	})
 	if err != nil {
 		if ctx.Err() == nil || (!errors.Is(ctx.Err(), context.Canceled) && fair) {
-			// An error, or no answer within the Limiter's timeout or
+			// An error, or no answer within the Limiter's timeout: for
+			// the next calls, the store is down. So it is after no answer
 			// within a caller's deadline that left the store a fair
-			// chance: for the next calls, the store is down. A caller
-			// that gave up, or whose deadline left the store no time (a
-			// few microseconds), says nothing about the store.
+			// chance. A caller that gave up says nothing about the store.
+			// Nor does one whose deadline left the store no time (a few
+			// microseconds).
 			l.failed()
 		}
 		return fail(err)
@@ -528,20 +539,28 @@ local function effective(cl, cp, ll, lp)
   if not (cl > 0 and cp > 0) then return ll, lp end
   return math.min(cl, ll), math.max(cp, lp)
 end
--- fields names a partition's state: cooldown start and end (cs, cu),
--- learned limit and period (ll, lp), end of the window a 429 showed full
--- (fu), contradicted 429s (ct), fallback to the sliding rule (sl), the
--- learned budget advertised (ad), others' requests seen in our windows
--- (sh), the start of the probes (pf), when the clean window's ramp may
--- start (rf), the period before a short Retry-After doubled it (ud), the
--- cooldown the partition last reopened from and the budget then (rs, ru,
--- rl, rp), when the gateway's latest instruction ends (tu: a clamped retry
--- goes no earlier), when its uncapped instruction ends (xu: calls that
--- cannot wait the rest of it are refused at once), and, for a partition
--- that looks alone behind its budget, the slot of the late retry the
--- probes do not wait for (bh), what went through in the window of the
--- latest refused probe (pb) and whether two refused probes found different
--- counts (vr) (see behindIn and lone in package ratelimit).
+-- fields names a partition's state:
+--   cs, cu: the cooldown's start and end;
+--   ll, lp: the learned limit and period;
+--   fu: the end of the window a 429 showed full;
+--   ct: the count of contradicted 429s;
+--   sl: the fallback to the sliding rule;
+--   ad: the learned budget is advertised;
+--   sh: others' requests were seen in our windows;
+--   pf: the start of the probes;
+--   rf: when the clean window's ramp may start;
+--   ud: the period before a short Retry-After doubled it;
+--   rs, ru, rl, rp: the cooldown the partition last reopened from, and
+--     the budget then;
+--   tu: when the gateway's latest instruction ends (a clamped retry goes
+--     no earlier);
+--   xu: when its uncapped instruction ends (calls that cannot wait the
+--     rest of it are refused at once).
+-- For a partition that looks alone behind its budget (see behindIn and
+-- lone in package ratelimit):
+--   bh: the slot of the late retry the probes do not wait for;
+--   pb: what went through in the window of the latest refused probe;
+--   vr: whether two refused probes found different counts.
 local fields = {'cs', 'cu', 'll', 'lp', 'fu', 'ct', 'sl', 'ad', 'sh', 'pf', 'rf', 'ud', 'rs', 'ru', 'rl', 'rp', 'tu', 'xu', 'bh', 'pb', 'vr'}
 -- state reads a partition's state hash, 0 for what is not set.
 local function state(key)
@@ -559,22 +578,24 @@ local function save(key, st)
   end
   redis.call('HSET', key, unpack(kv))
 end
--- probes: the partition looks for room beyond a budget it learned (from
--- 429s or RateLimit fields), below the configured one if any (see probes
--- in package ratelimit).
+-- probes: the partition looks for room beyond a budget it learned, from
+-- 429s or RateLimit fields. That budget is below the configured one, if
+-- any (see probes in package ratelimit).
 local function probes(st, cl, cp)
   return st.ll > 0 and st.lp > 0 and st.sl == 0 and (not (cl > 0 and cp > 0) or st.ll < cl)
 end
 `
 
-// luaWindows holds the fixed-window rules of ratelimit.Memory (see
-// windowsOf, alignedAt and confirmAligned there), over an ascending array
-// of admission times in microseconds. The clock allowance and the late
-// bound are rounded up to whole microseconds: a band a fraction of a
-// microsecond wider than the in-memory one, never narrower.
+// luaWindows holds the fixed-window rules of ratelimit.Memory: see
+// windowsOf, alignedAt and confirmAligned there. They work over an
+// ascending array of admission times in microseconds. The clock allowance
+// and the late bound are rounded up to whole microseconds. So the band is
+// a fraction of a microsecond wider than the in-memory one, never
+// narrower.
 var luaWindows = `
--- floorDiv is floor(a / b) for b > 0, exactly: the quotient of two doubles
--- may round to the integer just above when a is just below a multiple of b.
+-- floorDiv is floor(a / b) for b > 0, exactly. The quotient of two
+-- doubles may round to the integer just above, when a is just below a
+-- multiple of b.
 local function floorDiv(a, b)
   local q = math.floor(a / b)
   if q * b > a then q = q - 1 elseif (q + 1) * b <= a then q = q + 1 end
@@ -632,9 +653,9 @@ local function lateIn(w, t)
   local k = floorDiv(t, w.period)
   return w.step > 0 and k * w.period >= w.from + w.period and t > opening(w, k)
 end
--- probeAt is when window k, holding n admissions of xs before til (n at
--- least the budget), may take one more; nil when it may not (see probeAt in
--- package ratelimit).
+-- probeAt is when window k, holding n admissions of xs before til, may
+-- take one more. n is at least the budget. It is nil when the window may
+-- not (see probeAt in package ratelimit).
 local function probeAt(xs, w, k, n, til)
   if w.step <= 0 or k * w.period < w.from - w.period or n >= w.ceiling then return nil end
   local open = opening(w, k)
@@ -650,10 +671,11 @@ local function probeAt(xs, w, k, n, til)
   if k * w.period < w.from then
     t = math.max(lastAt + w.step, w.clean + w.step)
   elseif probed > 0 then
-    -- Rounds of 1, 1, 2, 4, ... probes, the first a step after the
-    -- opening (alone, two paces, at most the step), the others a pace
-    -- apart; sharing, an opening round of up to the share, and rounds
-    -- multiples of its size (see probeAt in package ratelimit).
+    -- Rounds of 1, 1, 2, 4, ... probes. The first goes a step after the
+    -- opening (alone, two paces, at most the step). The others go a pace
+    -- apart. Sharing, the partition sends an opening round of up to its
+    -- share, then rounds that are multiples of its size (see probeAt in
+    -- package ratelimit).
     local pace = w.pace -- at least a millisecond (probeWindows)
     local firstStep, unit, opening = w.step, 1, false
     if not w.ahead then firstStep = math.min(2 * pace, w.step) end
@@ -676,8 +698,9 @@ local function probeAt(xs, w, k, n, til)
   return t
 end
 -- alignedAt is the first time at or after from when a request may go. xs
--- may leave out admissions no window from from on counts; w.size is then
--- the length of the whole log, which bounds the search as in package ratelimit.
+-- may leave out admissions that no window from from on counts. w.size is
+-- then the length of the whole log. It bounds the search as in package
+-- ratelimit.
 local function alignedAt(xs, fu, w, from)
   local t = from
   for _ = 1, 2 * (w.size or #xs) + 3 do
@@ -739,8 +762,8 @@ local ticket = tonumber(ARGV[7])
 local slack = tonumber(ARGV[9])
 local idle = tonumber(ARGV[12])
 -- A clamped or guessed retry reopens with the gateway's latest
--- instruction, not with a cooldown the limiter worked out beyond it (see
--- reopensFor in package ratelimit).
+-- instruction. It does not wait for a cooldown the limiter worked out
+-- beyond it (see reopensFor in package ratelimit).
 local clamped = retry == 1 and tonumber(ARGV[15]) == 1
 local guessed = retry == 1 and tonumber(ARGV[17]) == 1
 local reopen = cu
@@ -750,7 +773,7 @@ local adv = 0
 if st.ad == 1 and st.ll > 0 and st.lp > 0 then adv = 1 end
 
 -- The gateway said the partition stays closed longer than the caller may
--- wait: nothing is held, and a slot being confirmed is given up.
+-- wait. Nothing is held, and a slot being confirmed is given up.
 if st.xu - now > 0 and st.xu - now > maxwait then
   if ticket > 0 then redis.call('LREM', KEYS[2], -1, ARGV[7]) end
   return {0, st.xu - now, 1, 0, limit, bper, now, adv}
@@ -768,9 +791,10 @@ while true do
 end
 local len = redis.call('LLEN', KEYS[2])
 -- In fixed windows, xs holds the admissions that the windows from now on
--- count, ascending, and rs their stored strings: the list's tail, read
--- from the end, since the log can hold thousands of older ones. The bound
--- on the log keeps them all (see reserveAligned in package ratelimit).
+-- count, ascending. rs holds their stored strings. They are the list's
+-- tail, read from the end, since the log can hold thousands of older
+-- ones. The bound on the log keeps them all (see reserveAligned in
+-- package ratelimit).
 local w, xs, rs = nil, {}, {}
 if aligned then
   w = probeWindows(windowsOf(limit, bper, tonumber(ARGV[3])), st, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[16]))
@@ -803,7 +827,7 @@ end
 
 local window = (cu - cs) * ` + strconv.FormatFloat(cooldownJitter, 'f', -1, 64) + `
 
--- A guessed retry goes at its own wait: only a cooldown whose instruction
+-- A guessed retry goes at its own wait. Only a cooldown whose instruction
 -- still runs and the configured budget hold it (see reserveGuessed in
 -- package ratelimit).
 if guessed then
@@ -988,8 +1012,8 @@ if aligned then
   from = math.max(from, now + math.max(tonumber(ARGV[14]), 0))
   local t = alignedAt(xs, fu, w, from)
   -- A retry its Retry-After sets after its window's opening, on a
-  -- partition that looks alone: the probes do not wait for it, and it goes
-  -- a step later (see behindIn in package ratelimit).
+  -- partition that looks alone. The probes do not wait for it. It goes a
+  -- step later (see behindIn in package ratelimit).
   local late = retry == 1 and not clamped and tonumber(ARGV[14]) > 0 and st.sh == 0 and st.vr == 0 and lateIn(w, t)
   if late then t = alignedAt(xs, fu, w, t + w.step) end
   local wait = t - now
@@ -1073,10 +1097,10 @@ var releaseScript = redis.NewScript(`
 return {redis.call('LREM', KEYS[1], -1, ARGV[1])}
 `)
 
-// observeScript applies an Observation as ratelimit.Memory does: the
-// advertised quota, the 429's estimate, distrust and probing (see learnFrom
-// in package ratelimit), what the 429 says about fixed windows (see
-// learnWindows there), and the cooldown.
+// observeScript applies an Observation as ratelimit.Memory does. It
+// applies the advertised quota, and the 429's estimate, distrust and
+// probing (see learnFrom in package ratelimit). It applies what the 429
+// says about fixed windows (see learnWindows there), and the cooldown.
 //
 //	KEYS: state hash (see fields), sends list
 //	ARGV: 1 ticket, 2 throttled, 3 Retry-After µs, 4 max cooldown µs,
@@ -1210,9 +1234,9 @@ elseif tonumber(ARGV[2]) == 1 then
   if lcool > 0 then cool = lcool end
   if windowsOn then
     local afL, afP = effective(cl, cp, st.ll, st.lp)
-    -- learnWindows: the window the 429 arrived in is full; a refusal our
+    -- learnWindows: the window the 429 arrived in is full. A refusal our
     -- count cannot explain contradicts the windows of a partition that
-    -- does not probe, and the second ends them.
+    -- does not probe. The second ends them.
     if afL > 0 and afP > 0 and st.sl == 0 then
       st.fu = math.max(st.fu, (floorDiv(now + allowance(afP), afP) + 1) * afP)
       if unexplained and not probing and distrusted == 0 and sent > st.cs then

@@ -23,9 +23,10 @@ var (
 	windowColor   = color.Gray{Y: 0x90}
 )
 
-// histograms turns bins into the chart's two layers: the total height of
-// each bar (drawn in the refusal colour) and the accepted part drawn over
-// it, so that the 429s show as the red top of each bar.
+// histograms turns bins into the chart's two layers. One is the total
+// height of each bar, drawn in the refusal colour. The other is the
+// accepted part, drawn over it. So the 429s show as the red top of each
+// bar.
 func histograms(bins []bin, width time.Duration) (total, accepted []plotter.HistogramBin) {
 	w := width.Seconds()
 	for i, b := range bins {
@@ -36,8 +37,8 @@ func histograms(bins []bin, width time.Duration) (total, accepted []plotter.Hist
 	return total, accepted
 }
 
-// writeChart draws one panel per strategy that ran, on shared axes, and
-// writes it as a PNG at path.
+// writeChart draws one panel per strategy that ran, on shared axes. It
+// writes the chart as a PNG at path.
 func writeChart(path, title string, results []result, period time.Duration) error {
 	type panel struct {
 		r    result

@@ -14,8 +14,8 @@ import (
 	"time"
 )
 
-// childEnv marks a process the bench started as one of its clients: the
-// bench's test binary, which runs the bench as a child too, looks for it
+// childEnv marks a process the bench started as one of its clients. The
+// bench's test binary runs the bench as a child too. It looks for childEnv
 // before the testing package reads the flags.
 const childEnv = "RAIL0_BENCH_CHILD=1"
 
@@ -34,11 +34,11 @@ type job struct {
 	until    int64 // Unix nanoseconds when the calls stop; 0: when they are done
 }
 
-// fleet is a run's client processes: this binary again, with -child, each
-// its own process with its own client, as separate deployments of one
-// program are. Real processes, rather than clients in goroutines of one,
-// because that is how users deploy, and what the issue measured: each has
-// its own runtime, connections and scheduling.
+// fleet is a run's client processes: this binary again, with -child. Each
+// is its own process with its own client, as separate deployments of one
+// program are. Why real processes, rather than clients in goroutines of
+// one? That is how users deploy, and what the issue measured. Each has its
+// own runtime, connections and scheduling.
 type fleet struct {
 	url     string
 	start   int64
@@ -49,8 +49,8 @@ type fleet struct {
 	limit   int
 }
 
-// run starts one child per job, waits for all of them and merges what they
-// recorded; jobs[i] is child i+1.
+// run starts one child per job, waits for all of them, and merges what
+// they recorded. jobs[i] is child i+1.
 func (f fleet) run(ctx context.Context, jobs []job) ([]childReport, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -115,11 +115,13 @@ func btoi(b bool) int {
 	return 0
 }
 
-// runFleet runs strategy key in `processes` client processes against gw,
-// each with its share of the W workers and of the calls, and merges what
-// they recorded. The processes share what the strategy's store says:
-// nothing, the Redis at -redis, or a Redis Cluster the bench starts and
-// loses a master of o.outageAt into the run.
+// runFleet runs strategy key in `processes` client processes against gw.
+// Each has its share of the W workers and of the calls. runFleet merges
+// what they recorded. The processes share what the strategy's store says:
+//   - nothing;
+//   - the Redis at -redis;
+//   - a Redis Cluster the bench starts, and loses a master of o.outageAt
+//     into the run.
 func runFleet(ctx context.Context, o options, key string, processes, workers int, gw gateway) (result, error) {
 	var r result
 	if workers < processes || o.requests < processes {
@@ -193,7 +195,7 @@ func runFleet(ctx context.Context, o options, key string, processes, workers int
 }
 
 // childLead is how long the client processes have to start before the
-// first window: a second unless a test says otherwise.
+// first window. It is a second unless a test says otherwise.
 func (o options) childLead() time.Duration {
 	if o.lead > 0 {
 		return o.lead
@@ -206,9 +208,9 @@ func newPrefix() string {
 	return fmt.Sprintf("rail0:bench:%d-%d:", os.Getpid(), time.Now().UnixNano())
 }
 
-// runChild is one client process: it builds its strategy's client, waits
-// for the agreed start, runs its workers until its calls are done or its
-// time is up, and prints what it recorded as JSON.
+// runChild is one client process. It builds its strategy's client and
+// waits for the agreed start. It runs its workers until its calls are done
+// or its time is up. Then it prints what it recorded as JSON.
 func runChild(ctx context.Context, o options, stdout io.Writer) error {
 	s, ok := strategies[o.strategy]
 	if !ok {
@@ -252,7 +254,7 @@ type survival struct {
 	gateway   string
 	processes int
 	// accepted[p][k] counts process p's requests that went through in
-	// window k of the run (by the time each was sent).
+	// window k of the run, by the time each was sent.
 	accepted [][]int
 	refused  [][]int
 	shared   int // windows before the others stopped (the last one cut short)
@@ -260,14 +262,14 @@ type survival struct {
 	limit    int
 }
 
-// survivorWorkers is each process's workers in the survivor runs: enough
-// that every process wants more than the whole budget.
+// survivorWorkers is each process's workers in the survivor runs. They are
+// enough that every process wants more than the whole budget.
 const survivorWorkers = 8
 
 // runSurvivor runs `processes` SDK processes (only WithRetryOn429) with
-// unbounded demand against gw for o.survivor windows, stops all but the
-// first halfway through the last of them, and lets the first run alone for
-// o.alone windows more.
+// unbounded demand against gw, for o.survivor windows. It stops all but
+// the first halfway through the last of them. It lets the first run alone
+// for o.alone windows more.
 func runSurvivor(ctx context.Context, o options, processes int, gw gateway) (survival, error) {
 	sv := survival{gateway: gw.kind, processes: processes, shared: o.survivor, alone: o.alone, limit: o.limit}
 	url, closeGW := gw.open(o)
@@ -308,9 +310,10 @@ func runSurvivor(ctx context.Context, o options, processes int, gw gateway) (sur
 }
 
 // recovery returns how many windows after the others stopped the survivor
-// took to be back at the full budget for good: k when window k after the
-// one they stopped in and every later one let the whole limit through
-// (1 is the first full window without them), or 0 when it never was.
+// took to be back at the full budget for good. It returns k when window k
+// after the one they stopped in, and every later one, let the whole limit
+// through. 1 is the first full window without them. It returns 0 when the
+// survivor never was back.
 func (sv survival) recovery() int {
 	if len(sv.accepted) == 0 {
 		return 0
@@ -327,9 +330,10 @@ func (sv survival) recovery() int {
 }
 
 // parts returns, for each process, the requests it got through in the
-// shared windows but the first two (where the budget is being learned) and
-// the last (cut short), as a share of its fair part, and the fewest
-// requests that any of those windows let through in all.
+// shared windows, as a share of its fair part. It leaves out the first two
+// windows, where the budget is being learned. It leaves out the last, cut
+// short. It also returns the fewest requests that any of those windows let
+// through in all.
 func (sv survival) parts() (shares []float64, fewest int, err error) {
 	lo, hi := 2, sv.shared-1
 	if hi <= lo {

@@ -33,7 +33,7 @@ func (g gateway) open(o options) (string, func()) {
 	return srv.URL, srv.Close
 }
 
-// errUnavailable is a gateway the bench cannot start on this machine; its
+// errUnavailable is a gateway the bench cannot start on this machine. Its
 // rows are skipped with the reason.
 var errUnavailable = errors.New("gateway unavailable")
 
@@ -42,9 +42,10 @@ var errUnavailable = errors.New("gateway unavailable")
 //go:embed rackattack.rb
 var rackAttack []byte
 
-// openGateway prepares gateway kind: nothing for inproc; a child process
-// serving rail0test on loopback for external and short; Rack::Attack in a
-// Ruby process for rackattack.
+// openGateway prepares gateway kind:
+//   - nothing for inproc;
+//   - a child process serving rail0test on loopback for external and short;
+//   - Rack::Attack in a Ruby process for rackattack.
 func openGateway(ctx context.Context, kind string, o options) (gateway, error) {
 	if kind == "inproc" {
 		return gateway{kind: kind, close: func() {}}, nil
@@ -134,8 +135,8 @@ func (w raWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// serveGateway is a gateway child: it serves rail0test on a loopback port,
-// prints the URL and serves until stdin closes.
+// serveGateway is a gateway child. It serves rail0test on a loopback port,
+// prints the URL, and serves until stdin closes.
 func serveGateway(ctx context.Context, o options, stdin io.Reader, stdout io.Writer) error {
 	srv := newGateway(o)
 	defer srv.Close()

@@ -1,26 +1,32 @@
 // Command rail0-bench measures how retry strategies behave against the
-// gateway's fixed-window rate limit, with small windows, in one process and
-// in several, in one command.
+// gateway's fixed-window rate limit. It uses small windows, runs in one
+// process and in several, and does it all in one command.
 //
-// W workers (all processes together) share M calls of GET /blockchains
-// (the public surface, limited per client IP, which all the bench's
-// processes share on loopback). Each run starts on a window boundary with
-// fresh clients, and the bench prints one row per gateway, P, W and
-// strategy: HTTP requests sent, 429 answers (in the first window and after
-// it), retries sent before the end of the window that refused them (all,
-// and after the first window), the shortest time between a 429 and its
-// retry and the retries sent sooner than the 429's Retry-After, calls that
-// failed, makespan against the floor, call latency, and for the strategies
-// sharing Redis the Redis round trips per call. It checks the targets of
-// issues 13, 21 and 27 (no SDK retry before its Retry-After), and draws, for
-// one W, the requests sent per 100 ms of each strategy as PNGs: one process
-// against the in-process gateway, and several processes side by side with
+// W workers (all processes together) share M calls of GET /blockchains.
+// That is the public surface, limited per client IP, which all the bench's
+// processes share on loopback. Each run starts on a window boundary with
+// fresh clients. The bench prints one row per gateway, P, W and strategy:
+//   - HTTP requests sent;
+//   - 429 answers, in the first window and after it;
+//   - retries sent before the end of the window that refused them, all and
+//     after the first window;
+//   - the shortest time between a 429 and its retry;
+//   - the retries sent sooner than the 429's Retry-After;
+//   - calls that failed;
+//   - makespan against the floor;
+//   - call latency;
+//   - for the strategies sharing Redis, the Redis round trips per call.
+//
+// It checks the targets of issues 13, 21 and 27 (no SDK retry before its
+// Retry-After). For one W it draws the requests sent per 100 ms of each
+// strategy as PNGs. One chart is one process against the in-process
+// gateway. The other is several processes, side by side with
 // go-retryablehttp.
 //
 // P = 1 runs the calls in the bench's own process. P > 1 runs this binary
-// again as P client processes (-child), each with its own client and its
+// again as P client processes (-child). Each has its own client and its
 // share of the workers and calls, as separate deployments of one program
-// are; they report what they recorded as JSON.
+// are. They report what they recorded as JSON.
 //
 // The gateways:
 //
@@ -49,12 +55,13 @@
 //	margin          as sdk, its pacing margin (the step between a window's
 //	                probes) fixed at 2 ms: a diagnosis, not in the default run
 //
-// One process runs the strategies that need no store on every gateway;
-// several processes that share nothing (retryablehttp, sdk, naive, retry)
-// call external and rackattack, and those that share a store call inproc.
+// One process runs the strategies that need no store on every gateway.
+// Several processes that share nothing (retryablehttp, sdk, naive, retry)
+// call external and rackattack. Those that share a store call inproc.
+//
 // The survivor runs (-survivor windows, then -alone) start P processes of
-// the sdk strategy with unbounded demand on external and rackattack, stop
-// all but one, and count the windows until the survivor has the whole
+// the sdk strategy with unbounded demand, on external and rackattack. They
+// stop all but one, and count the windows until the survivor has the whole
 // budget again. Without a reachable Redis the redis strategies are skipped
 // with a message.
 //
@@ -116,7 +123,7 @@ type options struct {
 	alone        int
 	outageAt     time.Duration
 	// lead is how long the client processes have to start before the
-	// first window; zero means a second. Only tests shorten it.
+	// first window. Zero means a second. Only tests shorten it.
 	lead time.Duration
 
 	// Set only in a child process.
@@ -226,8 +233,8 @@ func positives(name, list string) ([]int, error) {
 	return ns, nil
 }
 
-// defaultRedisAddr is RAIL0_REDIS_ADDR, as in the redislimit tests, or the
-// loopback default.
+// defaultRedisAddr is RAIL0_REDIS_ADDR, as in the redislimit tests. Else it
+// is the loopback default.
 func defaultRedisAddr() string {
 	if a := os.Getenv("RAIL0_REDIS_ADDR"); a != "" {
 		return a
@@ -236,11 +243,14 @@ func defaultRedisAddr() string {
 }
 
 // applies reports whether strategy key runs against gateway g in P
-// processes. One process runs every strategy that needs no store, on every
-// gateway; the short Retry-After gateway is about the retry strategies
-// without a budget. Several processes that share nothing call the gateways
-// in processes of their own (external, rackattack); several that share a
-// store call rail0test in the bench's process, as before.
+// processes:
+//   - One process runs every strategy that needs no store, on every
+//     gateway. The short Retry-After gateway is about the retry strategies
+//     without a budget.
+//   - Several processes that share nothing call the gateways in processes
+//     of their own (external, rackattack).
+//   - Several that share a store call rail0test in the bench's process, as
+//     before.
 func applies(key, g string, processes int) bool {
 	s := strategies[key]
 	switch {
@@ -253,8 +263,8 @@ func applies(key, g string, processes int) bool {
 	}
 }
 
-// survives reports whether gateway g hosts survivor runs: those whose
-// fleets share nothing.
+// survives reports whether gateway g hosts survivor runs. Survivor runs
+// are those whose fleets share nothing.
 func survives(g string) bool { return g == "external" || g == "rackattack" }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
@@ -343,9 +353,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	return nil
 }
 
-// drawCharts writes the charts: one process's strategies against the
-// in-process gateway, and the processes that share nothing, side by side
-// with go-retryablehttp's, against the first gateway they ran on.
+// drawCharts writes the charts. One shows one process's strategies against
+// the in-process gateway. The other shows the processes that share
+// nothing, side by side with go-retryablehttp's. It uses the first gateway
+// they ran on.
 func drawCharts(stdout io.Writer, o options, all []result) error {
 	var one, many []result
 	fleetGW := ""

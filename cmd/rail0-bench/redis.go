@@ -23,9 +23,9 @@ import (
 	"github.com/rail0/rail0-go/redislimit"
 )
 
-// newRedis returns a client of addrs (a Redis Cluster client when cluster
-// is set) with short timeouts, as the redislimit documentation advises: it
-// gives up quickly when nothing listens there.
+// newRedis returns a client of addrs, a Redis Cluster client when cluster
+// is set. It has short timeouts, as the redislimit documentation advises.
+// It gives up quickly when nothing listens there.
 func newRedis(addrs []string, cluster bool) redis.UniversalClient {
 	return redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, IsClusterMode: cluster,
 		DialTimeout: time.Second, DialerRetries: 1, ReadTimeout: time.Second, WriteTimeout: time.Second,
@@ -45,7 +45,7 @@ func redisAddrs(s string) []string {
 
 // counter is a go-redis hook that counts the limiter's round trips to the
 // server: its script calls. The handshake of each new connection is not
-// the limiter's doing and is not counted.
+// the limiter's doing, and is not counted.
 type counter struct{ n atomic.Int64 }
 
 func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -80,11 +80,12 @@ func isScript(name string) bool {
 	return false
 }
 
-// redisDoer is the SDK with 429 retries on, its limiter a redislimit.Limiter
-// in the Redis (or Redis Cluster) at o.redisAddr under o.prefix, which all
-// the processes of a run share; paced adds pacing at the gateway's budget.
-// A client whose store fails mid-run keeps going on its local fallback; its
-// fail-open warnings are not printed then, one per call.
+// redisDoer is the SDK with 429 retries on. Its limiter is a
+// redislimit.Limiter in the Redis (or Redis Cluster) at o.redisAddr, under
+// o.prefix. All the processes of a run share it. paced adds pacing at the
+// gateway's budget. A client whose store fails mid-run keeps going on its
+// local fallback. Its fail-open warnings are not printed then, one per
+// call.
 func redisDoer(paced bool) doer {
 	return func(o options, url string, rt http.RoundTripper) (caller, error) {
 		if o.prefix == "" {
@@ -107,8 +108,8 @@ func redisDoer(paced bool) doer {
 			rdb.Close()
 			return c, err
 		}
-		// A long-lived process has the limiter's script in Redis's cache;
-		// the first call of a fresh one pays a second round trip to load
+		// A long-lived process has the limiter's script in Redis's cache.
+		// The first call of a fresh one pays a second round trip to load
 		// it. Load it before the measured calls, on a partition of its own.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -135,7 +136,7 @@ func pingRedis(ctx context.Context, addr string) string {
 	return ""
 }
 
-// dropKeys deletes the keys under prefix; they expire anyway, but a run
+// dropKeys deletes the keys under prefix. They expire anyway, but a run
 // should leave nothing behind sooner.
 func dropKeys(addr, prefix string) {
 	rdb := newRedis(redisAddrs(addr), false)
@@ -147,9 +148,9 @@ func dropKeys(addr, prefix string) {
 	}
 }
 
-// cluster is a Redis Cluster of three masters and no replicas on loopback,
-// started by the bench for one run, as the outside check had it:
-// losing a master loses its slots.
+// cluster is a Redis Cluster of three masters and no replicas on
+// loopback. The bench starts it for one run, as the outside check
+// had it. Losing a master loses its slots.
 type cluster struct {
 	dir   string
 	addrs []string
@@ -189,9 +190,9 @@ func clusterPorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// startCluster starts three redis-server processes in cluster mode, joins
-// them with redis-cli --cluster create and waits until the cluster serves
-// every slot.
+// startCluster starts three redis-server processes in cluster mode. It
+// joins them with redis-cli --cluster create. It waits until the cluster
+// serves every slot.
 func startCluster(ctx context.Context) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "rail0-bench-cluster-")
 	if err != nil {

@@ -81,11 +81,12 @@ type verdict struct {
 	ok     bool
 }
 
-// The makespan targets, as multiples of the floor: one process alone with
-// only RetryOn429 (issue 21: no regression from the 1.002–1.003 measured
-// outside before probing), pacing and processes sharing Redis (issue 13 and
-// 21), processes that share nothing (issue 21), and processes whose shared
-// store fails mid-run (issue 21).
+// The makespan targets, as multiples of the floor:
+//   - one process alone with only RetryOn429 (issue 21: no regression from
+//     the 1.002–1.003 measured outside before probing);
+//   - pacing, and processes sharing Redis (issue 13 and 21);
+//   - processes that share nothing (issue 21);
+//   - processes whose shared store fails mid-run (issue 21).
 const (
 	aloneSlack  = 1.003
 	pacedSlack  = 1.01
@@ -94,23 +95,26 @@ const (
 	maxRecovery = 3 // periods until a survivor has the full budget
 )
 
-// checkTargets checks the issues' targets.
-//
-// Every SDK strategy, on every gateway (issue 27): no retry of a 429 sooner
-// than its Retry-After (capped at the SDK's default RetryAfterCap), by the
-// client's clock (see retryGaps).
-// One process with only RetryOn429 (sdk, P = 1): at most W 429s, none after
-// the first window (issue 13), makespan ≤ 1.003 × floor (issue 21), p99 no
-// worse than go-retryablehttp's on the same gateway and W; against the
-// short Retry-After gateway, no early retry after the first window.
-// Several processes with only RetryOn429, sharing nothing (sdk, P > 1):
-// makespan ≤ 1.02 × floor, p99 and 429s after the first window no worse
-// than go-retryablehttp's in as many processes, no failed call. Pacing in
-// one process: no 429, ≤ 1.01 × floor. Processes sharing redislimit: no
-// 429 after the first window (none at all when paced), ≤ 1.01 × floor, and
-// paced, at most one round trip per call. Their store failing mid-run: no
-// call failed, ≤ 1.1 × floor. A survivor at the full budget within three
-// periods of the others stopping.
+// checkTargets checks the issues' targets:
+//   - Every SDK strategy, on every gateway (issue 27): no retry of a 429
+//     sooner than its Retry-After, by the client's clock (see retryGaps).
+//     The Retry-After is capped at the SDK's default RetryAfterCap.
+//   - One process with only RetryOn429 (sdk, P = 1): at most W 429s, none
+//     after the first window (issue 13). Makespan ≤ 1.003 × floor (issue
+//     21). p99 no worse than go-retryablehttp's on the same gateway and W.
+//     Against the short Retry-After gateway, no early retry after the
+//     first window.
+//   - Several processes with only RetryOn429, sharing nothing (sdk,
+//     P > 1): makespan ≤ 1.02 × floor. p99 and 429s after the first window
+//     no worse than go-retryablehttp's in as many processes. No failed
+//     call.
+//   - Pacing in one process: no 429, ≤ 1.01 × floor.
+//   - Processes sharing redislimit: no 429 after the first window, none at
+//     all when paced. ≤ 1.01 × floor. Paced, at most one round trip per
+//     call.
+//   - Their store failing mid-run: no call failed, ≤ 1.1 × floor.
+//   - A survivor at the full budget within three periods of the others
+//     stopping.
 func checkTargets(results []result, survivals []survival, floor time.Duration) []verdict {
 	base := map[string]result{}
 	for _, r := range results {
@@ -210,8 +214,9 @@ func printTargets(w io.Writer, results []result, survivals []survival, floor tim
 	fmt.Fprintf(w, "%d of %d targets met\n", met, len(vs))
 }
 
-// roundLatency rounds a call latency for display: to 100 µs below 10 ms,
-// where the calls that went straight through sit, and to 1 ms above.
+// roundLatency rounds a call latency for display. Below 10 ms it rounds to
+// 100 µs: the calls that went straight through sit there. Above, it rounds
+// to 1 ms.
 func roundLatency(d time.Duration) time.Duration {
 	if d < 10*time.Millisecond {
 		return d.Round(100 * time.Microsecond)

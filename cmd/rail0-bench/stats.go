@@ -16,8 +16,8 @@ type attempt struct {
 	Sent   int64 `json:"sent"`   // Unix nanoseconds when the request left
 	Recv   int64 `json:"recv"`   // Unix nanoseconds when the answer (or error) came back
 	Status int   `json:"status"` // HTTP status, 0 for a transport error
-	// RetryAfter is a 429's instruction in nanoseconds (its Retry-After,
-	// whole seconds); zero when the answer gave none.
+	// RetryAfter is a 429's instruction in nanoseconds: its Retry-After,
+	// whole seconds. It is zero when the answer gave none.
 	RetryAfter int64 `json:"retry_after,omitempty"`
 }
 
@@ -38,9 +38,9 @@ type summary struct {
 	RefusedAfter int // 429 answers received after the first window
 	EarlyRetries int // retries sent into the window that had refused the call
 	EarlyAfter   int // those whose refusal came after the first window
-	// Retried429s counts the 429s with an instruction that were retried;
+	// Retried429s counts the 429s with an instruction that were retried.
 	// MinRetryGap is the shortest time between one of them arriving and
-	// its retry leaving; BeforeInstruction counts the retries that left
+	// its retry leaving. BeforeInstruction counts the retries that left
 	// sooner than the instruction, capped as the SDK caps it.
 	Retried429s       int
 	MinRetryGap       time.Duration
@@ -50,7 +50,7 @@ type summary struct {
 	RoundTrips        float64 // Redis round trips per call, when measured
 }
 
-// windowEnd returns the end of the fixed server window holding t: the
+// windowEnd returns the end of the fixed server window holding t. The
 // gateway numbers its windows floor(t / period) since the Unix epoch.
 func windowEnd(t int64, period time.Duration) int64 {
 	p := int64(period)
@@ -66,12 +66,13 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// earlyRetries counts the retries sent before the end of the server window
-// in which the previous attempt of the same call was refused with a 429
-// (all), and those among them whose refusal arrived at or after from, Unix
-// nanoseconds (after). The window is that of the moment the refusal
-// arrived, which is at or after the moment the server counted it, so the
-// count errs towards calling a retry early, never towards excusing one.
+// earlyRetries counts the retries sent early. A retry is early when it
+// goes before the end of the server window in which the previous attempt
+// of the same call was refused with a 429. all counts them all. after
+// counts those whose refusal arrived at or after from, in Unix
+// nanoseconds. The window is that of the moment the refusal arrived. That
+// is at or after the moment the server counted it. So the count errs
+// towards calling a retry early, never towards excusing one.
 func earlyRetries(attempts []attempt, period time.Duration, from int64) (all, after int) {
 	byCall := map[int64][]attempt{}
 	for _, a := range attempts {
@@ -93,13 +94,13 @@ func earlyRetries(attempts []attempt, period time.Duration, from int64) (all, af
 }
 
 // retryGaps measures the time between each 429 that gave an instruction
-// and its call's next attempt, by the client's clock: from when the 429
-// arrived to when the retry left. That is never longer than the same gap
-// on the gateway's clock (the 429 left the gateway before it arrived, and
-// the retry arrives after it left), so a retry counted early here may be
-// on time there, never the other way round. It returns how many such
-// retries there were, the shortest gap, and how many left before
-// min(instruction, cap).
+// and its call's next attempt, by the client's clock. The gap runs from
+// when the 429 arrived to when the retry left. It is never longer than the
+// same gap on the gateway's clock. The 429 left the gateway before it
+// arrived, and the retry arrives after it left. So a retry counted early
+// here may be on time there, never the other way round. retryGaps returns
+// how many such retries there were and the shortest gap. It also returns
+// how many left before min(instruction, cap).
 func retryGaps(attempts []attempt, cap time.Duration) (n int, minGap time.Duration, before int) {
 	byCall := map[int64][]attempt{}
 	for _, a := range attempts {
@@ -138,7 +139,7 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 }
 
 // summarize computes a strategy's row from what its transport and workers
-// recorded; start is when the workers were let go.
+// recorded. start is when the workers were let go.
 func summarize(attempts []attempt, calls []call, start int64, period time.Duration) summary {
 	s := summary{Calls: len(calls), Sent: len(attempts)}
 	lat := make([]time.Duration, 0, len(calls))
@@ -174,8 +175,8 @@ type bin struct {
 }
 
 // binSends counts the attempts sent in each slice [start + i·width,
-// start + (i+1)·width); attempts before start are left out, and the slices
-// run until the last attempt.
+// start + (i+1)·width). Attempts before start are left out. The slices run
+// until the last attempt.
 func binSends(attempts []attempt, start int64, width time.Duration) []bin {
 	var bins []bin
 	for _, a := range attempts {
@@ -195,9 +196,9 @@ func binSends(attempts []attempt, start int64, width time.Duration) []bin {
 	return bins
 }
 
-// makespanFloor is the shortest time in which requests calls can go out at
-// limit per fixed window of period, starting on a window boundary: the last
-// batch leaves at the start of window ⌈requests/limit⌉ − 1.
+// makespanFloor is the shortest time in which requests calls can go out,
+// at limit per fixed window of period, starting on a window boundary. The
+// last batch leaves at the start of window ⌈requests/limit⌉ − 1.
 func makespanFloor(requests, limit int, period time.Duration) time.Duration {
 	if limit <= 0 || requests <= 0 {
 		return 0

@@ -36,13 +36,15 @@ type strategy struct {
 	order int
 	label string
 	doer  doer
-	// store is what the processes share: nothing (""), the Redis at -redis
-	// ("redis"), or a Redis Cluster of three masters that the bench starts
-	// and whose master holding the partition it kills mid-run ("outage").
+	// store is what the processes share:
+	//   - "": nothing;
+	//   - "redis": the Redis at -redis;
+	//   - "outage": a Redis Cluster of three masters that the bench
+	//     starts. It kills the master holding the partition mid-run.
 	store string
-	// alone is true for a strategy that needs the whole budget to itself:
-	// it runs in one process only (pacing at the gateway's budget, which
-	// processes that share nothing would each take whole).
+	// alone is true for a strategy that needs the whole budget to itself.
+	// It runs in one process only. That is pacing at the gateway's budget,
+	// which processes that share nothing would each take whole.
 	alone bool
 }
 
@@ -57,9 +59,9 @@ var strategies = map[string]strategy{
 	"redis-learned":  {6, "SDK RetryOn429 via Redis (learns the budget)", redisDoer(false), "redis", false},
 	"outage":         {7, "SDK + pacing via Redis Cluster, master killed", redisDoer(true), "outage", false},
 	"outage-learned": {8, "SDK RetryOn429 via Redis Cluster, master killed", redisDoer(false), "outage", false},
-	// margin is a diagnosis, not advice: sdk with the pacing margin fixed
-	// at 2 ms, which is also the step between a window's probes. The
-	// margin guards the windows' boundaries too, so a real deployment
+	// margin is a diagnosis, not advice. It is sdk with the pacing margin
+	// fixed at 2 ms, which is also the step between a window's probes. The
+	// margin guards the windows' boundaries too. So a real deployment
 	// leaves it measured.
 	"margin": {9, "SDK RetryOn429, Pacing.Margin 2 ms", sdkDoer(rail0.WithPacing(rail0.Pacing{Margin: 2 * time.Millisecond})), "", false},
 }
@@ -73,8 +75,8 @@ func strategyKeys() []string {
 	return keys
 }
 
-// path is the endpoint every call reads: public, so limited per client IP,
-// which all the bench's processes share on loopback.
+// path is the endpoint every call reads. It is public, so limited per
+// client IP, which all the bench's processes share on loopback.
 const path = "/blockchains"
 
 // callKey carries a call's id in the request context to the recorder.
@@ -128,9 +130,9 @@ type caller struct {
 // through rt.
 type doer func(o options, url string, rt http.RoundTripper) (caller, error)
 
-// runWorkers lets workers goroutines make requests calls in total with do
-// (requests ≤ 0: until ctx ends), numbering them from firstID, and returns
-// what each call did.
+// runWorkers lets workers goroutines make requests calls in total with
+// do. With requests ≤ 0 they go on until ctx ends. It numbers the calls
+// from firstID, and returns what each call did.
 func runWorkers(ctx context.Context, workers, requests int, firstID int64, do func(context.Context) error) []call {
 	var (
 		next  atomic.Int64
@@ -181,8 +183,8 @@ func sleepUntil(ctx context.Context, t int64) error {
 }
 
 // startAfter returns a start time on a window boundary at least lead from
-// now, plus a few milliseconds so that timer slack cannot put the first
-// request at the end of the previous window.
+// now. It adds a few milliseconds, so that timer slack cannot put the
+// first request at the end of the previous window.
 func startAfter(lead, period time.Duration) int64 {
 	return nextBoundary(time.Now().Add(lead).UnixNano(), period) + int64(5*time.Millisecond)
 }
@@ -208,10 +210,13 @@ func runLocal(ctx context.Context, o options, key string, workers int, gw gatewa
 	return r, ctx.Err()
 }
 
-// retryableDoer is go-retryablehttp as NewClient configures it: up to 4
-// retries, exponential backoff from 1 s to 30 s, and Retry-After honoured on
-// 429 and 503. Only its transport is replaced, to record the requests, and
-// its logger silenced.
+// retryableDoer is go-retryablehttp as NewClient configures it:
+//   - up to 4 retries;
+//   - exponential backoff from 1 s to 30 s;
+//   - Retry-After honoured on 429 and 503.
+//
+// Only its transport is replaced, to record the requests, and its logger
+// silenced.
 func retryableDoer(_ options, url string, rt http.RoundTripper) (caller, error) {
 	rc := retryablehttp.NewClient()
 	rc.HTTPClient = &http.Client{Transport: rt}

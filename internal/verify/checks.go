@@ -5,11 +5,11 @@ import (
 	"fmt"
 )
 
-// This file is the registry of every check that guards a signature: one
-// row per artifact and field, in the order the rows run. A check is a
-// function of the artifact's case: the artifact as read, and what it must
-// agree with. Its row names the artifact and the field it reads. Adding a
-// check is one function, one row here, and one row in
+// This file is the registry of every check that guards a signature. It
+// has one row per artifact and field, in the order the rows run. A check
+// is a function of the artifact's case: the artifact as read, and what it
+// must agree with. Its row names the artifact and the field it reads.
+// Adding a check is one function, one row here, and one row in
 // TestEveryCheckRefuses (checks_test.go). A field no check reads has a row
 // too, saying why. TestEveryFieldHasARow holds the table to the contract's
 // fields.
@@ -60,7 +60,8 @@ const (
 	// refused as done already, or its answer lost.
 	ArtSignatureOnFile Artifact = "signature on file"
 	// ArtSubmittedRow is a payment read back after a submit was refused
-	// as done already, or its answer lost: its row of the transaction sent.
+	// as done already, or its answer lost. The rows read its row of the
+	// transaction sent.
 	ArtSubmittedRow Artifact = "submitted row"
 	// ArtAwaitedRow is the row a wait for a step's transaction finds.
 	ArtAwaitedRow Artifact = "awaited row"
@@ -71,8 +72,8 @@ type Check struct {
 	Artifact Artifact
 	// Field is the field the row reads, in the artifact's own names.
 	Field string
-	// Run is the check, a func(*C) error for the artifact's case C; nil
-	// for a field no check reads, with Why saying why.
+	// Run is the check, a func(*C) error for the artifact's case C. It is
+	// nil for a field no check reads, with Why saying why.
 	Run func(any) error
 	// Why says why a field is not checked.
 	Why string
@@ -217,9 +218,9 @@ var Checks = []Check{
 	{Artifact: ArtPaymentAnswer, Field: "rail0_id", Run: rule(paymentAnswerRail0ID)},
 	{Artifact: ArtPaymentAnswer, Field: "status", Why: "the payment as it stands; a flow reads and checks it before signing anything for it"},
 
-	// A payment read back after PUT .../sign was refused as done already
-	// or its answer lost (CheckSignatureOnFile): it is what was signed,
-	// and it holds a signature the one sent is worth.
+	// A payment read back after PUT .../sign was refused as done already,
+	// or its answer lost (CheckSignatureOnFile). It is what was signed. It
+	// holds a signature the one sent is worth.
 	{Artifact: ArtSignatureOnFile, Field: "id", Run: rule(onFileNamed)},
 	{Artifact: ArtSignatureOnFile, Field: "rail0_id", Run: rule(onFileRail0ID)},
 	{Artifact: ArtSignatureOnFile, Field: "config_hash", Run: rule(onFileConfigHash)},
@@ -277,8 +278,8 @@ func paymentMismatch(id, op, field, expected, got, reason string) error {
 	return &Mismatch{PaymentID: id, Operation: op, Artifact: "payment", Field: field, Expected: expected, Got: got, Reason: reason}
 }
 
-// reasonOnly is a refusal that only says why (an answer or a row read
-// back, reported as a reason rather than an artifact error).
+// reasonOnly is a refusal that only says why. It serves an answer or a row
+// read back, reported as a reason rather than an artifact error.
 func reasonOnly(artifact Artifact, field, format string, args ...any) error {
 	return &Mismatch{Artifact: string(artifact), Field: field, Reason: fmt.Sprintf(format, args...)}
 }

@@ -10,10 +10,12 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 )
 
-// The rows that read a payment (checks.go lists them): its terms, its
-// anchors, its config_hash, its binding to the caller's order, the
-// expiries a payer signs, the payment a write answers with, and the
-// payment read back to reconcile a signature on file.
+// The rows that read a payment (checks.go lists them). They read:
+//   - its terms, its anchors and its config_hash;
+//   - its binding to the caller's order;
+//   - the expiries a payer signs;
+//   - the payment a write answers with;
+//   - the payment read back to reconcile a signature on file.
 
 // termsCase is a payment's decoded terms.
 type termsCase struct{ t *Terms }
@@ -271,8 +273,8 @@ type PaymentAnswer struct {
 }
 
 // paymentAnswerCase is such an answer and the name the request gave the
-// payment: "" for Create, which names none and whose answer must carry the
-// rail0_id the gateway assigned.
+// payment. The name is "" for Create, which names none. Create's answer
+// must carry the rail0_id the gateway assigned.
 type paymentAnswerCase struct {
 	p     PaymentAnswer
 	named string

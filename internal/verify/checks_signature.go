@@ -3,12 +3,13 @@ package verify
 import "github.com/rail0/rail0-go/internal/evm"
 
 // The rows that read what the client's Signer returned (checks.go lists
-// them): a signature over another key, a high s or a malformed answer is
-// refused before anything is sent with it, so a misconfigured signer is
+// them). A signature over another key, a high s or a malformed answer is
+// refused before anything is sent with it. So a misconfigured signer is
 // caught at once.
 
-// signatureCase is a Signer's answer (v normalized to 27 or 28 when it is
-// 65 bytes long), the digest it signed and the Signer's address.
+// signatureCase is a Signer's answer, the digest it signed and the
+// Signer's address. v is normalized to 27 or 28 when the answer is 65
+// bytes long.
 type signatureCase struct {
 	sig    []byte
 	digest Word

@@ -8,17 +8,20 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 )
 
-// The rows that read a transaction (checks.go lists them): the
-// unsigned_transaction a prepare built, the row it answered with, the
-// answer to its submit, and a payment's row read back to reconcile a submit
-// or found by a wait. The rows of one artifact run in table order, and a
-// row may use what an earlier row read (the call's arguments, once its
-// length is right).
+// The rows that read a transaction (checks.go lists them). They read:
+//   - the unsigned_transaction a prepare built;
+//   - the row it answered with;
+//   - the answer to its submit;
+//   - a payment's row read back to reconcile a submit, or found by a wait.
+//
+// The rows of one artifact run in table order. A row may use what an
+// earlier row read: the call's arguments, once its length is right.
 
-// txCase is an unsigned_transaction read strictly, with what it must agree
-// with: the terms, the intent, the trust that bounds its gas and the
-// signer allowed for the step. extra names the call's own arguments. args
-// holds every word of the call once its length is checked.
+// txCase is an unsigned_transaction read strictly, with what it must
+// agree with. That is the terms, the intent, the trust that bounds its gas
+// and the signer allowed for the step. extra names the call's own
+// arguments. args holds every word of the call once its length is
+// checked.
 type txCase struct {
 	t      *Terms
 	in     Intent
@@ -188,10 +191,10 @@ func txReason(c *txCase) error {
 
 // The v, r, s of an authorize, charge or refund call. For a refund they
 // must be the payee signature the caller just produced. For authorize and
-// charge they are the payer's signature, which the SDK did not produce:
-// well formed with a low s (the tokens refuse the high twin), and, when the
-// token's EIP-712 name and version are known, recovering to the payer
-// over the payment's authorization.
+// charge they are the payer's signature, which the SDK did not produce.
+// It must be well formed with a low s: the tokens refuse the high twin.
+// When the token's EIP-712 name and version are known, it must recover to
+// the payer over the payment's authorization.
 
 // refundSignature is the refund signature the intent carries.
 func (c *txCase) refundSignature() ([]byte, error) {
@@ -424,7 +427,7 @@ func submittedNamed(c *submittedCase) error {
 }
 
 // submittedRow: one of its rows is the transaction of op carrying the hash
-// sent (a row without a hash proves nothing about what was sent).
+// sent. A row without a hash proves nothing about what was sent.
 func submittedRow(c *submittedCase) error {
 	for i, row := range c.rows {
 		if row.Operation != c.op || row.Hash == nil || *row.Hash == "" {

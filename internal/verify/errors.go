@@ -2,16 +2,18 @@ package verify
 
 import "fmt"
 
-// The package reports three kinds of refusal; the root package turns each
-// into its exported counterpart (rail0.ArtifactError, rail0.UntrustedError,
-// rail0.ValidationError), whose documentation is the user's.
+// The package reports three kinds of refusal. The root package turns each
+// into its exported counterpart: rail0.ArtifactError,
+// rail0.UntrustedError, rail0.ValidationError. Their documentation is the
+// user's.
 
-// Mismatch is an artifact (or the payment itself) that differs from what the
-// payment and the intent determine, or that cannot be compared at all.
+// Mismatch is an artifact, or the payment itself, that differs from what
+// the payment and the intent determine. It may also be one that cannot be
+// compared at all.
 type Mismatch struct {
 	PaymentID string
-	// Operation is the step the artifact was prepared for; empty for the
-	// payer's signature.
+	// Operation is the step the artifact was prepared for. It is empty for
+	// the payer's signature.
 	Operation string
 	// Artifact is "payment", "signing_payload" or "unsigned_transaction".
 	Artifact string
@@ -56,8 +58,8 @@ type Invalid struct {
 func (e *Invalid) Error() string { return "invalid " + e.Field + ": " + e.Reason }
 
 // fieldError is a malformed field or key of an artifact, found before
-// anything can be compared; CheckTransaction and CheckPayload turn it into a
-// *Mismatch.
+// anything can be compared. CheckTransaction and CheckPayload turn it into
+// a *Mismatch.
 type fieldError struct {
 	field, got, reason string
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 )
 
-// This file holds the EVM encoding the checks need: addresses and ABI
-// words, the numbers and hex the gateway writes them in, Keccak of words,
-// and EIP-712 digests over the four-field domain that tokens and RAIL0 use.
+// This file holds the EVM encoding the checks need:
+//   - addresses and ABI words;
+//   - the numbers and hex the gateway writes them in;
+//   - Keccak of words;
+//   - EIP-712 digests over the four-field domain that tokens and RAIL0 use.
 
 // Address is a 20-byte Ethereum address.
 type Address [20]byte
@@ -93,9 +95,10 @@ func KeccakWords(ws ...Word) Word {
 // KeccakString hashes the bytes of s.
 func KeccakString(s string) Word { return evm.Keccak256([]byte(s)) }
 
-// ParseUint reads a non-negative integer that fits in bits bits, given as a
-// JSON number, a decimal string or a 0x-hex string (README section 12 allows
-// numbers or decimal strings; hex is common in EIP-712 documents).
+// ParseUint reads a non-negative integer that fits in bits bits. It may be
+// given as a JSON number, a decimal string or a 0x-hex string. README
+// section 12 allows numbers or decimal strings. Hex is common in EIP-712
+// documents.
 func ParseUint(raw json.RawMessage, bits int) (*big.Int, error) {
 	raw = bytes.TrimSpace(raw)
 	s := string(raw)

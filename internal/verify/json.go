@@ -12,25 +12,28 @@ import (
 
 // This file reads the gateway's artifacts the one way every reader reads
 // them. encoding/json matches a key to a struct field ignoring case and
-// Unicode folding ("meſſage" is "message", the Kelvin sign is k) and lets
-// the last of two equal keys win, while JSON.parse and the wallets behind
-// eth_signTypedData_v4 match keys exactly. A payload carrying an honest
-// "Domain" beside a hostile "domain" is two documents: the SDK would check
-// one and a wallet sign the other. So an artifact is read strictly: at
-// every nesting level a key that repeats, or that equals another key of its
-// object under case folding, is refused (package internal/strictjson,
-// which webhook deliveries are read with too), and every object must hold
-// only the keys its format defines, spelled exactly.
+// Unicode folding: "meſſage" is "message", the Kelvin sign is k. It lets
+// the last of two equal keys win. JSON.parse and the wallets behind
+// eth_signTypedData_v4 match keys exactly. So a payload carrying an honest
+// "Domain" beside a hostile "domain" is two documents. The SDK would check
+// one and a wallet sign the other.
+//
+// So an artifact is read strictly, at every nesting level:
+//   - A key that repeats is refused. So is one that equals another key of
+//     its object under case folding. Package internal/strictjson does
+//     this; webhook deliveries are read with it too.
+//   - Every object must hold only the keys its format defines, spelled
+//     exactly.
 
 // maxArtifactDepth bounds the nesting of an artifact. The formats go four
-// levels deep (types, a type, its field list, a field); anything much
-// deeper is not an artifact, and refusing it early keeps the reader's
-// stack small.
+// levels deep: types, a type, its field list, a field. Anything much
+// deeper is not an artifact. Refusing it early keeps the reader's stack
+// small.
 const maxArtifactDepth = 16
 
 // readArtifact reads data as one JSON object whose keys are exactly among
-// known, after checkKeys has read the whole of it, and returns its members
-// by key.
+// known. checkKeys reads the whole of it first. readArtifact returns its
+// members by key.
 func readArtifact(data []byte, known ...string) (map[string]json.RawMessage, error) {
 	if err := checkKeys(data); err != nil {
 		return nil, err

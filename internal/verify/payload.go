@@ -9,26 +9,28 @@ import (
 	"strings"
 )
 
-// This file checks a signing_payload: the EIP-3009 authorization the payer
-// signs for a payment (TransferWithAuthorization) or the payee for a refund
-// (ReceiveWithAuthorization), each field recomputed from the terms.
+// This file checks a signing_payload: an EIP-3009 authorization. The payer
+// signs one for a payment (TransferWithAuthorization). The payee signs one
+// for a refund (ReceiveWithAuthorization). Each field is recomputed from
+// the terms.
 
 // eip3009Fields is the field list of both EIP-3009 authorizations.
 const eip3009Fields = "(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"
 
-// AuthorizationDigest is the EIP-712 digest of an EIP-3009 authorization
-// (primary TransferWithAuthorization or ReceiveWithAuthorization) of value
-// from from to the RAIL0 contract, valid from 0 until validBefore, under the
-// token's domain with the given name and version.
+// AuthorizationDigest is the EIP-712 digest of an EIP-3009 authorization.
+// Its primary type is TransferWithAuthorization or
+// ReceiveWithAuthorization. It moves value from from to the RAIL0
+// contract, valid from 0 until validBefore. It is under the token's domain
+// with the given name and version.
 func AuthorizationDigest(t *Terms, primary, name, version string, from Address, value *big.Int, validBefore uint64, nonce Word) Word {
 	structHash := KeccakWords(KeccakString(primary+eip3009Fields),
 		from.Word(), t.Contract.Word(), UintWord(value), Word{}, U64Word(validBefore), nonce)
 	return eip712Digest(eip712Domain{name: name, version: version, chainID: t.ChainID, contract: t.Token}, structHash)
 }
 
-// Payload is the outcome of a verified signing payload: the digest to
-// sign and every value it was computed from, so that the typed data handed
-// to a wallet can be encoded from them.
+// Payload is the outcome of a verified signing payload. It holds the
+// digest to sign and every value it was computed from. The typed data
+// handed to a wallet is encoded from them.
 type Payload struct {
 	// Digest is the EIP-712 digest to sign.
 	Digest Word
@@ -50,7 +52,7 @@ type typedField struct {
 }
 
 // The EIP-712 types the payloads use: the four-field domain of the tokens
-// and of RAIL0, and the six fields of both EIP-3009 authorizations.
+// and of RAIL0. Also the six fields of both EIP-3009 authorizations.
 var (
 	domainFields = []typedField{{"name", "string"}, {"version", "string"}, {"chainId", "uint256"}, {"verifyingContract", "address"}}
 	eip3009Typed = []typedField{{"from", "address"}, {"to", "address"}, {"value", "uint256"},
@@ -68,10 +70,13 @@ func fieldList(fields []typedField) string {
 }
 
 // TypedData encodes the EIP-712 document the digest was computed from, in
-// the SDK's own words: the canonical types, the domain and message values
-// that were checked, uint256 values as decimal strings (exact in every
-// language; a JSON number above 2⁵³ is not, in JavaScript). Its hash under
-// eth_signTypedData_v4 is the digest.
+// the SDK's own words:
+//   - the canonical types;
+//   - the domain and message values that were checked;
+//   - uint256 values as decimal strings, exact in every language (a JSON
+//     number above 2⁵³ is not, in JavaScript).
+//
+// Its hash under eth_signTypedData_v4 is the digest.
 func (pc *Payload) TypedData() json.RawMessage {
 	type domain struct {
 		Name              string      `json:"name"`
@@ -117,12 +122,15 @@ func jsonString(raw json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// CheckPayload verifies a signing_payload for the payer's signature (intent
-// operation empty) or a refund (OpRefund) against t and in. The payload is
-// read strictly (readArtifact): no key repeated, none that differs from
-// another only by case or folding, none that EIP-712 typed data does not
-// define, at any level. Then the rows of ArtPayload compare it with what
-// t and in determine, and the digest is computed from the checked values.
+// CheckPayload verifies a signing_payload against t and in. It serves the
+// payer's signature (intent operation empty) or a refund (OpRefund). The
+// payload is read strictly (readArtifact), at any level:
+//   - no key repeated;
+//   - none that differs from another only by case or folding;
+//   - none that EIP-712 typed data does not define.
+//
+// Then the rows of ArtPayload compare it with what t and in determine. The
+// digest is computed from the checked values.
 func CheckPayload(t *Terms, in Intent, payload json.RawMessage) (*Payload, error) {
 	c := &payloadCase{t: t, in: in}
 	switch in.Operation {
@@ -155,9 +163,9 @@ func CheckPayload(t *Terms, in Intent, payload json.RawMessage) (*Payload, error
 	return c.pc, nil
 }
 
-// PayerDigest is the digest of the payer's TransferWithAuthorization of t
-// under the token domain name and version: what the payer signs, its nonce
-// the one of the payment's mode.
+// PayerDigest is the digest of the payer's TransferWithAuthorization of t,
+// under the token domain name and version. It is what the payer signs. Its
+// nonce is the one of the payment's mode.
 func PayerDigest(t *Terms, name, version string) Word {
 	op := OpAuthorize
 	if t.Mode == ModeCharge {

@@ -22,8 +22,8 @@ const (
 	ModeCharge    = "charge"
 )
 
-// Payment is what the checks read of a payment record: the gateway's
-// PaymentDetail, as text, the way it came.
+// Payment is what the checks read of a payment record. It is the
+// gateway's PaymentDetail, as text, the way it came.
 type Payment struct {
 	ID, Rail0ID, ConfigHash, Mode              string
 	ChainID                                    int64
@@ -44,21 +44,24 @@ type Terms struct {
 	Amount       *big.Int
 	AuthExpiry   uint64
 	RefundExpiry uint64
-	// Refundable and Capturable are the balances as the record says: the
-	// only terms that change. The refund nonce commits to Refundable.
+	// Refundable and Capturable are the balances as the record says. They
+	// are the only terms that change. The refund nonce commits to
+	// Refundable.
 	Refundable *big.Int
 	Capturable *big.Int
 	Mode       string
 	ConfigHash Word
-	// Decimals are the token's pinned decimals (CheckPayment), with which
+	// Decimals are the token's pinned decimals (CheckPayment). With them
 	// the caller's human amounts become base units.
 	Decimals int64
 }
 
-// Intent is what the caller asked for (rail0.Intent, in base units): the
-// step (empty for the payer's signature), who signs, the amount of a
-// capture or refund, the reason of a dispute step, and the payee's refund
-// signature that the refund transaction must carry.
+// Intent is what the caller asked for (rail0.Intent, in base units):
+//   - the step, empty for the payer's signature;
+//   - who signs;
+//   - the amount of a capture or refund;
+//   - the reason of a dispute step;
+//   - the payee's refund signature that the refund transaction must carry.
 type Intent struct {
 	Operation, Signer, Amount, Reason, Signature string
 }
@@ -102,11 +105,13 @@ func (t *Terms) Nonce(op string) Word {
 // maxUint48 bounds the expiries, which the contract stores as uint48.
 const maxUint48 = uint64(1)<<48 - 1
 
-// CheckPayment decodes p's terms and checks them for consistency: well-formed
-// fields, terms the contract accepts, a chain with a trusted contract that
-// the payment names, a token trusted on that chain (whose pinned decimals
-// the terms keep), and a config_hash equal to the one computed locally,
-// which binds every term and the contract address.
+// CheckPayment decodes p's terms and checks them for consistency:
+//   - well-formed fields;
+//   - terms the contract accepts;
+//   - a chain with a trusted contract that the payment names;
+//   - a token trusted on that chain, whose pinned decimals the terms keep;
+//   - a config_hash equal to the one computed locally, which binds every
+//     term and the contract address.
 func CheckPayment(p *Payment, tr *Trust) (*Terms, error) {
 	t, err := DecodeTerms(p)
 	if err != nil {
@@ -119,10 +124,10 @@ func CheckPayment(p *Payment, tr *Trust) (*Terms, error) {
 }
 
 // CheckTerms is CheckPayment's check of terms already decoded
-// (DecodeTerms), for a caller that decoded them to check a request first:
-// the pins anchor the chain, contract and token and give the decimals (set
-// in t), and config_hash must be the hash of the terms (the rows of
-// ArtPins and ArtPayment).
+// (DecodeTerms). It serves a caller that decoded them to check a request
+// first. It runs the rows of ArtPins and ArtPayment. The pins anchor the
+// chain, contract and token, and give the decimals (set in t). config_hash
+// must be the hash of the terms.
 func CheckTerms(t *Terms, tr *Trust) error {
 	var err error
 	if t.Decimals, err = tr.Pins.Anchor(t); err != nil {
@@ -165,8 +170,8 @@ func DecodeTerms(p *Payment) (*Terms, error) {
 		name, value string
 		dst         **big.Int
 	}{{"amount", p.Amount, &t.Amount}, {"capturable_amount", p.CapturableAmount, &t.Capturable}, {"refundable_amount", p.RefundableAmount, &t.Refundable}} {
-		// Base units are a decimal integer string on the wire: a 0x form
-		// would be read as one number here and as another by whoever
+		// Base units are a decimal integer string on the wire. A 0x form
+		// would be read as one number here, and as another by whoever
 		// reads the field as the contract documents it.
 		if !IsDigits(f.value) {
 			return malformed(f.name, fmt.Sprintf("%q is not a decimal integer", Clip(f.value)))
@@ -185,9 +190,12 @@ func DecodeTerms(p *Payment) (*Terms, error) {
 	return t, nil
 }
 
-// Signers returns who may sign op on t: the payer for the payer's
-// signature and the disputes, either participant for a release, the payee
-// for everything else; role names them for an error.
+// Signers returns who may sign op on t:
+//   - the payer, for the payer's signature and the disputes;
+//   - either participant, for a release;
+//   - the payee, for everything else.
+//
+// role names them for an error.
 func Signers(t *Terms, op string) (who []Address, role string) {
 	switch op {
 	case "", OpDispute, OpCloseDispute:
@@ -227,13 +235,14 @@ func CheckOrder(p *Payment, id, op string, named bool, toBase func(string) (stri
 
 // CheckPaymentAnswer runs the rows of ArtPaymentAnswer on p, the 2xx
 // answer to a write that returns a payment. It carries an id and is the
-// payment named; Create's (named "") carries a rail0_id.
+// payment named. Create's answer (named "") carries a rail0_id.
 func CheckPaymentAnswer(p PaymentAnswer, named string) error {
 	return run(ArtPaymentAnswer, &paymentAnswerCase{p: p, named: named})
 }
 
-// OnFile is a payment read back to reconcile PUT .../sign: its terms,
-// checked against the pins, its status and whether signed_at is set.
+// OnFile is a payment read back to reconcile PUT .../sign. It holds its
+// terms, checked against the pins, its status, and whether signed_at is
+// set.
 type OnFile struct {
 	Terms    *Terms
 	Status   string
@@ -241,10 +250,10 @@ type OnFile struct {
 }
 
 // CheckSignatureOnFile runs the rows of ArtSignatureOnFile. read is the
-// payment named, read back; checked the terms the signature was made for.
-// It must be the same payment, signed, and signature (0x hex) must be the
-// payer's authorization, digest. A nil digest is never reconciled:
-// unknown says why the client has none.
+// payment named, read back. checked is the terms the signature was made
+// for. It must be the same payment, signed. signature (0x hex) must be the
+// payer's authorization, digest. A nil digest is never reconciled: unknown
+// says why the client has none.
 func CheckSignatureOnFile(named string, checked *Terms, read OnFile, signature string, digest *Word, unknown string) error {
 	return run(ArtSignatureOnFile, &onFileCase{named: named, checked: checked, read: read.Terms, status: read.Status, signedAt: read.SignedAt,
 		signature: signature, digest: digest, unknown: unknown})

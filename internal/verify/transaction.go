@@ -8,30 +8,37 @@ import (
 // that the step must make, on the payment's terms, and the gas it may
 // spend.
 
-// The default bounds on the gas of a prepared transaction (see WithFeeCap),
-// far above what a RAIL0 call costs but low enough that a gateway cannot
-// drain a signer: gas_limit per operation (maxGasLimit, below), and
-// gas_limit × max_fee_per_gas per chain in that chain's native unit
-// (DefaultFeeBound, trust.go).
+// The default bounds on the gas of a prepared transaction (see
+// WithFeeCap) are far above what a RAIL0 call costs. They are low enough
+// that a gateway cannot drain a signer. There are two:
+//   - gas_limit per operation (maxGasLimit, below);
+//   - gas_limit × max_fee_per_gas per chain, in that chain's native unit
+//     (DefaultFeeBound, trust.go).
 
-// contractGas is the gas each call of the RAIL0 contract v1.3.0 used in an
-// EVM with a minimal EIP-3009 token (contract guide, section 12.2), in its
-// dearest measured state: authorize as the first payment of a fresh
-// deployment (411,000 afterwards); charge with the same first-payment
-// extra (98,000) over its measured 417,000, since a deployment's first
-// payment may as well be a charge; capture the dearer of its two figures;
-// refund while the contract holds none of the token (207,000 from escrow).
+// contractGas is the gas each call of the RAIL0 contract v1.3.0 used. It
+// was measured in an EVM with a minimal EIP-3009 token (contract guide,
+// section 12.2). Each figure is the call's dearest measured state:
+//   - authorize as the first payment of a fresh deployment (411,000
+//     afterwards);
+//   - charge with the same first-payment extra (98,000) over its measured
+//     417,000, since a deployment's first payment may as well be a charge;
+//   - capture at the dearer of its two figures;
+//   - refund while the contract holds none of the token (207,000 from
+//     escrow).
 var contractGas = map[string]uint64{
 	OpAuthorize: 509_000, OpCharge: 417_000 + 98_000, OpCapture: 175_000, OpRefund: 328_000,
 	OpVoid: 77_000, OpRelease: 77_000, OpDispute: 43_000, OpCloseDispute: 43_000,
 }
 
 // gasMargin turns contractGas into the default bound on gas_limit. An
-// honest limit exceeds the measured figure for two reasons: a production
-// token costs more than the minimal one measured (USDC sits behind a proxy,
-// which adds a delegatecall, its storage reads and a blocklist check to
-// every transfer), allowed for here up to a third more; and a gateway
-// estimates on the chain and adds its own margin, commonly 10 to 50%.
+// honest limit exceeds the measured figure for two reasons:
+//   - A production token costs more than the minimal one measured. USDC
+//     sits behind a proxy, which adds a delegatecall, its storage reads
+//     and a blocklist check to every transfer. That is allowed for here up
+//     to a third more.
+//   - A gateway estimates on the chain and adds its own margin, commonly
+//     10 to 50%.
+//
 // 4/3 × 3/2 = 2. A limit above that is not an estimate of this call.
 const gasMargin = 2
 
@@ -40,15 +47,15 @@ const gasMargin = 2
 func ContractGas(op string) uint64 { return contractGas[op] }
 
 // l1DataInGasLimit lists the chains whose gas limit also pays for the
-// transaction's L1 data (Arbitrum One, Nova and Sepolia charge it in L2
-// gas, before execution): there an honest limit follows the L1 price and
-// can be many times the call's own gas, so the default bound per
-// operation does not apply; the fee bound still does.
+// transaction's L1 data. Arbitrum One, Nova and Sepolia charge it in L2
+// gas, before execution. There an honest limit follows the L1 price, and
+// can be many times the call's own gas. So the default bound per operation
+// does not apply there; the fee bound still does.
 var l1DataInGasLimit = map[int64]bool{42161: true, 42170: true, 421614: true}
 
-// MaxGasLimit is the bound on the gas_limit of op on chainID: the caller's
-// (WithFeeCap) when set, else gasMargin × contractGas[op]; zero means no
-// bound but the fee's.
+// MaxGasLimit is the bound on the gas_limit of op on chainID. It is the
+// caller's (WithFeeCap) when set, else gasMargin × contractGas[op]. Zero
+// means no bound but the fee's.
 func (tr *Trust) MaxGasLimit(op string, chainID int64) uint64 {
 	switch {
 	case tr.MaxGas != 0:
@@ -86,11 +93,12 @@ func Selector(op string) [4]byte {
 	return [4]byte(h[:4])
 }
 
-// CheckTransaction verifies an unsigned_transaction for in against t and
-// returns it parsed, ready to sign: it is read strictly (ParseUnsignedTx),
-// then the rows of ArtUnsignedTx compare its fields with the chain, the
-// contract and the gas the step may spend, and its call with the
-// step's function on the payment's terms and the intent's arguments.
+// CheckTransaction verifies an unsigned_transaction for in against t. It
+// returns it parsed, ready to sign. It reads it strictly
+// (ParseUnsignedTx). Then the rows of ArtUnsignedTx compare its fields
+// with the chain, the contract and the gas the step may spend. They
+// compare its call with the step's function, on the payment's terms and
+// the intent's arguments.
 func CheckTransaction(t *Terms, in Intent, unsigned string, tr *Trust) (*Tx, error) {
 	if _, ok := callSignatures[in.Operation]; !ok {
 		return nil, &Invalid{Field: "operation", Reason: fmt.Sprintf("%q is not an on-chain step", in.Operation)}
@@ -156,10 +164,10 @@ func CheckPrepared(row Row, id, op, paymentID, amount string, sent func(id strin
 	return run(ArtPreparedRow, &preparedCase{row: row, id: id, op: op, paymentID: paymentID, amount: amount, sent: sent})
 }
 
-// CheckSubmitAnswer checks row, the 2xx answer to a submit (or a report by
-// hash) of op whose transaction hash is hash, against the row prepared
-// (the rows of ArtSubmitAnswer). A refusal is a *Mismatch whose Reason
-// says why the answer is not the transaction sent.
+// CheckSubmitAnswer checks row against the row prepared (the rows of
+// ArtSubmitAnswer). row is the 2xx answer to a submit (or a report by
+// hash) of op, whose transaction hash is hash. A refusal is a *Mismatch
+// whose Reason says why the answer is not the transaction sent.
 func CheckSubmitAnswer(row Row, op string, hash Word, prepared Prepared) error {
 	return run(ArtSubmitAnswer, &answerCase{row: row, op: op, hash: hash, prepared: prepared})
 }

@@ -10,34 +10,37 @@ import (
 	"github.com/rail0/rail0-go/registry"
 )
 
-// This file decides what the checks take as given besides the payment: which
-// RAIL0 contract is trusted on which chain, which tokens and with how many
-// decimals, and how much a transaction may spend on gas. None of it comes
-// from the gateway: the payment, its contract and its token's decimals are
-// all the gateway's word, so a gateway lying about all of them alike would
-// pass every comparison that uses only what it said. The anchors are the
-// published deployments and stablecoins of package registry, which the
-// caller's pins (WithTrustedContracts, WithTrustedTokens) extend or replace
-// chain by chain and token by token. What neither pins is refused before
-// anything is prepared or signed.
+// This file decides what the checks take as given besides the payment:
+//   - which RAIL0 contract is trusted on which chain;
+//   - which tokens, and with how many decimals;
+//   - how much a transaction may spend on gas.
+//
+// None of it comes from the gateway. The payment, its contract and its
+// token's decimals are all the gateway's word. A gateway lying about all
+// of them alike would pass every comparison that uses only what it said.
+// The anchors are the published deployments and stablecoins of package
+// registry. The caller's pins (WithTrustedContracts, WithTrustedTokens)
+// extend or replace them, chain by chain and token by token. What neither
+// pins is refused before anything is prepared or signed.
 
-// Trust is what the checks take as given besides the payment: the pinned
-// contracts and tokens, the limits on gas, and token domains already seen.
+// Trust is what the checks take as given besides the payment. That is the
+// pinned contracts and tokens, the limits on gas, and token domains
+// already seen.
 type Trust struct {
-	// Pins are the RAIL0 contract per chain and the decimals per token:
-	// the registry's, with the caller's WithTrustedContracts and
+	// Pins are the RAIL0 contract per chain and the decimals per token.
+	// They are the registry's, with the caller's WithTrustedContracts and
 	// WithTrustedTokens merged in.
 	Pins Pins
-	// MaxGas bounds gas_limit when the caller set it (WithFeeCap); zero
+	// MaxGas bounds gas_limit when the caller set it (WithFeeCap). Zero
 	// bounds it per operation (MaxGasLimit). MaxFee, when the caller set
-	// it (WithFeeCap), bounds gas_limit × max_fee_per_gas on every chain,
-	// and when nil each chain's default does (DefaultFeeBound), so a
+	// it (WithFeeCap), bounds gas_limit × max_fee_per_gas on every chain.
+	// When it is nil, each chain's default does (DefaultFeeBound). So a
 	// gateway cannot spend the signer's native currency on gas.
 	MaxGas uint64
 	MaxFee *big.Int
 	// TokenDomains maps chain/token to the EIP-712 name and version of the
-	// token, when known, so the payer's signature inside an authorize or
-	// charge call can be recovered.
+	// token, when known. With them the payer's signature inside an
+	// authorize or charge call can be recovered.
 	TokenDomains map[TokenKey][2]string
 }
 
@@ -48,23 +51,27 @@ type TokenKey struct {
 }
 
 // Pins are the anchors of one client: the RAIL0 contract per chain and the
-// decimals per token, the registry's merged with the caller's. They are
-// built once, in NewClient, and never modified.
+// decimals per token. They are the registry's, merged with the caller's.
+// They are built once, in NewClient, and never modified.
 type Pins struct {
 	contracts map[int64]Address
 	decimals  map[TokenKey]int64
 }
 
-// NewPins merges the caller's pins (contracts, decimals) into the published
-// ones (deployments, stablecoins; NewClient passes package registry's). A
-// chain the caller pins a contract for is the caller's: its published
-// contract is no longer trusted, and the published deployment's token
-// allowlist no longer limits it (the caller's contract accepts what it
-// accepts), while the published stablecoins on that chain keep their
-// decimals. On a chain whose contract is the published one, only the
-// stablecoins that deployment accepts are trusted: a signature for another
-// token would move the payer's funds to a contract that cannot account for
-// them. A token the caller pins is trusted on its chain with the caller's
+// NewPins merges the caller's pins (contracts, decimals) into the
+// published ones (deployments, stablecoins). NewClient passes package
+// registry's.
+//
+// A chain the caller pins a contract for is the caller's. Its published
+// contract is no longer trusted. The published deployment's token
+// allowlist no longer limits it: the caller's contract accepts what it
+// accepts. The published stablecoins on that chain keep their decimals.
+//
+// On a chain whose contract is the published one, only the stablecoins
+// that deployment accepts are trusted. A signature for another token would
+// move the payer's funds to a contract that cannot account for them.
+//
+// A token the caller pins is trusted on its chain with the caller's
 // decimals, whatever the registry says.
 func NewPins(deployments []registry.Deployment, stablecoins []registry.Stablecoin, contracts map[int64]Address, decimals map[TokenKey]int64) Pins {
 	p := Pins{contracts: map[int64]Address{}, decimals: map[TokenKey]int64{}}
@@ -96,10 +103,13 @@ func mustAddress(s string) Address {
 	return a
 }
 
-// Anchor is the decision: the payment's chain must have a trusted RAIL0
-// contract, the payment must name that contract, and its token must be
-// trusted on that chain (the rows of ArtPins); it returns the token's
-// trusted decimals, or an *Untrusted naming the field that is not trusted.
+// Anchor is the decision (the rows of ArtPins):
+//   - the payment's chain must have a trusted RAIL0 contract;
+//   - the payment must name that contract;
+//   - its token must be trusted on that chain.
+//
+// It returns the token's trusted decimals. Or it returns an *Untrusted
+// naming the field that is not trusted.
 func (p *Pins) Anchor(t *Terms) (int64, error) {
 	c := &pinsCase{t: t, pins: p}
 	if err := run(ArtPins, c); err != nil {
@@ -108,28 +118,30 @@ func (p *Pins) Anchor(t *Terms) (int64, error) {
 	return c.decimals, nil
 }
 
-// feeBoundGas is the gas every default fee bound is computed for, a
-// constant of its own rather than the per-operation gas bound
-// (MaxGasLimit): about twice the dearest RAIL0 call the contract guide
-// measured (authorize, 509,000 gas on a fresh deployment with a minimal
-// token; USDC behind its proxy and a gateway's estimate margin add to it),
-// and so a fee bound per chain, not per operation. It is not an exact
-// ceiling of the gas bound: authorize and charge may ask for up to
-// 1,018,000 and 1,030,000 gas, which fit at up to 98% and 97% of the
-// ceiling price below, still many times what the chain charges; on
-// Arbitrum, where the gas limit also pays for L1 data and has no bound of
-// its own, this bound is the only one.
+// feeBoundGas is the gas every default fee bound is computed for. It is a
+// constant of its own, not the per-operation gas bound (MaxGasLimit). It
+// is about twice the dearest RAIL0 call the contract guide measured:
+// authorize, 509,000 gas on a fresh deployment with a minimal token. USDC
+// behind its proxy and a gateway's estimate margin add to that. So it
+// makes a fee bound per chain, not per operation.
+//
+// It is not an exact ceiling of the gas bound. Authorize and charge may
+// ask for up to 1,018,000 and 1,030,000 gas. Those fit at up to 98% and
+// 97% of the ceiling price below, still many times what the chain charges.
+// On Arbitrum the gas limit also pays for L1 data and has no bound of its
+// own. There this bound is the only one.
 const feeBoundGas = 1_000_000
 
 // DefaultFeeBound returns the bound on gas_limit × max_fee_per_gas for a
-// chain of the registry when the caller gave none (WithFeeCap), in base
-// units of the chain's native currency (registry.Chain.Native): feeBoundGas
-// at a max_fee_per_gas well above what the chain charges even when busy. A
-// transaction within the gas bound at an honest price always fits; a
-// gateway that asks for more is refused before the signer is used. One
-// native amount for every chain would be $0.05 on Arc and far more on
-// Ethereum, hence one figure per chain, testnets like their mainnets. A
-// chain the registry does not know has no default: a client that pins one
+// chain of the registry, when the caller gave none (WithFeeCap). It is in
+// base units of the chain's native currency (registry.Chain.Native). It is
+// feeBoundGas at a max_fee_per_gas well above what the chain charges, even
+// when busy. A transaction within the gas bound at an honest price always
+// fits. A gateway that asks for more is refused before the signer is used.
+//
+// One native amount for every chain would be $0.05 on Arc and far more on
+// Ethereum. Hence one figure per chain, testnets like their mainnets. A
+// chain the registry does not know has no default. A client that pins one
 // needs WithFeeCap (NewClient says so).
 func DefaultFeeBound(chainID int64) (*big.Int, bool) {
 	var gwei int64 // the max_fee_per_gas ceiling, in 10^-9 of the native unit
@@ -166,8 +178,8 @@ func DefaultFeeBound(chainID int64) (*big.Int, bool) {
 }
 
 // CheckFeeBounds refuses a configuration that pins a contract on a chain
-// the registry does not know without a fee bound (WithFeeCap): the SDK
-// cannot know what that chain's native unit is worth, so it has no default
+// the registry does not know, without a fee bound (WithFeeCap). The SDK
+// cannot know what that chain's native unit is worth. So it has no default
 // to offer, and a transaction there could not be bounded.
 func CheckFeeBounds(contracts map[int64]Address, maxFee *big.Int) error {
 	if maxFee != nil {
@@ -190,9 +202,9 @@ func (tr *Trust) FeeBound(chainID int64) (*big.Int, bool) {
 	return DefaultFeeBound(chainID)
 }
 
-// nativeAmount shows base units of a chain's native currency for an error:
-// "0.002 ETH", or the base units alone on a chain the registry does not
-// know.
+// nativeAmount shows base units of a chain's native currency for an error,
+// as "0.002 ETH". On a chain the registry does not know it shows the base
+// units alone.
 func nativeAmount(chainID int64, units *big.Int) string {
 	c, ok := registry.LookupChain(chainID)
 	if !ok {

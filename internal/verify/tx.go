@@ -11,9 +11,9 @@ import (
 	"github.com/rail0/rail0-go/internal/evm"
 )
 
-// This file reads an unsigned_transaction and encodes what was read: the
-// SDK's own canonical form for a wallet, and the EIP-1559 signing hash and
-// signed RLP for a Signer.
+// This file reads an unsigned_transaction and encodes what was read. A
+// wallet gets the SDK's own canonical form. A Signer gets the EIP-1559
+// signing hash and the signed RLP.
 
 // Tx is a parsed unsigned_transaction (README section 12).
 type Tx struct {
@@ -32,25 +32,27 @@ type Tx struct {
 // 12 of the gateway guide), from being optional.
 var unsignedTxKeys = []string{"chain_id", "nonce", "to", "value", "data", "gas_limit", "max_priority_fee_per_gas", "max_fee_per_gas", "from"}
 
-// maxAccountNonce is the highest account nonce a transaction may carry:
-// EIP-2681 caps an account's nonce at 2⁶⁴−1, so a transaction with that
-// nonce could never be followed and is invalid, like any above it.
+// maxAccountNonce is the highest account nonce a transaction may carry.
+// EIP-2681 caps an account's nonce at 2⁶⁴−1. So a transaction with that
+// nonce could never be followed, and is invalid, like any above it.
 const maxAccountNonce = 1<<64 - 2
 
 // ParseUnsignedTx decodes the JSON string of an unsigned_transaction,
-// strictly: read by readArtifact (no key repeated or differing from another
-// only by case or folding, no unknown key), every field present and well
-// formed, numbers as JSON numbers or decimal strings.
+// strictly:
+//   - it is read by readArtifact: no key repeated, none differing from
+//     another only by case or folding, no unknown key;
+//   - every field is present and well formed;
+//   - numbers are JSON numbers or decimal strings.
 //
-// What the fields must say is for the rows of ArtUnsignedTx (checks.go):
-// the account nonce is checked there only for what holds on every chain,
-// at most maxAccountNonce. Whether it is the signer's next nonce needs the chain
-// (eth_getTransactionCount): a nonce already used makes the transaction
-// invalid, and a nonce ahead of the account's parks it, signed, until the
-// account catches up, so a gateway could keep it and broadcast it later.
-// What it would then run is only the call that was checked, on the
-// payment it was checked against; callers who care when it runs compare
-// the nonce with their own node before signing.
+// What the fields must say is for the rows of ArtUnsignedTx (checks.go).
+// The account nonce is checked there only for what holds on every chain:
+// at most maxAccountNonce. Whether it is the signer's next nonce needs the
+// chain (eth_getTransactionCount). A nonce already used makes the
+// transaction invalid. A nonce ahead of the account's parks it, signed,
+// until the account catches up. So a gateway could keep it and broadcast
+// it later. What it would then run is only the call that was checked, on
+// the payment it was checked against. Callers who care when it runs
+// compare the nonce with their own node before signing.
 func ParseUnsignedTx(s string) (*Tx, error) {
 	fields, err := readArtifact([]byte(s), unsignedTxKeys...)
 	if err != nil {
@@ -129,10 +131,13 @@ func ParseUnsignedTx(s string) (*Tx, error) {
 }
 
 // Canonical encodes tx, sent by from, in unsigned_transaction's own form
-// and in the SDK's words: the keys in the guide's order, every number a
-// decimal string (exact in every language; a JSON number above 2⁵³ is
-// not, in JavaScript), addresses and data in lower-case hex. Its EIP-1559
-// signing hash is SigningHash.
+// and in the SDK's words:
+//   - the keys in the guide's order;
+//   - every number a decimal string, exact in every language (a JSON
+//     number above 2⁵³ is not, in JavaScript);
+//   - addresses and data in lower-case hex.
+//
+// Its EIP-1559 signing hash is SigningHash.
 func (tx *Tx) Canonical(from Address) json.RawMessage {
 	b, err := json.Marshal(struct {
 		ChainID              string `json:"chain_id"`
@@ -176,9 +181,9 @@ func (tx *Tx) SigningHash() Word {
 	return evm.Keccak256([]byte{0x02}, evm.EncodeRLP(tx.rlpFields()))
 }
 
-// Signed returns the raw transaction, 0x02 ‖ rlp(fields ‖ v, r, s), of tx
-// signed with sig (65 bytes r ‖ s ‖ v, v = 27 or 28), in 0x hex: what
-// Submit sends.
+// Signed returns the raw transaction of tx signed with sig, in 0x hex:
+// what Submit sends. The raw transaction is 0x02 ‖ rlp(fields ‖ v, r, s).
+// sig is 65 bytes r ‖ s ‖ v, with v = 27 or 28.
 func (tx *Tx) Signed(sig []byte) string {
 	fields := append(tx.rlpFields(),
 		evm.Uint{Int: big.NewInt(int64(sig[64] - 27))},
