@@ -24,17 +24,10 @@ import (
 // came with. A failure that may have run is repeated only on an operation
 // safe to repeat.
 
-const (
-	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.
-	DefaultRetryAfterCap = 60 * time.Second
-	// DefaultMaxRetryWait is the per-call allowance of server-given waiting.
-	DefaultMaxRetryWait = 3 * time.Minute
-	// DefaultMaxRetries bounds retries of failures other than 429.
-	DefaultMaxRetries = 2
-	// maxAttempts is a safety net against a server that answers forever with
-	// tiny guesses; the allowance and MaxRetries normally stop far earlier.
-	maxAttempts = 100
-)
+// maxAttempts is a safety net against a server that answers forever with
+// tiny guesses. The allowance and MaxRetries normally stop far earlier. The
+// defaults of the retry options are in options.go.
+const maxAttempts = 100
 
 const maxDuration = time.Duration(math.MaxInt64)
 
