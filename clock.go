@@ -98,7 +98,7 @@ func (g *gatewayClock) offset() time.Duration {
 }
 
 // ClockOffset returns how far the gateway's clock is ahead of the local
-// one, as the Date headers of its answers tell it. It is negative when the
+// one. The Date headers of its answers tell it. It is negative when the
 // gateway's clock is behind. It is zero before the first answer, and when
 // the two agree within two seconds.
 //

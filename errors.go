@@ -437,9 +437,9 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 // Unwrap returns the last failure, so errors.As can reach an *APIError.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
-// ReconcileError reports a write the gateway called done already, or whose
-// outcome was unknown, when the payment read back does not show this call's
-// work. The claims are:
+// ReconcileError reports a write whose work the payment read back does not
+// show. The gateway called the write done already, or its outcome was
+// unknown. The claims are:
 //   - a payer signature on file (already_signed, not_signable);
 //   - a transaction known (already_known, nonce_too_low,
 //     transaction_not_overwritable, a report by hash refused 422).
@@ -524,7 +524,7 @@ func attemptsOf(call *Call) int {
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // DecodeError is a 2xx answer whose body is not the JSON the contract
-// promises: for example an HTML page from a proxy, or truncated JSON. The
+// promises. It may be an HTML page from a proxy, or truncated JSON. The
 // request was executed, and StatusCode says how.
 type DecodeError struct {
 	Method      string

@@ -354,7 +354,7 @@ func WithRetryBudget(retries int) Option {
 	}
 }
 
-// WithLabel names the calls of a view, so that each kind of caller can be
+// WithLabel names the calls of a view. Each kind of caller can then be
 // watched on its own: client.With(rail0.WithLabel("handler")). The label is
 // in the transcript (Call.Label), hence in every observer's events. It is on
 // every log line of the call (key "label"). Package rail0stats counts per
@@ -419,7 +419,7 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // WithPacing keeps each rate-limit partition under a budget from the first
-// request, so that the gateway's limit is never reached. It is off by
+// request. The gateway's limit is then never reached. It is off by
 // default. At most Limit requests are sent in any interval of Period, on the
 // public surface and on each session. A margin measured from recent round
 // trips stretches the Period. PublishedLimits returns the hosted gateway's
@@ -589,8 +589,8 @@ func WithTrustedTokens(tokens ...Token) Option {
 	}
 }
 
-// WithFeeCap bounds the gas of every transaction the client signs, so that
-// a gateway cannot spend the signer's gas money. gas_limit is at most
+// WithFeeCap bounds the gas of every transaction the client signs. A
+// gateway then cannot spend the signer's gas money. gas_limit is at most
 // maxGas. gas_limit × max_fee_per_gas is at most maxFee base units of the
 // chain's native currency: wei of ETH, POL, CELO or AVAX. On Arc it is USDC,
 // counted with its native 18 decimals. Both bounds apply to every chain and

@@ -57,8 +57,8 @@ type Pacing struct {
 	Margin time.Duration
 }
 
-// PublishedLimits returns the hosted gateway's published limits: 100 public
-// requests per 60 s per IP and 300 per 60 s per session.
+// PublishedLimits returns the hosted gateway's published limits. They are
+// 100 public requests per 60 s per IP, and 300 per 60 s per session.
 func PublishedLimits() Pacing {
 	return Pacing{
 		Public:  Budget{Limit: 100, Period: 60 * time.Second},

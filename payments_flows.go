@@ -358,8 +358,9 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, exp
 	return tx, err
 }
 
-// Authorize moves a signed authorize-mode payment into escrow with the
-// client's signer (the payee): prepare, check, sign, submit.
+// Authorize moves a signed authorize-mode payment into escrow. It
+// prepares, checks, signs and submits with the client's signer (the
+// payee).
 //
 // POST /payments/{id}/authorize/prepare, then
 // POST /payments/{id}/authorize — the payee. GET /payments/{id}
@@ -368,8 +369,9 @@ func (s *PaymentsService) Authorize(ctx context.Context, id string, params Payme
 	return s.step(ctx, id, OpAuthorize, params.Expect, Intent{}, PaymentPrepareParams{})
 }
 
-// Charge settles a signed charge-mode payment straight to the payee with
-// the client's signer (the payee): prepare, check, sign, submit.
+// Charge settles a signed charge-mode payment straight to the payee. It
+// prepares, checks, signs and submits with the client's signer (the
+// payee).
 //
 // POST /payments/{id}/charge/prepare, then
 // POST /payments/{id}/charge — the payee. GET /payments/{id}

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// With returns a view of c whose calls use the retry settings opts give,
-// and c's for the rest. The options are NewClient's. WithRetryOn429,
+// With returns a view of c whose calls use the retry settings opts give.
+// For the rest they use c's. The options are NewClient's. WithRetryOn429,
 // WithMaxRetryWait, WithMaxRetries, WithAttemptTimeout and WithLabel apply
 // per call. Every other option sets what the view shares with c. Given
 // here, it makes every call of the view return a *ValidationError (Field
