@@ -9,22 +9,23 @@ import (
 	"github.com/rail0/rail0-go/internal/jitter"
 )
 
-// This file computes the waits the retry rules decide: a server-given
-// wait (serverWait, from the parsed Retry-After) and a guess (guessWait).
+// This file computes the waits the retry rules decide. One is a
+// server-given wait (serverWait, from the parsed Retry-After). The other is
+// a guess (guessWait).
 
 const (
 	// defaultBackoffBase is the first full-jitter window of a guessed wait.
 	defaultBackoffBase = 500 * time.Millisecond
 	// serverJitter is the additive jitter on a server-given wait, as a
-	// fraction of the (capped) wait.
+	// fraction of the capped wait.
 	serverJitter = 0.10
 )
 
-// parseRetryAfter parses a Retry-After value: delta-seconds, or an HTTP-date
-// in any of the three forms http.ParseTime accepts, relative to now. It
-// reports false ("no instruction") for an empty, zero, negative or malformed
-// value and for a date that is not in the future. A value too large to
-// represent saturates at the largest time.Duration: it is still an
+// parseRetryAfter parses a Retry-After value, relative to now. The value is
+// delta-seconds, or an HTTP-date in any of the three forms http.ParseTime
+// accepts. It reports false ("no instruction") for an empty, zero, negative
+// or malformed value, and for a date that is not in the future. A value too
+// large to represent saturates at the largest time.Duration. It is still an
 // instruction, and RetryAfterCap bounds the wait.
 func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(value)
@@ -53,10 +54,10 @@ func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 }
 
 // retryAfterOf reads the Retry-After of an answer. An HTTP-date is read
-// against the answer's own Date header when it has a valid one, so that a
-// server whose clock is ahead of or behind the local one still gets the wait
-// it asked for; local is the fallback "now" (and the only one delta-seconds
-// need).
+// against the answer's own Date header when it has a valid one. So a server
+// whose clock is ahead of or behind the local one still gets the wait it
+// asked for. local is the fallback "now", and the only one delta-seconds
+// need.
 func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
 	v := h.Get("Retry-After")
 	if v == "" || isDigits(strings.TrimSpace(v)) {
@@ -69,15 +70,17 @@ func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
 	return parseRetryAfter(v, now)
 }
 
-// serverWait is the wait before retrying a server-given instruction:
-// min(retryAfter, cap) plus additive jitter drawn from U[0, 10%) of that, so
-// that clients told the same number do not wake together and none wakes
-// before the instruction. room is what is left of the allowance and of the
-// context deadline. When the server's instruction, uncapped, does not fit in
-// room, ok is false: the server said the window stays closed longer than the
-// call may wait, so the call must not wait at all (the cap only shortens
-// waits the room admits). Otherwise the jitter shrinks to fit, and the wait
-// never goes below the capped instruction. u is a uniform draw from [0, 1).
+// serverWait is the wait before retrying a server-given instruction. It is
+// min(retryAfter, cap) plus additive jitter drawn from U[0, 10%) of that.
+// So clients told the same number do not wake together, and none wakes
+// before the instruction. u is a uniform draw from [0, 1).
+//
+// room is what is left of the allowance and of the context deadline. When
+// the server's instruction, uncapped, does not fit in room, ok is false.
+// The server said the window stays closed longer than the call may wait,
+// so the call must not wait at all. The cap only shortens waits the room
+// admits. Otherwise the jitter shrinks to fit, and the wait never goes
+// below the capped instruction.
 func serverWait(retryAfter, cap, room time.Duration, u float64) (wait time.Duration, ok bool) {
 	if retryAfter > room {
 		return 0, false
@@ -90,10 +93,10 @@ func serverWait(retryAfter, cap, room time.Duration, u float64) (wait time.Durat
 	return lower + spread, true
 }
 
-// guessWait is the wait when the server gave no instruction (a 429 without a
-// usable Retry-After, a 5xx, a transport error): full jitter,
+// guessWait is the wait when the server gave no instruction: a 429 without
+// a usable Retry-After, a 5xx, a transport error. It is full jitter,
 // U[0, min(cap, base·2ⁿ)), where n counts the guesses already made in this
-// call. The window shrinks to fit room; ok is false only when room is gone.
+// call. The window shrinks to fit room. ok is false only when room is gone.
 func guessWait(base, cap time.Duration, n int, room time.Duration, u float64) (wait time.Duration, ok bool) {
 	if room <= 0 {
 		return 0, false

@@ -23,7 +23,7 @@ const Version = "0.1.0"
 const defaultTimeout = 30 * time.Second
 
 // Client talks to one RAIL0 gateway. Its services group the operations by
-// resource. Create it with NewClient; it is safe for concurrent use.
+// resource. Create it with NewClient. It is safe for concurrent use.
 type Client struct {
 	// Auth signs in with Ethereum (nonce, verify, logout).
 	Auth *AuthService
@@ -53,39 +53,39 @@ type Client struct {
 	// policy is the retry settings of this view's calls: the client's
 	// options with the view's overrides applied.
 	policy policy
-	// over is what With changed, carried to the calls a call makes on its
-	// behalf (a sign-in; see bearer); viewErr is an option With refused,
-	// which every call of the view returns before sending.
+	// over is what With changed. It is carried to the calls a call makes on
+	// its behalf, such as a sign-in (see bearer). viewErr is an option With
+	// refused, which every call of the view returns before sending.
 	over    callOverrides
 	viewErr error
-	// record, when set, keeps the transcript of every call the view makes:
-	// the view a flow makes its calls through (flow.calls).
+	// record, when set, keeps the transcript of every call the view makes.
+	// A flow makes its calls through such a view (flow.calls).
 	record *callRecord
 }
 
-// clientState is the state of a Client that all its views share: the
-// connection pool, the session, the limiter with its cooldowns and learned
-// budgets, the retry budget, the counters, the pins and the record of
-// created payments. A view (With) differs from its client only by the retry
-// settings of its calls.
+// clientState is the state of a Client that all its views share. It holds
+// the connection pool and the session. It holds the limiter with its
+// cooldowns and learned budgets, and the retry budget. It holds the
+// counters, the pins and the record of created payments. A view (With)
+// differs from its client only by the retry settings of its calls.
 type clientState struct {
 	base    *url.URL // always ends with "/"
 	baseStr string
-	// tokenSource yields the bearer token; a fixed token is held in a
-	// closure so that no formatting of the Client can print it.
+	// tokenSource yields the bearer token. A fixed token is held in a
+	// closure, so that no formatting of the Client can print it.
 	tokenSource func(context.Context) (string, error)
 	userAgent   string
 	logger      *slog.Logger
 	wireLog     bool // WithWireLog: headers and bodies at debug, redacted
 	// shownQuery are the query keys whose values Call.URL and the logs
-	// show (WithSafeQueryKeys); every other value is redacted.
+	// show (WithSafeQueryKeys). Every other value is redacted.
 	shownQuery map[string]bool
 	now        func() time.Time
 	rand       func() float64
 	hc         *http.Client // every call's retryablehttp.Client sends with it (see newCall)
 	limiter    ratelimit.Limiter
-	// sharedLimiter: the limiter came from WithLimiter, and others may
-	// share it (see othersLearn).
+	// sharedLimiter: the limiter came from WithLimiter, and others may share
+	// it (see othersLearn).
 	sharedLimiter bool
 	pacing        Pacing
 	pacingOn      bool
@@ -94,32 +94,32 @@ type clientState struct {
 	limitGen      atomic.Uint64 // bumped by every rate-limit news; see takeTurn
 	limits        knownLimits   // what the client itself knows per partition (limiter_known.go)
 
-	// signer is the client's identity for the flows (WithSigner); login
+	// signer is the client's identity for the flows (WithSigner). login
 	// keeps its session when the client signs in with it.
 	signer Signer
 	login  *tokenSource
 	// signIn places the client's SIWE messages (WithSignIn).
 	signIn SignIn
-	// trustBase holds the pins and gas bounds; domains, the token
+	// trustBase holds the pins and gas bounds. domains holds the token
 	// domains the checks have learned.
 	trustBase verify.Trust
 	domains   domainCache
 	// expiries bounds the expiries the payer's signature commits to
-	// (WithExpiryBounds), measured from now, the local clock.
+	// (WithExpiryBounds). They are measured from now, the local clock.
 	expiries verify.ExpiryBounds
-	// created remembers what Create was asked for, for PayerSign; known,
-	// the payments' terms the flows checked (payments_known.go).
+	// created remembers what Create was asked for, for PayerSign. known
+	// holds the payments' terms the flows checked (payments_known.go).
 	created createdLog
 	known   knownPayments
-	// payloads are the payer payloads VerifyPayload checked, with which
-	// SubmitSignature reconciles a signature on file.
+	// payloads are the payer payloads VerifyPayload checked.
+	// SubmitSignature reconciles a signature on file with them.
 	payloads checkedPayloads
 
 	quota   *retryQuota // the client-wide retry budget
 	maxBody int64       // the most read of a 2xx body (WithMaxResponseSize)
 	// deprecations are the operations whose deprecation was logged.
 	deprecations deprecationNotes
-	// sharedReads lets identical reads share one request (WithSharedReads);
+	// sharedReads lets identical reads share one request (WithSharedReads).
 	// flights are those in flight.
 	sharedReads bool
 	flights     flights
@@ -128,22 +128,22 @@ type clientState struct {
 	calls    atomic.Uint64 // the last call id given
 
 	// waiters is set once any view of the client makes calls that wait for
-	// the limiter (WithRetryOn429 with the cooldown, or WithPacing): from
-	// then on every call tells the limiter all that its answers say (the
-	// budgets they advertise). An answer that closes the partition (a 429,
-	// advertised exhaustion) is told always, so that the 429 a handler's
+	// the limiter: WithRetryOn429 with the cooldown, or WithPacing. From
+	// then on every call tells the limiter all that its answers say, such
+	// as the budgets they advertise. An answer that closes the partition (a
+	// 429, advertised exhaustion) is told always. So the 429 a handler's
 	// call gets closes it for the calls of a job's view made later.
 	waiters atomic.Bool
 	// clock is the gateway's clock as its Date headers tell it.
 	clock gatewayClock
 	// pollSleep waits between the polls of WaitForStatus,
-	// WaitForTransaction and PayerSign; nil is the real wait. Tests that
+	// WaitForTransaction and PayerSign. nil is the real wait. Tests that
 	// poll a real server record the waits here.
 	pollSleep func(ctx context.Context, d time.Duration) error
 }
 
-// Service types: each groups the operations of one resource. Their methods
-// live in the resource's file.
+// Service types, each grouping the operations of one resource. Their
+// methods live in the resource's file.
 type (
 	// AuthService signs in with Ethereum (SIWE).
 	AuthService struct{ client *Client }
@@ -169,10 +169,10 @@ type (
 	DiscoveryService struct{ client *Client }
 )
 
-// NewClient returns a client for the gateway at baseURL. That is, for
+// NewClient returns a client for the gateway at baseURL. baseURL is, for
 // example, "https://api.rail0.xyz", or a self-hosted origin, possibly with
-// a path prefix. It does no I/O and reads no environment; an invalid URL or
-// option is an error.
+// a path prefix. NewClient does no I/O and reads no environment. An invalid
+// URL or option is an error.
 func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	base, err := parseBaseURL(baseURL)
 	if err != nil {
@@ -205,8 +205,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	if cfg.wireLog && cfg.logger == nil {
 		return nil, errors.New("rail0: WithWireLog needs WithLogger: the wire log is written at debug level to that logger")
 	}
-	// Without WithFeeCap, maxGas stays zero (gas_limit bounded per
-	// operation) and maxFee nil (a fee bound per chain, in its native unit).
+	// Without WithFeeCap, maxGas stays zero: gas_limit is bounded per
+	// operation. maxFee stays nil: the fee is bounded per chain, in its
+	// native unit.
 	if err := verify.CheckFeeBounds(cfg.contracts, cfg.maxFee); err != nil {
 		return nil, err
 	}
@@ -214,7 +215,7 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 		token := cfg.token
 		cfg.tokenSource = func(context.Context) (string, error) { return token, nil }
 	}
-	// The caller's client is not modified: the one the SDK sends with
+	// The caller's client is not modified. The one the SDK sends with
 	// shares its Transport, Jar and Timeout (see sendingClient).
 	hc := cfg.httpClient
 	if hc == nil {
@@ -279,23 +280,24 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// zeroAddress is a well-formed address, for checking a SIWE message's place
+// zeroAddress is a well-formed address. It checks a SIWE message's place
 // before any signer is at hand.
 const zeroAddress = "0x0000000000000000000000000000000000000000"
 
-// Session returns a copy of the session of a client created WithSigner,
-// signing in first when there is none or it is about to expire: the
-// address, the merchant account (AccountID, which the wallet endpoints take)
-// and the expiry. Its Token is the bearer token, for a program that hands
-// the session to another (a browser, a process in another language); never
-// log it.
+// Session returns a copy of the session of a client created WithSigner. It
+// signs in first when there is none or it is about to expire. The session
+// holds the address, the merchant account (AccountID, which the wallet
+// endpoints take) and the expiry. Its Token is the bearer token, for a
+// program that hands the session to another: a browser, a process in
+// another language. Never log it.
 //
 // When another call's sign-in is under way, Session waits for it (or for
-// ctx). If that sign-in was cut short by its caller's context, or its 429
-// was refused because the wait did not fit its caller's allowance or
-// deadline while it fits this caller's (see Client.With), the waiting
-// callers sign in again with their own context and allowance instead of
-// inheriting a failure that was about another caller's budget.
+// ctx). That sign-in may fail on its own caller's limits. Its caller's
+// context may cut it short. Its 429 may be refused because the wait did not
+// fit its caller's allowance or deadline, while it fits this caller's (see
+// Client.With). In both cases the waiting callers sign in again with their
+// own context and allowance. They do not inherit a failure that was about
+// another caller's budget.
 func (c *Client) Session(ctx context.Context) (*Session, error) {
 	if c.viewErr != nil {
 		return nil, c.viewErr // a view With refused signs in no more than it sends
@@ -329,12 +331,13 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// Response is the metadata of a call's final response; the body has been
+// Response is the metadata of a call's final response. The body has been
 // read and closed. Every struct a call returns carries it in its Response
-// field (stripe-go's LastResponse, go-github's *Response): the value the
-// call itself returns, not the values nested in it (the Transactions of a
-// PaymentDetail, the Items of a page). The value a flow of several calls
-// returns carries its last call's Response, with every call in Calls.
+// field, like stripe-go's LastResponse and go-github's *Response. Only the
+// value the call itself returns carries it, not the values nested in it:
+// the Transactions of a PaymentDetail, the Items of a page. The value a
+// flow of several calls returns carries its last call's Response, with
+// every call in Calls.
 type Response struct {
 	StatusCode int
 	Header     http.Header
@@ -346,23 +349,23 @@ type Response struct {
 	// RateLimit is the rate-limit state the response advertised, if any.
 	RateLimit *RateLimitInfo
 	// Deprecation is what the answer said of the endpoint's retirement
-	// (its Deprecation and Sunset headers); nil when nothing.
+	// (its Deprecation and Sunset headers), or nil.
 	Deprecation *Deprecation
 	// Call is the call's transcript: every attempt, wait and decision.
 	Call *Call
-	// Calls holds, for the value a flow returns (Authorize, Capture,
-	// PayerSign, Refund, ...), the transcript of every call the flow made,
-	// in order: Call is the last of them. Nil for a single call.
+	// Calls holds the transcript of every call a flow made, in order, for
+	// the value the flow returns (Authorize, Capture, PayerSign, Refund,
+	// ...). Call is the last of them. It is nil for a single call.
 	Calls []*Call
 	// Reconciled is set when a write's own answer did not report its
-	// success (lost, unreadable, or a refusal as done already) and a read
-	// of the payment showed this call's work done; the Response is then
-	// the read's.
+	// success, but a read of the payment showed this call's work done. The
+	// answer was lost, unreadable, or a refusal as done already. The
+	// Response is then the read's.
 	Reconciled *Reconciliation
 }
 
 // Reconciliation says how a write ended before a read showed its work
-// done: a checkout can log it, and must not report the step failed.
+// done. A checkout can log it, and must not report the step failed.
 type Reconciliation struct {
 	// Err is the write's failure: the refusal as done already (an
 	// *APIError such as 422 already_signed), the unknown outcome or the

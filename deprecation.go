@@ -12,32 +12,32 @@ import (
 // This file reads what an answer says of its endpoint's retirement: the
 // Deprecation header (RFC 9745), the Sunset header (RFC 8594) and their
 // Link relations. The answer's Response and the transcript's Attempt carry
-// it, the observers read it there, and the logger hears it once per
-// operation (callState.report).
+// it. The observers read it there. The logger hears it once per operation
+// (callState.report).
 
 // Deprecation is what an answer said of its endpoint's retirement.
 type Deprecation struct {
 	// Deprecated is true when the answer carried a valid Deprecation
-	// header: the endpoint is deprecated, or will be at Date.
+	// header. The endpoint is deprecated, or will be at Date.
 	Deprecated bool
 	// Date is when the endpoint was or will be deprecated. It is zero
 	// when the header gave no date (the legacy "true").
 	Date time.Time
-	// Sunset is when the endpoint may stop answering (the Sunset
-	// header); zero when absent.
+	// Sunset is when the endpoint may stop answering (the Sunset header).
+	// It is zero when absent.
 	Sunset time.Time
 	// Link is where the gateway documents it: the Link header's URL of
-	// relation "deprecation", or else "sunset". Empty when none.
+	// relation "deprecation", or else "sunset". It is empty when none.
 	Link string
 }
 
-// maxDeprecationLink bounds the Link the SDK keeps: it comes from the
+// maxDeprecationLink bounds the Link the SDK keeps. It comes from the
 // answer and ends up in logs and spans.
 const maxDeprecationLink = 512
 
-// deprecationOf reads an answer's Deprecation and Sunset headers; nil when
-// it has neither, or neither is valid. A value it cannot read is ignored,
-// as RFC 9745 says of an invalid Deprecation.
+// deprecationOf reads an answer's Deprecation and Sunset headers. It
+// returns nil when the answer has neither, or neither is valid. A value it
+// cannot read is ignored, as RFC 9745 says of an invalid Deprecation.
 func deprecationOf(h http.Header) *Deprecation {
 	dep, sunset := h["Deprecation"], h["Sunset"]
 	if len(dep) == 0 && len(sunset) == 0 {
@@ -59,10 +59,10 @@ func deprecationOf(h http.Header) *Deprecation {
 	return &d
 }
 
-// parseDeprecation reads a Deprecation value: RFC 9745's structured-field
-// date ("@1688169599"), or the forms of its drafts that servers still
-// send: "true", the boolean "?1", or an HTTP-date. ok is false for any
-// other value.
+// parseDeprecation reads a Deprecation value. That is RFC 9745's
+// structured-field date ("@1688169599"), or a form of its drafts that
+// servers still send: "true", the boolean "?1", or an HTTP-date. ok is
+// false for any other value.
 func parseDeprecation(v string) (date time.Time, ok bool) {
 	v = strings.TrimSpace(v)
 	switch {
@@ -87,7 +87,8 @@ func parseDeprecation(v string) (date time.Time, ok bool) {
 }
 
 // deprecationLink returns the first http(s) URL of the Link values whose
-// relation is "deprecation", or else "sunset"; "" when there is none.
+// relation is "deprecation", or else "sunset". It returns "" when there is
+// none.
 func deprecationLink(values []string) string {
 	var sunset string
 	for _, v := range values {
@@ -121,19 +122,19 @@ func deprecationLink(values []string) string {
 }
 
 // maxDeprecationNotes bounds the operations the client remembers having
-// logged a deprecation for. The contract names about sixty; the rest of
-// the room is for Raw's routes, and past it no new one is logged.
+// logged a deprecation for. The contract names about sixty. The rest of
+// the room is for Raw's routes. Past it, no new one is logged.
 const maxDeprecationNotes = 256
 
 // deprecationNotes remembers the operations whose deprecation the client
-// has logged, so that it is logged once per operation, not per call.
+// has logged. So it is logged once per operation, not per call.
 type deprecationNotes struct {
 	mu   sync.Mutex
 	seen map[string]struct{}
 }
 
-// first reports whether op's deprecation is news: true once per op, while
-// there is room.
+// first reports whether op's deprecation is news. It is true once per op,
+// while there is room.
 func (n *deprecationNotes) first(op string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors, matched with errors.Is so that callers can branch
-// without a type assertion:
+// Sentinel errors, matched with errors.Is. Callers branch on them without a
+// type assertion:
 //
 //	if errors.Is(err, rail0.ErrRateLimited) { ... }
 //
@@ -22,56 +22,61 @@ import (
 var (
 	// ErrRateLimited matches a 429 answer.
 	ErrRateLimited = errors.New("rail0: rate limited")
-	// ErrUnauthorized matches a 401 answer: the token is absent, malformed, expired or revoked.
+	// ErrUnauthorized matches a 401 answer. The token is absent, malformed,
+	// expired or revoked.
 	ErrUnauthorized = errors.New("rail0: unauthorized")
-	// ErrForbidden matches a 403 answer: signed in, but not allowed to do this.
+	// ErrForbidden matches a 403 answer: signed in, but not allowed to do
+	// this.
 	ErrForbidden = errors.New("rail0: forbidden")
 	// ErrNotFound matches a 404 answer.
 	ErrNotFound = errors.New("rail0: not found")
-	// ErrOutcomeUnknown matches an *OutcomeUnknownError: a write may or may not
-	// have been executed by the gateway.
+	// ErrOutcomeUnknown matches an *OutcomeUnknownError. The gateway may or
+	// may not have executed a write.
 	ErrOutcomeUnknown = errors.New("rail0: outcome unknown")
 
 	// ErrArtifactMismatch matches an *ArtifactError with errors.Is.
 	ErrArtifactMismatch = errors.New("rail0: gateway artifact does not match the request")
 	// ErrUntrusted matches an *UntrustedError with errors.Is.
 	ErrUntrusted = errors.New("rail0: neither the registry nor the client's pins trust it")
-	// ErrUnbound is returned (inside a *FlowError at StepVerify) when nothing
-	// binds a flow to the payment the caller meant. Acting on the gateway's
-	// word alone could then pay someone else. PayerSign needs its Create's
-	// record or the order's terms in Expect. Refund needs Expect.Payer or a
-	// rail0_id from the caller's own order record, stored at checkout.
-	// VerifyPayload and VerifyTransaction bind likewise. Nothing was read or
-	// signed; the message says how to bind the flow.
+	// ErrUnbound is returned when nothing binds a flow to the payment the
+	// caller meant. It comes inside a *FlowError at StepVerify. Acting on the
+	// gateway's word alone could then pay someone else. PayerSign needs its
+	// Create's record or the order's terms in Expect. Refund needs
+	// Expect.Payer or a rail0_id from the caller's own order record, stored
+	// at checkout. VerifyPayload and VerifyTransaction bind likewise. Nothing
+	// was read or signed. The message says how to bind the flow.
 	ErrUnbound = errors.New("rail0: nothing binds the flow to the payment you meant")
 	// ErrBadSignature is returned when a Signer's answer is not a valid
 	// signature by its own address over the digest it was given.
 	ErrBadSignature = errors.New("rail0: signer returned an invalid signature")
-	// ErrNoSigner is returned by a flow on a client created without WithSigner.
+	// ErrNoSigner is returned by a flow on a client created without
+	// WithSigner.
 	ErrNoSigner = errors.New("rail0: the client has no signer (WithSigner)")
-	// ErrNoSession is returned by Client.Session for a client that does not sign
-	// in by itself (no WithSigner, or a WithToken/WithTokenSource given).
+	// ErrNoSession is returned by Client.Session for a client that does not
+	// sign in by itself: no WithSigner, or a WithToken or WithTokenSource
+	// given.
 	ErrNoSession = errors.New("rail0: the client does not sign in by itself (WithSigner)")
-	// ErrNoUnsignedTransaction is returned (inside a *FlowError) when a prepare
-	// answer carries no unsigned_transaction to sign.
+	// ErrNoUnsignedTransaction is returned (inside a *FlowError) when a
+	// prepare answer carries no unsigned_transaction to sign.
 	ErrNoUnsignedTransaction = errors.New("rail0: prepared transaction has no unsigned_transaction")
 	// ErrNotSignable is returned (inside a *FlowError) by PayerSign when the
 	// payment is neither waiting for the payer's signature nor signed.
 	ErrNotSignable = errors.New("rail0: payment is not waiting for the payer signature")
-	// ErrSigningPayloadUnavailable is returned (inside a *FlowError) by PayerSign
-	// when the payment stays unsigned but its signing_payload is still null after
-	// the re-reads (the gateway could not reach a node to build it).
+	// ErrSigningPayloadUnavailable is returned (inside a *FlowError) by
+	// PayerSign when the payment stays unsigned but its signing_payload is
+	// still null after the re-reads. The gateway could not reach a node to
+	// build it.
 	ErrSigningPayloadUnavailable = errors.New("rail0: signing_payload is still unavailable")
 
 	// ErrTransactionFailed matches a *TransactionFailedError with errors.Is.
 	ErrTransactionFailed = errors.New("rail0: transaction failed")
-	// ErrUnknownTransaction is returned by WaitForTransaction when the payment has no
-	// transaction with the awaited id.
+	// ErrUnknownTransaction is returned by WaitForTransaction when the
+	// payment has no transaction with the awaited id.
 	ErrUnknownTransaction = errors.New("rail0: payment has no such transaction")
 )
 
 // ErrorCode is the gateway's machine-readable error code. The gateway adds
-// codes over time, so unknown values decode and surface unchanged; base
+// codes over time, so unknown values decode and surface unchanged. Base
 // program logic on the constants below and treat others generically.
 type ErrorCode string
 
@@ -143,9 +148,9 @@ const (
 )
 
 // hints holds the next step for every code the contract names (README
-// section 9 of the gateway guide), in the guide's words where it gives
-// one: TestEveryContractCodeHasAHint fails for a code added to the
-// contract without a hint.
+// section 9 of the gateway guide). It uses the guide's words where the
+// guide gives one. TestEveryContractCodeHasAHint fails for a code added to
+// the contract without a hint.
 var hints = map[ErrorCode]string{
 	CodeRateLimited:                "wait RetryAfter before sending again; background jobs can enable WithRetryOn429",
 	CodeUnauthorized:               "sign in again (nonce, SIWE, POST /auth): the token is missing, expired or revoked",
@@ -212,22 +217,25 @@ var hints = map[ErrorCode]string{
 	CodeAlreadyKnown:               "the identical transaction is already pending: wait for it (WaitForTransaction) instead of sending it again",
 }
 
-// APIError is a non-2xx answer from the gateway. Every such answer becomes an
-// *APIError through one path, even when retries ran out and even at zero
-// retries, so the status, code, request id and RetryAfter are always there.
+// APIError is a non-2xx answer from the gateway. Every such answer becomes
+// an *APIError through one path, even when retries ran out and even at zero
+// retries. So the status, code, request id and RetryAfter are always there.
 //
-// It carries what a caller acts on; the story of the call (its attempts,
-// the retry decisions, the rate-limit state) is in its transcript, Call.
-// The fields that moved there: Attempts is len(Call.Attempts); NotRetried
-// is Call.NotRetried(); RetryRefused is a limit among those reasons
-// (ReasonAllowance, ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget on
-// the last attempt, which is then Refused, or ReasonLimiter); RateLimit is
-// the last attempt's RateLimit.
+// It carries what a caller acts on. The story of the call is in its
+// transcript, Call: its attempts, the retry decisions, the rate-limit
+// state. The fields that moved there:
+//   - Attempts is len(Call.Attempts).
+//   - NotRetried is Call.NotRetried().
+//   - RetryRefused is a limit among those reasons: ReasonAllowance,
+//     ReasonDeadline, ReasonMaxRetries or ReasonRetryBudget on the last
+//     attempt (which is then Refused), or ReasonLimiter.
+//   - RateLimit is the last attempt's RateLimit.
 type APIError struct {
 	// StatusCode is the HTTP status of the final response.
 	StatusCode int
-	// Code is the precise condition: the first non-empty of the body's code,
-	// error and status fields. Empty when the body carried none.
+	// Code is the precise condition: the first non-empty of the body's
+	// code, error and status fields. It is empty when the body carried
+	// none.
 	Code ErrorCode
 	// Category is the older broad category (the body's status field), such
 	// as invalid_state or contract_revert.
@@ -237,46 +245,46 @@ type APIError struct {
 	// Detail is the human text (detail, then message, then "HTTP <status>").
 	Detail string
 	// RetryAfter is the server's Retry-After instruction on this response,
-	// uncapped. Zero when absent, zero, negative or unparseable.
+	// uncapped. It is zero when absent, zero, negative or unparseable.
 	RetryAfter time.Duration
 	// RequestID is the X-Request-Id of the response, for support requests.
 	RequestID string
-	// Method and Path identify the call (Path is relative to the base URL,
-	// without the query).
+	// Method and Path identify the call. Path is relative to the base URL,
+	// without the query.
 	Method string
 	Path   string
 	// NotSent is true when the SDK answered this 429 itself without sending
 	// the request. The rate-limit partition was cooling down, or its pacing
-	// budget spent, for longer than the call may wait; or, for a call with
+	// budget spent, for longer than the call may wait. Or, for a call with
 	// RetryOn429 off, the gateway had said the partition is closed.
 	// RetryAfter is then the wait that was left.
 	NotSent bool
 	// Location is the Location header of a redirect (a 3xx answer). The SDK
 	// never follows redirects, since following one would carry the bearer
-	// token to wherever it points; the gateway itself never redirects, so
-	// one means the base URL is wrong (for example http instead of https)
+	// token to wherever it points. The gateway itself never redirects. So
+	// one means the base URL is wrong (for example http instead of https),
 	// or a proxy is in the way.
 	Location string
 	// Header holds the response headers.
 	Header http.Header
-	// Body is the raw response body, at most 1 MiB, kept for diagnosis
-	// (for example the HTML page of a proxy).
+	// Body is the raw response body, at most 1 MiB, kept for diagnosis: for
+	// example the HTML page of a proxy.
 	Body []byte
 	// Call is the transcript of the call that returned this answer.
 	Call *Call
 
 	cause error // the context error when the call was cut short
-	// clockOffset is the client's learned ClockOffset when the answer came,
-	// kept for the hint of an invalid_siwe.
+	// clockOffset is the client's learned ClockOffset when the answer came.
+	// It is kept for the hint of an invalid_siwe.
 	clockOffset time.Duration
 	// noCredentials marks a 401 to a client with no signer, token or token
-	// source: the gateway cannot know why, so Error and Hint say it.
+	// source. The gateway cannot know why, so Error and Hint say it.
 	noCredentials bool
 }
 
 // RetryAfterHeader returns RetryAfter as the value of an HTTP Retry-After
-// header: whole seconds, rounded up so that the caller comes back no
-// sooner than the gateway said, and at least 1. It is for a handler that
+// header. It gives whole seconds, at least 1, rounded up so that the caller
+// comes back no sooner than the gateway said. It is for a handler that
 // passes a 429 on to its own caller:
 //
 //	w.Header().Set("Retry-After", apiErr.RetryAfterHeader())
@@ -332,7 +340,7 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Is reports whether target is the sentinel for e's status, so that
+// Is reports whether target is the sentinel for e's status. So
 // errors.Is(err, ErrRateLimited) holds for any 429.
 func (e *APIError) Is(target error) bool {
 	switch target {
@@ -370,8 +378,8 @@ func (e *APIError) Hint() string {
 }
 
 // clockHint is the hint of an invalid_siwe when the local clock is off by
-// offset: the gateway refuses an Issued At too far from its own time, which
-// a local clock that far off produces.
+// offset. The gateway refuses an Issued At too far from its own time. A
+// local clock that far off produces one.
 func clockHint(offset time.Duration) string {
 	side := "behind"
 	if offset < 0 {
@@ -383,28 +391,34 @@ func clockHint(offset time.Duration) string {
 }
 
 // OutcomeUnknownError is returned when a write that must not run twice may
-// or may not have been executed: the connection failed after the request was
-// written, or the answer does not prove that it did not run, which only a
-// 429 and a 4xx in the gateway's own error envelope do. Any 5xx (520, 524
-// and 507 included), a 3xx, a 408, a 4xx without the envelope (a proxy's
-// 401, say) and a 2xx whose body is not the promised JSON (an HTML page, an
-// empty body) may have been written by a proxy after the gateway ran the
-// request. Which writes those are is decided per operation: submitting a
-// signed transaction, rotating a webhook secret, creating a webhook or a
-// wallet, and creating a payment (which the SDK repeats only with the same
-// Idempotency-Key). Read the resource (or replay with the same
-// IdempotencyKey) to learn what happened.
+// or may not have been executed. Read the resource, or replay with the same
+// IdempotencyKey, to learn what happened.
+//
+// Either the connection failed after the request was written, or the
+// answer does not prove that the write did not run. Only a 429 and a 4xx in
+// the gateway's own error envelope prove it. A proxy may have written any
+// other answer after the gateway ran the request:
+//   - any 5xx, 520, 524 and 507 included;
+//   - a 3xx or a 408;
+//   - a 4xx without the envelope (a proxy's 401, say);
+//   - a 2xx whose body is not the promised JSON (an HTML page, an empty
+//     body).
+//
+// Which writes must not run twice is decided per operation. They are:
+// submitting a signed transaction, rotating a webhook secret, creating a
+// webhook or a wallet, and creating a payment. The SDK repeats a payment's
+// creation only with the same Idempotency-Key.
 type OutcomeUnknownError struct {
 	Method string
 	Path   string
-	// IdempotencyKey is the key the request carried, if any: replaying the
+	// IdempotencyKey is the key the request carried, if any. Replaying the
 	// call with it is safe.
 	IdempotencyKey string
 	// Err is the last failure: the *APIError of the last answer, the
 	// *DecodeError of a 2xx that could not be read, or the transport error.
 	Err error
-	// Call is the transcript of the call (how many attempts it sent:
-	// len(Call.Attempts)).
+	// Call is the transcript of the call. len(Call.Attempts) is how many
+	// attempts it sent.
 	Call *Call
 }
 
@@ -423,22 +437,25 @@ func (e *OutcomeUnknownError) Is(target error) bool { return target == ErrOutcom
 // Unwrap returns the last failure, so errors.As can reach an *APIError.
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
-// ReconcileError reports a write the gateway called done already, or
-// whose outcome was unknown, when the payment read back does not show this
-// call's work. The claims are a payer signature on file (already_signed,
-// not_signable) and a transaction known (already_known, nonce_too_low,
-// transaction_not_overwritable, a report by hash refused 422). The claim
-// is false (a proxy's, say), or the work on file is another's. It is no
-// success: nothing shows that what this call sent is on file. Read the
-// payment before sending anything again. It unwraps to the write's failure
-// (errors.As finds its *APIError) and to the read's, if the read failed.
+// ReconcileError reports a write whose work the payment read back does not
+// show. The gateway called the write done already, or its outcome was
+// unknown. The claims are:
+//   - a payer signature on file (already_signed, not_signable);
+//   - a transaction known (already_known, nonce_too_low,
+//     transaction_not_overwritable, a report by hash refused 422).
+//
+// The claim is false (a proxy's, say), or the work on file is another's. It
+// is no success: nothing shows that what this call sent is on file. Read
+// the payment before sending anything again. It unwraps to the write's
+// failure (errors.As finds its *APIError). It also unwraps to the read's,
+// if the read failed.
 type ReconcileError struct {
 	// PaymentID is the payment as the caller named it.
 	PaymentID string
 	// Operation is the step; empty for the payer's signature.
 	Operation Operation
-	// Reason says what the payment read back showed (`status is
-	// "unsigned" …`), or that the read failed.
+	// Reason says what the payment read back showed (`status is "unsigned"
+	// …`), or that the read failed.
 	Reason string
 	// Err is the write's failure.
 	Err error
@@ -468,18 +485,19 @@ func (e *ReconcileError) Unwrap() []error {
 	return []error{e.Err, e.ReadErr}
 }
 
-// TransportError is a failure that left no answer from the gateway on a call
-// whose outcome does not matter or is known: a read, or a request that was
-// provably never sent (the connection could not be opened).
+// TransportError is a failure that left no answer from the gateway. It
+// comes on a call whose outcome does not matter or is known: a read, or a
+// request that was provably never sent (the connection could not be
+// opened).
 type TransportError struct {
 	Method string
 	Path   string
-	// Sent is false when the request provably never left the client (dial or
-	// DNS failure), so nothing was executed.
+	// Sent is false when the request provably never left the client (dial
+	// or DNS failure), so nothing was executed.
 	Sent bool
 	Err  error
 	// Call is the transcript of the call: its attempts, and why the failure
-	// was not retried (Call.NotRetried; empty when the context ended).
+	// was not retried. Call.NotRetried is empty when the context ended.
 	Call *Call
 }
 
@@ -492,7 +510,7 @@ func (e *TransportError) Error() string {
 	return fmt.Sprintf("rail0: %s %s: %s after %d attempt(s): %s", e.Method, e.Path, state, attemptsOf(e.Call), errorText(e.Err))
 }
 
-// attemptsOf is the number of requests a call sent; zero without a
+// attemptsOf is the number of requests a call sent, or zero without a
 // transcript.
 func attemptsOf(call *Call) int {
 	if call == nil {
@@ -506,8 +524,8 @@ func attemptsOf(call *Call) int {
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // DecodeError is a 2xx answer whose body is not the JSON the contract
-// promises (for example an HTML page from a proxy, or truncated JSON). The
-// request was executed: StatusCode says how.
+// promises. It may be an HTML page from a proxy, or truncated JSON. The
+// request was executed, and StatusCode says how.
 type DecodeError struct {
 	Method      string
 	Path        string
@@ -515,9 +533,9 @@ type DecodeError struct {
 	RequestID   string
 	ContentType string
 	// Body is the start of the body (at most 1 KiB), for diagnosis. It is
-	// nil for the operations whose answer carries a credential (sign-in,
-	// webhook creation and secret rotation) and for Client.Raw, which
-	// cannot tell whether it does, so the error cannot leak it.
+	// nil for the operations whose answer carries a credential: sign-in,
+	// webhook creation and secret rotation. It is nil for Client.Raw too,
+	// which cannot tell whether it does. So the error cannot leak it.
 	Body []byte
 	Err  error
 	// Call is the transcript of the call.
@@ -533,8 +551,8 @@ func (e *DecodeError) Error() string {
 // Unwrap returns the decoding error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
-// ValidationError is a request refused by the SDK before anything was sent,
-// because a required field is missing or malformed.
+// ValidationError is a request refused by the SDK before anything was sent.
+// A required field is missing or malformed.
 type ValidationError struct {
 	Field  string
 	Reason string
@@ -556,7 +574,8 @@ type errorBody struct {
 }
 
 // newAPIError builds the error for a non-2xx response from its status,
-// headers and (possibly empty, non-JSON or truncated) body. It never fails.
+// headers and body. The body may be empty, not JSON, or truncated. It never
+// fails.
 func newAPIError(st *callState, status int, header http.Header, body []byte, now time.Time) *APIError {
 	e := &APIError{
 		StatusCode: status,
@@ -607,22 +626,24 @@ func firstNonEmpty(v ...string) string {
 	return ""
 }
 
-// oneLine returns s as one line that is safe to print on a terminal and in a
-// log line. It is applied to every piece of gateway text that an Error(), a
-// transcript or a log line quotes, because whatever sits between the SDK and
-// the gateway decides that text: an ANSI escape in a detail could recolour,
-// erase or retitle the terminal that prints the error, a U+2028 or a newline
-// could forge a second log record, and a U+202E could display a reversed
-// reading of a value.
+// oneLine returns s as one line that is safe to print on a terminal and in
+// a log line. It is applied to every piece of gateway text that an Error(),
+// a transcript or a log line quotes. Whatever sits between the SDK and the
+// gateway decides that text:
+//   - an ANSI escape in a detail could recolour, erase or retitle the
+//     terminal that prints the error;
+//   - a U+2028 or a newline could forge a second log record;
+//   - a U+202E could display a reversed reading of a value.
 //
-// Runs of white space, line and paragraph separators included (CR, LF,
-// TAB, NEL, U+2028, U+2029), become one space and the ends are trimmed.
-// Every other rune a terminal or a log viewer would act on instead of
-// showing it is written as a Go escape (\x1b, \u202e): C0 and C1 controls,
-// DEL, ESC (so an ANSI sequence shows as inert text), format characters
-// (bidi overrides and isolates, zero-width characters) and bytes that are
-// not UTF-8. The reader still sees that something was sent; nothing is
-// interpreted. Printable ASCII, the common case, is returned as is.
+// Runs of white space become one space, and the ends are trimmed. Line and
+// paragraph separators count as white space (CR, LF, TAB, NEL, U+2028,
+// U+2029). Every other rune a terminal or a log viewer would act on,
+// instead of showing it, is written as a Go escape (\x1b, \u202e). Those
+// are C0 and C1 controls, DEL, ESC and bytes that are not UTF-8. So are
+// format characters: bidi overrides and isolates, zero-width characters.
+// An ANSI sequence thus shows as inert text. The reader still sees that
+// something was sent, and nothing is interpreted. Printable ASCII, the
+// common case, is returned as is.
 //
 // The typed fields (APIError.Detail, TransactionFailedError.Code, ...) keep
 // the raw text for programs.
@@ -688,8 +709,8 @@ func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// maxRequestID bounds the request id the SDK keeps: it comes from the
-// answer, which may come from anything, and ends up in errors, logs,
+// maxRequestID bounds the request id the SDK keeps. It comes from the
+// answer, which may come from anything. It ends up in errors, logs,
 // transcripts and spans.
 const maxRequestID = 128
 
@@ -703,13 +724,13 @@ func requestID(h http.Header) string {
 }
 
 // ResponseTooLargeError is a 2xx answer whose body is larger than the
-// client reads (WithMaxResponseSize). It comes inside a *DecodeError, or
-// an *OutcomeUnknownError on a write that must not run twice. The call is
-// not repeated: the same request would get the same answer.
+// client reads (WithMaxResponseSize). It comes inside a *DecodeError, or an
+// *OutcomeUnknownError on a write that must not run twice. The call is not
+// repeated, since the same request would get the same answer.
 type ResponseTooLargeError struct {
 	// Limit is the most the client reads of a body, in bytes.
 	Limit int64
-	// ContentLength is the size the answer announced; -1 when it did not.
+	// ContentLength is the size the answer announced, or -1 when it did not.
 	ContentLength int64
 }
 

@@ -7,13 +7,13 @@ import (
 	"github.com/rail0/rail0-go/ratelimit"
 )
 
-// This file is a call's admission by the client's Limiter: takeTurn waits
-// for the call's slot before each attempt, holdRetrySlot keeps a 429's
-// retry its place, and release gives back a slot the call will not use.
-// What each answer tells the limiter is limiter_feedback.go's; the pacing
-// margin, limiter_margin.go's.
+// This file is a call's admission by the client's Limiter. takeTurn waits
+// for the call's slot before each attempt. holdRetrySlot keeps a 429's
+// retry its place. release gives back a slot the call will not use. What
+// each answer tells the limiter is in limiter_feedback.go. The pacing
+// margin is in limiter_margin.go.
 
-// releaseTimeout bounds giving a slot back after the caller gave up: the
+// releaseTimeout bounds giving a slot back after the caller gave up. The
 // caller's own context is over by then.
 const releaseTimeout = 100 * time.Millisecond
 
@@ -39,21 +39,26 @@ func (c *Client) configuredBudget(st *callState) Budget {
 	return c.pacing.Session
 }
 
-// bounded returns ctx bounded by room, what the call can still spend on rate
-// limiting (at least a millisecond, so that a limiter in memory still
-// answers): a stalled shared store must not hold the call longer.
+// bounded returns ctx bounded by room, what the call can still spend on
+// rate limiting. A stalled shared store must not hold the call longer. The
+// bound is at least a millisecond, so that a limiter in memory still
+// answers.
 func bounded(ctx context.Context, room time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, max(room, time.Millisecond))
 }
 
-// takeTurn waits for the call's slot on its partition: after a cooldown
-// (retries before fresh calls) and within the budget in force, configured
-// or learned. When the client heard anything new about rate limits during
-// the sleep (a 429, RateLimit fields), the slot is confirmed with the
-// limiter, so that a cooldown or a lower budget that arrived meanwhile is
-// obeyed; otherwise it stands. A caller that gives up releases its slot. It returns the final admission; OK false means the
-// wait does not fit the call's room. An error other than the context's
-// means the limiter failed (or exceeded the room): the caller fails open.
+// takeTurn waits for the call's slot on its partition. The slot comes after
+// a cooldown (retries before fresh calls) and within the budget in force,
+// configured or learned.
+//
+// The client may hear something new about rate limits during the sleep: a
+// 429, RateLimit fields. Then the slot is confirmed with the limiter, so
+// that a cooldown or a lower budget that arrived meanwhile is obeyed.
+// Otherwise the slot stands. A caller that gives up releases its slot.
+//
+// takeTurn returns the final admission. OK false means the wait does not
+// fit the call's room. An error other than the context's means the limiter
+// failed, or exceeded the room. The caller then fails open.
 func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admission, error) {
 	b := c.configuredBudget(st)
 	r := ratelimit.Reservation{Partition: st.partitionKey(), Budget: b, Retry: st.attempts > 0, Jitter: st.jitter, FixedWindows: true,
@@ -78,15 +83,15 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		st.turn = turn{ticket: adm.Ticket, budget: adm.Budget, advertised: adm.Advertised}
 		c.heardBudget(st, adm.Budget)
 		if r.Interactive && adm.Ticket != 0 {
-			// The slot may have gone ahead of slots other calls hold:
-			// they confirm theirs after their sleep, and move behind it.
+			// The slot may have gone ahead of slots other calls hold.
+			// They confirm theirs after their sleep, and move behind it.
 			// Its own sleep does not count that news.
 			c.limitGen.Add(1)
 			gen = c.limitGen.Load()
 		}
 		if adm.Wait <= 0 {
-			// The round trip is measured from when the slot was due, so
-			// that a late wake-up counts in the margin too.
+			// The round trip is measured from when the slot was due. So
+			// a late wake-up counts in the margin too.
 			st.turn.sentAt = c.now()
 			if !planned.IsZero() && planned.Before(st.turn.sentAt) {
 				st.turn.sentAt = planned
@@ -102,8 +107,8 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 		}
 		if adm.Ticket != 0 && c.limitGen.Load() == gen && !c.othersLearn(adm.Budget) {
 			// Nothing this client heard about rate limits changed during
-			// the sleep: the slot stands, and a shared limiter is spared a
-			// round trip.
+			// the sleep. The slot stands, and a shared limiter is spared
+			// a round trip.
 			adm.Wait = 0
 			st.turn.sentAt = planned
 			return adm, nil
@@ -113,37 +118,41 @@ func (c *Client) takeTurn(ctx context.Context, st *callState) (ratelimit.Admissi
 }
 
 // othersLearn reports whether news this client does not hear may have
-// moved a slot held under the budget in force: whenever the limiter was
-// given by WithLimiter, which other processes (or other clients) may
-// share. Processes sharing a limiter are one client to the gateway: the
-// 429 one of them gets for a probe shows the window full for all, and the
-// slots the others hold later in that window must move to the next one,
-// which only a confirmation tells them. Without it they send those slots
-// into a full window (5 to 34 429s after the first window for 2 to 8
-// processes, where one process alone gets 3). Under a configured budget,
-// another process's interactive call (a handler's) may go ahead of the
-// slot (Reservation.Interactive), which only a confirmation tells too: a
-// call that waited asks the store twice, as package redislimit says. A slot
-// held with no budget in force (a cooldown's, or a guessed retry's) has
-// nothing for others to move: it stands.
+// moved a slot held under the budget in force. That is so whenever the
+// limiter was given by WithLimiter, since other processes (or other
+// clients) may share it.
+//
+// Processes sharing a limiter are one client to the gateway. The 429 one
+// of them gets for a probe shows the window full for all. The slots the
+// others hold later in that window must move to the next one. Only a
+// confirmation tells them. Without it, they send those slots into a full
+// window: 5 to 34 429s after the first window for 2 to 8 processes, where
+// one process alone gets 3.
+//
+// Under a configured budget, another process's interactive call (a
+// handler's) may go ahead of the slot (Reservation.Interactive). Only a
+// confirmation tells that too. So a call that waited asks the store twice,
+// as package redislimit says. A slot held with no budget in force (a
+// cooldown's, or a guessed retry's) has nothing for others to move. It
+// stands.
 func (c *Client) othersLearn(inForce Budget) bool { return c.sharedLimiter && paced(inForce) }
 
-// interactive reports whether the call answers a caller who waits: it does
-// not retry 429s (a request/response handler's), and it is no poll, which
-// waits out a 429 itself. Its turn goes ahead of the slots the waiting
-// calls hold, within the budget (Reservation.Interactive).
+// interactive reports whether the call answers a caller who waits. Such a
+// call does not retry 429s (a request/response handler's). It is no poll,
+// which waits out a 429 itself. Its turn goes ahead of the slots the
+// waiting calls hold, within the budget (Reservation.Interactive).
 func (st *callState) interactive() bool {
 	return !st.c.policy.retryOn429 && !st.r.poll
 }
 
 // holdRetrySlot takes the slot of a 429's retry as soon as the answer
-// comes, rather than when the backoff is over: a fresh call that asks at
-// the reopening then finds every retry of the streak in the queue before
-// it, whatever jitter each retry drew. wait is the backoff decided, already
-// counted in st.waited, and the limiter places the slot no sooner (After):
-// the slot must fit what was left before it. When it
-// does not, or the limiter fails, nothing is held and the retry's turn is
-// decided after the backoff as for any attempt.
+// comes, not when the backoff is over. A fresh call that asks at the
+// reopening then finds every retry of the streak in the queue before it,
+// whatever jitter each retry drew. wait is the backoff decided, already
+// counted in st.waited. The limiter places the slot no sooner (After). The
+// slot must fit what was left before it. When it does not, or the limiter
+// fails, nothing is held. The retry's turn is then decided after the
+// backoff, as for any attempt.
 func (c *Client) holdRetrySlot(ctx context.Context, st *callState, wait time.Duration) {
 	b := c.configuredBudget(st)
 	now := c.now()

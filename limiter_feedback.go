@@ -7,29 +7,32 @@ import (
 	"github.com/rail0/rail0-go/ratelimit"
 )
 
-// This file is what the client tells its Limiter after each answer (observe):
-// a 429 or an exhausted quota closes the partition, an advertised quota
-// teaches a budget. The limiter's verdict comes back in the call's turn, for
-// the retry rules (retry_rules.go's distrust).
+// This file is what the client tells its Limiter after each answer
+// (observe). A 429 or an exhausted quota closes the partition. An
+// advertised quota teaches a budget. The limiter's verdict comes back in
+// the call's turn, for the retry rules (retry_rules.go's distrust).
 
-// closureMemory bounds, in RetryAfterCaps, how long a partition stays
-// closed by a Retry-After beyond the cap (ratelimit.Observation.Closed):
-// ten minutes at the default cap, which covers a ban of that length, while
-// an absurd or hostile header (a year) costs the client one request per ten
-// minutes on the partition instead of parking every call that retries 429s
-// for as long as it says.
+// closureMemory bounds how long a partition stays closed by a Retry-After
+// beyond the cap (ratelimit.Observation.Closed). It counts in
+// RetryAfterCaps: ten minutes at the default cap. That covers a ban of
+// that length. An absurd or hostile header (a year) then costs the client
+// one request per ten minutes on the partition. It does not park every
+// call that retries 429s for as long as it says.
 const closureMemory = 10
 
-// observe records the answer's round trip (for the margin) and tells the
-// limiter what the answer says about its partition: a 429 closes it for
-// min(Retry-After, cap) and teaches the budget; advertised exhaustion closes
-// it until the advertised reset (Retry-After wins on a 429); an advertised
-// quota that differs from the budget in force replaces the learned one.
+// observe records the answer's round trip, for the margin. It tells the
+// limiter what the answer says about its partition:
+//   - a 429 closes it for min(Retry-After, cap) and teaches the budget;
+//   - advertised exhaustion closes it until the advertised reset
+//     (Retry-After wins on a 429);
+//   - an advertised quota that differs from the budget in force replaces
+//     the learned one.
+//
 // Answers that say nothing new cost the limiter nothing.
 //
 // An answer that closes the partition (a 429, advertised exhaustion) is
-// always told, even while no view of the client waits for the limiter: a
-// view that does may be made later (one per call, say), and its first call
+// always told, even while no view of the client waits for the limiter. A
+// view that does may be made later (one per call, say). Its first call
 // must not go into a window the gateway said is closed.
 func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	st.turn.fb = ratelimit.Feedback{}
@@ -53,7 +56,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 			ob.Capped = o.retryAfter > c.policy.retryAfterCap
 			if ob.Capped {
 				// Calls that cannot wait the rest of it are refused at
-				// once; remembered for closureMemory caps at most.
+				// once. It is remembered for closureMemory caps at most.
 				ob.Closed = o.retryAfter
 				if cp := c.policy.retryAfterCap; cp <= maxDuration/closureMemory {
 					ob.Closed = min(ob.Closed, closureMemory*cp)
@@ -70,7 +73,8 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 		}
 	}
 	if st.turn.advertised && !paced(c.advertised(st.rateLimit)) {
-		// Answers stopped carrying the budget they stated: forgotten.
+		// Answers stopped carrying the budget they stated: it is
+		// forgotten.
 		ob.Unadvertised, tell = true, true
 	}
 	if !tell {
@@ -80,7 +84,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	lctx, cancel := bounded(ctx, room)
 	fb, err := c.limiter.Observe(lctx, st.partitionKey(), ob)
 	cancel()
-	// Sleepers confirm their slots, once the limiter knows: one that
+	// Sleepers confirm their slots, once the limiter knows. One that
 	// confirmed meanwhile read the count before this.
 	c.limitGen.Add(1)
 	if err != nil {
@@ -90,7 +94,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	st.turn.fb = fb
 	c.heardBudget(st, effectiveBudget(ob.Budget, fb.Budget))
 	if n := len(st.call.Attempts); n > 0 {
-		// The transcript keeps what the answer told the limiter; observers
+		// The transcript keeps what the answer told the limiter. Observers
 		// read it there (EndAttempt).
 		ps := &PartitionState{Partition: st.partitionKey(), Budget: fb.Budget, Distrusted: fb.Distrusted}
 		if fb.Cooldown > 0 {
@@ -100,13 +104,15 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 	}
 }
 
-// advertised is the budget rl states, bounded as a Retry-After is: a window
-// longer than RetryAfterCap teaches nothing (one absurd header must not
-// pace the partition for years, and the client would not wait that long),
-// and a quota above maxAdvertisedLimit is clamped (a higher one only paces
-// less, and the limiter's log must count it). A low quota is no proof of
-// a lie, so it is taken, and the limiter probes beyond it and forgets it
-// when answers stop stating it. Zero when rl states no budget.
+// advertised is the budget rl states, bounded as a Retry-After is. It is
+// zero when rl states no budget.
+//   - A window longer than RetryAfterCap teaches nothing. One absurd header
+//     must not pace the partition for years, and the client would not wait
+//     that long.
+//   - A quota above maxAdvertisedLimit is clamped. A higher one only paces
+//     less, and the limiter's log must count it.
+//   - A low quota is no proof of a lie, so it is taken. The limiter probes
+//     beyond it, and forgets it when answers stop stating it.
 func (c *Client) advertised(rl *RateLimitInfo) Budget {
 	if rl == nil || rl.Window > c.policy.retryAfterCap {
 		return Budget{}

@@ -11,12 +11,12 @@ import (
 
 // This file is what the client knows about each rate-limit partition from
 // the answers it read and the admissions it was given. It is kept in the
-// client, not in the Limiter, which may be a store other processes share:
-// reading it costs no round trip. It serves two questions with one piece
+// client, not in the Limiter, which may be a store other processes share.
+// So reading it costs no round trip. It serves two questions with one piece
 // of state. A call that does not retry 429s asks whether the door is known
-// shut (shutFor), and gets the 429 at once, not sent, as go-github's
-// checkRateLimitBeforeDo answers while it knows the limit is spent.
-// A program asks what the client knows (Client.RateLimits), to plan a batch.
+// shut (shutFor). If so, it gets the 429 at once, not sent, as go-github's
+// checkRateLimitBeforeDo answers while it knows the limit is spent. A
+// program asks what the client knows (Client.RateLimits), to plan a batch.
 
 // BudgetSource says where the budget a partition is paced at comes from.
 type BudgetSource string
@@ -37,11 +37,11 @@ type RateLimitState struct {
 	// Partition is "public", or "session:" followed by a hash of the
 	// token (never the token).
 	Partition string
-	// Budget is the budget the client knows for the partition: the one
-	// its limiter last admitted or paced a call at, or one an answer
-	// advertised. Zero when none is known.
+	// Budget is the budget the client knows for the partition. It is the
+	// one its limiter last admitted or paced a call at, or one an answer
+	// advertised. It is zero when none is known.
 	Budget Budget
-	// Source says where Budget comes from; empty when Budget is zero.
+	// Source says where Budget comes from. It is empty when Budget is zero.
 	Source BudgetSource
 	// Remaining is what the last RateLimit fields said is left, until
 	// Reset. HasRemaining is false when no answer said, or Reset passed.
@@ -51,18 +51,20 @@ type RateLimitState struct {
 	// ClosedUntil is when the gateway's last instruction ends: a 429's
 	// Retry-After (uncapped, at most ten RetryAfterCaps) or an exhausted
 	// quota's reset. Until then a call with RetryOn429 off gets its 429 at
-	// once, not sent. Zero when the partition is not known to be closed.
+	// once, not sent. It is zero when the partition is not known to be
+	// closed.
 	ClosedUntil time.Time
 	// Updated is when the client last heard of the partition.
 	Updated time.Time
 }
 
 // RateLimits returns what the client knows about each rate-limit
-// partition, sorted by name, without a request: the partitions it paced
-// or heard about from an answer, and the public one when WithPacing
-// gives it a budget. It is the client's own knowledge. Processes sharing a
-// limiter (WithLimiter) each see the budgets their admissions came with,
-// not every answer the others read. Views share it with their client.
+// partition, sorted by name, without a request. It lists the partitions it
+// paced or heard about from an answer. It lists the public one too when
+// WithPacing gives it a budget. It is the client's own knowledge. Processes
+// sharing a limiter (WithLimiter) each see the budgets their admissions
+// came with, not every answer the others read. Views share it with their
+// client.
 func (c *Client) RateLimits() []RateLimitState {
 	now := c.now()
 	k := &c.limits
@@ -85,8 +87,8 @@ const publicPartition = "public"
 // knownLimits is the client's record, one entry per partition it heard of.
 type knownLimits struct {
 	// shutUntil is the latest end of any partition's closure, in Unix
-	// nanoseconds: before it, a call that does not retry 429s looks its
-	// partition up; after it, it hashes no token and takes no lock.
+	// nanoseconds. Before it, a call that does not retry 429s looks its
+	// partition up. After it, the call hashes no token and takes no lock.
 	shutUntil atomic.Int64
 	mu        sync.Mutex
 	ps        map[string]*partitionKnown
@@ -94,8 +96,8 @@ type knownLimits struct {
 
 // partitionKnown is what the client knows about one partition.
 type partitionKnown struct {
-	// closedFrom and closedUntil bound the gateway's last instruction:
-	// an answer to a request sent after closedFrom proves it reopened.
+	// closedFrom and closedUntil bound the gateway's last instruction. An
+	// answer to a request sent after closedFrom proves it reopened.
 	closedFrom, closedUntil time.Time
 	budget                  Budget
 	source                  BudgetSource
@@ -107,15 +109,15 @@ type partitionKnown struct {
 }
 
 // knownIdle is how long an open partition the client heard nothing of is
-// kept; knownKeep is how many partitions are kept before idle ones go.
+// kept. knownKeep is how many partitions are kept before idle ones go.
 const (
 	knownIdle = 10 * time.Minute
 	knownKeep = 64
 )
 
-// entry returns the record of partition, creating it. Called with k.mu
-// held. Partitions idle for knownIdle go when the record grows past
-// knownKeep, so that a client whose sessions rotate does not grow.
+// entry returns the record of partition, creating it. It is called with
+// k.mu held. Partitions idle for knownIdle go when the record grows past
+// knownKeep. So a client whose sessions rotate does not grow.
 func (k *knownLimits) entry(partition string, now time.Time) *partitionKnown {
 	if e := k.ps[partition]; e != nil {
 		e.updated = now
@@ -182,8 +184,8 @@ func (c *Client) shutFor(st *callState, now time.Time) time.Duration {
 	return max(e.closedUntil.Sub(now), 0)
 }
 
-// boundClosure bounds how long one answer may keep a partition closed:
-// the gateway's word, at most closureMemory RetryAfterCaps, so that an
+// boundClosure bounds how long one answer may keep a partition closed. It
+// takes the gateway's word, at most closureMemory RetryAfterCaps. So an
 // absurd header costs one request per ten minutes rather than years.
 func (c *Client) boundClosure(d time.Duration) time.Duration {
 	if cp := c.policy.retryAfterCap; cp <= maxDuration/closureMemory {
@@ -220,7 +222,7 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 	e := k.entry(st.partitionKey(), now)
 	if through && !e.closedFrom.IsZero() && sent.After(e.closedFrom) {
 		// The gateway let a request through that left after it said the
-		// partition was closed: the closure is over.
+		// partition was closed. The closure is over.
 		e.closedFrom, e.closedUntil = time.Time{}, time.Time{}
 	}
 	if rl != nil {
@@ -245,7 +247,7 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 }
 
 // effectiveBudget is the budget in force given the configured one and the
-// one the limiter learned: either, or the stricter of both, as the
+// one the limiter learned. It is either, or the stricter of both, as the
 // limiter combines them.
 func effectiveBudget(configured, learned Budget) Budget {
 	switch {
@@ -258,8 +260,8 @@ func effectiveBudget(configured, learned Budget) Budget {
 }
 
 // heardBudget records the budget in force on st's partition after the
-// limiter's admission or its verdict on an answer: b, or, when the limiter
-// reports none, the configured one.
+// limiter's admission or its verdict on an answer. That is b, or the
+// configured one when the limiter reports none.
 func (c *Client) heardBudget(st *callState, b Budget) {
 	configured := c.configuredBudget(st)
 	if !paced(b) {

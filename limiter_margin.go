@@ -7,14 +7,15 @@ import (
 )
 
 // This file holds what the client measures for its rate limiting: the
-// pacing margin from observed round trips (marginFrom), which every
-// Reservation carries. What a 429 teaches about the gateway's budget is
-// package ratelimit's (learnFrom there).
+// pacing margin from observed round trips (marginFrom). Every Reservation
+// carries it. What a 429 teaches about the gateway's budget is package
+// ratelimit's (learnFrom there).
 
-// marginFrom is the pacing margin: the longest of the recent round trips
-// (an upper bound on how much delivery delays can differ), at least 1 ms and
-// at most a tenth of the period, so that one stalled request cannot halve
-// the throughput. With nothing observed yet it is max(period/50, 20ms).
+// marginFrom is the pacing margin: the longest of the recent round trips.
+// That is an upper bound on how much delivery delays can differ. It is at
+// least 1 ms and at most a tenth of the period, so that one stalled
+// request cannot halve the throughput. With nothing observed yet it is
+// max(period/50, 20ms).
 func marginFrom(rtts []time.Duration, period time.Duration) time.Duration {
 	if len(rtts) == 0 {
 		return max(period/50, 20*time.Millisecond)
@@ -45,13 +46,15 @@ func (d *delayLog) add(rtt time.Duration) {
 	d.mu.Unlock()
 }
 
-// timing returns, from one copy of the recorded round trips, the margin
-// (marginFrom, the longest) and the median (the upper one of an even count;
-// zero when none). The median paces the rounds of probes beyond a learned
-// budget after the first (Reservation.Step): the longest round trip, which
-// the margin is, grows with a heavy tail that the typical round trip of a
-// probe round does not have. It sorts a copy on the stack, once per
-// admission, and takes the lock once for both.
+// timing returns the margin and the median, from one copy of the recorded
+// round trips. The margin is marginFrom, the longest. The median is the
+// upper one of an even count, or zero when none.
+//
+// The median paces the rounds of probes beyond a learned budget after the
+// first (Reservation.Step). The longest round trip, which the margin is,
+// grows with a heavy tail. The typical round trip of a probe round does
+// not have it. timing sorts a copy on the stack, once per admission. It
+// takes the lock once for both.
 func (d *delayLog) timing(period time.Duration) (margin, median time.Duration) {
 	var ring [len(d.ring)]time.Duration
 	d.mu.Lock()
@@ -75,7 +78,7 @@ func (d *delayLog) margin(period time.Duration) time.Duration {
 	return m
 }
 
-// margin is the period stretch: the configured one, else measured.
+// margin is the period stretch: the configured one, else the measured one.
 func (c *Client) margin(b Budget) time.Duration {
 	if c.pacing.Margin > 0 {
 		return c.pacing.Margin
@@ -83,8 +86,9 @@ func (c *Client) margin(b Budget) time.Duration {
 	return c.delays.margin(b.Period)
 }
 
-// timing is a reservation's margin (see margin) and step, the median round
-// trip (see delayLog.timing), read from the round trips once.
+// timing is a reservation's margin (see margin) and step, read from the
+// round trips once. The step is the median round trip (see
+// delayLog.timing).
 func (c *Client) timing(b Budget) (margin, step time.Duration) {
 	margin, step = c.delays.timing(b.Period)
 	if c.pacing.Margin > 0 {

@@ -9,53 +9,56 @@ import (
 	"time"
 )
 
-// This file is what a call tells about itself, in one of three ways: its
-// transcript (Call), the Observer hook (package rail0otel implements it with
-// OpenTelemetry, package rail0stats with counters) and the log lines. The
-// send path feeds all three through one function, callState.report
-// (send.go): the call begins, an attempt leaves, an attempt's answer and the
-// decision taken on it, the call's end; limiter admissions go into the
-// transcript as they happen. The rules stay in retry_rules.go; nothing here
-// decides anything.
+// This file is what a call tells about itself, in one of three ways:
+//   - its transcript (Call);
+//   - the Observer hook, which package rail0otel implements with
+//     OpenTelemetry and package rail0stats with counters;
+//   - the log lines.
+//
+// The send path feeds all three through one function, callState.report
+// (send.go). It reports when the call begins, when an attempt leaves, an
+// attempt's answer with the decision taken on it, and the call's end.
+// Limiter admissions go into the transcript as they happen. The rules stay
+// in retry_rules.go. Nothing here decides anything.
 
-// Call is the transcript of one call: every attempt with its answer and the
-// retry decision taken on it, every limiter admission, and the outcome. A
-// successful call's Response.Call holds it, and so does every error a call
-// returns (the Call field of *APIError, *OutcomeUnknownError,
-// *TransportError and *DecodeError; CallOf finds it). It is filled in by the
-// calling goroutine while the call runs and not changed once the call has
+// Call is the transcript of one call. It holds every attempt with its
+// answer and the retry decision taken on it, every limiter admission, and
+// the outcome. A successful call's Response.Call holds it. So does every
+// error a call returns: the Call field of *APIError, *OutcomeUnknownError,
+// *TransportError and *DecodeError. CallOf finds it. The calling goroutine
+// fills it in while the call runs. It does not change once the call has
 // returned. It holds no credential: no header, no body.
 type Call struct {
-	// ID identifies the call within its Client (the call_id of its log
-	// lines); it counts from 1.
+	// ID identifies the call within its Client, counting from 1. It is the
+	// call_id of its log lines.
 	ID uint64
 	// Label is the label of the view the call was made through
-	// (WithLabel); empty when it has none.
+	// (WithLabel), or empty.
 	Label string
-	// Operation is the gateway operation (the contract's operationId, such
-	// as "getPayment" or "submitPaymentOperation"); empty for a path the
-	// contract does not name.
+	// Operation is the gateway operation: the contract's operationId, such
+	// as "getPayment" or "submitPaymentOperation". It is empty for a path
+	// the contract does not name.
 	Operation string
 	// Route is the contract's path template ("/payments/{id}/{operation}"),
 	// or the path itself when the contract does not name it.
 	Route string
-	// Method and Path identify the call (Path is relative to the base URL).
+	// Method and Path identify the call. Path is relative to the base URL.
 	Method string
 	Path   string
 	// URL is the URL sent to, with the query. A query value is shown as
-	// REDACTED unless its key is safe (WithSafeQueryKeys): the query may
+	// REDACTED unless its key is safe (WithSafeQueryKeys). The query may
 	// hold a credential.
 	URL string
-	// PaymentID is the payment the call addresses (the {id} of a
-	// /payments/{id}... route), as the caller gave it.
+	// PaymentID is the payment the call addresses, as the caller gave it:
+	// the {id} of a /payments/{id}... route.
 	PaymentID string
-	// Start is when the call began; Duration how long it took in all.
+	// Start is when the call began. Duration is how long it took in all.
 	Start    time.Time
 	Duration time.Duration
 	// Attempts are the requests sent, in order.
 	Attempts []Attempt
-	// Limiter lists the limiter's admissions (with WithPacing, or with
-	// WithRetryOn429 and the cooldown), in order.
+	// Limiter lists the limiter's admissions, in order. The limiter admits
+	// calls with WithPacing, or with WithRetryOn429 and the cooldown.
 	Limiter []LimiterWait
 	// Outcome is how the call ended.
 	Outcome CallOutcome
@@ -65,55 +68,61 @@ type Call struct {
 	resp  Response   // the call's Response, allocated with it
 }
 
-// Attempt is one request of a call and what became of it: its answer, the
-// retry decision taken on it and what the answer told the client's limiter.
+// Attempt is one request of a call and what became of it. It holds the
+// answer, the retry decision taken on it and what the answer told the
+// client's limiter.
 type Attempt struct {
 	// N is the 1-based number of the attempt within the call.
 	N int
-	// Sent is when the request left; Duration how long its answer took
-	// (body included).
+	// Sent is when the request left. Duration is how long its answer took,
+	// body included.
 	Sent     time.Time
 	Duration time.Duration
-	// StatusCode is the answer's status; zero when none came.
+	// StatusCode is the answer's status, or zero when none came.
 	StatusCode int
 	// RequestID is the answer's X-Request-Id.
 	RequestID string
-	// Err is the transport failure, one line; empty when an answer came.
+	// Err is the transport failure, in one line. It is empty when an answer
+	// came.
 	Err string
 	// RequestBytes and ResponseBytes are the sizes of the bodies.
 	RequestBytes  int
 	ResponseBytes int
-	// RetryAfter is the answer's Retry-After, uncapped; zero when absent.
+	// RetryAfter is the answer's Retry-After, uncapped. It is zero when
+	// absent.
 	RetryAfter time.Duration
 	// RateLimit is the rate-limit state the answer advertised, if any.
 	RateLimit *RateLimitInfo
 	// Deprecation is what the answer said of the endpoint's retirement
-	// (Deprecation and Sunset headers); nil when nothing.
+	// (Deprecation and Sunset headers), or nil.
 	Deprecation *Deprecation
 	// Retry says the SDK decided to send the call again after Wait. The
 	// next attempt follows unless the context ends during the wait or the
-	// limiter refuses it (a refused LimiterWait then ends the call).
-	// Reason says why the answer was retried or not; it is empty when the
+	// limiter refuses it. A refused LimiterWait then ends the call.
+	//
+	// Reason says why the answer was retried or not. It is empty when the
 	// answer was no retry matter (a success, a 4xx). After a 401 that made
-	// the token source sign in again, Reason is ReasonSessionRefused and
-	// the call is sent again at once with the new token (Wait zero).
-	// ServerWait says Wait is the server's instruction (a 429's or a 503's
-	// Retry-After, capped, plus jitter); when it is false, a retry's Wait is
+	// the token source sign in again, Reason is ReasonSessionRefused. The
+	// call is then sent again at once with the new token (Wait zero).
+	//
+	// ServerWait says Wait is the server's instruction: a 429's or a 503's
+	// Retry-After, capped, plus jitter. When it is false, a retry's Wait is
 	// a guess (full-jitter backoff), except after ReasonSessionRefused.
 	Retry      bool
 	Reason     RetryReason
 	Wait       time.Duration
 	ServerWait bool
-	// Refused is true when a limit (the allowance, the deadline, the
-	// attempt limit, the retry budget) stopped a retry the SDK would have
-	// made: Reason names the limit.
+	// Refused is true when a limit stopped a retry the SDK would have made:
+	// the allowance, the deadline, the attempt limit, the retry budget.
+	// Reason names the limit.
 	Refused bool
 	// PartitionState is what the client's limiter holds about the call's
-	// rate-limit partition after this answer, when the answer told it
-	// something; nil otherwise. A 429 or an exhausted quota is told on
-	// every client (a view made later may wait for the limiter, see
-	// Client.With); a learned budget only on a client that waits for its
-	// limiter (WithRetryOn429 or WithPacing) or one of whose views does.
+	// rate-limit partition after this answer. It is nil unless the answer
+	// told the limiter something. A 429 or an exhausted quota is told on
+	// every client, since a view made later may wait for the limiter (see
+	// Client.With). A learned budget is told only on a client that waits
+	// for its limiter (WithRetryOn429 or WithPacing), or one of whose views
+	// does.
 	PartitionState *PartitionState
 }
 
@@ -126,18 +135,20 @@ type LimiterWait struct {
 	// Partition is the rate-limit partition: "public", or "session:"
 	// followed by a hash of the token (never the token).
 	Partition string
-	// Wait is how long the call waited for its turn (or, when Refused,
-	// would have had to wait).
+	// Wait is how long the call waited for its turn. When Refused, it is
+	// how long it would have had to wait.
 	Wait time.Duration
-	// Cooldown says a cooldown after a 429 set the wait; otherwise pacing.
+	// Cooldown says a cooldown after a 429 set the wait; otherwise pacing
+	// did.
 	Cooldown bool
-	// Refused is true when the attempt was not sent and the call ended:
-	// the wait did not fit the allowance or the deadline, or the client
-	// knew the partition closed. Reason says which.
+	// Refused is true when the attempt was not sent and the call ended.
+	// Either the wait did not fit the allowance or the deadline, or the
+	// client knew the partition closed. Reason says which.
 	Refused bool
-	// Reason is why a refused attempt was not sent (Call.NotRetried):
+	// Reason is why a refused attempt was not sent (Call.NotRetried). It is
 	// ReasonLimiter, or ReasonKnownClosed for a call that does not retry
-	// 429s on a partition the gateway said is closed. Empty when admitted.
+	// 429s on a partition the gateway said is closed. It is empty when
+	// admitted.
 	Reason RetryReason
 }
 
@@ -160,13 +171,13 @@ const (
 	OutcomeDecode CallOutcome = "decode_error"
 	// OutcomeCanceled: the context ended the call.
 	OutcomeCanceled CallOutcome = "canceled"
-	// OutcomeError: the call failed before sending (for example the token
-	// source failed).
+	// OutcomeError: the call failed before sending, for example because the
+	// token source failed.
 	OutcomeError CallOutcome = "error"
 )
 
-// StatusCode returns the status of the call's last answer; zero when none
-// came.
+// StatusCode returns the status of the call's last answer, or zero when
+// none came.
 func (c *Call) StatusCode() int {
 	if n := len(c.Attempts); n > 0 {
 		return c.Attempts[n-1].StatusCode
@@ -183,14 +194,17 @@ func (c *Call) RequestID() string {
 }
 
 // NotRetried returns why the call's last answer (or failure) came back
-// instead of being sent again: the Reason of the refusal Limiter ends with
-// (ReasonLimiter, ReasonKnownClosed), otherwise the Reason of the last
-// attempt when no retry followed it: a limit (ReasonAllowance,
-// ReasonDeadline, ReasonMaxRetries, ReasonRetryBudget), an operation not
-// safe to repeat (ReasonUnsafe), RetryOn429 off (ReasonRetryOn429Off) or an
-// answer over the size limit (ReasonResponseTooLarge). It
-// is empty when the last answer was no retry matter (a success, a 4xx) and
-// when the context ended the call.
+// instead of being sent again. It is the Reason of the refusal Limiter ends
+// with (ReasonLimiter, ReasonKnownClosed). Otherwise it is the Reason of
+// the last attempt when no retry followed it:
+//   - a limit (ReasonAllowance, ReasonDeadline, ReasonMaxRetries,
+//     ReasonRetryBudget);
+//   - an operation not safe to repeat (ReasonUnsafe);
+//   - RetryOn429 off (ReasonRetryOn429Off);
+//   - an answer over the size limit (ReasonResponseTooLarge).
+//
+// It is empty when the last answer was no retry matter (a success, a 4xx),
+// and when the context ended the call.
 func (c *Call) NotRetried() RetryReason {
 	if n := len(c.Limiter); n > 0 && c.Limiter[n-1].Refused {
 		if r := c.Limiter[n-1].Reason; r != "" {
@@ -204,8 +218,8 @@ func (c *Call) NotRetried() RetryReason {
 	return ""
 }
 
-// String prints the transcript as a few readable lines: the call, then its
-// attempts and limiter admissions in order.
+// String prints the transcript as a few readable lines. The call comes
+// first, then its attempts and limiter admissions in order.
 func (c *Call) String() string {
 	if c == nil {
 		return "<no call>"
@@ -269,8 +283,8 @@ func (c *Call) String() string {
 	return b.String()
 }
 
-// roundDuration keeps a transcript readable: milliseconds, or microseconds
-// under one millisecond.
+// roundDuration keeps a transcript readable. It rounds to milliseconds, or
+// to microseconds under one millisecond.
 func roundDuration(d time.Duration) time.Duration {
 	if d < time.Millisecond {
 		return d.Round(time.Microsecond)
@@ -278,8 +292,8 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Millisecond)
 }
 
-// writePartitionState prints what an answer told the limiter: when the
-// partition reopens, the budget learned, a Retry-After found short.
+// writePartitionState prints what an answer told the limiter. That is when
+// the partition reopens, the budget learned, or a Retry-After found short.
 func writePartitionState(b *strings.Builder, ps *PartitionState) {
 	if !ps.CooldownUntil.IsZero() {
 		fmt.Fprintf(b, " closed_until=%s", ps.CooldownUntil.UTC().Format("15:04:05.000"))
@@ -346,32 +360,36 @@ func CallOf(err error) *Call {
 	return nil
 }
 
-// Observer watches calls as they run: package rail0otel implements it with
+// Observer watches calls as they run. Package rail0otel implements it with
 // OpenTelemetry spans and metrics, package rail0stats with counters.
-// WithObserver installs one; give it once per observer. It is called at the
-// four points of a call's life. Everything else it reads from the
-// transcript it is handed: the limiter's admissions before an attempt (the Call.Limiter
-// entries whose Before is the attempt's N) when the attempt leaves, what an
-// answer told the limiter (Attempt.PartitionState) when the attempt ends,
-// and a limiter refusal, or a wait the context cut short (the entries after
-// the last attempt), when the call ends.
+// WithObserver installs one; give it once per observer.
+//
+// It is called at the four points of a call's life. It reads everything
+// else from the transcript it is handed:
+//   - when an attempt leaves, the limiter's admissions before it: the
+//     Call.Limiter entries whose Before is the attempt's N;
+//   - when the attempt ends, what its answer told the limiter
+//     (Attempt.PartitionState);
+//   - when the call ends, a limiter refusal or a wait the context cut
+//     short: the entries after the last attempt.
 //
 // Its methods are called synchronously on the calling goroutine and must
-// not block; the *Call they get is the live transcript, to be read, not
+// not block. The *Call they get is the live transcript, to be read, not
 // kept and not changed. An Observer that serves several clients, or
 // several calls at once, must be safe for concurrent use.
 type Observer interface {
 	// StartCall is called when a call begins, before anything is sent. The
-	// context it returns is the call's context from then on (for example
-	// with a span in it); it must derive from ctx.
+	// context it returns is the call's context from then on, for example
+	// with a span in it. It must derive from ctx.
 	StartCall(ctx context.Context, call *Call) context.Context
 	// SendAttempt is called just before each attempt leaves, after the
-	// limiter admitted it, with the attempt already in call.Attempts. It
-	// may add headers to the attempt (trace context) through h.
+	// limiter admitted it. The attempt is already in call.Attempts. It may
+	// add headers to the attempt (trace context) through h.
 	SendAttempt(ctx context.Context, call *Call, h AttemptHeader)
 	// EndAttempt is called when an attempt's answer (or failure) has been
-	// read and the retry decision taken on it, a's Retry, Reason, Wait and
-	// Refused included (after a 401, once the token source was asked).
+	// read and the retry decision taken on it. That includes a's Retry,
+	// Reason, Wait and Refused. After a 401, it is called once the token
+	// source was asked.
 	EndAttempt(ctx context.Context, call *Call, a *Attempt)
 	// EndCall is called when the call returns, with what it returns.
 	EndCall(ctx context.Context, call *Call, err error)
@@ -383,18 +401,18 @@ type PartitionState struct {
 	// Partition is "public" or "session:" followed by a hash prefix of the
 	// token (never the token).
 	Partition string
-	// CooldownUntil is when the partition reopens; zero when it is open.
+	// CooldownUntil is when the partition reopens, or zero when it is open.
 	CooldownUntil time.Time
-	// Budget is the budget the limiter learned; zero when none.
+	// Budget is the budget the limiter learned, or zero when none.
 	Budget Budget
 	// Distrusted is true when the answer proved the gateway's Retry-After
 	// short and the cooldown was lengthened.
 	Distrusted bool
 }
 
-// isToken reports whether s is an HTTP field name (RFC 9110 token): a
-// name net/http would refuse would make the attempt fail before it is
-// sent, and on a write the SDK could not tell that from a lost answer.
+// isToken reports whether s is an HTTP field name (RFC 9110 token). A name
+// net/http would refuse would make the attempt fail before it is sent. On
+// a write, the SDK could not tell that from a lost answer.
 func isToken(s string) bool { return s != "" && tokenLen(s) == len(s) }
 
 // AttemptHeader lets an Observer add headers to one attempt, such as
@@ -496,10 +514,10 @@ func outcomeOf(err error) CallOutcome {
 }
 
 // attachCall sets the transcript on the SDK errors in err's chain that have
-// none: those the call made itself. An error that a call made on its behalf
-// returned (the sign-in it waited for) already carries that call's
-// transcript and keeps it: it tells what that call did, and it is shared
-// with every caller that waited for the same sign-in, so writing to it
+// none: those the call made itself. An error may come from a call made on
+// its behalf, such as the sign-in it waited for. That error already carries
+// that call's transcript and keeps it: it tells what that call did. It is
+// shared with every caller that waited for the same sign-in. Writing to it
 // would race with them and hand each the others' transcripts.
 func attachCall(err error, call *Call) {
 	for e := err; e != nil; e = errors.Unwrap(e) {

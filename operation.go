@@ -9,19 +9,20 @@ import (
 	"github.com/rail0/rail0-go/internal/ops"
 )
 
-// operation is one operation of the gateway contract: a row of the table
-// in package internal/ops, which the fake gateway (package rail0test)
+// operation is one operation of the gateway contract. It is a row of the
+// table in package internal/ops, which the fake gateway (package rail0test)
 // serves from too. Each method names its row in a package-level value
-// beside it, the way go-github writes //meta:operation above each method:
-// var getPayment = declare(ops.GetPayment), named by the operationId. The
-// method passes it to do in its request with the path's arguments, and do
-// builds the path from the template (path). So the route, the
-// transcript's names and the retry class come with the request. No
-// method's request is matched against the templates at run time, and a
-// path cannot stray from its template. Adding an endpoint is one row in
-// internal/ops, one declaration and one method in the resource's file;
-// TestOperationsMatchTheContract holds every row against the contract
-// (testdata/openapi.json).
+// beside it, the way go-github writes //meta:operation above each method.
+// The value is named by the operationId: var getPayment =
+// declare(ops.GetPayment). The method passes it to do in its request, with
+// the path's arguments. do builds the path from the template (path). So
+// the route, the transcript's names and the retry class come with the
+// request. No method's request is matched against the templates at run
+// time, and a path cannot stray from its template.
+//
+// Adding an endpoint is one row in internal/ops, one declaration and one
+// method in the resource's file. TestOperationsMatchTheContract holds
+// every row against the contract (testdata/openapi.json).
 type operation struct {
 	id, method, template string // the operationId; the template has its leading slash, as Call.Route shows
 	class                opClass
@@ -41,12 +42,12 @@ var operations = func() []operation {
 // declare returns the operation id, for the method that performs it.
 func declare(id ops.ID) *operation { return &operations[id] }
 
-// lookup returns the operation a request without one performs,
-// from its method and its path relative to the base URL (segments escaped,
-// so an id is always one segment); nil when the contract does not name it.
-// Of two templates that match, the one with fewer "{...}" segments is the
-// operation: POST payments/p1/dispute is submitDispute, not the generic
-// submitPaymentOperation.
+// lookup returns the operation a request without one performs, or nil when
+// the contract does not name it. It reads the request's method and its
+// path relative to the base URL. The path's segments are escaped, so an id
+// is always one segment. Of two templates that match, the one with fewer
+// "{...}" segments is the operation. POST payments/p1/dispute is
+// submitDispute, not the generic submitPaymentOperation.
 func lookup(method, path string) *operation {
 	path = strings.Trim(path, "/")
 	var found *operation
@@ -73,15 +74,15 @@ func matchTemplate(template, path string) bool {
 	return true
 }
 
-// pathArgs are the values of a template's "{...}" segments, in order; a
-// template has at most three. An array rather than a slice, so that a
-// request carries them without an allocation of their own.
+// pathArgs are the values of a template's "{...}" segments, in order. A
+// template has at most three. It is an array rather than a slice, so that
+// a request carries them without an allocation of their own.
 type pathArgs [3]string
 
-// path fills the template's "{...}" segments, in order, with args, each
-// validated and escaped by pathSegment under the placeholder's name (a
-// missing or dot-segment id is a *ValidationError), and returns the path
-// relative to the base URL, without its leading slash.
+// path fills the template's "{...}" segments with args, in order. It
+// returns the path relative to the base URL, without its leading slash.
+// pathSegment validates and escapes each arg under the placeholder's name.
+// A missing or dot-segment id is a *ValidationError.
 func (op *operation) path(args pathArgs) (string, error) {
 	if args == (pathArgs{}) && strings.IndexByte(op.template, '{') < 0 {
 		return op.template[1:], nil
@@ -108,18 +109,18 @@ func (op *operation) path(args pathArgs) (string, error) {
 		extra = extra || a != ""
 	}
 	if extra || strings.IndexByte(rest, '{') >= 0 {
-		// A method and its declaration disagree: a bug of the SDK, which
-		// the contract tests catch, reported rather than sent.
+		// A method and its declaration disagree. That is a bug of the SDK,
+		// which the contract tests catch, reported rather than sent.
 		return "", fmt.Errorf("rail0: %s: the path arguments %q do not fit the template %s", op.id, args, op.template)
 	}
 	b.WriteString(rest)
 	return b.String(), nil
 }
 
-// classOf names what repeating a request does: reads are opRead; a write is
-// its operation's class, or opKeyed when it has no declared operation (a
-// request the contract does not name), so that it is repeated only when it
-// carries an Idempotency-Key.
+// classOf names what repeating a request does. Reads are opRead. A write is
+// its operation's class. A write with no declared operation is opKeyed: the
+// contract does not name it. So it is repeated only when it carries an
+// Idempotency-Key.
 func classOf(method string, op *operation) opClass {
 	switch method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -131,8 +132,8 @@ func classOf(method string, op *operation) opClass {
 	return opKeyed
 }
 
-// opClass says what repeating an operation would do (ops.Class): the
-// retry rules read it (operationClass).
+// opClass says what repeating an operation would do (ops.Class). The retry
+// rules read it (operationClass).
 type opClass = ops.Class
 
 // The classes, as the root names them.
@@ -144,9 +145,9 @@ const (
 )
 
 // pathSegment validates an id that goes into a request path and returns it
-// escaped. Empty, "." and ".." are refused: escaping leaves the dots as they
-// are, and a dot segment would address another resource (GET /payments/..
-// is GET /).
+// escaped. Empty, "." and ".." are refused. Escaping leaves the dots as
+// they are, and a dot segment would address another resource: GET
+// /payments/.. is GET /.
 func pathSegment(field, id string) (string, error) {
 	switch id {
 	case "":
@@ -157,10 +158,11 @@ func pathSegment(field, id string) (string, error) {
 	return url.PathEscape(id), nil
 }
 
-// routeOf names the contract operation op of a request (path relative to
-// the base URL, segments escaped; op as its method declared it, or lookup's,
-// nil when the contract does not name it), its template and the payment id
-// it addresses. A path the contract does not name is its own route.
+// routeOf names the contract operation op of a request, its template and
+// the payment id it addresses. path is relative to the base URL, segments
+// escaped. op is as its method declared it, or lookup's. It is nil when
+// the contract does not name it. A path the contract does not name is its
+// own route.
 func routeOf(op *operation, path string) (operation, template, paymentID string) {
 	if op != nil {
 		operation, template = op.id, op.template

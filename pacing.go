@@ -11,12 +11,12 @@ import (
 
 // Budget is a pacing budget: at most Limit requests in any interval of
 // Period. Zero means no pacing. It is the rate-limit engine's own type
-// (package ratelimit), named here so that WithPacing needs no other import
-// and a budget a Limiter reports is the same value.
+// (package ratelimit). It is named here so that WithPacing needs no other
+// import, and a budget a Limiter reports is the same value.
 type Budget = ratelimit.Budget
 
 // maxAdvertisedLimit bounds the budget an answer's RateLimit fields may
-// set: an absurd quota must not make the limiter keep an absurd log.
+// set. An absurd quota must not make the limiter keep an absurd log.
 const maxAdvertisedLimit = 4096
 
 // paced reports whether b paces anything.
@@ -34,7 +34,7 @@ func validateBudget(name string, b Budget) error {
 }
 
 // inForce is the budget a call's admission was made under, or the
-// configured one when the limiter reported none: the period that sizes the
+// configured one when the limiter reported none. Its period sizes the
 // call's pacing margin.
 func inForce(configured, admitted Budget) Budget {
 	if paced(admitted) {
@@ -43,22 +43,22 @@ func inForce(configured, admitted Budget) Budget {
 	return configured
 }
 
-// Pacing holds one budget per rate-limit surface of the gateway, which
-// throttles public requests per client IP and authenticated ones per
-// session, independently.
+// Pacing holds one budget per rate-limit surface of the gateway. The
+// gateway throttles public requests per client IP and authenticated ones
+// per session, independently.
 type Pacing struct {
 	Public  Budget
 	Session Budget
 	// Margin absorbs the spread in how long requests take to reach the
-	// gateway: a request sent less than Margin before a window's end may be
-	// counted in the next window (in the sliding rule, each period is
-	// stretched by it). Zero measures it: the longest round trip among the
-	// client's recent requests (before any, max(Period/50, 20ms)).
+	// gateway. A request sent less than Margin before a window's end may be
+	// counted in the next window. In the sliding rule, each period is
+	// stretched by it. Zero measures it: the longest round trip among the
+	// client's recent requests, or max(Period/50, 20ms) before any.
 	Margin time.Duration
 }
 
-// PublishedLimits returns the hosted gateway's published limits: 100 public
-// requests per 60 s per IP and 300 per 60 s per session.
+// PublishedLimits returns the hosted gateway's published limits. They are
+// 100 public requests per 60 s per IP, and 300 per 60 s per session.
 func PublishedLimits() Pacing {
 	return Pacing{
 		Public:  Budget{Limit: 100, Period: 60 * time.Second},
@@ -66,10 +66,10 @@ func PublishedLimits() Pacing {
 	}
 }
 
-// partitionFor names the rate-limit partition of a call: the gateway counts
+// partitionFor names the rate-limit partition of a call. The gateway counts
 // anonymous requests per IP and authenticated ones per session token. The
-// token is hashed so that the limiter (possibly a shared store) never holds
-// it in clear.
+// token is hashed, so that the limiter (possibly a shared store) never
+// holds it in clear.
 func partitionFor(token string) string {
 	if token == "" {
 		return "public"

@@ -15,20 +15,25 @@ import (
 )
 
 // This file is the flows: one call per lifecycle step for a client with an
-// identity (WithSigner). Each flow reads the payment, checks it and binds it
-// to what the caller named and meant (payments_binding.go), prepares the
-// step, checks what the gateway prepared against the payment and the
-// request (package internal/verify), signs the digest of what it checked,
-// and submits. Nothing the gateway hands over is signed unchecked.
-// Submitting is not confirmation: follow a flow with WaitForTransaction,
-// tied to the hash the returned transaction carries (the one sent), before
-// the next step (payments_wait.go).
+// identity (WithSigner). Each flow:
+//   - reads the payment, checks it and binds it to what the caller named
+//     and meant (payments_binding.go);
+//   - prepares the step;
+//   - checks what the gateway prepared against the payment and the request
+//     (package internal/verify);
+//   - signs the digest of what it checked, and submits.
+//
+// Nothing the gateway hands over is signed unchecked. Submitting is not
+// confirmation. Before the next step, follow a flow with WaitForTransaction
+// (payments_wait.go). Tie it to the hash the returned transaction carries,
+// the one sent.
 //
 // The steps follow the machinery, in this order: the on-chain steps, the
 // payer's signature (PayerSign) and the refund. Callers who sign elsewhere
 // (a browser wallet, another service) use the low-level path instead
-// (payments_lowlevel.go): Prepare, VerifyTransaction (or PrepareRefund and
-// VerifyPayload), their own signature, then Submit or SubmitByHash.
+// (payments_lowlevel.go). That is Prepare, VerifyTransaction (or
+// PrepareRefund and VerifyPayload), their own signature, then Submit or
+// SubmitByHash.
 
 // FlowStep names the stage of a flow that failed.
 type FlowStep string
@@ -40,7 +45,7 @@ const (
 	// StepPrepare is the prepare call (for a refund, either phase).
 	StepPrepare FlowStep = "prepare"
 	// StepVerify is checking an artifact against the payment and the
-	// request; the error is an *ArtifactError (or an *UntrustedError) and
+	// request. The error is an *ArtifactError (or an *UntrustedError), and
 	// nothing was signed.
 	StepVerify FlowStep = "verify"
 	// StepSign is the signer signing a checked digest.
@@ -52,8 +57,8 @@ const (
 // FlowError reports which stage of a flow failed. It unwraps to the cause,
 // so errors.As(err, &apiErr), errors.As(err, &artifactErr) and
 // errors.Is(err, ErrNotFound) see through it. When TransactionID is set, a
-// pending transaction exists on the gateway: running the flow again with the
-// same request reuses it.
+// pending transaction exists on the gateway. Running the flow again with
+// the same request reuses it.
 type FlowError struct {
 	// PaymentID is the payment the flow acted on.
 	PaymentID string
@@ -63,8 +68,8 @@ type FlowError struct {
 	Step FlowStep
 	// TransactionID is the prepared transaction, once there is one.
 	TransactionID string
-	// Calls holds the transcript of every call the flow made, in order,
-	// the failed one last when a call failed.
+	// Calls holds the transcript of every call the flow made, in order. The
+	// failed one is last when a call failed.
 	Calls []*Call
 	// Err is the cause.
 	Err error
@@ -87,32 +92,33 @@ func (e *FlowError) Error() string {
 // Unwrap returns the cause.
 func (e *FlowError) Unwrap() error { return e.Err }
 
-// Every flow takes (ctx, id, params): id is the payment's UUID or its
+// Every flow takes (ctx, id, params). id is the payment's UUID or its
 // rail0_id (0x + 64 hex), as every /payments/{id} route of the gateway
-// accepts, and the payment read must carry it; params carries the step's
+// accepts. The payment read must carry it. params carries the step's
 // arguments and Expect, what the caller knows of the payment (see
-// Expectation), checked before anything is prepared or signed.
+// Expectation). Expect is checked before anything is prepared or signed.
 
 // flow is one run of a lifecycle step.
 type flow struct {
 	s *PaymentsService
-	// id is the payment as the caller named it (UUID or rail0_id); every
+	// id is the payment as the caller named it (UUID or rail0_id). Every
 	// request of the flow addresses it so.
 	id     string
 	op     Operation
 	signer Signer
-	// expect is the caller's expectation; asked is what this client's
-	// Create asked for (askedKey the id it is kept under), when remembered.
+	// expect is the caller's expectation. asked is what this client's
+	// Create asked for, when remembered; askedKey is the id it is kept
+	// under.
 	expect   Expectation
 	asked    *Expectation
 	askedKey string
-	// paymentID is the UUID of the payment read, once bound; payment is
-	// that payment (this flow's read, or the one the client holds), whose
+	// paymentID is the UUID of the payment read, once bound. payment is
+	// that payment: this flow's read, or the one the client holds. Its
 	// transactions say which rows were sent already.
 	paymentID string
 	payment   *PaymentDetail
 	txID      string
-	// calls keeps the transcripts of the requests of the flow, which are
+	// calls keeps the transcripts of the requests of the flow. They are
 	// made through a view of the client that records them (s.client).
 	calls *callRecord
 }
@@ -141,8 +147,8 @@ func (r *callRecord) all() []*Call {
 	return slices.Clip(r.calls)
 }
 
-// done hands the flow's transcripts to what it returns, resp being its
-// Response on success (Response.Calls); a FlowError has them already.
+// done hands the flow's transcripts to what it returns (Response.Calls).
+// resp is its Response on success. A FlowError has them already.
 func (f *flow) done(resp *Response, err error) {
 	if err == nil && resp != nil {
 		resp.Calls = f.calls.all()
@@ -162,7 +168,7 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 		return nil, err
 	}
 	// The flow's requests go through a view of the client that records
-	// their transcripts: one allocation, with the record.
+	// their transcripts. It is one allocation, with the record.
 	rec := &callRecord{}
 	v := newView(s.client.clientState, s.client.policy, s.client.over, s.client.viewErr)
 	v.record = rec
@@ -176,11 +182,11 @@ func (s *PaymentsService) newFlow(id string, op Operation, expect Expectation) (
 	return f, nil
 }
 
-// signPayload is the one way a flow signs a signing_payload: checked
-// against the terms and the intent, the digest computed from the checked
-// fields signed by the flow's signer. It returns the signature in hex and
-// the payload checked, whose token domain PayerSign keeps once the gateway
-// accepts the signature.
+// signPayload is the one way a flow signs a signing_payload. It checks the
+// payload against the terms and the intent. The flow's signer signs the
+// digest computed from the checked fields. signPayload returns the
+// signature in hex and the payload checked. PayerSign keeps the payload's
+// token domain once the gateway accepts the signature.
 func (f *flow) signPayload(ctx context.Context, t *verify.Terms, in Intent, payload json.RawMessage) (string, *verify.Payload, error) {
 	pc, err := checkPayload(t, in, payload)
 	if err != nil {
@@ -193,7 +199,7 @@ func (f *flow) signPayload(ctx context.Context, t *verify.Terms, in Intent, payl
 	return "0x" + hex.EncodeToString(sig), pc, nil
 }
 
-// read gets the payment, checks it and binds the flow to it; the client
+// read gets the payment, checks it and binds the flow to it. The client
 // remembers its terms under the name the caller gave (payments_known.go).
 func (f *flow) read(ctx context.Context) (*PaymentDetail, *verify.Terms, *verify.Trust, error) {
 	p, err := f.s.Get(ctx, f.id)
@@ -212,9 +218,10 @@ func (f *flow) read(ctx context.Context) (*PaymentDetail, *verify.Terms, *verify
 	return p, t, tr, nil
 }
 
-// run takes the payment's checked terms (the client's, or a read), prepares
-// the step with params, checks the prepared transaction against in (and
-// params.Amount, a human decimal, in base units), signs it and submits it.
+// run takes the payment's checked terms: the client's, or a read. It
+// prepares the step with params and checks the prepared transaction against
+// in. It checks params.Amount too, a human decimal, in base units. Then it
+// signs the transaction and submits it.
 func (f *flow) run(ctx context.Context, in Intent, params PaymentPrepareParams) (*Transaction, error) {
 	t, tr, known, err := f.terms(ctx)
 	if err != nil {
@@ -263,10 +270,10 @@ func (f *flow) prepareSignSubmit(ctx context.Context, t *verify.Terms, tr *verif
 	return sent, nil
 }
 
-// sentAlready reports why the row id, a prepare's answer, was sent already:
-// the payment the flow bound (its read, or the rows the client holds) shows
-// it sent, or this client sent it; "" when neither. Ids match ignoring
-// case, as the wait matches them (sameUUID).
+// sentAlready reports why the row id, a prepare's answer, was sent already.
+// Either the payment the flow bound shows it sent (its read, or the rows
+// the client holds), or this client sent it. It returns "" when neither.
+// Ids match ignoring case, as the wait matches them (sameUUID).
 func (f *flow) sentAlready(id string) string {
 	for i := range f.payment.Transactions {
 		if tx := &f.payment.Transactions[i]; sameUUID(id, tx.ID) && wasSent(tx) {
@@ -279,21 +286,21 @@ func (f *flow) sentAlready(id string) string {
 	return ""
 }
 
-// The on-chain steps other than the refund: each prepares one transaction,
+// The on-chain steps other than the refund. Each prepares one transaction,
 // checks it, signs it and submits it (flow.run). Each step sends its
-// prepare and its submit; it reads the payment (GET /payments/{id}) first
+// prepare and its submit. It reads the payment (GET /payments/{id}) first
 // only when this client has not checked the payment's terms under the name
 // the caller gives (payments_known.go).
 
 // PaymentAuthorizeParams is the request of Authorize.
 type PaymentAuthorizeParams struct {
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
 // PaymentChargeParams is the request of Charge.
 type PaymentChargeParams struct {
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
@@ -301,41 +308,41 @@ type PaymentChargeParams struct {
 type PaymentCaptureParams struct {
 	// Amount is a human decimal ("10.00"), 0 < amount <= capturable.
 	Amount string
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
 // PaymentVoidParams is the request of Void.
 type PaymentVoidParams struct {
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
 // PaymentReleaseParams is the request of Release.
 type PaymentReleaseParams struct {
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
 // PaymentDisputeParams is the request of Dispute.
 type PaymentDisputeParams struct {
-	// Reason is a bytes32 hex value (0x + 64 hex); empty records zero.
+	// Reason is a bytes32 hex value (0x + 64 hex). Empty records zero.
 	Reason string
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
 // PaymentCloseDisputeParams is the request of CloseDispute.
 type PaymentCloseDisputeParams struct {
-	// Reason is a bytes32 hex value (0x + 64 hex); empty records zero.
+	// Reason is a bytes32 hex value (0x + 64 hex). Empty records zero.
 	Reason string
-	// Expect is what the payment must match; zero fields are not checked.
+	// Expect is what the payment must match. Zero fields are not checked.
 	Expect Expectation
 }
 
-// step runs one lifecycle step with the client's signer: a release is
-// prepared for the signer's address, and params.Amount (a human decimal) is
-// what a capture must move, exactly.
+// step runs one lifecycle step with the client's signer. A release is
+// prepared for the signer's address. params.Amount, a human decimal, is
+// exactly what a capture must move.
 func (s *PaymentsService) step(ctx context.Context, id string, op Operation, expect Expectation, in Intent, params PaymentPrepareParams) (*Transaction, error) {
 	f, err := s.newFlow(id, op, expect)
 	if err != nil {
@@ -351,8 +358,9 @@ func (s *PaymentsService) step(ctx context.Context, id string, op Operation, exp
 	return tx, err
 }
 
-// Authorize moves a signed authorize-mode payment into escrow with the
-// client's signer (the payee): prepare, check, sign, submit.
+// Authorize moves a signed authorize-mode payment into escrow. It
+// prepares, checks, signs and submits with the client's signer (the
+// payee).
 //
 // POST /payments/{id}/authorize/prepare, then
 // POST /payments/{id}/authorize — the payee. GET /payments/{id}
@@ -361,8 +369,9 @@ func (s *PaymentsService) Authorize(ctx context.Context, id string, params Payme
 	return s.step(ctx, id, OpAuthorize, params.Expect, Intent{}, PaymentPrepareParams{})
 }
 
-// Charge settles a signed charge-mode payment straight to the payee with
-// the client's signer (the payee): prepare, check, sign, submit.
+// Charge settles a signed charge-mode payment straight to the payee. It
+// prepares, checks, signs and submits with the client's signer (the
+// payee).
 //
 // POST /payments/{id}/charge/prepare, then
 // POST /payments/{id}/charge — the payee. GET /payments/{id}
@@ -373,8 +382,8 @@ func (s *PaymentsService) Charge(ctx context.Context, id string, params PaymentC
 
 // Capture captures params.Amount from escrow to the payee with the client's
 // signer (the payee). The prepared transaction must capture exactly that
-// amount: a pending capture prepared earlier for another amount, which the
-// gateway hands back instead of a new one, is refused (*ArtifactError on
+// amount. The gateway may hand back a pending capture prepared earlier for
+// another amount, instead of a new one. That is refused (*ArtifactError on
 // field amount), never signed.
 //
 // POST /payments/{id}/capture/prepare, then
@@ -398,8 +407,8 @@ func (s *PaymentsService) Void(ctx context.Context, id string, params PaymentVoi
 }
 
 // Release returns the uncaptured escrow to the payer after
-// authorization_expiry, prepared for and signed by the client's signer (the
-// payer or the payee).
+// authorization_expiry. It is prepared for and signed by the client's
+// signer (the payer or the payee).
 //
 // POST /payments/{id}/release/prepare, then
 // POST /payments/{id}/release — either participant. GET /payments/{id}
@@ -408,8 +417,8 @@ func (s *PaymentsService) Release(ctx context.Context, id string, params Payment
 	return s.step(ctx, id, OpRelease, params.Expect, Intent{}, PaymentPrepareParams{})
 }
 
-// Dispute opens a dispute (an on-chain signal; no funds move) with the
-// client's signer (the payer).
+// Dispute opens a dispute with the client's signer (the payer). A dispute
+// is an on-chain signal; no funds move.
 //
 // POST /payments/{id}/dispute/prepare, then
 // POST /payments/{id}/dispute — the payer. GET /payments/{id}
@@ -428,18 +437,18 @@ func (s *PaymentsService) CloseDispute(ctx context.Context, id string, params Pa
 	return s.step(ctx, id, OpCloseDispute, params.Expect, Intent{Reason: params.Reason}, PaymentPrepareParams{Reason: params.Reason})
 }
 
-// The payer's signature of a payment (PayerSign): no transaction, but the
-// EIP-3009 authorization the payment's escrow or charge will spend.
+// The payer's signature of a payment (PayerSign). It is no transaction, but
+// the EIP-3009 authorization the payment's escrow or charge will spend.
 
 // PaymentPayerSignParams is the request of PayerSign.
 type PaymentPayerSignParams struct {
 	// Expect is the order the payment must match. PayerSign needs it, with
-	// ChainID, Mode, Token, Payee and Amount set, unless this client
-	// created the payment and still remembers what Create asked for.
+	// ChainID, Mode, Token, Payee and Amount set. It does not when this
+	// client created the payment and still remembers what Create asked for.
 	Expect Expectation
 	// PollInterval and MaxPollInterval pace the re-reads of a payment whose
-	// signing_payload is null, as they pace WaitForStatus's polls (see
-	// PaymentWaitForStatusParams).
+	// signing_payload is null. They pace WaitForStatus's polls the same way
+	// (see PaymentWaitForStatusParams).
 	PollInterval, MaxPollInterval time.Duration
 }
 
@@ -448,40 +457,46 @@ type PaymentPayerSignParams struct {
 const payerSignReads = 5
 
 // PayerSign has the client's signer (the payer) sign the payment's EIP-3009
-// authorization and stores the signature, moving the payment from unsigned
-// to signed. The signing_payload is checked against the payment first
-// (TransferWithAuthorization over the token's domain on the payment's chain,
-// from the payer to the RAIL0 contract, exactly the payment's amount, valid
-// until authorization_expiry, with the nonce recomputed locally) and the
-// payment against its config_hash, and the expiries it commits to against
-// the client's bounds (WithExpiryBounds: by default authorization_expiry at
-// most 30 days ahead, refund_expiry 1 to 365 days ahead, on the local
-// clock).
+// authorization. It stores the signature, moving the payment from unsigned
+// to signed.
 //
-// The payment must also be the order the payer means to pay, since the
-// gateway could answer Create with one payment and this read with another,
+// Before signing, it checks three things:
+//   - The signing_payload matches the payment. It must be a
+//     TransferWithAuthorization over the token's domain on the payment's
+//     chain, from the payer to the RAIL0 contract. It must move exactly the
+//     payment's amount and be valid until authorization_expiry. Its nonce
+//     is recomputed locally.
+//   - The payment matches its config_hash.
+//   - The expiries the payment commits to fit the client's bounds
+//     (WithExpiryBounds), on the local clock. By default
+//     authorization_expiry is at most 30 days ahead, and refund_expiry 1 to
+//     365 days ahead.
+//
+// The payment must also be the order the payer means to pay. The gateway
+// could answer Create with one payment and this read with another,
 // consistent in itself. On the client that created it, the payment must
 // carry what Create asked for: chain, mode, token, payer, payee and amount
-// (in base units with the pinned decimals). params.Expect is checked too,
-// and takes the record's place when there is none: after a restart, on
-// another client, or once more than 1024 newer payments were created. With
-// neither, PayerSign refuses before any request (ErrUnbound): set Expect's
-// ChainID, Mode, Token, Payee and Amount from the order, or call Create
-// again with the order's IdempotencyKey, which the gateway answers with the
-// same payment and which restores the record.
+// (in base units with the pinned decimals). params.Expect is checked too.
+// It takes the record's place when there is none: after a restart, on
+// another client, or once more than 1024 newer payments were created.
 //
-// A payment found signed already (status past unsigned, signed_at set) by
-// an earlier call is a success when it is the payment bound and checked.
+// With neither, PayerSign refuses before any request (ErrUnbound). Set
+// Expect's ChainID, Mode, Token, Payee and Amount from the order. Or call
+// Create again with the order's IdempotencyKey: the gateway answers with
+// the same payment, which restores the record.
+//
+// A payment found signed already by an earlier call (status past unsigned,
+// signed_at set) is a success when it is the payment bound and checked.
 // The gateway keeps only a signature that recovers to the payer, this
-// client's signer, over that payment's authorization. This call's PUT
-// answered already_signed after its first answer was lost is reconciled as
-// SubmitSignature reconciles it. The payment then comes back with
-// Response.Reconciled set.
+// client's signer, over that payment's authorization. This call's PUT may
+// be answered already_signed after its first answer was lost. That is
+// reconciled as SubmitSignature reconciles it. The payment then comes back
+// with Response.Reconciled set.
 //
-// If the gateway answers with a null signing_payload (a transient node
-// failure on its side), the payment is read again, waiting between reads as
-// WaitForStatus does (params.PollInterval and MaxPollInterval apply), at
-// most five reads in all.
+// The gateway may answer with a null signing_payload, after a transient
+// node failure on its side. The payment is then read again, at most five
+// reads in all. PayerSign waits between reads as WaitForStatus does
+// (params.PollInterval and MaxPollInterval apply).
 //
 // GET /payments/{id}, then PUT /payments/{id}/sign — the payer.
 func (s *PaymentsService) PayerSign(ctx context.Context, id string, params PaymentPayerSignParams) (*PaymentDetail, error) {
@@ -536,7 +551,7 @@ func (s *PaymentsService) PayerSign(ctx context.Context, id string, params Payme
 		return nil, f.fail(StepSubmit, err)
 	}
 	if signed.Response.Reconciled == nil {
-		// The gateway accepted the signature over this domain: the payer's
+		// The gateway accepted the signature over this domain. The payer's
 		// signature in a later authorize or charge can be recovered.
 		s.client.learnTokenDomain(t, pc)
 	}
@@ -564,8 +579,9 @@ func hasJSON(raw json.RawMessage) bool {
 	return trimmed != "" && trimmed != "null"
 }
 
-// The refund, the one step with two phases: the payee's EIP-3009
-// authorization of the refund, then the transaction that carries it.
+// The refund, the one step with two phases. First comes the payee's
+// EIP-3009 authorization of the refund, then the transaction that carries
+// it.
 
 // PaymentRefundParams is the request of Refund.
 type PaymentRefundParams struct {
@@ -573,39 +589,41 @@ type PaymentRefundParams struct {
 	Amount string
 	// Expect is what the payment must match. Refund needs Expect.Payer
 	// (recommended) or Expect.Rail0ID, unless the payment is named by its
-	// rail0_id: a refund pays the payer, so the gateway's word alone never
+	// rail0_id. A refund pays the payer, so the gateway's word alone never
 	// says who that is. A rail0_id must come from the merchant's own order
 	// record, never from a read of the gateway at refund time.
 	Expect Expectation
 }
 
-// Refund sends params.Amount back to the payer with the client's signer (the
-// payee), running both refund phases: the ReceiveWithAuthorization payload
-// is checked (exactly that amount, to the contract, on the payment's chain
-// and token, with the refund nonce) and signed, then the refund transaction
-// is checked to carry that same amount and that same signature, signed and
-// submitted.
+// Refund sends params.Amount back to the payer with the client's signer
+// (the payee). It runs both refund phases:
+//   - The ReceiveWithAuthorization payload is checked and signed. It must
+//     move exactly that amount to the contract, on the payment's chain and
+//     token, with the refund nonce.
+//   - The refund transaction is checked to carry that same amount and that
+//     same signature. Then it is signed and submitted.
 //
 // A refund is the one step that sends the merchant's own money to someone
-// else, so it is never signed on the gateway's word alone about who that
-// is: set params.Expect.Payer to the order's payer (recommended), or name
+// else. So it is never signed on the gateway's word alone about who that
+// is. Set params.Expect.Payer to the order's payer (recommended). Or name
 // the payment by the rail0_id stored in the merchant's own order record at
-// checkout (the chain binds it to the payment's terms, payer included), as
-// the id or Expect.Rail0ID. A rail0_id read from the gateway when refunding
-// binds nothing: the read returns whatever payment the gateway chose.
-// Without either, Refund refuses before any request (ErrUnbound), unless
-// this client created the payment and remembers what Create asked for.
+// checkout, as the id or Expect.Rail0ID. The chain binds that rail0_id to
+// the payment's terms, payer included. A rail0_id read from the gateway
+// when refunding binds nothing: the read returns whatever payment the
+// gateway chose. Without either, Refund refuses before any request
+// (ErrUnbound). It does not when this client created the payment and
+// remembers what Create asked for.
 //
 // The refund's nonce commits to the refundable balance before it. A client
 // that already checked the payment's terms (payments_known.go) tracks that
-// balance from its own steps and reads, and sends no read; when another
-// client's capture or refund made it stale, the payload's nonce differs, and
-// Refund reads the payment once and checks the same payload again before
-// anything is signed.
+// balance from its own steps and reads. It sends no read. Another client's
+// capture or refund may have made the balance stale. Then the payload's
+// nonce differs. Refund reads the payment once and checks the same payload
+// again before anything is signed.
 //
 // POST /payments/{id}/refund/prepare (twice), then POST /payments/{id}/refund
-// — the payee; GET /payments/{id} first when this client has not checked the
-// payment yet, or between the prepares when its balance was stale.
+// — the payee. GET /payments/{id} first when this client has not checked
+// the payment yet, or between the prepares when its balance was stale.
 func (s *PaymentsService) Refund(ctx context.Context, id string, params PaymentRefundParams) (*Transaction, error) {
 	if err := checkHumanAmount("amount", params.Amount); err != nil {
 		return nil, err
@@ -625,7 +643,7 @@ func (s *PaymentsService) Refund(ctx context.Context, id string, params PaymentR
 	return sent, f.forgetOnRefusal(known, err)
 }
 
-// refund runs both phases on terms t; known says the refundable balance is
+// refund runs both phases on terms t. known says the refundable balance is
 // the client's tracking rather than this flow's read.
 func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, known bool, amount string) (*Transaction, error) {
 	base, err := baseUnits(t, "amount", amount)
@@ -643,7 +661,7 @@ func (f *flow) refund(ctx context.Context, t *verify.Terms, tr *verify.Trust, kn
 	in.Signature, _, err = f.signPayload(ctx, t, in, auth.SigningPayload)
 	var ae *ArtifactError
 	if known && errors.As(err, &ae) && ae.Artifact == "signing_payload" && ae.Field == "message.nonce" {
-		// The tracked balance may be stale: nothing was signed; read the
+		// The tracked balance may be stale. Nothing was signed. Read the
 		// payment once and check the same payload against what it says.
 		if _, t, tr, err = f.read(ctx); err != nil {
 			return nil, err

@@ -7,17 +7,20 @@ import (
 	"time"
 )
 
-// RateLimitInfo is the rate-limit state a response advertised in the IETF
-// RateLimit header fields (RateLimit and RateLimit-Policy) or their older
-// forms (RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, and the
-// X-RateLimit-* family). The RAIL0 gateway does not send them yet; a proxy in
-// front of it may. Unknown parts are left zero.
+// RateLimitInfo is the rate-limit state a response advertised. It comes
+// from the IETF RateLimit header fields (RateLimit and RateLimit-Policy).
+// It also comes from their older forms: RateLimit-Limit,
+// RateLimit-Remaining, RateLimit-Reset, and the X-RateLimit-* family. The
+// RAIL0 gateway does not send them yet, but a proxy in front of it may.
+// Unknown parts are left zero.
 type RateLimitInfo struct {
-	// Policy names the policy the numbers come from, when the server named it.
+	// Policy names the policy the numbers come from, when the server named
+	// it.
 	Policy string
-	// Limit is the quota of requests per Window; zero when not advertised.
+	// Limit is the quota of requests per Window, or zero when not
+	// advertised.
 	Limit int64
-	// Window is the quota's period; zero when not advertised.
+	// Window is the quota's period, or zero when not advertised.
 	Window time.Duration
 	// Remaining is the number of requests left in the current window.
 	Remaining int64
@@ -32,10 +35,11 @@ func (r *RateLimitInfo) Exhausted() bool {
 	return r != nil && r.HasRemaining && r.Remaining <= 0 && r.Reset > 0
 }
 
-// parseRateLimit reads the rate-limit fields of h, relative to now (used only
-// for X-RateLimit-Reset values given as a Unix time). Malformed fields are
-// ignored; ok is false when no usable field is present. When several
-// policies are listed, the most constrained one (least remaining) wins.
+// parseRateLimit reads the rate-limit fields of h, relative to now. now
+// serves only X-RateLimit-Reset values given as a Unix time. Malformed
+// fields are ignored. ok is false when no usable field is present. When
+// several policies are listed, the most constrained one (least remaining)
+// wins.
 func parseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) {
 	// Cheap exit for the common case: no such header at all.
 	if h.Get("RateLimit") == "" && h.Get("RateLimit-Policy") == "" && h.Get("RateLimit-Remaining") == "" &&
@@ -100,8 +104,6 @@ func parseRateLimit(h http.Header, now time.Time) (info RateLimitInfo, ok bool) 
 	return RateLimitInfo{}, false
 }
 
-// resetDelta reads a reset value: delta seconds, or (as some servers send in
-// X-RateLimit-Reset) a Unix time, recognised by its size.
 // seconds is v seconds, saturating instead of overflowing.
 func seconds(v int64) time.Duration {
 	if v > int64(maxDuration/time.Second) {
@@ -110,6 +112,8 @@ func seconds(v int64) time.Duration {
 	return time.Duration(v) * time.Second
 }
 
+// resetDelta reads a reset value: delta seconds, or a Unix time, recognised
+// by its size. Some servers send a Unix time in X-RateLimit-Reset.
 func resetDelta(v int64, now time.Time) time.Duration {
 	const unixTimeFloor = 1_000_000_000 // 2001-09-09; no window is 31 years long
 	if v >= unixTimeFloor {
@@ -129,7 +133,7 @@ func headerInt64(h http.Header, name string) (int64, bool) {
 }
 
 // sfItem is one member of a structured-field list (RFC 8941) as the
-// RateLimit fields use it: a string or token naming the policy, with
+// RateLimit fields use it. It is a string or token naming the policy, with
 // parameters.
 type sfItem struct {
 	name   string
@@ -146,7 +150,7 @@ func (it sfItem) intParam(key string) (int64, bool) {
 }
 
 // parseSFList parses the subset of an RFC 8941 list the RateLimit fields
-// use: members that are a string, token or integer followed by ;key=value
+// use. Its members are a string, token or integer, followed by ;key=value
 // parameters. A malformed member is dropped, not the whole field.
 func parseSFList(s string) []sfItem {
 	var items []sfItem

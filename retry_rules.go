@@ -10,10 +10,10 @@ import (
 )
 
 // This file is the retry rule: whether an answer is sent again, after how
-// long, and why. The rules below are read top to bottom (retryRules); each
+// long, and why. The rules below are read top to bottom (retryRules). Each
 // is a small pure function of what the attempt got and what the call has
 // left. The send path (send.go) gathers that evidence in its classify
-// stage and hands it here from go-retryablehttp's CheckRetry hook. Nothing
+// stage. It hands it here from go-retryablehttp's CheckRetry hook. Nothing
 // here does I/O, sleeps or reads a clock. The waits themselves are
 // computed in backoff.go.
 //
@@ -24,17 +24,10 @@ import (
 // came with. A failure that may have run is repeated only on an operation
 // safe to repeat.
 
-const (
-	// DefaultRetryAfterCap bounds a server-given wait before jitter is added.
-	DefaultRetryAfterCap = 60 * time.Second
-	// DefaultMaxRetryWait is the per-call allowance of server-given waiting.
-	DefaultMaxRetryWait = 3 * time.Minute
-	// DefaultMaxRetries bounds retries of failures other than 429.
-	DefaultMaxRetries = 2
-	// maxAttempts is a safety net against a server that answers forever with
-	// tiny guesses; the allowance and MaxRetries normally stop far earlier.
-	maxAttempts = 100
-)
+// maxAttempts is a safety net against a server that answers forever with
+// tiny guesses. The allowance and MaxRetries normally stop far earlier. The
+// defaults of the retry options are in options.go.
+const maxAttempts = 100
 
 const maxDuration = time.Duration(math.MaxInt64)
 
@@ -46,9 +39,11 @@ type RetryReason string
 const (
 	// ReasonRateLimited: a 429 retried after the server's Retry-After.
 	ReasonRateLimited RetryReason = "rate_limited"
-	// ReasonRateLimitedGuess: a 429 without a usable Retry-After, retried after a guessed wait.
+	// ReasonRateLimitedGuess: a 429 without a usable Retry-After, retried
+	// after a guessed wait.
 	ReasonRateLimitedGuess RetryReason = "rate_limited_no_retry_after"
-	// ReasonRetryOn429Off: a 429 returned as it is, because WithRetryOn429 is off.
+	// ReasonRetryOn429Off: a 429 returned as it is, because WithRetryOn429
+	// is off.
 	ReasonRetryOn429Off RetryReason = "retry_on_429_off"
 	// ReasonServerError: a 5xx on an operation that is safe to repeat.
 	ReasonServerError RetryReason = "server_error"
@@ -57,18 +52,19 @@ const (
 	// ReasonTransport: the connection failed after the request was written,
 	// on an operation that is safe to repeat.
 	ReasonTransport RetryReason = "transport_error"
-	// ReasonAllowance: the server's wait does not fit in what is left of WithMaxRetryWait.
+	// ReasonAllowance: the server's wait does not fit in what is left of
+	// WithMaxRetryWait.
 	ReasonAllowance RetryReason = "allowance_exhausted"
 	// ReasonDeadline: the wait would end after the context's deadline.
 	ReasonDeadline RetryReason = "deadline"
 	// ReasonMaxRetries: WithMaxRetries (or, for 429s, the safety net of 100
 	// attempts) is used up.
 	ReasonMaxRetries RetryReason = "max_retries"
-	// ReasonRetryBudget: the client-wide retry budget is empty (an outage is
-	// under way), so the failure comes back at once.
+	// ReasonRetryBudget: the client-wide retry budget is empty, so the
+	// failure comes back at once. An outage is under way.
 	ReasonRetryBudget RetryReason = "retry_budget_empty"
 	// ReasonUnsafe: an operation that may have run and is not safe to
-	// repeat is not repeated; its outcome is unknown.
+	// repeat is not repeated. Its outcome is unknown.
 	ReasonUnsafe RetryReason = "outcome_unknown"
 	// ReasonSessionRefused: a 401 after which the token source gave a new
 	// token (a client WithSigner signed in again). The call was sent once
@@ -81,23 +77,23 @@ const (
 	ReasonRetryAfterDistrusted RetryReason = "retry_after_distrusted"
 	// ReasonRetryAfterDistrustedClamped: as ReasonRetryAfterDistrusted, but
 	// the lengthened wait did not fit the call's allowance or deadline. It
-	// was shortened to fit, never below the server's own instruction, so the
+	// was shortened to fit, never below the server's own instruction. So the
 	// call makes its last try rather than give up with time left.
 	ReasonRetryAfterDistrustedClamped RetryReason = "retry_after_distrusted_clamped"
 	// ReasonResponseTooLarge: the answer's body was larger than
-	// WithMaxResponseSize; the same request would get it again, so it is
-	// not repeated (a *ResponseTooLargeError).
+	// WithMaxResponseSize (a *ResponseTooLargeError). The same request would
+	// get it again, so it is not repeated.
 	ReasonResponseTooLarge RetryReason = "response_too_large"
-	// ReasonLimiter is Call.NotRetried of a call the limiter stopped: the
+	// ReasonLimiter is Call.NotRetried of a call the limiter stopped. The
 	// cooldown or the pacing budget would not admit the request (or its
 	// retry) within the allowance or the deadline. No attempt carries it,
-	// since the refusal comes before an attempt; the transcript's last
+	// since the refusal comes before an attempt. The transcript's last
 	// LimiterWait is Refused.
 	ReasonLimiter RetryReason = "limiter"
 	// ReasonKnownClosed is Call.NotRetried of a call with RetryOn429 off
-	// that the client answered itself: the gateway said its partition is
-	// closed (a 429's Retry-After, an exhausted quota) and that has not
-	// run out. The 429 is NotSent, its RetryAfter the time left. The
+	// that the client answered itself. The gateway said its partition is
+	// closed (a 429's Retry-After, an exhausted quota), and that has not run
+	// out. The 429 is NotSent, its RetryAfter the time left. The
 	// transcript's last LimiterWait is Refused with this reason.
 	ReasonKnownClosed RetryReason = "known_closed"
 )
@@ -112,9 +108,9 @@ func isRefusal(reason RetryReason) bool {
 	return false
 }
 
-// policy is the client's retry configuration, and the label of the view
-// its calls are made through (WithLabel), the one setting of a view that
-// the rules do not read.
+// policy is the client's retry configuration. It also holds the label of
+// the view its calls are made through (WithLabel). That is the one setting
+// of a view that the rules do not read.
 type policy struct {
 	retryOn429    bool
 	retryAfterCap time.Duration
@@ -122,9 +118,9 @@ type policy struct {
 	maxRetries    int
 	base          time.Duration
 	label         string
-	// attemptTimeout bounds each attempt (WithAttemptTimeout); zero
-	// leaves it to the HTTP client's Timeout. The send path applies it;
-	// the rules see its cut as the timeout it is.
+	// attemptTimeout bounds each attempt (WithAttemptTimeout). Zero leaves
+	// it to the HTTP client's Timeout. The send path applies it. The rules
+	// see its cut as the timeout it is.
 	attemptTimeout time.Duration
 }
 
@@ -150,25 +146,26 @@ type budget struct {
 	guesses429   int           // 429 retries without instruction so far
 	deadline     time.Duration // time left before the context deadline; maxDuration when none
 	tokens       int           // what is left of the client-wide retry budget
-	rtt          time.Duration // the expected round trip: a retry clamped to the deadline leaves one for its answer
+	rtt          time.Duration // the expected round trip, left for the answer of a retry clamped to the deadline
 }
 
 // decision is the rules' answer for one attempt.
 type decision struct {
 	retry bool
 	wait  time.Duration
-	// relevant is false when the outcome is not a retry matter at all (a
-	// success or a definitive answer): nothing is reported.
+	// relevant is false when the outcome is not a retry matter at all: a
+	// success or a definitive answer. Nothing is reported.
 	relevant bool
 	reason   RetryReason
-	// unknown marks a write whose outcome is unknown (do not retry, tell the caller).
+	// unknown marks a write whose outcome is unknown. Do not retry; tell
+	// the caller.
 	unknown bool
 	// rateWait is true when wait counts against the allowance (MaxRetryWait).
 	rateWait bool
 	// cost is what the retry takes from the client-wide retry budget.
 	cost int
-	// guess is true when wait is a guess (full jitter): the answer gave
-	// no usable instruction, so no header may pace the retry
+	// guess is true when wait is a guess (full jitter). The answer gave no
+	// usable instruction, so no header may pace the retry
 	// (ratelimit.Reservation.Guessed).
 	guess bool
 }
@@ -232,8 +229,9 @@ func (e *evidence) refuse(reason RetryReason) (decision, bool) {
 }
 
 // outcomeUnknown reports whether the failure may have let the operation
-// run with an effect a repetition would not reproduce: every 5xx and every
-// broken connection, on a write that must not run twice. A 429 never ran.
+// run with an effect a repetition would not reproduce. That is every 5xx
+// and every broken connection, on a write that must not run twice. A 429
+// never ran.
 func (e *evidence) outcomeUnknown() bool {
 	return e.o.status != http.StatusTooManyRequests && !e.o.notSent && e.o.op.Matters()
 }
@@ -243,8 +241,8 @@ func (e *evidence) is429() bool { return e.o.status == http.StatusTooManyRequest
 
 // sessionRefused: a 401 after which the token source gave a new token is
 // sent again at once with it. The gateway answers a 401 before it runs
-// anything; the send path asks the token source only for an operation
-// safe to repeat (callState.resendOn401).
+// anything. The send path asks the token source only for an operation safe
+// to repeat (callState.resendOn401).
 func sessionRefused(e *evidence, d decision) (decision, bool) {
 	if e.o.status == http.StatusUnauthorized && e.renewed {
 		return decision{relevant: true, retry: true, reason: ReasonSessionRefused}, true
@@ -252,7 +250,7 @@ func sessionRefused(e *evidence, d decision) (decision, bool) {
 	return d, false
 }
 
-// contextEnded: the caller gave up; nothing is decided or reported.
+// contextEnded: the caller gave up. Nothing is decided or reported.
 func contextEnded(e *evidence, d decision) (decision, bool) {
 	if e.o.ctxDone {
 		return decision{}, true
@@ -262,7 +260,8 @@ func contextEnded(e *evidence, d decision) (decision, bool) {
 
 // tooLarge: an answer whose body is over WithMaxResponseSize is not
 // repeated, since the same request would get the same answer. On a write
-// that must not run twice, it proves nothing either way: outcome unknown.
+// that must not run twice, it proves nothing either way. The outcome is
+// unknown.
 func tooLarge(e *evidence, d decision) (decision, bool) {
 	if e.o.tooLarge {
 		return e.refuse(ReasonResponseTooLarge)
@@ -271,7 +270,7 @@ func tooLarge(e *evidence, d decision) (decision, bool) {
 }
 
 // status: a 429, a connection that failed (before or after the request
-// left) and a 5xx are retry matters; any other answer is definitive. A
+// left) and a 5xx are retry matters. Any other answer is definitive. A
 // status past 599 is no proof that nothing ran either.
 func status(e *evidence, d decision) (decision, bool) {
 	o := e.o
@@ -289,7 +288,7 @@ func status(e *evidence, d decision) (decision, bool) {
 }
 
 // retryOn429: a 429 is retried only WithRetryOn429. It was refused before
-// the application ran, so it is safe on any operation, and the allowance
+// the application ran, so it is safe on any operation. The allowance
 // governs it, not the retry budget.
 func retryOn429(e *evidence, d decision) (decision, bool) {
 	if e.is429() && !e.p.retryOn429 {
@@ -299,7 +298,7 @@ func retryOn429(e *evidence, d decision) (decision, bool) {
 }
 
 // operationClass: a failure that may have run is repeated only on an
-// operation safe to repeat (opClass.repeatable); otherwise its outcome is
+// operation safe to repeat (opClass.repeatable). Otherwise its outcome is
 // unknown.
 func operationClass(e *evidence, d decision) (decision, bool) {
 	if !e.is429() && !e.o.notSent && !e.o.op.Repeatable(e.o.idempotencyKey) {
@@ -309,7 +308,7 @@ func operationClass(e *evidence, d decision) (decision, bool) {
 }
 
 // worthRepeating: a 5xx other than 500, 502, 503 and 504 (501, 507...) is
-// definitive, or an unknown outcome on a write that may have run.
+// definitive. On a write that may have run, its outcome is unknown.
 func worthRepeating(e *evidence, d decision) (decision, bool) {
 	if d.reason != ReasonServerError || retryableStatus(e.o.status) {
 		return d, false
@@ -331,7 +330,7 @@ func retryableStatus(status int) bool {
 }
 
 // attemptsLeft: WithMaxRetries bounds the retries of failures other than
-// 429; maxAttempts bounds every call.
+// 429. maxAttempts bounds every call.
 func attemptsLeft(e *evidence, d decision) (decision, bool) {
 	if e.b.attempts >= maxAttempts || (!e.is429() && e.b.otherRetries >= e.p.maxRetries) {
 		return e.refuse(ReasonMaxRetries)
@@ -340,9 +339,9 @@ func attemptsLeft(e *evidence, d decision) (decision, bool) {
 }
 
 // instruction: a 429's or a 503's Retry-After is a server-given wait
-// (serverWait), counted against the allowance. When the instruction,
-// uncapped, does not fit what is left of the allowance or the deadline,
-// no wait is started: the limit that refused it is the reason.
+// (serverWait), counted against the allowance. The instruction, uncapped,
+// may not fit what is left of the allowance or the deadline. Then no wait
+// is started, and the limit that refused it is the reason.
 func instruction(e *evidence, d decision) (decision, bool) {
 	if !e.o.hasRetryAfter || (!e.is429() && e.o.status != http.StatusServiceUnavailable) {
 		return d, false
@@ -360,7 +359,7 @@ func instruction(e *evidence, d decision) (decision, bool) {
 }
 
 // guess: without an instruction, the wait is a full-jitter guess
-// (guessWait). A 429's counts against the allowance; another failure's
+// (guessWait). A 429's counts against the allowance. Another failure's
 // must only end before the deadline.
 func guess(e *evidence, d decision) (decision, bool) {
 	if d.retry {
@@ -382,9 +381,9 @@ func guess(e *evidence, d decision) (decision, bool) {
 	return d, false
 }
 
-// retryBudget: a retry of a failure other than a 429 costs the client-wide
-// retry budget (retry_budget.go) retryCost, or timeoutRetryCost after a
-// timeout; an empty budget returns the failure at once.
+// retryBudget: a retry of a failure other than a 429 costs retryCost from
+// the client-wide retry budget (retry_budget.go). After a timeout it costs
+// timeoutRetryCost. An empty budget returns the failure at once.
 func retryBudget(e *evidence, d decision) (decision, bool) {
 	if e.is429() {
 		return d, false
@@ -400,9 +399,9 @@ func retryBudget(e *evidence, d decision) (decision, bool) {
 	return d, false
 }
 
-// roomFor is what the call may still wait for a server-given instruction:
-// what is left of the allowance and of the deadline, and which of the two
-// is the limit.
+// roomFor is what the call may still wait for a server-given instruction.
+// It is the lesser of what is left of the allowance and of the deadline. It
+// also names which of the two is the limit.
 func roomFor(p policy, b budget) (time.Duration, RetryReason) {
 	left := p.maxRetryWait - b.waited
 	if b.deadline < left {
@@ -412,9 +411,9 @@ func roomFor(p policy, b budget) (time.Duration, RetryReason) {
 }
 
 // limiterVerdict: what the limiter concluded from the answer changes a
-// 429's retry (distrust). It may only lengthen the wait: a retry never
-// leaves before the server's instruction, and what the limiter learned of
-// the gateway's windows is a guess about its clock (issue 27).
+// 429's retry (distrust). It may only lengthen the wait. A retry never
+// leaves before the server's instruction. What the limiter learned of the
+// gateway's windows is a guess about its clock (issue 27).
 func limiterVerdict(e *evidence, d decision) (decision, bool) {
 	return distrust(d, e.fb, e.p, e.b, e.u), true
 }
@@ -427,17 +426,19 @@ func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) 
 }
 
 // distrustedRetryAfter applies the limiter's verdict on a short
-// Retry-After to a 429 retry decision: the wait becomes at least the
+// Retry-After to a 429 retry decision. The wait becomes at least the
 // lengthened cooldown plus additive jitter, reported as
-// ReasonRetryAfterDistrusted. When that does not fit what is left of the
-// allowance or the deadline, the wait is clamped to what is left (of the
-// deadline, less a round trip for the retry's answer), never below the
-// wait decided on the server's own instruction, which the rules above
-// found to fit, and reported as ReasonRetryAfterDistrustedClamped: the
-// lengthened cooldown is the limiter's guess, and a call whose room the
-// instruction fits makes its last try rather than giving up with time
-// left. Its retry is admitted before the lengthened cooldown ends
-// (ratelimit.Reservation.Clamped). A guessed wait is left alone.
+// ReasonRetryAfterDistrusted. A guessed wait is left alone.
+//
+// That wait may not fit what is left of the allowance or the deadline.
+// Then it is clamped to what is left. A round trip for the retry's answer
+// is kept back from what is left of the deadline. The wait is never below
+// the one decided on the server's own instruction, which the rules above
+// found to fit. It is reported as ReasonRetryAfterDistrustedClamped. The
+// lengthened cooldown is the limiter's guess. A call whose room the
+// instruction fits makes its last try rather than give up with time left.
+// Its retry is admitted before the lengthened cooldown ends
+// (ratelimit.Reservation.Clamped).
 func distrustedRetryAfter(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) (decision, bool) {
 	if !fb.Distrusted || !d.retry || !d.rateWait || d.guess {
 		return d, false
@@ -457,41 +458,47 @@ func distrustedRetryAfter(d decision, fb ratelimit.Feedback, p policy, b budget,
 }
 
 // mayHaveRun reports whether an attempt of a write that must not run twice
-// may have run, so that the call ends as an *OutcomeUnknownError whatever
-// its later attempts get: a broken connection after the request left, or
-// any answer that does not prove it did not run (provesNotRun; a 2xx
-// included, so that one the SDK cannot read is no proof either way).
+// may have run. The call then ends as an *OutcomeUnknownError, whatever its
+// later attempts get. Such an attempt got a broken connection after the
+// request left. Or it got any answer that does not prove it did not run
+// (provesNotRun). That includes a 2xx, so that one the SDK cannot read is
+// no proof either way.
 func mayHaveRun(o outcome, body []byte) bool {
 	return !o.notSent && o.op.Matters() && (o.failed || !provesNotRun(o.status, body))
 }
 
 // provesNotRun reports whether an answer proves that the request it
-// answers was not run, so that a write that must not run twice (opOnce, or
-// opKeyed: see operation.go) may come back as a refusal, an *APIError, rather
-// than as an *OutcomeUnknownError. Two answers prove it:
+// answers was not run. A write that must not run twice (opOnce, or
+// opKeyed: see operation.go) may then come back as a refusal, an
+// *APIError, rather than as an *OutcomeUnknownError. Two answers prove it:
 //
-//   - a 429: the gateway's throttle refuses in middleware, before the
-//     application runs (the contract guide, section 10);
-//   - a 4xx other than 408 whose body is the gateway's own error envelope,
-//     a JSON object with the four fields the contract's Error schema
-//     requires (code, title, detail, status) as strings, code not empty
-//     (section 9): the application read the request and refused it.
+//   - a 429. The gateway's throttle refuses in middleware, before the
+//     application runs (the contract guide, section 10).
+//   - a 4xx other than 408 whose body is the gateway's own error envelope
+//     (section 9). That is a JSON object with the four fields the
+//     contract's Error schema requires (code, title, detail, status), as
+//     strings, code not empty. The application read the request and
+//     refused it.
 //
-// Nothing else does, because a proxy or load balancer in front of the
-// gateway may have written it after passing the request on: a 2xx whose
-// body is not the promised JSON (an HTML page, an empty body), a 3xx, a 408
-// (a timeout: whoever writes it may have forwarded the request), every 5xx
-// and every status outside 100-599, and a 4xx without the envelope (an
-// authenticating proxy's 401, a firewall's 403). The gateway's own bodiless
-// answers (a 400 to a raw transaction it cannot decode, 409 or 422 to a
-// wallet registration) cannot be told from those, so they prove nothing
-// either: reading the resource tells what happened.
+// Nothing else does. A proxy or load balancer in front of the gateway may
+// have written it after passing the request on:
+//   - a 2xx whose body is not the promised JSON (an HTML page, an empty
+//     body);
+//   - a 3xx;
+//   - a 408, a timeout: whoever writes it may have forwarded the request;
+//   - every 5xx, and every status outside 100-599;
+//   - a 4xx without the envelope (an authenticating proxy's 401, a
+//     firewall's 403).
+//
+// The gateway's own bodiless answers cannot be told from those: a 400 to a
+// raw transaction it cannot decode, a 409 or 422 to a wallet registration.
+// So they prove nothing either. Reading the resource tells what happened.
 //
 // The envelope is what marks the gateway's answer, not its code being one
-// the guide lists: the list grows (and the gateway's 409 to a reused
-// Idempotency-Key has a code it does not list), while a proxy's JSON, where
-// there is any, is not shaped like it. A proxy that forges the envelope is
-// outside what any client can tell from the wire.
+// the guide lists. The list grows. The gateway's 409 to a reused
+// Idempotency-Key even has a code it does not list. A proxy's JSON, where
+// there is any, is not shaped like the envelope. A proxy that forges the
+// envelope is outside what any client can tell from the wire.
 func provesNotRun(status int, body []byte) bool {
 	switch {
 	case status == http.StatusTooManyRequests:

@@ -30,91 +30,91 @@ import (
 //	decide     the retry rules (retry_rules.go)
 //	report     the transcript, the observers and the logs hear of each stage
 //
-// go-retryablehttp runs the loop of attempts, with the call's own hooks:
-// CheckRetry classifies, decides and reports; Backoff hands over the wait
-// decided; PrepareRetry admits the retry and reports it sent. A 401 to a
-// session the token source can renew is one more pass of that loop: the
+// go-retryablehttp runs the loop of attempts, with the call's own hooks.
+// CheckRetry classifies, decides and reports. Backoff hands over the wait
+// decided. PrepareRetry admits the retry and reports it sent. A 401 to a
+// session the token source can renew is one more pass of that loop. The
 // retry rules send the call again at once with the new token, and the send
 // starts afresh from authorize.
 
-// maxErrorBody bounds how much of an error body is read: a proxy's HTML
-// page or a hostile server must not cost memory. A 2xx body is bounded by
-// WithMaxResponseSize (DefaultMaxResponseSize).
+// maxErrorBody bounds how much of an error body is read. A proxy's HTML
+// page or a hostile server must not cost memory. WithMaxResponseSize bounds
+// a 2xx body (DefaultMaxResponseSize).
 const maxErrorBody = 1 << 20
 
 // request is one logical API call.
 type request struct {
 	// op is the contract operation the call performs, declared beside its
-	// method (operation); args fill its path template. do sets method and
-	// path from them. A request without op (one the contract does not name)
-	// gives its own method and path.
+	// method (operation). args fill its path template. do sets method and
+	// path from them. A request without op gives its own method and path:
+	// the contract does not name it.
 	op     *operation
 	args   pathArgs
 	method string
-	// path is relative to the base URL: no leading slash, segments escaped
-	// (ids through pathSegment).
+	// path is relative to the base URL. It has no leading slash, and its
+	// segments are escaped (ids through pathSegment).
 	path  string
 	query url.Values
-	// body is JSON-encoded once and replayed on every attempt; nil sends
-	// none. A json.RawMessage is JSON already (Raw's body, encoded before
-	// the call starts) and is sent as it is.
+	// body is JSON-encoded once and replayed on every attempt. nil sends
+	// none. A json.RawMessage is JSON already and is sent as it is: Raw's
+	// body, encoded before the call starts.
 	body any
 	// idempotencyKey is sent as Idempotency-Key, the same on every attempt.
 	idempotencyKey string
-	// anonymous calls never resolve or send the bearer token: the public
-	// operations (security: [] in the contract), and sign-in itself, which
-	// must not call a token source that signs in. They count against the
-	// public rate-limit partition.
+	// anonymous calls never resolve or send the bearer token. They are the
+	// public operations (security: [] in the contract) and sign-in itself.
+	// Sign-in must not call a token source that signs in. Anonymous calls
+	// count against the public rate-limit partition.
 	anonymous bool
-	// secretAnswer marks an operation whose answer carries a credential (a
-	// session token, a webhook secret): error values built from that answer
+	// secretAnswer marks an operation whose answer carries a credential: a
+	// session token, a webhook secret. Error values built from that answer
 	// keep none of its body.
 	secretAnswer bool
 	// identify, when set, reports why the decoded 2xx answer is not the
-	// resource the operation promises, "" when it is (notTheTransaction,
-	// notThePayment): a write that must not run twice is not a success on
-	// a body that merely decodes.
+	// resource the operation promises, or "" when it is (notTheTransaction,
+	// notThePayment). A write that must not run twice is not a success on a
+	// body that merely decodes.
 	identify func() string
-	// keep401 returns a 401 as it is, without signing in again: logging out
+	// keep401 returns a 401 as it is, without signing in again. Logging out
 	// a session the gateway already refuses needs no new session.
 	keep401 bool
-	// raw marks a RawRequest, whose retry class is the caller's (class)
-	// rather than the contract table's.
+	// raw marks a RawRequest. Its retry class is the caller's (class), not
+	// the contract table's.
 	raw   bool
 	class opClass
 	// poll marks a read of a loop that waits out a 429 itself, for
 	// min(Retry-After, RetryAfterCap) (PaymentsService.wait). It can wait,
-	// so it is no interactive call: the client does not answer it on a
+	// so it is no interactive call. The client does not answer it on a
 	// closed partition (limiter_known.go), nor put it ahead of others.
 	poll bool
-	// onRateWait, when not nil, hears of every wait for a rate limit the
-	// call starts (a 429's backoff, a cooldown): the sign-in a token source
-	// leads tells the callers waiting for it (see tokenSource.await).
+	// onRateWait, when not nil, hears of every wait for a rate limit that
+	// the call starts: a 429's backoff, a cooldown. The sign-in a token
+	// source leads uses it to tell the callers waiting for it (see
+	// tokenSource.await).
 	onRateWait func(rateWait)
 }
 
-// callState is one call, in one value: its request, its transcript, what
-// its attempts used and did, and the go-retryablehttp client it sends
-// with. That client is the call's own (a struct literal, built once per
-// call), and its hooks (checkRetry, backoff, prepareRetry) are methods of
-// this value: each call's hooks see only its own attempts, so one
-// response's header never paces another call, and nothing about the call
-// rides in its context. The hooks run on the calling goroutine
-// (go-retryablehttp calls them from Do), the only one that touches the
-// state.
+// callState is one call, in one value. It holds the call's request, its
+// transcript, what its attempts used and did, and the go-retryablehttp
+// client it sends with. That client is the call's own, a struct literal
+// built once per call. Its hooks (checkRetry, backoff, prepareRetry) are
+// methods of this value. So each call's hooks see only its own attempts:
+// one response's header never paces another call. Nothing about the call
+// rides in its context. The hooks run on the calling goroutine, the only
+// one that touches the state (go-retryablehttp calls them from Do).
 //
 // A call may wait in three places, each for its own reason:
 //
-//   - go-retryablehttp's timer, between an answer and its retry: the wait
-//     the rules decided in checkRetry (the server's Retry-After, or a
+//   - go-retryablehttp's timer, between an answer and its retry. It waits
+//     what the rules decided in checkRetry (the server's Retry-After, or a
 //     guess), which backoff hands over. That includes the retry after a
-//     transport error: backoff reads this value, not the response, which
+//     transport error. backoff reads this value, not the response, which
 //     go-retryablehttp gives it as nil then.
-//   - the limiter's admission (admit, before the first attempt and before
-//     each retry): the call's turn on its rate-limit partition, which other
-//     calls' answers (a 429, a lower budget) can move while this one waits,
-//     so it is taken just before the request leaves.
-//   - the token source (authorize, and reauthorize after a 401): a
+//   - the limiter's admission (admit), before the first attempt and before
+//     each retry. It is the call's turn on its rate-limit partition. Other
+//     calls' answers (a 429, a lower budget) can move it while this one
+//     waits. So it is taken just before the request leaves.
+//   - the token source (authorize, and reauthorize after a 401). It is a
 //     client's own sign-in, which another call may be leading
 //     (tokenSource.await), or the caller's WithTokenSource function.
 //
@@ -126,23 +126,23 @@ type callState struct {
 	call           *Call    // the transcript
 	rc             retryablehttp.Client
 	timed          http.Client    // rc's HTTP client when WithAttemptTimeout bounds each attempt
-	url            string         // sent to; the transcript's Call.URL has the query redacted
+	url            string         // sent to; Call.URL has the query redacted
 	method, path   string         // path has its leading slash, as the transcript shows it
 	idempotencyKey string         // sent on every attempt
 	op             opClass        // what repeating the operation would do
 	requestBody    []byte         // the JSON body, encoded once and replayed on every attempt
 	onRateWait     func(rateWait) // the request's; nil for most calls
-	// resendOn401 is true while a 401 to the call's token would make it
-	// ask the token source for a new one (reauthorize), and send again at
-	// once with a new one. It holds for an operation safe to repeat, sent
-	// with a token from a source, and only once.
+	// resendOn401 is true while a 401 to the call's token would make it ask
+	// the token source for a new one (reauthorize). The call then sends
+	// again at once with it. This holds only once, for an operation safe to
+	// repeat, sent with a token from a source.
 	resendOn401 bool
 
-	// What the call used and did, across its sends: signing in again
-	// after a 401 gives a call neither a second allowance (attempts,
-	// MaxRetryWait, the guesses and other retries the rules count) nor a
-	// clean record: a write an earlier attempt may have run still ends as
-	// an *OutcomeUnknownError.
+	// What the call used and did, across its sends. Signing in again after
+	// a 401 gives a call no second allowance: attempts, MaxRetryWait, the
+	// guesses and other retries the rules count. Nor does it give a clean
+	// record. A write an earlier attempt may have run still ends as an
+	// *OutcomeUnknownError.
 	attempts      int
 	waited        time.Duration // server-given and rate-limit waiting spent
 	otherRetries  int
@@ -150,8 +150,9 @@ type callState struct {
 	maybeExecuted bool // a write attempt may have run on the server
 	sent          bool // some attempt may have reached the server
 
-	// The session after a 401: the new token the next send carries, or
-	// the token source's failure, which the call returns.
+	// The session after a 401. renewed is the new token the next send
+	// carries. authErr is the token source's failure, which the call
+	// returns.
 	renewed string
 	authErr error
 
@@ -174,7 +175,7 @@ type callState struct {
 	body      []byte
 	bodyErr   error
 	// deprecation is what the last answer said of the endpoint's
-	// retirement; nil when nothing.
+	// retirement, or nil.
 	deprecation *Deprecation
 }
 
@@ -183,22 +184,26 @@ type callState struct {
 // anything goes out.
 //
 // A call sent with a token and answered 401 tells the client's token source
-// which token the gateway refused (see bearer): the tokenSource of a client
-// created WithSigner drops that session (that one only: a newer session
-// that another call obtained meanwhile is kept, so late 401s for an old
-// token do not discard a fresh one). When the operation is safe to repeat
-// (its class), the call asks the source for a token at once
-// (reauthorize): a tokenSource signs in again, once for all callers. Given
-// a new token, the call is sent once more (the rule sessionRefused). A
-// source that answers the refused token again, or none (""), has no other
-// session to offer, and the 401 stands, as it does for a fixed token: the
-// call was made as the caller, and sent again without a token it would act
-// as nobody, on the public partition. A source that fails returns its
-// error. The gateway answers a 401 before it runs anything, but a proxy or
-// a broken gateway might not: a write that must not run twice (a submit, a
-// secret rotation) comes back with its 401 instead (an
-// *OutcomeUnknownError unless the 401 is in the gateway's envelope: see
-// provesNotRun), and the caller's next call signs in.
+// which token the gateway refused (see bearer). The tokenSource of a client
+// created WithSigner drops that session, and that one only. A newer session
+// that another call obtained meanwhile is kept. So late 401s for an old
+// token do not discard a fresh one.
+//
+// When the operation is safe to repeat (its class), the call asks the
+// source for a token at once (reauthorize). A tokenSource signs in again,
+// once for all callers. Given a new token, the call is sent once more (the
+// rule sessionRefused). A source that fails returns its error.
+//
+// A source that answers the refused token again, or none (""), has no other
+// session to offer. The 401 stands, as it does for a fixed token. The call
+// was made as the caller. Sent again without a token, it would act as
+// nobody, on the public partition.
+//
+// The gateway answers a 401 before it runs anything, but a proxy or a
+// broken gateway might not. So a write that must not run twice (a submit, a
+// secret rotation) comes back with its 401 instead, and the caller's next
+// call signs in. The 401 comes inside an *OutcomeUnknownError unless it is
+// in the gateway's envelope (see provesNotRun).
 func (c *Client) do(ctx context.Context, r *request, out any) (*Response, error) {
 	if c.sharedReads && c.viewErr == nil && shareable(r) {
 		return c.doShared(ctx, r, out) // shared_reads.go
@@ -217,9 +222,10 @@ func (c *Client) doOne(ctx context.Context, r *request, out any) (*Response, err
 }
 
 // prepare checks r, fills its path from its operation's template, and opens
-// the call: its state and transcript (newCall), and the observer's
-// StartCall (report), whose context the call carries from then on. What it
-// refuses is returned before the call begins: nothing is reported.
+// the call. It makes the call's state and transcript (newCall). It calls
+// the observer's StartCall (report), whose context the call carries from
+// then on. What it refuses is returned before the call begins, and nothing
+// is reported.
 func (c *Client) prepare(ctx context.Context, r *request) (*callState, context.Context, error) {
 	if c.viewErr != nil {
 		return nil, ctx, c.viewErr
@@ -253,8 +259,8 @@ func (c *Client) newCall(r *request) *callState {
 	call.Operation, call.Route, call.PaymentID = routeOf(op, r.path)
 	call.class = classOf(r.method, op)
 	if r.raw && (call.Operation == "" || stricter(r.class, call.class)) {
-		// The caller's word, for an operation the contract does not name;
-		// for one it names, the stricter of the caller's and the table's.
+		// The caller's word, for an operation the contract does not name.
+		// For one it names, the stricter of the caller's and the table's.
 		call.class = r.class
 	}
 	st := &callState{c: c, r: r, call: call, url: u, method: r.method, path: call.Path, idempotencyKey: r.idempotencyKey,
@@ -262,13 +268,13 @@ func (c *Client) newCall(r *request) *callState {
 	st.resendOn401 = c.tokenSource != nil && !r.anonymous && !r.keep401 && st.op.Repeatable(r.idempotencyKey != "")
 	hc := c.hc
 	if d := c.policy.attemptTimeout; d > 0 {
-		// The view's bound on each attempt, in the call's own value:
-		// no allocation of its own.
+		// The view's bound on each attempt, in the call's own value. It
+		// needs no allocation of its own.
 		st.timed = http.Client{Transport: attemptTimer{rt: c.hc.Transport, d: d}, Jar: c.hc.Jar, CheckRedirect: noRedirects}
 		hc = &st.timed
 	}
-	// The call's own client, built as a literal (its defaults would drop
-	// the final response on exhaustion and use Retry-After uncapped).
+	// The call's own client, built as a literal. Its defaults would drop
+	// the final response on exhaustion and use Retry-After uncapped.
 	// checkRetry enforces every limit, so RetryMax is only a ceiling never
 	// reached.
 	st.rc = retryablehttp.Client{
@@ -282,11 +288,11 @@ func (c *Client) newCall(r *request) *callState {
 	return st
 }
 
-// run sends the call and decodes a 2xx JSON body into out (out may be
-// nil): startSend (authorize, admit), send, finish. Every non-2xx becomes
-// an *APIError, or an *OutcomeUnknownError for a write that may have run.
-// token is the bearer token to send; empty, authorize asks the token
-// source (an anonymous request sends none).
+// run sends the call and decodes a 2xx JSON body into out, which may be
+// nil. Its stages are startSend (authorize, admit), send and finish. Every
+// non-2xx becomes an *APIError, or an *OutcomeUnknownError for a write that
+// may have run. token is the bearer token to send. When it is empty,
+// authorize asks the token source; an anonymous request sends none.
 func (st *callState) run(ctx context.Context, out any, token string) (*Response, error) {
 	if err := st.startSend(ctx, token); err != nil {
 		return nil, err
@@ -308,10 +314,10 @@ func (st *callState) run(ctx context.Context, out any, token string) (*Response,
 }
 
 // startSend starts a send of the call: the first, or the one after a
-// refused session, which starts afresh with the new token within what the
-// call has used. It encodes the body once, authorizes, and admits the
-// first attempt when the call is gated. What it returns, the call ends
-// with as it is.
+// refused session. That one starts afresh with the new token, within what
+// the call has used. startSend encodes the body once, authorizes, and
+// admits the first attempt when the call is gated. The call ends with what
+// it returns, as it is.
 func (st *callState) startSend(ctx context.Context, token string) error {
 	st.resetSend()
 	if err := ctx.Err(); err != nil {
@@ -373,8 +379,8 @@ func (st *callState) encode() error {
 	return nil
 }
 
-// authorize gives the send its bearer token: token, or, when it is empty,
-// the token source's (bearer). An anonymous request sends none.
+// authorize gives the send its bearer token: token, or the token source's
+// when it is empty (bearer). An anonymous request sends none.
 func (st *callState) authorize(ctx context.Context, token string) error {
 	if !st.r.anonymous && token == "" {
 		t, err := st.c.bearer(ctx, "", true)
@@ -403,12 +409,12 @@ func (st *callState) setHeader(h http.Header) {
 }
 
 // admit waits for the call's turn on its rate-limit partition (see
-// takeTurn). The wait counts against the call's allowance; when it does not
-// fit the allowance or the deadline, the call gets a 429 at once without
-// sending, and when ctx ends during it, the same 429 matching ctx's error
-// too, with the wait that was left. A failing limiter (say, an unreachable
-// shared store) does not stop payments: the call goes ahead, and the
-// failure is logged.
+// takeTurn). The wait counts against the call's allowance. When it does not
+// fit the allowance or the deadline, the call gets a 429 at once, without
+// sending. When ctx ends during the wait, the call gets the same 429, with
+// the wait that was left; it matches ctx's error too. A failing limiter
+// (say, an unreachable shared store) does not stop payments. The call goes
+// ahead, and the failure is logged.
 func (st *callState) admit(ctx context.Context) error {
 	c := st.c
 	noted := len(st.call.Limiter) // takeTurn reports each wait it sleeps
@@ -416,7 +422,7 @@ func (st *callState) admit(ctx context.Context) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			if n := len(st.call.Limiter); n > noted {
-				// Cut short while waiting for its turn: the rate limit held
+				// Cut short while waiting for its turn. The rate limit held
 				// the call back, as a refusal does.
 				w := st.call.Limiter[n-1]
 				left := max(w.At.Add(w.Wait).Sub(c.now()), 0)
@@ -436,9 +442,10 @@ func (st *callState) admit(ctx context.Context) error {
 	return nil
 }
 
-// send sends the call's first attempt (report), and go-retryablehttp's
-// loop the rest, with the call's hooks. It returns what ended the loop: a
-// transport error, or an error a hook returned; nil when an answer did.
+// send sends the call's first attempt (report). go-retryablehttp's loop
+// sends the rest, with the call's hooks. send returns what ended the loop:
+// a transport error, or an error a hook returned. It returns nil when an
+// answer did.
 func (st *callState) send(ctx context.Context, req *retryablehttp.Request) error {
 	st.report(ctx, event{kind: attemptSent, req: req.Request})
 	resp, err := st.rc.Do(req)
@@ -449,9 +456,9 @@ func (st *callState) send(ctx context.Context, req *retryablehttp.Request) error
 }
 
 // checkRetry is the CheckRetry hook, run when an attempt's answer (or
-// failure) is in: classify, decide, report, then count the retry. It waits
-// for nothing but the token source after a 401 (decide): the wait it
-// decides is backoff's.
+// failure) is in. Its stages are classify, decide, report, then the count
+// of the retry. It waits for nothing but the token source after a 401
+// (decide). The wait it decides is backoff's.
 func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	now := st.c.now()
 	o, failure := st.classify(ctx, resp, err, now)
@@ -468,7 +475,7 @@ func (st *callState) checkRetry(ctx context.Context, resp *http.Response, err er
 }
 
 // classify reads an attempt's answer (or failure) into the outcome the
-// rules see. It keeps what the call reports and returns, and tells the
+// rules see. It keeps what the call reports and returns. It tells the
 // limiter what the answer says (observe). failure is the transport error,
 // or a 2xx body that broke off.
 func (st *callState) classify(ctx context.Context, resp *http.Response, err error, now time.Time) (o outcome, failure error) {
@@ -478,7 +485,7 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
-			// net/http names the URL in its error, query and all: the
+			// net/http names the URL in its error, query and all. The
 			// error and its log lines show it redacted, as Call.URL.
 			ue.URL = st.call.URL
 		}
@@ -501,8 +508,8 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 		st.report(ctx, event{kind: answerRead})
 		if success && st.bodyErr != nil {
 			// A body that breaks off is a broken connection after the
-			// request ran: handled like one. A body over the limit is an
-			// answer, which a repetition would get again (the rule
+			// request ran, and is handled like one. A body over the limit
+			// is an answer, which a repetition would get again (the rule
 			// tooLarge).
 			o.failed = true
 			var big *ResponseTooLargeError
@@ -518,8 +525,8 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 		}
 		c.observe(ctx, st, o)
 		if !o.failed && o.status < 500 && o.status != http.StatusTooManyRequests {
-			// The gateway answered and is healthy (a 4xx is its answer
-			// too): the retry budget refills.
+			// The gateway answered and is healthy, so the retry budget
+			// refills. A 4xx is its answer too.
 			c.quota.credit(successCredit)
 		}
 	}
@@ -533,8 +540,8 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 	case o.status == http.StatusTooManyRequests:
 		st.last429 = newAPIError(st, o.status, st.header, st.body, now.Add(c.clock.offset()))
 	case o.failed && o.ctxDone && st.last429 != nil:
-		// The retry after a 429 died on the context (say, a deadline that
-		// fitted the wait but not the retry): keep the 429 to report it.
+		// The retry after a 429 died on the context: say, a deadline that
+		// fitted the wait but not the retry. Keep the 429 to report it.
 	default:
 		st.last429 = nil
 	}
@@ -542,10 +549,10 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 }
 
 // decide applies the retry rules (retry_rules.go) to the attempt's
-// outcome, with what the call has left and what the client's retry budget
-// and limiter say. After a 401 to a session the token source may renew, it
-// asks the source first (reauthorize), so that the rules see whether a new
-// token came.
+// outcome. It weighs what the call has left and what the client's retry
+// budget and limiter say. After a 401 to a session the token source may
+// renew, it asks the source first (reauthorize). So the rules see whether a
+// new token came.
 func (st *callState) decide(ctx context.Context, o outcome, now time.Time) decision {
 	c := st.c
 	u := c.rand()
@@ -573,16 +580,16 @@ func (st *callState) decide(ctx context.Context, o outcome, now time.Time) decis
 }
 
 // refusedSession reports whether the gateway refused the session the call
-// sent (a 401 to its token) and the call may act on it.
+// sent, with a 401 to its token, and the call may act on it.
 func (st *callState) refusedSession(o outcome) bool {
 	return o.status == http.StatusUnauthorized && st.token != "" && !st.r.keep401
 }
 
 // reauthorize asks the token source for a new token after the gateway
-// refused the one the call sent (bearer): a tokenSource drops that session
-// and signs in again. It reports whether a new token came; the next send
-// carries it (prepareRetry). A source that fails fails the call with its
-// own error.
+// refused the one the call sent (bearer). A tokenSource drops that session
+// and signs in again. reauthorize reports whether a new token came. The
+// next send carries it (prepareRetry). A source that fails fails the call
+// with its own error.
 func (st *callState) reauthorize(ctx context.Context) bool {
 	tok, err := st.c.bearer(ctx, st.token, true)
 	if err != nil {
@@ -596,10 +603,10 @@ func (st *callState) reauthorize(ctx context.Context) bool {
 	return true
 }
 
-// proceed counts a retry the rules decided against the call's limits and
-// sets its wait, for backoff; it reports whether the call is sent again. A
-// 429's retry tells the request's onRateWait, and a gated call holds its
-// retry's slot with the limiter at once (holdRetrySlot).
+// proceed counts a retry the rules decided against the call's limits. It
+// sets the retry's wait, for backoff, and reports whether the call is sent
+// again. A 429's retry tells the request's onRateWait. A gated call holds
+// its retry's slot with the limiter at once (holdRetrySlot).
 func (st *callState) proceed(ctx context.Context, o outcome, d decision, now time.Time) bool {
 	if !d.relevant {
 		return false
@@ -632,9 +639,9 @@ func (st *callState) proceed(ctx context.Context, o outcome, d decision, now tim
 	return true
 }
 
-// backoff is the Backoff hook: it returns the wait checkRetry decided for
+// backoff is the Backoff hook. It returns the wait checkRetry decided for
 // the call's last answer, and consumes it. It reads the call's state, not
-// the response, which go-retryablehttp passes as nil after a transport
+// the response, since go-retryablehttp passes that as nil after a transport
 // error.
 func (st *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
 	w := st.next
@@ -642,12 +649,12 @@ func (st *callState) backoff(_, _ time.Duration, _ int, _ *http.Response) time.D
 	return w
 }
 
-// prepareRetry is the PrepareRetry hook, run just before a retry leaves.
-// A gated call takes its turn with the limiter again: after a 429, the
-// cooldown that answer set is normally over by now, since the backoff
-// waited it out with the same jitter draw. After a refused session, the
-// send starts afresh with the new token (startSend). Then the retry opens
-// its entry in the transcript (report).
+// prepareRetry is the PrepareRetry hook, run just before a retry leaves. A
+// gated call takes its turn with the limiter again. After a 429, the
+// cooldown that answer set is normally over by now: the backoff waited it
+// out with the same jitter draw. After a refused session, the send starts
+// afresh with the new token (startSend). Then the retry opens its entry in
+// the transcript (report).
 func (st *callState) prepareRetry(req *http.Request) error {
 	ctx := req.Context()
 	if tok := st.renewed; tok != "" {
@@ -666,9 +673,9 @@ func (st *callState) prepareRetry(req *http.Request) error {
 	return nil
 }
 
-// restartError carries what ended the send after a refused session before
-// its first attempt, which the call returns as it is, as it would the
-// same failure of its first send.
+// restartError carries what ended the send after a refused session, before
+// its first attempt. The call returns it as it is, as it would the same
+// failure of its first send.
 type restartError struct{ err error }
 
 func (e restartError) Error() string { return e.err.Error() }
@@ -684,8 +691,8 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 		return nil, &TransportError{Method: st.method, Path: st.path, Err: err}
 	}
 	if st.held != 0 {
-		// The call ended (its context, say) before the retry it held a
-		// slot for.
+		// The call ended (its context, say) before the retry it held a slot
+		// for.
 		st.c.release(context.Background(), st, st.held)
 		st.held = 0
 	}
@@ -697,7 +704,7 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 			RateLimit: st.rateLimit, Deprecation: st.deprecation}
 	}
 	if err != nil && st.tooLarge(err) {
-		// The answer came and was too large: a *DecodeError, not a
+		// The answer came and was too large. It is a *DecodeError, not a
 		// transport failure.
 		return meta, st.undecodable(meta, err)
 	}
@@ -706,9 +713,9 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 		var local *APIError
 		if errors.As(err, &local) && local.NotSent {
 			// The limiter would not admit the retry in time, or the call
-			// ended while it waited. The server's own last answer, not one
-			// built here, is what the caller gets, with the context's
-			// error when that ended the wait.
+			// ended while it waited. The caller gets the server's own last
+			// answer, not one built here. It carries the context's error
+			// when that ended the wait.
 			failure = local
 			if last := st.lastAnswer(); last != nil {
 				failure = last
@@ -718,7 +725,7 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 			}
 		} else if isContextErr(err) && st.last429 != nil {
 			// Cut short while waiting out a 429, or on the retry that
-			// followed the wait: report that 429 too.
+			// followed the wait. Report that 429 too.
 			failure = st.last429.withCause(err)
 		}
 		if st.maybeExecuted {
@@ -729,9 +736,9 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 	if st.status < 200 || st.status > 299 {
 		apiErr := st.answerError()
 		if st.unknown || st.maybeExecuted {
-			// An earlier attempt may have run (a 5xx, a broken connection)
-			// even if the last answer is a 429 or a 4xx: the caller must
-			// not send the write again without its Idempotency-Key.
+			// An earlier attempt may have run (a 5xx, a broken connection),
+			// even if the last answer is a 429 or a 4xx. The caller must not
+			// send the write again without its Idempotency-Key.
 			return meta, &OutcomeUnknownError{Method: st.method, Path: st.path, IdempotencyKey: st.idempotencyKey, Err: apiErr}
 		}
 		return meta, apiErr
@@ -745,9 +752,9 @@ func (st *callState) finish(err error, out any) (*Response, error) {
 }
 
 // end checks that a 2xx answer is the resource the operation promises
-// (request.identify), keeps a credential out of a *DecodeError, and closes
-// the call (report). An error carries the answer and the transcript; the
-// call then returns no *Response.
+// (request.identify). It keeps a credential out of a *DecodeError and
+// closes the call (report). An error carries the answer and the transcript.
+// The call then returns no *Response.
 func (st *callState) end(ctx context.Context, resp *Response, err error) (*Response, error) {
 	r := st.r
 	if st.c.tokenSource == nil && !r.anonymous {
@@ -781,10 +788,10 @@ func markNoCredentials(err error) {
 }
 
 // undecodable is the failure of a 2xx whose body is not what the operation
-// promises, for the reason cause: not its JSON, or (request.identify) JSON
-// that is not its resource. It is a *DecodeError, inside an
-// *OutcomeUnknownError on a write that may have run: such an answer may be
-// a proxy's, written after the write ran or not, and a keyed write can be
+// promises. cause says why: not its JSON, or JSON that is not its resource
+// (request.identify). The failure is a *DecodeError. On a write that may
+// have run, it is inside an *OutcomeUnknownError. Such an answer may be a
+// proxy's, written after the write ran or not. A keyed write can be
 // repeated with its key.
 func (st *callState) undecodable(meta *Response, cause error) error {
 	var failure error = &DecodeError{
@@ -814,9 +821,9 @@ func (st *callState) answerError() *APIError {
 }
 
 // lastAnswer returns the call's last answer from the server as an
-// *APIError, for a retry that the limiter refused locally (the transcript
-// ends with the refusal: Call.NotRetried is ReasonLimiter); nil when the
-// last attempt got no answer.
+// *APIError, or nil when the last attempt got no answer. It serves a retry
+// that the limiter refused locally. The transcript then ends with the
+// refusal: Call.NotRetried is ReasonLimiter.
 func (st *callState) lastAnswer() *APIError {
 	if st.status == 0 {
 		return nil
@@ -824,14 +831,14 @@ func (st *callState) lastAnswer() *APIError {
 	return st.answerError()
 }
 
-// notSent is the 429 of a call that its rate limit held back, for why:
-// wait is what it would still have had to wait.
+// notSent is the 429 of a call that its rate limit held back, for why. wait
+// is what it would still have had to wait.
 func (st *callState) notSent(wait time.Duration, why string) *APIError {
 	return notSentError(st.method, st.path, wait, why)
 }
 
 // notSentError is the 429 the SDK answers itself for a request it did not
-// send (method, path) because of a rate limit, for why: wait is what is
+// send (method, path) because of a rate limit, for why. wait is what is
 // left of that limit's wait.
 func notSentError(method, path string, wait time.Duration, why string) *APIError {
 	return &APIError{
@@ -840,8 +847,8 @@ func notSentError(method, path string, wait time.Duration, why string) *APIError
 	}
 }
 
-// partitionKey names the call's rate-limit partition, hashing the token only
-// when a limiter needs it (most calls never do).
+// partitionKey names the call's rate-limit partition. It hashes the token
+// only when a limiter needs it, which most calls never do.
 func (st *callState) partitionKey() string {
 	if st.partition == "" {
 		st.partition = partitionFor(st.token)
@@ -877,9 +884,10 @@ type event struct {
 	err     error               // callEnded; limiterDown
 }
 
-// report is the one place a call tells about itself: its transcript (Call),
-// the observer (Observer) and the logs, at each point of its life (event).
-// It returns the call's context, which an observer's StartCall may extend.
+// report is the one place a call tells about itself, at each point of its
+// life (event). It tells its transcript (Call), the observer (Observer) and
+// the logs. It returns the call's context, which an observer's StartCall
+// may extend.
 func (st *callState) report(ctx context.Context, ev event) context.Context {
 	c, call := st.c, st.call
 	switch ev.kind {
@@ -889,9 +897,9 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		}
 
 	case admitted:
-		// The observer reads admissions in the transcript (see Observer). A
-		// cooldown the call is about to wait out is told to the request's
-		// onRateWait too.
+		// The observer reads admissions in the transcript (see Observer).
+		// The request's onRateWait also hears of a cooldown the call is
+		// about to wait out.
 		adm := ev.adm
 		call.Limiter = append(call.Limiter, LimiterWait{
 			Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
@@ -914,7 +922,7 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		}
 
 	case shut:
-		// The transcript ends with the refusal; the observer reads it there
+		// The transcript ends with the refusal. The observer reads it there
 		// (EndCall), as it reads the limiter's.
 		call.Limiter = append(call.Limiter, LimiterWait{
 			Before: len(call.Attempts) + 1, At: c.now(), Partition: st.partitionKey(),
@@ -926,7 +934,7 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		}
 
 	case attemptSent:
-		// The attempt's entry opens in the transcript; the observer may add
+		// The attempt's entry opens in the transcript. The observer may add
 		// its headers.
 		call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: len(st.requestBody)})
 		if c.observer != nil {
@@ -946,8 +954,8 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		if a == nil {
 			return ctx // no attempt is open
 		}
-		// One line at debug with its facts, one at info with the retry
-		// decision when the answer was a retry matter, and the observer's
+		// One line at debug with its facts. One at info with the retry
+		// decision, when the answer was a retry matter. Then the observer's
 		// EndAttempt.
 		if c.logger != nil {
 			if c.logger.Enabled(ctx, slog.LevelDebug) {
@@ -981,7 +989,7 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		}
 
 	case callEnded:
-		// The transcript closes and goes with what the call returns; what
+		// The transcript closes and goes with what the call returns. What
 		// the user must act on is logged at warn.
 		call.Duration = c.now().Sub(call.Start)
 		call.Outcome = outcomeOf(ev.err)
@@ -1007,8 +1015,8 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 }
 
 // recordAttempt completes the transcript's entry of the attempt that just
-// came back with what it got and the decision taken; nil when no attempt
-// is open.
+// came back. It adds what the attempt got and the decision taken. It
+// returns nil when no attempt is open.
 func (st *callState) recordAttempt(ev event) *Attempt {
 	call, o, d := st.call, ev.o, ev.d
 	if len(call.Attempts) == 0 {
@@ -1042,8 +1050,8 @@ func (st *callState) recordAttempt(ev event) *Attempt {
 }
 
 // logDecision logs a retry decision at info: a retry, or a retryable
-// failure returned instead (what the user must act on is logged at warn
-// when the call ends).
+// failure returned instead. What the user must act on is logged at warn
+// when the call ends.
 func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 	msg := "rail0: retrying"
 	switch {
@@ -1071,8 +1079,8 @@ func (c *Client) logDecision(ctx context.Context, call *Call, a *Attempt) {
 }
 
 // logDeprecation logs, at warn, that the gateway deprecates the call's
-// operation or will retire it: once per operation (deprecationNotes), not
-// on every call.
+// operation or will retire it. It logs once per operation
+// (deprecationNotes), not on every call.
 func (c *Client) logDeprecation(ctx context.Context, call *Call, a *Attempt) {
 	op := call.Operation
 	if op == "" {
@@ -1095,9 +1103,9 @@ func (c *Client) logDeprecation(ctx context.Context, call *Call, a *Attempt) {
 	c.logger.LogAttrs(ctx, slog.LevelWarn, "rail0: the gateway deprecates this operation; move off it before its sunset", attrs...)
 }
 
-// logOutcome logs, at warn, the failures the user must act on: a write
-// whose outcome is unknown (read the resource before doing it again), and a
-// redirect (the base URL is wrong or a proxy is in the way).
+// logOutcome logs, at warn, the failures the user must act on. One is a
+// write whose outcome is unknown: read the resource before doing it again.
+// The other is a redirect: the base URL is wrong or a proxy is in the way.
 func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
 	var msg string
 	var apiErr *APIError
@@ -1113,9 +1121,9 @@ func (c *Client) logOutcome(ctx context.Context, call *Call, err error) {
 		slog.Int("attempts", len(call.Attempts)), slog.String("request_id", call.RequestID()))...)
 }
 
-// callAttrs opens every log line about a call with the same keys, so that
-// one search on call_id finds its attempts, limiter waits, retry decisions
-// and outcome, and one on label a view's calls.
+// callAttrs opens every log line about a call with the same keys. One
+// search on call_id then finds its attempts, limiter waits, retry decisions
+// and outcome. One on label finds a view's calls.
 func callAttrs(call *Call, more ...slog.Attr) []slog.Attr {
 	attrs := make([]slog.Attr, 0, 4+len(more))
 	attrs = append(attrs, slog.Uint64("call_id", call.ID), slog.String("method", call.Method), slog.String("path", call.Path))
@@ -1125,13 +1133,14 @@ func callAttrs(call *Call, more ...slog.Attr) []slog.Attr {
 	return append(attrs, more...)
 }
 
-// bearer asks the client's token source for a token. refused, when not
-// empty, is the token a 401 just refused: it reaches the source in the
-// context, as a read-only value (sessionRefusal), and a tokenSource's Token
-// drops that session, then (renew) returns a token of a fresh one, or
-// (!renew) returns at once without signing in; the caller does not use that
-// answer. Nothing else rides in the context: the answer is the token, which
-// itself names the session.
+// bearer asks the client's token source for a token.
+//
+// refused, when not empty, is the token a 401 just refused. It reaches the
+// source in the context, as a read-only value (sessionRefusal). A
+// tokenSource's Token drops that session. With renew, it then returns a
+// token of a fresh one. Without renew, it returns at once without signing
+// in, and the caller does not use that answer. Nothing else rides in the
+// context. The answer is the token, which itself names the session.
 func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string, error) {
 	if c.tokenSource == nil {
 		return "", nil
@@ -1139,8 +1148,8 @@ func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string
 	if refused != "" {
 		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{token: refused, renew: renew})
 	} else if n, ok := ctx.Value(sessionRefusalKey{}).(sessionRefusal); ok && n.token != "" {
-		// ctx is that of a call made inside another client's token source
-		// after a 401 of its own: that refusal is not about this client.
+		// ctx is that of a call made inside another client's token source,
+		// after a 401 of its own. That refusal is not about this client.
 		ctx = context.WithValue(ctx, sessionRefusalKey{}, sessionRefusal{})
 	}
 	tok, err := c.tokenSource(c.withCaller(ctx))
@@ -1156,10 +1165,9 @@ func (c *Client) bearer(ctx context.Context, refused string, renew bool) (string
 	return tok, nil
 }
 
-// checkHeaderValue refuses a header value that net/http would not send (a
-// control character such as CR or LF, or DEL), so that such a call fails at
-// once with a *ValidationError instead of as a transport error after
-// retries.
+// checkHeaderValue refuses a header value that net/http would not send: a
+// control character such as CR or LF, or DEL. Such a call then fails at
+// once with a *ValidationError, not as a transport error after retries.
 func checkHeaderValue(field, v string) error {
 	for i := 0; i < len(v); i++ {
 		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
@@ -1179,15 +1187,16 @@ func (c *Client) resolve(path string, query url.Values) string {
 	return u
 }
 
-// resolveShown is resolve with the query's values redacted but for the
-// keys shown (shownQuery): what the transcript, the logs and the
+// resolveShown is resolve with the query's values redacted, but for the
+// keys shown (shownQuery). It is what the transcript, the logs and the
 // observers see.
 func (c *Client) resolveShown(path string, query url.Values) string {
 	return c.baseStr + strings.TrimLeft(path, "/") + "?" + redactQuery(query, c.shownQuery)
 }
 
 // isNotSent reports whether a transport error proves the request never left
-// the client: the connection could not be opened or the name not resolved.
+// the client. Either the connection could not be opened, or the name could
+// not be resolved.
 func isNotSent(err error) bool {
 	var cut *attemptTimeoutError
 	if errors.As(err, &cut) {
@@ -1210,17 +1219,17 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// passthroughErrorHandler keeps the final response and error: the default
+// passthroughErrorHandler keeps the final response and error. The default
 // handler would close the response and lose the status and Retry-After.
 func passthroughErrorHandler(resp *http.Response, err error, _ int) (*http.Response, error) {
 	return resp, err
 }
 
-// readBody reads and closes a response body, replacing it with http.NoBody
-// so retryablehttp's drain is a no-op. A success body larger than limit
-// is a *ResponseTooLargeError, not read at all when its Content-Length
-// says so. A success body that breaks off is an error. An error body is
-// cut at maxErrorBody (or limit, if lower) and never fails.
+// readBody reads and closes a response body. It replaces the body with
+// http.NoBody, so retryablehttp's drain is a no-op. A success body larger
+// than limit is a *ResponseTooLargeError. It is not read at all when its
+// Content-Length says so. A success body that breaks off is an error. An
+// error body is cut at maxErrorBody (or limit, if lower) and never fails.
 func readBody(resp *http.Response, success bool, limit int64) ([]byte, error) {
 	body := resp.Body
 	resp.Body = http.NoBody
@@ -1284,6 +1293,6 @@ func truncate(b []byte, n int) []byte {
 }
 
 // newIdempotencyKey returns a random key (128 bits from crypto/rand) for a
-// write the caller gave no key: generated once per call, the same on every
-// attempt.
+// write the caller gave no key. It is generated once per call and is the
+// same on every attempt.
 func newIdempotencyKey() string { return rand.Text() }

@@ -12,21 +12,21 @@ import (
 
 // This file shares one request among identical reads in flight at once
 // (WithSharedReads). Eight concurrent Payments.Get of one id send one
-// request: the first starts a flight, the others join it, and each decodes
+// request. The first starts a flight, and the others join it. Each decodes
 // the answer into its own value. The flight is a call like any other
-// (send.go), run on a goroutine of its own under a context no caller can
-// cancel: each caller waits with its own context and leaves when it ends,
-// and the request is cancelled only when every caller has left. Only reads
-// are shared, and only among calls made with the same credential and the
-// same retry settings: a flight never carries one session's answer to
-// another.
+// (send.go). It runs on a goroutine of its own, under a context no caller
+// can cancel. Each caller waits with its own context and leaves when it
+// ends. The request is cancelled only when every caller has left. Only
+// reads are shared, and only among calls made with the same credential and
+// the same retry settings. So a flight never carries one session's answer
+// to another.
 
 // flightKey names the reads that may share one request.
 type flightKey struct {
 	method string
 	url    string // the request's URL, query included
 	cred   [sha256.Size]byte
-	policy policy // the view's settings: a handler's call waits no longer than its own
+	policy policy // the view's settings, so a handler's call waits no longer than its own
 }
 
 // flights are the shared reads in flight on a client.
@@ -35,8 +35,8 @@ type flights struct {
 	m  map[flightKey]*flight
 }
 
-// flight is one shared read: the call, the callers waiting for it, and
-// what it got.
+// flight is one shared read: the call, the callers waiting for it, and what
+// it got.
 type flight struct {
 	done    chan struct{} // closed when the call has returned
 	waiters int           // callers still waiting (flights.mu)
@@ -49,18 +49,19 @@ type flight struct {
 	st   *callState
 }
 
-// WithSharedReads lets identical reads in flight at once share one
-// request (off by default). Concurrent GETs with the same URL, credential
-// and retry settings send it once; each caller gets its own copy of the
-// answer. Each waits with its own
-// context: one that ends returns at once (a *TransportError with the
-// context's error), and the request goes on for the others; it is
-// cancelled only when every caller has left. The shared request is one
-// call, with one transcript (each caller gets a copy) and one report to
-// the observers, under the first caller's context values (its trace). It
-// has no deadline of its own, so it may wait out a 429 longer than a
-// caller's deadline; that caller returns at its deadline. Writes and
-// Client.Raw are never shared.
+// WithSharedReads lets identical reads in flight at once share one request
+// (off by default). Concurrent GETs with the same URL, credential and retry
+// settings send it once. Each caller gets its own copy of the answer.
+//
+// Each caller waits with its own context. One whose context ends returns
+// at once, with a *TransportError holding the context's error. The request
+// goes on for the others. It is cancelled only when every caller has left.
+//
+// The shared request is one call, with one transcript; each caller gets a
+// copy. It is one report to the observers, under the first caller's
+// context values (its trace). It has no deadline of its own, so it may
+// wait out a 429 longer than a caller's deadline. That caller returns at
+// its deadline. Writes and Client.Raw are never shared.
 func WithSharedReads(on bool) Option {
 	return func(c *config) error {
 		c.sharedReads = on
@@ -68,14 +69,14 @@ func WithSharedReads(on bool) Option {
 	}
 }
 
-// shareable reports whether r may share a request: a read the contract
-// names, made by the SDK's own methods.
+// shareable reports whether r may share a request. It must be a read the
+// contract names, made by the SDK's own methods.
 func shareable(r *request) bool {
 	return r.op != nil && classOf(r.op.method, r.op) == opRead && !r.raw && r.body == nil &&
 		r.identify == nil && r.onRateWait == nil
 }
 
-// doShared is do for a shareable read on a client WithSharedReads: it
+// doShared is do for a shareable read on a client WithSharedReads. It
 // joins the flight of an identical read, or starts one.
 func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, error) {
 	path, err := r.op.path(r.args)
@@ -109,8 +110,8 @@ func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, 
 	return f.answer(out)
 }
 
-// join returns the flight of key, counting the caller in; start begins
-// one when there is none.
+// join returns the flight of key, counting the caller in. start begins one
+// when there is none.
 func (fs *flights) join(key flightKey, start func(*flight)) *flight {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -127,8 +128,8 @@ func (fs *flights) join(key flightKey, start func(*flight)) *flight {
 	return f
 }
 
-// leave counts a caller out of f; the last one out cancels the request
-// if it is still running.
+// leave counts a caller out of f. The last one out cancels the request if
+// it is still running.
 func (fs *flights) leave(key flightKey, f *flight) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -141,10 +142,10 @@ func (fs *flights) leave(key flightKey, f *flight) {
 	f.cancel()
 }
 
-// fly runs the shared call and keeps its answer. It decodes the answer
-// into a value of out's type of its own, so that the call reports a body
-// that does not decode as any call does; each caller decodes again into
-// its own value.
+// fly runs the shared call and keeps its answer. It decodes the answer into
+// a value of out's type of its own. So the call reports a body that does
+// not decode as any call does. Each caller decodes again into its own
+// value.
 func (c *Client) fly(ctx context.Context, key flightKey, f *flight, r *request, out any, token string) {
 	defer close(f.done)
 	defer c.flights.finished(key, f)
@@ -162,8 +163,8 @@ func (c *Client) fly(ctx context.Context, key flightKey, f *flight, r *request, 
 	f.body, f.st = st.body, st
 }
 
-// finished takes f out of the flights a caller may join: a read made
-// from now on sends its own request.
+// finished takes f out of the flights a caller may join. A read made from
+// now on sends its own request.
 func (fs *flights) finished(key flightKey, f *flight) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -172,9 +173,9 @@ func (fs *flights) finished(key flightKey, f *flight) {
 	}
 }
 
-// answer is the flight's answer as one caller gets it: its own copy of
-// the Response and its transcript, or of the error, and the body decoded
-// into its own out.
+// answer is the flight's answer as one caller gets it. The caller gets its
+// own copy of the Response and its transcript, or of the error. It gets the
+// body decoded into its own out.
 func (f *flight) answer(out any) (*Response, error) {
 	if f.err != nil {
 		return nil, copyCallError(f.err)
@@ -211,9 +212,9 @@ func copyCall(call *Call) *Call {
 	return &out
 }
 
-// copyCallError returns a copy of a call's error for one caller: the
-// SDK's error types are copied with their transcript, anything else is
-// returned as it is.
+// copyCallError returns a copy of a call's error for one caller. The SDK's
+// error types are copied with their transcript. Anything else is returned
+// as it is.
 func copyCallError(err error) error {
 	switch e := err.(type) {
 	case *APIError:
@@ -235,7 +236,7 @@ func copyCallError(err error) error {
 	return err
 }
 
-// cloneQuery returns a copy of q: the flight outlives its first caller,
+// cloneQuery returns a copy of q. The flight outlives its first caller,
 // whose values it must not share.
 func cloneQuery(q map[string][]string) map[string][]string {
 	if q == nil {

@@ -7,49 +7,33 @@ import (
 	"time"
 )
 
-// With returns a view of c whose calls use the retry settings opts give,
-// and c's for the rest. The options are NewClient's: WithRetryOn429,
-// WithMaxRetryWait, WithMaxRetries, WithAttemptTimeout and WithLabel
-// apply per call. Every other option sets what the view shares with c:
-// given here, it makes every call of the view return a *ValidationError
-// (Field "option") before sending, as an invalid value does (a negative
-// WithMaxRetries, say). The view is c in every other way: one connection
-// pool, one session, one limiter (so one cooldown and one learned budget
-// per rate-limit partition), one retry budget, one set of counters and
-// pins, one record of created payments. It costs one allocation; make one
-// per kind of caller and keep it, or make one per call:
+// With returns a view of c whose calls use the retry settings opts give.
+// For the rest they use c's. The options are NewClient's. WithRetryOn429,
+// WithMaxRetryWait, WithMaxRetries, WithAttemptTimeout and WithLabel apply
+// per call. Every other option sets what the view shares with c. Given
+// here, it makes every call of the view return a *ValidationError (Field
+// "option") before sending, as an invalid value does (a negative
+// WithMaxRetries, say).
+//
+// The view is c in every other way. It has one connection pool, one
+// session and one limiter, so one cooldown and one learned budget per
+// rate-limit partition. It has one retry budget, one set of counters and
+// pins, and one record of created payments. It costs one allocation. Make
+// one per kind of caller and keep it, or make one per call:
 //
 //	handler := client.With(rail0.WithRetryOn429(false)) // pass RetryAfter on
 //	job := client.With(rail0.WithRetryOn429(true), rail0.WithMaxRetryWait(10*time.Minute))
 //
 // Every request a method of the view sends honours its settings: each
 // request of a flow, each page of an iterator, and the sign-in a call
-// triggers. A call that needs the session while a call of another view
-// leads the sign-in waits for it only as long as its own settings would
-// wait (the package doc's retry contract, item 6). A view of a view
-// applies both, the later one winning.
+// triggers. A call may need the session while a call of another view leads
+// the sign-in. It then waits only as long as its own settings would (item 6
+// of the retry contract, docs/retries.md). A view of a view applies both,
+// the later one winning.
 //
-// Why a view: aws-sdk-go-v2 takes per-operation option functions
-// (optFns ...func(*Options)) on every method, which here would put a
-// variadic tail on methods that already end in their params, or let a
-// per-call option replace what must be shared (the limiter, the signer).
-// stripe-go carries per-call settings in each operation's Params, which
-// a flow of several requests or an iterator would have to pass to each of
-// its requests by hand. go-github puts read-only flags in the context,
-// where nothing in the signature says they exist and every context
-// derived from a request's would carry them into unrelated calls. A view
-// is an explicit value of the type the caller already uses, so a handler
-// and a job hold their own Client and nothing else changes; and it takes
-// the options NewClient takes, so a setting has one name. go-retryablehttp
-// declined per-call settings; the hooks here are built per call already
-// (see callState), so they read the view's settings at no cost.
-//
-// The Idempotency-Key is not a setting of a view: it belongs to the one
-// request it protects, so it stays in that request's params, as in
-// stripe-go (PaymentCreateParams.IdempotencyKey, RawRequest.IdempotencyKey),
-// the only places the gateway takes one. A key on a view would be sent with
-// every payment created through it, and the gateway answers a repeated key
-// with the payment it created first.
+// The Idempotency-Key is not a setting of a view. It stays in the params of
+// the one request it protects. docs/configuration.md says why, and why a
+// view rather than per-call options or the context.
 func (c *Client) With(opts ...Option) *Client {
 	w := &struct {
 		view
@@ -73,12 +57,12 @@ var errNotPerCall = &ValidationError{Field: "option",
 	Reason: "only WithRetryOn429, WithMaxRetryWait, WithMaxRetries, WithAttemptTimeout and WithLabel apply to the calls of a view (Client.With); give the others to NewClient"}
 
 // callOption applies opt, an option given to With, to the overrides of a
-// view: it runs opt on probe, cleared first, and takes the retry settings
-// it set. An option that sets none of them (every option but the four
-// per-call ones, which record what they set in config.call) is refused, as
-// is a nil one. An invalid value is refused with opt's own reason, as a
-// *ValidationError whatever opt returned: NewClient's options report in
-// several forms, and With promises one.
+// view. It runs opt on probe, cleared first, and takes the retry settings
+// it set. The per-call options record what they set in config.call. An
+// option that sets none of them is refused, as is a nil one. An invalid
+// value is refused with opt's own reason, as a *ValidationError whatever
+// opt returned. NewClient's options report in several forms, and With
+// promises one.
 func callOption(opt Option, probe *config, over *callOverrides) error {
 	if opt == nil {
 		return &ValidationError{Field: "option", Reason: "must not be nil"}
@@ -136,9 +120,9 @@ func (o callOverrides) apply(p policy) policy {
 	return p
 }
 
-// under returns o with the settings of inner in place of its own: the
-// settings of a call made on behalf of another (inner's view) yield to
-// those its own view set explicitly.
+// under returns o with the settings of inner in place of its own. A call
+// may be made on behalf of another, from inner's view. The settings of the
+// other call then yield to those its own view set explicitly.
 func (o callOverrides) under(inner callOverrides) callOverrides {
 	own := inner.set
 	inner.set |= o.set
@@ -161,24 +145,25 @@ func (o callOverrides) under(inner callOverrides) callOverrides {
 }
 
 // callerOverridesKey carries the overrides of the view a call was made
-// through to the calls made on its behalf by the client's token source (a
-// sign-in), as a read-only value (callerOverrides): the token source's
-// client is not the view. Only bearer sets it.
+// through. They reach the calls the client's token source makes on its
+// behalf (a sign-in), as a read-only value (callerOverrides). The token
+// source's client is not the view. Only bearer sets it.
 type callerOverridesKey struct{}
 
 // callerOverrides is what a view changed, and whose views they apply to:
 // the views of one client (one clientState). The context handed to a token
-// source reaches whatever that source calls with it, another rail0 client
-// included (a WithTokenSource function that asks a vault through one), and
-// a client built with other settings must not take this one's.
+// source reaches whatever that source calls with it. That includes another
+// rail0 client, say in a WithTokenSource function that asks a vault
+// through one. A client built with other settings must not take this
+// one's.
 type callerOverrides struct {
 	state *clientState
 	over  callOverrides
 }
 
-// forCaller returns the view the calls made on behalf of ctx's caller use:
-// c itself unless that caller, a view of c's client, set something c did
-// not.
+// forCaller returns the view the calls made on behalf of ctx's caller use.
+// It is c itself, unless that caller, a view of c's client, set something c
+// did not.
 func (c *Client) forCaller(ctx context.Context) *Client {
 	caller, ok := ctx.Value(callerOverridesKey{}).(callerOverrides)
 	if !ok || caller.state != c.clientState || caller.over.set&^c.over.set == 0 {
@@ -200,7 +185,7 @@ func (c *Client) withCaller(ctx context.Context) context.Context {
 }
 
 // serviceSet holds one of each service, allocated with the Client they
-// serve: a view costs one allocation.
+// serve. So a view costs one allocation.
 type serviceSet struct {
 	auth           AuthService
 	chains         ChainsService
@@ -215,7 +200,7 @@ type serviceSet struct {
 	discovery      DiscoveryService
 }
 
-// view is a Client with its services, allocated together: a view costs
+// view is a Client with its services, allocated together. So a view costs
 // one allocation.
 type view struct {
 	Client
@@ -246,8 +231,8 @@ func initView(v *view, state *clientState, p policy, over callOverrides, err err
 	return c
 }
 
-// noteWaiters records, when c's calls wait for the limiter, that the client
-// has such calls, so that every call tells the limiter what its answers say
+// noteWaiters records that the client has calls that wait for the limiter,
+// when c's calls do. Then every call tells the limiter what its answers say
 // (see clientState.waiters).
 func (c *Client) noteWaiters() {
 	if c.policy.retryOn429 && c.cooldown || c.pacingOn {

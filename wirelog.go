@@ -18,28 +18,35 @@ import (
 
 // This file is the wire log (WithWireLog): what each attempt sent and got,
 // headers and bodies, at debug level, with every credential redacted. The
-// rule errs on the side of redacting: a header or a JSON string is shown
-// only when its name is on a list of what carries no credential; anything
-// else, an unknown field the gateway adds tomorrow included, is redacted.
+// rule errs on the side of redacting. A header or a JSON string is shown
+// only when its name is on a list of what carries no credential. Anything
+// else is redacted, an unknown field the gateway adds tomorrow included.
 
-// WithWireLog turns the wire log on or off (off by default). On, the
-// WithLogger logger gets, at debug level, a line when each attempt leaves
-// ("rail0: wire request": method, URL, headers, body) and one when its
-// answer arrives ("rail0: wire response": status, headers, body), with the
-// call_id and attempt of the other lines. Credentials are redacted, never
-// shown in part: the Authorization header and every header not on a short
-// list of harmless ones (Content-Type, Date, Retry-After, X-Request-Id, the
-// rate-limit fields, ...); in a JSON body, every string whose field is not
-// one that names or counts something (ids, statuses, modes, amounts,
-// addresses, chain ids, times, the error envelope's code, title and
-// detail), so that a bearer token, a SIWE message's signature, a signed
-// transaction, a webhook's shared secret and any field the SDK does not
-// know are shown as "[redacted]"; numbers, booleans and null are shown. In
-// the URL and the Link header, a query value is shown only under a safe
-// key (WithSafeQueryKeys). A
-// body that is not JSON is not shown, only its size and type; a body's
-// line is cut after 8 KiB. NewClient refuses WithWireLog(true) without
-// WithLogger.
+// WithWireLog turns the wire log on or off (off by default). NewClient
+// refuses WithWireLog(true) without WithLogger. On, the WithLogger logger
+// gets two lines at debug level, with the call_id and attempt of the other
+// lines:
+//   - "rail0: wire request" when each attempt leaves: method, URL, headers,
+//     body;
+//   - "rail0: wire response" when its answer arrives: status, headers,
+//     body.
+//
+// Credentials are redacted, never shown in part:
+//   - the Authorization header, and every header not on a short list of
+//     harmless ones (Content-Type, Date, Retry-After, X-Request-Id, the
+//     rate-limit fields, ...);
+//   - in a JSON body, every string whose field does not name or count
+//     something. Shown fields are ids, statuses, modes, amounts,
+//     addresses, chain ids, times, and the error envelope's code, title and
+//     detail.
+//   - in the URL and the Link header, every query value whose key is not
+//     safe (WithSafeQueryKeys).
+//
+// So a bearer token, a SIWE message's signature, a signed transaction, a
+// webhook's shared secret and any field the SDK does not know are shown as
+// "[redacted]". Numbers, booleans and null are shown. A body that is not
+// JSON is not shown, only its size and type. A body's line is cut after
+// 8 KiB.
 func WithWireLog(on bool) Option {
 	return func(c *config) error {
 		c.wireLog = on
@@ -56,13 +63,13 @@ const (
 	maxWireString = 256
 )
 
-// WithSafeQueryKeys names query parameters whose values may be shown, in
-// addition to the contract's own filters and pagination (but token, a
-// name that means a credential in many APIs).
-// Every other value of a call's query is shown as "REDACTED" in the
-// transcript (Call.URL), the wire log, transport errors and what
-// observers record (rail0otel's url.full): a Raw call's access_token, say.
-// Keys match exactly, case included. Given several times, the keys add up.
+// WithSafeQueryKeys names query parameters whose values may be shown. They
+// add to the contract's own filters and pagination, but for token, a name
+// that means a credential in many APIs. Every other value of a call's
+// query is shown as "REDACTED": a Raw call's access_token, say. That holds
+// in the transcript (Call.URL), the wire log, transport errors and what
+// observers record (rail0otel's url.full). Keys match exactly, case
+// included. Given several times, the keys add up.
 func WithSafeQueryKeys(keys ...string) Option {
 	return func(c *config) error {
 		for _, k := range keys {
@@ -82,11 +89,11 @@ func WithSafeQueryKeys(keys ...string) Option {
 }
 
 // defaultSafeQuery are the query keys whose values are shown without
-// WithSafeQueryKeys: the filters and pagination of the contract's
-// operations, which carry ids, addresses, statuses, numbers and dates
-// (TestDefaultSafeQueryKeysAreTheContracts holds them to the contract).
-// The contract's token filter is left out: it holds an address, but
-// "token" names a credential in many APIs, and a Raw call may send one.
+// WithSafeQueryKeys. They are the filters and pagination of the contract's
+// operations, which carry ids, addresses, statuses, numbers and dates.
+// TestDefaultSafeQueryKeysAreTheContracts holds them to the contract. The
+// contract's token filter is left out. It holds an address, but "token"
+// names a credential in many APIs, and a Raw call may send one.
 var defaultSafeQuery = map[string]bool{
 	"account_id": true, "active": true, "address": true, "by": true, "chain_id": true,
 	"circuit_state": true, "created_from": true, "created_to": true, "default": true,
@@ -101,8 +108,8 @@ var defaultSafeQuery = map[string]bool{
 // semantic conventions write it in url.full.
 const redactedQueryValue = "REDACTED"
 
-// redactQuery encodes q as url.Values.Encode does (keys sorted), each
-// value replaced by redactedQueryValue unless shown[key].
+// redactQuery encodes q as url.Values.Encode does, keys sorted. Each value
+// is replaced by redactedQueryValue unless shown[key].
 func redactQuery(q url.Values, shown map[string]bool) string {
 	safe := make(url.Values, len(q))
 	for k, vs := range q {
@@ -119,9 +126,9 @@ func redactQuery(q url.Values, shown map[string]bool) string {
 	return safe.Encode()
 }
 
-// redactURL returns raw with its query's values redacted as in Call.URL;
-// raw as it is when it has no query, and nothing of it when it cannot be
-// parsed.
+// redactURL returns raw with its query's values redacted as in Call.URL.
+// It returns raw as it is when it has no query, and nothing of it when it
+// cannot be parsed.
 func redactURL(raw string, shown map[string]bool) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -140,9 +147,9 @@ func redactURL(raw string, shown map[string]bool) string {
 	return u.String()
 }
 
-// wireLink is a Link header's value as the wire log shows it: each
-// <URL> with its query redacted (the gateway's next-page links repeat
-// the call's query).
+// wireLink is a Link header's value as the wire log shows it: each <URL>
+// with its query redacted. The gateway's next-page links repeat the call's
+// query.
 func wireLink(v string, shown map[string]bool) string {
 	var b strings.Builder
 	for {
@@ -158,8 +165,8 @@ func wireLink(v string, shown map[string]bool) string {
 	}
 }
 
-// wireHeaders are the headers the wire log shows as they are: none carries
-// a credential. Every other header's value is redacted.
+// wireHeaders are the headers the wire log shows as they are, since none
+// carries a credential. Every other header's value is redacted.
 var wireHeaders = map[string]bool{
 	"Accept": true, "Accept-Encoding": true, "Cache-Control": true, "Content-Encoding": true,
 	"Content-Length": true, "Content-Type": true, "Date": true, "Etag": true, "Idempotency-Key": true,
@@ -172,11 +179,11 @@ var wireHeaders = map[string]bool{
 
 // wireFields are the JSON fields whose string values the wire log shows:
 // what names, counts or describes a payment, a chain or an error. A field
-// that carries a credential or free text the SDK cannot vouch for (token,
-// signature, signed_transaction, shared_secret, message, nonce, metadata,
-// callback_url, rpc_urls, data, ...) is not here, and neither is one the
-// SDK does not know. Fields ending in _id, _at, _amount, _expiry or _block
-// are shown too (see wireShown).
+// that carries a credential or free text the SDK cannot vouch for is not
+// here: token, signature, signed_transaction, shared_secret, message,
+// nonce, metadata, callback_url, rpc_urls, data, ... Neither is one the SDK
+// does not know. Fields ending in _id, _at, _amount, _expiry or _block are
+// shown too (see wireShown).
 var wireFields = map[string]bool{
 	"id": true, "status": true, "mode": true, "operation": true, "event_type": true, "topic": true,
 	"network_type": true, "circuit_state": true, "amount": true, "captured": true, "refunded": true,
@@ -237,7 +244,7 @@ func (c *Client) logWireResponse(ctx context.Context, st *callState, status int,
 }
 
 // wireHeader is a header as the wire log shows it: a group of its fields,
-// sorted, each value shown when the field is harmless and redacted
+// sorted. Each value is shown when the field is harmless, and redacted
 // otherwise.
 func wireHeader(h http.Header, shown map[string]bool) slog.Attr {
 	keys := make([]string, 0, len(h))
@@ -259,9 +266,9 @@ func wireHeader(h http.Header, shown map[string]bool) slog.Attr {
 	return slog.Group("header", attrs...)
 }
 
-// wireBody is a body as the wire log shows it: JSON with every string whose
-// field is not shown replaced by "[redacted]", cut after maxWireBody; for a
-// body that is not JSON, only its size and type.
+// wireBody is a body as the wire log shows it. JSON is shown with every
+// string whose field is not shown replaced by "[redacted]", cut after
+// maxWireBody. A body that is not JSON shows only its size and type.
 func wireBody(body []byte, contentType string) string {
 	mediaType, _, _ := mime.ParseMediaType(contentType)
 	if mediaType == "application/json" || strings.HasSuffix(mediaType, "+json") || mediaType == "" {
@@ -283,11 +290,11 @@ type jsonFrame struct {
 	n         int    // members written so far
 }
 
-// redactJSON writes body back as JSON with every string value whose field
-// wireShown refuses replaced by "[redacted]", keeping the order of the
-// fields, and stops after limit bytes ("…(n bytes in all)"). It reports
-// false when body is not JSON from its first byte; a body that breaks off
-// later is shown up to there. Only the first JSON value is read.
+// redactJSON writes body back as JSON, keeping the order of the fields.
+// Every string value whose field wireShown refuses is replaced by
+// "[redacted]". It stops after limit bytes ("…(n bytes in all)"). It
+// reports false when body is not JSON from its first byte. A body that
+// breaks off later is shown up to there. Only the first JSON value is read.
 func redactJSON(body []byte, limit int) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -325,8 +332,8 @@ func redactJSON(body []byte, limit int) (string, bool) {
 			continue
 		}
 		if f != nil && !closing {
-			// What follows is a member of f: after it, f's next token is a
-			// key (or the end) again.
+			// What follows is a member of f. After it, f's next token is
+			// a key (or the end) again.
 			f.n++
 			f.expectKey = f.object
 		}
