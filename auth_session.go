@@ -89,6 +89,8 @@ type loginCall struct {
 	// are guarded by tokenSource.mu.
 	wait    rateWait
 	changed chan struct{}
+	// ended is when the sign-in returned: a 429 it got came before.
+	ended time.Time
 }
 
 // rateWait is a wait for a rate limit that a call has started. It says on
@@ -219,6 +221,9 @@ func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 				return call.session, nil
 			}
 			if ctx.Err() == nil && (isContextErr(call.err) || ts.ownBudgetAdmits(ctx, call.err)) {
+				if err := ts.waitOutLeader(ctx, call); err != nil {
+					return nil, err
+				}
 				continue // the leader gave up or ran out of budget; lead a sign-in ourselves
 			}
 			return nil, call.err
@@ -250,7 +255,7 @@ func (ts *tokenSource) current(ctx context.Context) (*Session, error) {
 
 		ts.mu.Lock()
 		ts.inflight = nil
-		call.session, call.err = session, err
+		call.session, call.err, call.ended = session, err, ts.auth.client.now()
 		if err == nil {
 			ts.session = session
 			ts.obtained = ts.now()
@@ -312,6 +317,47 @@ func (ts *tokenSource) await(ctx context.Context, call *loginCall) error {
 			return signInError(ctx.Err())
 		}
 	}
+}
+
+// waitOutLeader waits, before a caller signs in again after the sign-in
+// it waited for failed, until that sign-in's 429 may be retried:
+// min(Retry-After, RetryAfterCap) after it arrived, plus additive jitter.
+// Signing in again is that request's retry. A caller whose context ends
+// first gets the 429, not sent, matching ctx's error too.
+func (ts *tokenSource) waitOutLeader(ctx context.Context, call *loginCall) error {
+	var apiErr *APIError
+	if !errors.As(call.err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || apiErr.RetryAfter <= 0 {
+		return nil
+	}
+	c := ts.auth.client.forCaller(ctx)
+	from := call.ended
+	if a := lastAttempt(apiErr.Call); a != nil && a.StatusCode == http.StatusTooManyRequests && !apiErr.NotSent {
+		from = a.Sent.Add(a.Duration)
+	}
+	w, _ := serverWait(apiErr.RetryAfter, c.policy.retryAfterCap, maxDuration, c.rand())
+	until := from.Add(w)
+	left := until.Sub(c.now())
+	if left <= 0 {
+		return nil
+	}
+	refusal := func() *APIError {
+		return rateWait{method: apiErr.Method, path: apiErr.Path}.refusal(max(until.Sub(c.now()), 0))
+	}
+	if !ts.ownBudgetWaits(ctx, left) {
+		return signInError(refusal()) // a caller that would not wait that long: at once
+	}
+	if !sleepCtx(ctx, left) {
+		return signInError(refusal().withCause(ctx.Err()))
+	}
+	return nil
+}
+
+// lastAttempt is call's last attempt; nil when it has none.
+func lastAttempt(call *Call) *Attempt {
+	if call == nil || len(call.Attempts) == 0 {
+		return nil
+	}
+	return &call.Attempts[len(call.Attempts)-1]
 }
 
 // ownBudgetAdmits reports whether a sign-in led by another caller failed

@@ -723,3 +723,76 @@ func TestTokenSourceValidates(t *testing.T) {
 		t.Fatalf("valid loginTokenSource = %v, %v", ts, err)
 	}
 }
+
+// A caller that waited for another's sign-in and leads one itself once
+// that failed sends the sign-in's request again: a retry of the 429 the
+// leader got, which waits min(Retry-After, RetryAfterCap) after that 429
+// arrived, whatever the cooldown. On main the follower sent its nonce
+// request at once with WithCooldown(false): when the leader was a handler
+// (it returns its 429) and when the leader's context ended during its
+// wait.
+func TestSignInFollowerWaitsOutTheLeaders429(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		leader func(c *Client) (*Client, context.Context, context.CancelFunc)
+	}{
+		{"a handler's 429", func(c *Client) (*Client, context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return c.With(WithRetryOn429(false)), ctx, cancel
+		}},
+		{"a job cut short while waiting", func(c *Client) (*Client, context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return c.With(WithRetryOn429(true)), ctx, cancel
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gw := newSIWEGateway(t, 0)
+				release := make(chan struct{})
+				var mu sync.Mutex
+				var nonces []time.Time
+				var answered time.Time
+				gw.beforeNonce = func(w http.ResponseWriter) bool {
+					mu.Lock()
+					nonces = append(nonces, time.Now())
+					first := len(nonces) == 1
+					mu.Unlock()
+					if !first {
+						return false
+					}
+					<-release
+					writeThrottled(w, "30")
+					mu.Lock()
+					answered = time.Now()
+					mu.Unlock()
+					return true
+				}
+				c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()), withRand(half), WithCooldown(false))
+				leader, leaderCtx, cancel := tt.leader(c)
+				defer cancel()
+				leaderDone := make(chan error, 1)
+				go func() {
+					_, err := leader.Payments.Get(leaderCtx, "p")
+					leaderDone <- err
+				}()
+				synctest.Wait() // the leader's nonce request is held by the gateway
+				followerDone := make(chan error, 1)
+				go func() {
+					_, err := c.With(WithRetryOn429(true)).Payments.Get(context.Background(), "p")
+					followerDone <- err
+				}()
+				synctest.Wait() // the follower waits for the leader's sign-in
+				close(release)
+				time.Sleep(5 * time.Second)
+				cancel() // a job leader is 5 s into its wait
+				require.ErrorIs(t, <-leaderDone, ErrRateLimited)
+				require.NoError(t, <-followerDone)
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, nonces, 2)
+				assert.GreaterOrEqual(t, nonces[1].Sub(answered), 30*time.Second, "the sign-in was sent again before its 429's Retry-After")
+				assert.Less(t, nonces[1].Sub(answered), 33*time.Second, "the jitter only adds a tenth at most")
+			})
+		})
+	}
+}

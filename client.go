@@ -267,7 +267,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 	}), callOverrides{}, nil)
 	c.noteWaiters()
 	// The SIWE messages' place is checked now, not at the first sign-in.
-	if _, err := c.Auth.message(cfg.signIn, StatementLogin, zeroAddress, "00000000"); err != nil {
+	// Without a signer or WithSignIn there is no sign-in to place: a host
+	// SIWE cannot name (an IPv6 literal, loopback's [::1]) is no reason to refuse.
+	if _, err := c.Auth.message(cfg.signIn, StatementLogin, zeroAddress, "00000000"); err != nil && (cfg.signer != nil || cfg.signIn != (SignIn{})) {
 		return nil, fmt.Errorf("rail0: WithSignIn: %w", err)
 	}
 	if c.signer != nil && c.tokenSource == nil {

@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -744,5 +745,40 @@ func TestRemoteHTTPBaseURLIsRefused(t *testing.T) {
 	}
 	if _, err := c.Health.Get(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Loopback's IPv6 address is a base URL like 127.0.0.1: plain HTTP is
+// allowed there (rail0test, a local rail0-gateway), and a client without a
+// sign-in to place is made and reaches it. On main NewClient refused every
+// IPv6 base URL with "WithSignIn: invalid siwe.domain: must be a bare host,
+// without a port", the SIWE domain it derived for a sign-in it would
+// never make, while the CHANGELOG promised ::1.
+func TestIPv6LoopbackBaseURL(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"ok","host":%q}`, r.Host)
+	}))
+	defer srv.Close()
+	// [::1] is dialled at the server's own address: the sandbox may have no IPv6.
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}}
+	defer tr.CloseIdleConnections()
+	for _, base := range []string{"http://[::1]:8080", "http://[::1]", "https://[2001:db8::1]/v1"} {
+		c, err := rail0.NewClient(base, rail0.WithToken("tok"), rail0.WithHTTPClient(&http.Client{Transport: tr}))
+		if err != nil {
+			t.Errorf("NewClient(%q): %v", base, err)
+			continue
+		}
+		if strings.HasPrefix(base, "http:") {
+			if _, err := c.Health.Get(context.Background()); err != nil {
+				t.Errorf("%s: %v", base, err)
+			}
+		}
+	}
+	// A client that signs in still needs a SIWE domain it can name.
+	if _, err := rail0.NewClient("http://[::1]:8080", rail0.WithSignIn(rail0.SignIn{Domain: "::1"})); err == nil {
+		t.Error("a SIWE domain with a colon was taken")
 	}
 }

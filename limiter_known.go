@@ -232,7 +232,7 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 				e.reset = now.Add(rl.Reset)
 			}
 		}
-		if adv := (Budget{Limit: int(min(rl.Limit, int64(maxAdvertisedLimit))), Period: rl.Window}); paced(adv) {
+		if adv := c.advertised(rl); paced(adv) {
 			e.advertised = adv
 			if !paced(e.budget) || e.source == BudgetAdvertised {
 				e.budget, e.source = adv, BudgetAdvertised

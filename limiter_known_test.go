@@ -234,3 +234,23 @@ func BenchmarkKnownClosed(b *testing.B) {
 		}
 	}
 }
+
+// What Client.RateLimits reports of an advertised budget is bounded as the
+// limiter bounds it (issue 27, item 5): a RateLimit-Policy window longer
+// than RetryAfterCap teaches nothing. On main one forged
+// "session";q=1;w=86400 on an answer made RateLimits report the partition
+// at one request a day, the budget a program planning a batch reads, while
+// the limiter rightly ignored it.
+func TestRateLimitsBoundsAnAdvertisedBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, opt := newPipeScript(t, step{status: http.StatusOK, body: paymentBody, header: map[string]string{
+			"RateLimit-Policy": `"session";q=1;w=86400`}})
+		c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		for _, s := range c.RateLimits() {
+			assert.Zero(t, s.Budget, "partition %s: a window past the cap was taken as its budget", s.Partition)
+			assert.Empty(t, s.Source, "partition %s", s.Partition)
+		}
+	})
+}

@@ -418,12 +418,12 @@ func isToken(s string) bool { return s != "" && tokenLen(s) == len(s) }
 // AttemptHeader lets an Observer add headers to one attempt, such as
 // traceparent. It cannot read the request's headers, and it will not set
 // the ones the SDK owns (Authorization, Idempotency-Key, Content-Type, ...).
-type AttemptHeader struct{ h http.Header }
+type AttemptHeader struct{ set func(key, value string) } // a func: printed, it shows no header
 
 // Set sets a header of the attempt. It does nothing when the SDK owns the
 // header, or when the name or value cannot be sent in a header.
 func (a AttemptHeader) Set(key, value string) {
-	if a.h == nil || !isToken(key) || checkHeaderValue("header", value) != nil {
+	if a.set == nil || !isToken(key) || checkHeaderValue("header", value) != nil {
 		return
 	}
 	switch http.CanonicalHeaderKey(key) {
@@ -431,7 +431,7 @@ func (a AttemptHeader) Set(key, value string) {
 		"Content-Length", "Host", "User-Agent", "Accept", "Transfer-Encoding", "Connection":
 		return
 	}
-	a.h.Set(key, value)
+	a.set(key, value)
 }
 
 // WithObserver installs an Observer of every call. Package rail0otel

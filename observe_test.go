@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/rail0/rail0-go/internal/leaktest"
 	"github.com/rail0/rail0-go/ratelimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -703,4 +704,43 @@ func TestPartitionStateWhenTheAnswerToldTheLimiter(t *testing.T) {
 			})
 		})
 	}
+}
+
+// headerKeeper is an Observer that keeps the AttemptHeader it was given,
+// as one that logs or prints it for debugging would hold it.
+type headerKeeper struct {
+	mu sync.Mutex
+	h  []AttemptHeader
+}
+
+func (k *headerKeeper) StartCall(ctx context.Context, _ *Call) context.Context { return ctx }
+func (k *headerKeeper) SendAttempt(_ context.Context, _ *Call, h AttemptHeader) {
+	k.mu.Lock()
+	k.h = append(k.h, h)
+	k.mu.Unlock()
+}
+func (k *headerKeeper) EndAttempt(context.Context, *Call, *Attempt) {}
+func (k *headerKeeper) EndCall(context.Context, *Call, error)       {}
+
+// The AttemptHeader an Observer gets holds the attempt's headers, the
+// bearer token among them. Printed or logged, in any form (the observer's
+// debug line, a struct of the caller's that keeps it), it shows none of
+// them. On main fmt and slog's text handler printed its header map:
+// "Authorization:[Bearer <token>]".
+func TestAttemptHeaderShowsNoToken(t *testing.T) {
+	const token = "tok-SECRET-attempt-header"
+	srv := newMemScript(step{status: 200, body: paymentBody})
+	k := &headerKeeper{}
+	c := newTestClient(t, "https://api.rail0.test", memClient(srv), WithToken(token), WithObserver(k))
+	_, err := c.Payments.Get(context.Background(), "p1")
+	require.NoError(t, err)
+	require.Len(t, k.h, 1)
+	h := k.h[0]
+	type caller struct {
+		hdr AttemptHeader
+		Hdr AttemptHeader
+	}
+	leaktest.NoSecret(t, map[string]any{"AttemptHeader": h, "*AttemptHeader": &h, "caller's struct": caller{h, h},
+		"*caller's struct": &caller{h, h}}, leaktest.Forms(token))
+	assert.Equal(t, "Bearer "+token, srv.requests()[0].header.Get("Authorization"), "the token was sent")
 }

@@ -201,10 +201,13 @@ func (s *PaymentsService) wait(ctx context.Context, id string, cond waitConditio
 			// RetryAfterCap. As for a retry (the package doc's retry
 			// contract), a wait that cannot end before the deadline is not
 			// started: the 429 comes back now.
-			wait = max(wait, min(throttled.RetryAfter, s.client.policy.retryAfterCap))
-			if wait >= timeLeft(ctx, s.client.now()) {
+			lower := min(throttled.RetryAfter, s.client.policy.retryAfterCap)
+			left := timeLeft(ctx, s.client.now())
+			if max(wait, lower) >= left {
 				return nil, nil, err
 			}
+			jittered, _ := serverWait(lower, lower, left-1, s.client.rand())
+			wait = max(wait, jittered)
 		}
 		if err := cfg.sleep(ctx, wait); err != nil {
 			if throttled != nil && isContextErr(err) {

@@ -107,11 +107,12 @@ func TestWaitForTransaction(t *testing.T) {
 				body: `{"code": "rate_limited", "title": "Too many requests", "detail": "Request limit reached for this period; retry after the Retry-After delay.", "status": "rate_limited"}`},
 			muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxConfirmed, ""))))
 		rec := &sleepRecorder{}
+		c.rand = half // the additive jitter: half of its tenth
 		if _, err := rec.on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := rec.all(); len(got) != 1 || got[0] != 60*time.Second {
-			t.Errorf("waits = %v, want [1m0s]", got)
+		if got := rec.all(); len(got) != 1 || got[0] != 63*time.Second {
+			t.Errorf("waits = %v, want [1m3s]", got)
 		}
 	})
 	t.Run("a hostile Retry-After is capped by RetryAfterCap", func(t *testing.T) {
@@ -122,11 +123,12 @@ func TestWaitForTransaction(t *testing.T) {
 			muxReply{status: 429, header: map[string]string{"Retry-After": "999999999"}},
 			muxOK(paymentDetailJSON(StatusAuthorized, "", txJSON("tx1", OpCapture, TxConfirmed, ""))))
 		rec := &sleepRecorder{}
+		c.rand = half
 		if _, err := rec.on(c).Payments.WaitForTransaction(context.Background(), "p", "tx1", PaymentWaitForTransactionParams{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := rec.all(); len(got) != 1 || got[0] != 5*time.Second {
-			t.Errorf("waits = %v, want [5s]", got)
+		if got := rec.all(); len(got) != 1 || got[0] != 5250*time.Millisecond {
+			t.Errorf("waits = %v, want [5.25s]", got)
 		}
 	})
 	t.Run("other errors end the wait", func(t *testing.T) {
@@ -352,4 +354,30 @@ func TestWaitForTransactionTiedToTheHash(t *testing.T) {
 	if !done || !errors.Is(err, ErrUnknownTransaction) {
 		t.Errorf("check of a row under another hash = %v, %v; want done with ErrUnknownTransaction", done, err)
 	}
+}
+
+// A poll's 429 is waited out as any server-given wait: min(Retry-After,
+// RetryAfterCap), plus additive jitter U[0, 10%), so that pollers told the
+// same number do not come back together (issue 27, item 1). Four
+// default clients (RetryOn429 off, so the poll loop waits it out itself)
+// each drew another jitter. On main every one polled again at exactly
+// 10 s after its 429.
+func TestWaitForStatusSpreadsThe429sWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gaps []time.Duration
+		for i := range 4 {
+			srv, opt := newPipeScript(t, throttled("10"), step{status: http.StatusOK, body: paymentBody})
+			u := 0.2 * float64(i+1)
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"), withRand(func() float64 { return u }))
+			_, err := c.Payments.WaitForStatus(context.Background(), "p", PaymentWaitForStatusParams{Statuses: []PaymentStatus{StatusUnsigned}})
+			require.NoError(t, err)
+			seen := srv.requests()
+			require.Len(t, seen, 2)
+			gap := seen[1].at.Sub(seen[0].at)
+			assert.GreaterOrEqual(t, gap, 10*time.Second, "client %d polled before the Retry-After", i)
+			assert.Less(t, gap, 11*time.Second, "client %d: the jitter adds a tenth at most", i)
+			assert.NotContains(t, gaps, gap, "client %d polled again at the same time as another", i)
+			gaps = append(gaps, gap)
+		}
+	})
 }

@@ -938,7 +938,7 @@ func (st *callState) report(ctx context.Context, ev event) context.Context {
 		// its headers.
 		call.Attempts = append(call.Attempts, Attempt{N: len(call.Attempts) + 1, Sent: c.now(), RequestBytes: len(st.requestBody)})
 		if c.observer != nil {
-			c.observer.SendAttempt(ctx, call, AttemptHeader{ev.req.Header})
+			c.observer.SendAttempt(ctx, call, AttemptHeader{ev.req.Header.Set})
 		}
 		if c.wireLogging(ctx) {
 			c.logWireRequest(ctx, st, ev.req.Header)

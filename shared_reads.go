@@ -88,8 +88,16 @@ func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, 
 	token := ""
 	if !r.anonymous && v.tokenSource != nil {
 		if token, err = v.bearer(ctx, "", true); err != nil || token == "" {
-			// The call reports the failure as its own (or sends no token).
-			return v.doOne(ctx, r, out)
+			if err != nil && ctx.Err() == nil {
+				// The call reports the failure as its own, without asking
+				// the token source (signing in) a second time.
+				st, sctx, perr := v.prepare(ctx, r)
+				if perr != nil {
+					return nil, perr
+				}
+				return st.end(sctx, nil, err)
+			}
+			return v.doOne(ctx, r, out) // it sends no token, or its context ended
 		}
 		key.cred = sha256.Sum256([]byte(token))
 	}

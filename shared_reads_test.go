@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -198,6 +199,40 @@ func TestWhatIsNotShared(t *testing.T) {
 				wg.Wait()
 				requests, _ := g.count()
 				assert.Equal(t, tt.requests, requests)
+			})
+		})
+	}
+}
+
+// A shared read whose sign-in fails returns that failure: it does not sign
+// in a second time. On main the read asked the token source, and on a
+// failure made the call alone, which asked it again: a second nonce
+// request at once after the first one's 429 (before its Retry-After), or,
+// when the door was known shut, the gateway's 429 reported as one the
+// client answered itself (NotSent).
+func TestSharedReadSignsInOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []Option
+	}{
+		{"a handler", []Option{WithRetryOn429(false)}},
+		{"a job that cannot wait that long", []Option{WithRetryOn429(true), WithCooldown(false), WithMaxRetryWait(10 * time.Second)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gw := newSIWEGateway(t, 0)
+				gw.beforeNonce = func(w http.ResponseWriter) bool {
+					writeThrottled(w, "30")
+					return true
+				}
+				c := newTestClient(t, gw.url, append([]Option{gw.opt, WithSigner(newSIWESigner()), WithSharedReads(true)}, tt.opts...)...)
+				_, err := c.Payments.Get(context.Background(), "p")
+				var apiErr *APIError
+				require.ErrorAs(t, err, &apiErr)
+				assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+				assert.False(t, apiErr.NotSent, "the gateway's 429 reported as not sent: %v", err)
+				assert.Equal(t, 30*time.Second, apiErr.RetryAfter)
+				assert.Equal(t, []string{"POST /auth/nonces"}, gw.paths(), "the sign-in was made twice")
 			})
 		})
 	}
