@@ -178,13 +178,7 @@ func (s *AnalyticsService) Timeseries(ctx context.Context, params AnalyticsTimes
 	if params.Interval != "" {
 		q.Set("interval", string(params.Interval))
 	}
-	var out List[AnalyticsBucket]
-	resp, err := s.client.do(ctx, &request{op: analyticsTimeseries, query: q}, &out.Items)
-	if err != nil {
-		return nil, err
-	}
-	out.Response = resp
-	return &out, nil
+	return listWhole[AnalyticsBucket](ctx, s.client, &request{op: analyticsTimeseries, query: q})
 }
 
 // BreakdownBy is the dimension a breakdown splits payments by. The gateway
@@ -261,11 +255,5 @@ func (s *AnalyticsService) Breakdown(ctx context.Context, params AnalyticsBreakd
 	q := url.Values{}
 	params.encode(q)
 	q.Set("by", string(params.By))
-	var out List[AnalyticsRow]
-	resp, err := s.client.do(ctx, &request{op: analyticsBreakdown, query: q}, &out.Items)
-	if err != nil {
-		return nil, err
-	}
-	out.Response = resp
-	return &out, nil
+	return listWhole[AnalyticsRow](ctx, s.client, &request{op: analyticsBreakdown, query: q})
 }

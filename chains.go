@@ -52,11 +52,5 @@ var listBlockchains = declare(ops.ListBlockchains)
 //
 // GET /blockchains — public.
 func (s *ChainsService) List(ctx context.Context, params ChainListParams) (*List[Blockchain], error) {
-	var out List[Blockchain]
-	resp, err := s.client.do(ctx, &request{op: listBlockchains, query: params.values(), anonymous: true}, &out.Items)
-	if err != nil {
-		return nil, err
-	}
-	out.Response = resp
-	return &out, nil
+	return listWhole[Blockchain](ctx, s.client, &request{op: listBlockchains, query: params.values(), anonymous: true})
 }

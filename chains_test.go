@@ -139,7 +139,7 @@ func TestResourceMethodsReturnAPIErrors(t *testing.T) {
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(notFound.status)
 				io.WriteString(w, notFound.body)

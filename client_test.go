@@ -58,14 +58,14 @@ func newExampleGateway() *httptest.Server {
 		w.WriteHeader(status)
 		io.WriteString(w, body)
 	}
-	mux.HandleFunc("POST /api/payments", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /api/payments", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusCreated, examplePaymentDetailJSON("unsigned", "0", ""))
 	})
-	mux.HandleFunc("GET /api/payments/{id}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/payments/{id}", func(w http.ResponseWriter, _ *http.Request) {
 		tx := `{"id": "0191f0a9-5e6f-7a80-9b1c-2d3e4f5a6b7c", "operation": "capture", "status": "confirmed", "transaction_hash": "0x8d1f3a5c7e9b0d2f4a6c8e0b1d3f5a7c9e1b3d5f7a9c0e2b4d6f8a1c3e5b7d9f", "amount": "10000000", "block_number": 31044931, "created_at": "2026-09-14T10:21:02Z", "updated_at": "2026-09-14T10:22:41Z"}`
 		reply(w, http.StatusOK, examplePaymentDetailJSON("partially_captured", "15000000", tx))
 	})
-	mux.HandleFunc("POST /api/payments/{id}/capture/prepare", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /api/payments/{id}/capture/prepare", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusCreated, exampleCaptureTx("pending", `"{\"chain_id\":84532,\"nonce\":7,\"to\":\"0x7c1E3b52fA9d4C26e0a1F83b5D9e6A4c2B0f8E31\",\"value\":\"0\",\"data\":\"0xa0e7c9f49f2c4e1a7b3d5c8e0f6a2b4d6c8e0a1b3c5d7e9f0a2b4c6d8e0f1a3b5c7d9e2f0000000000000000000000000000000000000000000000000000000000e4e1c0\",\"gas_limit\":120000,\"max_priority_fee_per_gas\":\"1000000\",\"max_fee_per_gas\":\"1500000000\"}"`))
 	})
 	mux.HandleFunc("POST /api/payments/{id}/capture", func(w http.ResponseWriter, r *http.Request) {
@@ -281,7 +281,7 @@ func ExampleResponse() {
 // token, retries, limiter and transcript, under the retry class the caller
 // gives (here a read, safe to repeat), and decodes the answer.
 func ExampleClient_Raw() {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"url": "https://receipts.example/1042.pdf"}`)
 	}))
@@ -731,7 +731,7 @@ func TestRemoteHTTPBaseURLIsRefused(t *testing.T) {
 	}
 
 	// End to end: a loopback httptest server still serves plain HTTP.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"status":"ok"}`)
 	}))

@@ -100,7 +100,10 @@ func TestDisputesAllStopsWhenTheCallerBreaks(t *testing.T) {
 	srv, c := newMuxServer(t)
 	srv.on("GET /disputes", muxReply{status: 200, header: map[string]string{"X-Total-Count": "9", "X-Page": "1", "X-Per-Page": "2"},
 		body: "[" + disputeDetailJSON(fixtureDisputeJSON) + "," + disputeDetailJSON(fixtureOpenDisputeJSON) + "]"})
-	for range c.Disputes.All(context.Background(), DisputeListParams{}) {
+	for _, err := range c.Disputes.All(context.Background(), DisputeListParams{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
 		break
 	}
 	if n := len(srv.requests()); n != 1 {

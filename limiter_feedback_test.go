@@ -42,7 +42,7 @@ func rampWait(period time.Duration) time.Duration { return allowance(period) + t
 func pipeClient(t *testing.T, h http.Handler) *http.Client {
 	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }()
 	// DialTLSContext: the pipe is taken as a connection past TLS, so an
 	// https:// base URL reaches it too.
 	hc := &http.Client{Transport: &http.Transport{DialContext: l.dial, DialTLSContext: l.dial, MaxIdleConnsPerHost: 1000}}
@@ -539,7 +539,7 @@ func TestUngatedClientTellsTheLimiterOnlyWhatClosesAPartition(t *testing.T) {
 // advertised reset; the parsed fields reach the caller.
 func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 			if r.URL.Path == "/payments/a" {
 				w.Header().Set("RateLimit-Policy", `"default";q=2;w=1`)
 				w.Header().Set("RateLimit", `"default";r=0;t=1`)
@@ -562,7 +562,7 @@ func TestRateLimitHeadersPaceAndSurface(t *testing.T) {
 // Retry-After wins over RateLimit fields on a 429; the error carries the
 // first, its transcript the second.
 func TestRetryAfterWinsOverRateLimit(t *testing.T) {
-	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	srv := newArrivals(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		w.Header().Set("Retry-After", "60")
 		w.Header().Set("RateLimit", `"default";r=0;t=1`)
 		w.WriteHeader(http.StatusTooManyRequests)

@@ -241,7 +241,10 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 	}
 	if until.After(e.closedUntil) {
 		e.closedFrom, e.closedUntil = now, until
-		for old := k.shutUntil.Load(); until.UnixNano() > old && !k.shutUntil.CompareAndSwap(old, until.UnixNano()); old = k.shutUntil.Load() {
+		for old := k.shutUntil.Load(); until.UnixNano() > old; old = k.shutUntil.Load() {
+			if k.shutUntil.CompareAndSwap(old, until.UnixNano()) {
+				break
+			}
 		}
 	}
 }

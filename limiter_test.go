@@ -221,7 +221,7 @@ func TestCooldownPartitions(t *testing.T) {
 // budget arrive, and a fresh client still sends its whole budget at once.
 func TestPacingKeepsEveryIntervalUnderBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
 		})
 		const limit, period = 3, 400 * time.Millisecond
@@ -251,7 +251,7 @@ func TestPacingKeepsEveryIntervalUnderBudget(t *testing.T) {
 // six.
 func TestPacingRefusalWithinDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) { io.WriteString(w, paymentBody) })
+		srv, viaPipe := newPipeArrivals(t, func(w http.ResponseWriter, _ *http.Request, _ int) { io.WriteString(w, paymentBody) })
 		c := newTestClient(t, srv.URL, viaPipe, WithToken("t"), WithPacing(Pacing{Session: Budget{Limit: 1, Period: time.Minute}}))
 		_, err := c.Payments.Get(context.Background(), "a")
 		require.NoError(t, err)
@@ -286,7 +286,7 @@ func (b *brokenLimiter) Observe(context.Context, string, ratelimit.Observation) 
 // A failing shared limiter does not stop payments: the call goes ahead and
 // the failure is logged.
 func TestLimiterFailureFailsOpen(t *testing.T) {
-	srv := newArrivals(t, func(w http.ResponseWriter, r *http.Request, n int) { io.WriteString(w, paymentBody) })
+	srv := newArrivals(t, func(w http.ResponseWriter, _ *http.Request, _ int) { io.WriteString(w, paymentBody) })
 	var buf bytes.Buffer
 	l := &brokenLimiter{}
 	c := newTestClient(t, srv.URL, WithLimiter(l), WithPacing(PublishedLimits()),
@@ -494,7 +494,7 @@ func runUntil(ctx context.Context, c *Client, process, workers int) {
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := next.Add(1)
-				c.Payments.Get(ctx, fmt.Sprintf("s%d-%05d", process, i))
+				_, _ = c.Payments.Get(ctx, fmt.Sprintf("s%d-%05d", process, i))
 			}
 		})
 	}
@@ -734,7 +734,7 @@ func (c *storeClient) useLocal() bool {
 			c.mu.Lock()
 			c.checking = false
 			c.mu.Unlock()
-			c.result(err)
+			_ = c.result(err)
 		}()
 	}
 	return true

@@ -161,7 +161,7 @@ func (r *recorder) StartCall(ctx context.Context, call *Call) context.Context {
 	return ctx
 }
 
-func (r *recorder) SendAttempt(ctx context.Context, call *Call, h AttemptHeader) {
+func (r *recorder) SendAttempt(ctx context.Context, _ *Call, h AttemptHeader) {
 	r.note(ctx, "send")
 	h.Set("Traceparent", "00-trace")
 	h.Set("Authorization", "Bearer stolen")
@@ -170,7 +170,7 @@ func (r *recorder) SendAttempt(ctx context.Context, call *Call, h AttemptHeader)
 	h.Set("Bad Name", "1") // not a field name: dropped, not a failed attempt
 }
 
-func (r *recorder) EndAttempt(ctx context.Context, call *Call, a *Attempt) {
+func (r *recorder) EndAttempt(ctx context.Context, _ *Call, a *Attempt) {
 	r.note(ctx, "attempt "+http.StatusText(a.StatusCode)+" "+string(a.Reason))
 	if a.PartitionState != nil {
 		r.mu.Lock()
@@ -179,7 +179,7 @@ func (r *recorder) EndAttempt(ctx context.Context, call *Call, a *Attempt) {
 	}
 }
 
-func (r *recorder) EndCall(ctx context.Context, call *Call, err error) {
+func (r *recorder) EndCall(ctx context.Context, call *Call, _ error) {
 	r.note(ctx, "end "+string(call.Outcome))
 }
 

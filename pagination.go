@@ -110,6 +110,17 @@ func listPage[T any](ctx context.Context, c *Client, op *operation, args pathArg
 	return p, nil
 }
 
+// listWhole runs r, whose answer is a whole list (not paginated).
+func listWhole[T any](ctx context.Context, c *Client, r *request) (*List[T], error) {
+	var out List[T]
+	resp, err := c.do(ctx, r, &out.Items)
+	if err != nil {
+		return nil, err
+	}
+	out.Response = resp
+	return &out, nil
+}
+
 // listAll walks every page from the one q asks for (the first by default).
 // It stops on the first error, which it yields. It checks ctx before each
 // page. q is copied, never modified. Pages the server does not advance,

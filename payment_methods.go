@@ -40,11 +40,5 @@ func (s *PaymentMethodsService) List(ctx context.Context, params PaymentMethodLi
 	default:
 		return nil, &ValidationError{Field: "account_id|address", Reason: "set exactly one"}
 	}
-	var out List[WalletWithTokens]
-	resp, err := s.client.do(ctx, &request{op: listPaymentMethods, query: q, anonymous: true}, &out.Items)
-	if err != nil {
-		return nil, err
-	}
-	out.Response = resp
-	return &out, nil
+	return listWhole[WalletWithTokens](ctx, s.client, &request{op: listPaymentMethods, query: q, anonymous: true})
 }

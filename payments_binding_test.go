@@ -545,7 +545,7 @@ func TestPayerSignReconcilesASignatureOnFile(t *testing.T) {
 		{"signed, the same payment", signAndRefuse(nil), true},
 		{"signed, other terms", signAndRefuse(func(p *PaymentDetail) { p.RefundExpiry++ }), false},
 		{"signed, as a charge", signAndRefuse(func(p *PaymentDetail) { p.Mode = ModeCharge }), false},
-		{"refused, still unsigned", func(b *bindGateway) (int, any) { return http.StatusUnprocessableEntity, alreadySigned }, false},
+		{"refused, still unsigned", func(_ *bindGateway) (int, any) { return http.StatusUnprocessableEntity, alreadySigned }, false},
 		{"another refusal", func(b *bindGateway) (int, any) {
 			signAndRefuse(nil)(b)
 			return http.StatusUnprocessableEntity, map[string]string{"code": "signer_mismatch"}

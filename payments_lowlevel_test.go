@@ -67,7 +67,7 @@ func TestSubmitSignatureReconcilesASignatureOnFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			digest := verify.Word(b.authDigest(ModeAuthorize))
+			digest := b.authDigest(ModeAuthorize)
 			if tt.verify {
 				v, err := c.Payments.VerifyPayload(ctx, p, Intent{Expect: artOrder(ModeAuthorize)}, p.SigningPayload)
 				if err != nil {

@@ -341,7 +341,7 @@ func TestPaymentsRequests(t *testing.T) {
 			check: func(t *testing.T, got any) {
 				p := got.(*PaymentDetail)
 				if p.ChainID != 84532 || len(p.Transactions) != 1 || p.Transactions[0].Status != TxConfirmed ||
-					p.AuthorizationExpiry.Time() != time.Unix(1789985700, 0).UTC() || hasJSON(p.SigningPayload) {
+					!p.AuthorizationExpiry.Time().Equal(time.Unix(1789985700, 0)) || hasJSON(p.SigningPayload) {
 					t.Errorf("payment = %+v", p)
 				}
 			},
@@ -928,7 +928,7 @@ func rawGet(ctx context.Context, hc *http.Client, url, token string, out any) er
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		io.Copy(io.Discard, resp.Body)
+		_, _ = io.Copy(io.Discard, resp.Body)
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)

@@ -328,7 +328,7 @@ func TestChecksReadNoCatalog(t *testing.T) {
 	g := newArtGateway(t, ModeAuthorize, StatusPartiallyCaptured)
 	p := *g.payment
 	unsigned := mustJSON(t, g.txFields(OpCapture, PaymentPrepareParams{Amount: "1.00"}))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		t.Errorf("a check sent %s %s", r.Method, r.URL.Path)
 	}))
 	defer srv.Close()

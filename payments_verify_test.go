@@ -886,7 +886,7 @@ func TestAccountNonceBounds(t *testing.T) {
 func TestNothingSentBeforeAValidationError(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
 		http.Error(w, `{"code": "internal"}`, http.StatusInternalServerError)
 	}))

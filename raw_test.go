@@ -233,7 +233,7 @@ func TestRawRequestAuthentication(t *testing.T) {
 // and the 3xx comes back as an *APIError with its Location.
 func TestRawRequestDoesNotFollowRedirects(t *testing.T) {
 	var reached atomic.Int32
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	other := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, _ *http.Request) { reached.Add(1) }))
 	defer other.Close()
 	target := "http://127.0.0.1:" + strconv.Itoa(other.Listener.Addr().(*net.TCPAddr).Port) + "/elsewhere"
 	s := newScriptServer(t, step{status: http.StatusFound, header: map[string]string{"Location": target}})

@@ -272,7 +272,7 @@ func tooLarge(e *evidence, d decision) (decision, bool) {
 // status: a 429, a connection that failed (before or after the request
 // left) and a 5xx are retry matters. Any other answer is definitive. A
 // status past 599 is no proof that nothing ran either.
-func status(e *evidence, d decision) (decision, bool) {
+func status(e *evidence, _ decision) (decision, bool) {
 	o := e.o
 	switch {
 	case e.is429():

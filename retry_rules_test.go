@@ -818,7 +818,7 @@ func TestPolicyRowsEndToEnd(t *testing.T) {
 				}
 				r := &request{op: row.op, args: row.args, body: body, idempotencyKey: row.key}
 				for range row.warmup {
-					c.do(context.Background(), r, nil)
+					_, _ = c.do(context.Background(), r, nil)
 				}
 				warm, heard := len(srv.requests()), len(ev.all())
 				_, err := c.do(context.Background(), r, nil)

@@ -877,7 +877,7 @@ func scriptedSessionGateway(t *testing.T, route string, statuses []int, opts ...
 	mux.HandleFunc("POST "+muxBasePath+"/auth/nonces", g.nonce)
 	mux.HandleFunc("POST "+muxBasePath+"/auth", g.verify)
 	method, path, _ := strings.Cut(route, " ")
-	mux.HandleFunc(method+" "+muxBasePath+path, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(method+" "+muxBasePath+path, func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		status := statuses[min(sent, len(statuses)-1)]
 		sent++
@@ -1174,7 +1174,7 @@ func TestOversizedAnswerIsNotFetchedAgain(t *testing.T) {
 // announces 48 MiB is refused before its body is read, in one request.
 func TestDefaultResponseLimit(t *testing.T) {
 	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
 		w.Header().Set("Content-Length", strconv.Itoa(48<<20))
 		w.WriteHeader(http.StatusOK)

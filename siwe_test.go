@@ -63,7 +63,7 @@ func TestSIWEMessageValidate(t *testing.T) {
 		mutate func(m *SIWEMessage)
 		field  string // "" means valid
 	}{
-		{"valid", func(m *SIWEMessage) {}, ""},
+		{"valid", func(_ *SIWEMessage) {}, ""},
 		{"lower-case address", func(m *SIWEMessage) { m.Address = strings.ToLower(m.Address) }, ""},
 		{"localhost with port in URI only", func(m *SIWEMessage) { m.Domain, m.URI = "localhost", "http://localhost:3000" }, ""},
 		{"URI host case differs", func(m *SIWEMessage) { m.URI = "https://API.rail0.xyz/login" }, ""},

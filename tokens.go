@@ -53,11 +53,5 @@ var listTokens = declare(ops.ListTokens)
 //
 // GET /tokens — public.
 func (s *TokensService) List(ctx context.Context, params TokenListParams) (*List[Token], error) {
-	var out List[Token]
-	resp, err := s.client.do(ctx, &request{op: listTokens, query: params.values(), anonymous: true}, &out.Items)
-	if err != nil {
-		return nil, err
-	}
-	out.Response = resp
-	return &out, nil
+	return listWhole[Token](ctx, s.client, &request{op: listTokens, query: params.values(), anonymous: true})
 }

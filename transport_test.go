@@ -31,7 +31,7 @@ import (
 // Location, after one attempt, and nothing reaches the other origin.
 func TestRedirectsAreNeverFollowed(t *testing.T) {
 	var reached atomic.Int32
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		reached.Add(1)
 		w.Write([]byte(paymentBody))
 	}))
@@ -147,7 +147,7 @@ type refusingLimiter struct {
 	reserved atomic.Int32
 }
 
-func (l *refusingLimiter) Reserve(ctx context.Context, r ratelimit.Reservation) (ratelimit.Admission, error) {
+func (l *refusingLimiter) Reserve(ctx context.Context, _ ratelimit.Reservation) (ratelimit.Admission, error) {
 	if l.reserved.Add(1) == 1 {
 		return ratelimit.Admission{OK: true}, nil
 	}
@@ -191,7 +191,7 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 				io.WriteString(w, `{"code":"error","title":"Error","detail":"storm","status":"error"}`)
 			}
 		})
-		other := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		other := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 		tr, hosts := newTLSNet(t, map[string]http.Handler{"gateway.example.com": gateway, "other.example.com": other})
 		answer := func(s int, hang bool) {
 			mu.Lock()
@@ -204,7 +204,9 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 		program := &http.Client{Transport: tr}
 		getOther := func() {
 			t.Helper()
-			resp, err := program.Get("https://other.example.com/")
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://other.example.com/", nil)
+			require.NoError(t, err)
+			resp, err := program.Do(req)
 			require.NoError(t, err)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -301,7 +303,7 @@ func TestFailedCallsKeepTheTransportsConnections(t *testing.T) {
 func TestCallersClientSettingsApply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mux := http.NewServeMux()
-		mux.HandleFunc("GET /payments/slow", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET /payments/slow", func(_ http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():
 			case <-time.After(10 * time.Second):

@@ -343,7 +343,7 @@ func redactJSON(body []byte, limit int) (string, bool) {
 		}
 		switch v := tok.(type) {
 		case json.Delim:
-			b.WriteByte(byte(v))
+			b.WriteString(v.String())
 			if closing {
 				stack = stack[:len(stack)-1]
 			} else {

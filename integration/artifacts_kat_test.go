@@ -208,7 +208,7 @@ func TestTransactionsPackedByGoEthereumVerify(t *testing.T) {
 	}{
 		{rail0.OpAuthorize, "authorize", rail0.ModeAuthorize, rail0.Intent{}, nil},
 		{rail0.OpCharge, "charge", rail0.ModeCharge, rail0.Intent{}, nil},
-		{rail0.OpCapture, "capture", rail0.ModeAuthorize, rail0.Intent{Amount: "1.5"}, func(k *katPayment) []any { return []any{big.NewInt(1_500_000)} }},
+		{rail0.OpCapture, "capture", rail0.ModeAuthorize, rail0.Intent{Amount: "1.5"}, func(_ *katPayment) []any { return []any{big.NewInt(1_500_000)} }},
 		{rail0.OpVoid, "void", rail0.ModeAuthorize, rail0.Intent{}, func(*katPayment) []any { return nil }},
 		{rail0.OpRelease, "release", rail0.ModeAuthorize, rail0.Intent{Signer: payer.Hex()}, func(*katPayment) []any { return nil }},
 		{rail0.OpDispute, "dispute", rail0.ModeAuthorize, rail0.Intent{Reason: reason.Hex()}, func(*katPayment) []any { return []any{reason} }},

@@ -101,7 +101,7 @@ func TestLyingDateCannotReopenTheWebhookReplayWindow(t *testing.T) {
 	replay := func(t *testing.T, e webhook.Event) int {
 		t.Helper()
 		then := time.Now().Add(-20 * time.Hour).Unix()
-		req, err := http.NewRequest(http.MethodPost, hookSrv.URL+"/hooks", strings.NewReader(string(e.Raw)))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, hookSrv.URL+"/hooks", strings.NewReader(string(e.Raw)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -179,7 +179,7 @@ func contractAuth(_ context.Context, in *openapi3filter.AuthenticationInput) err
 		return fmt.Errorf("security scheme %q is not for SDK callers", in.SecuritySchemeName)
 	}
 	if got := in.RequestValidationInput.Request.Header.Get("Authorization"); got != "Bearer t" {
-		return fmt.Errorf("Authorization = %q, want the bearer token", got)
+		return fmt.Errorf("header Authorization = %q, want the bearer token", got)
 	}
 	return nil
 }
@@ -245,7 +245,7 @@ func (cs *contractServer) fixture(route *routers.Route, params map[string]string
 		var b struct {
 			Signature string `json:"signature"`
 		}
-		json.Unmarshal(reqBody, &b)
+		_ = json.Unmarshal(reqBody, &b) // validated against the contract before
 		if b.Signature == "" {
 			header.Set("Content-Type", "application/json")
 			return http.StatusOK, header, []byte(`{"signing_payload": ` + fixtureSigningPayloadJSON + `}`)
@@ -301,7 +301,7 @@ func answerOf(route *routers.Route, params map[string]string, reqBody []byte, v 
 		SignedTransaction string `json:"signed_transaction"`
 		TransactionHash   string `json:"transaction_hash"`
 	}
-	json.Unmarshal(reqBody, &b)
+	_ = json.Unmarshal(reqBody, &b) // validated against the contract before
 	tx["operation"] = op
 	tx["transaction_hash"] = b.TransactionHash
 	if raw, err := hex.DecodeString(strings.TrimPrefix(b.SignedTransaction, "0x")); err == nil && b.SignedTransaction != "" {
@@ -399,7 +399,9 @@ func exampleString(s *openapi3.Schema, name string) string {
 		return "0x" + strings.Repeat("9f", 32)
 	case name == "unsigned_transaction":
 		var tx rail0.Transaction
-		json.Unmarshal([]byte(fixturePendingTxJSON), &tx)
+		if err := json.Unmarshal([]byte(fixturePendingTxJSON), &tx); err != nil {
+			panic(err) // a fixture of this file
+		}
 		return *tx.UnsignedTransaction
 	case name == "token" || name == "address" || name == "payer" || name == "payee" || strings.HasSuffix(name, "_contract"):
 		return fixturePayer

@@ -28,7 +28,7 @@ const exampleKey = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4
 func newSignInGateway() *httptest.Server {
 	const nonce = "8f2c1d9a7b3e4f60"
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /auth/nonces", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /auth/nonces", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"nonce": %q, "expires_at": %q}`, nonce, time.Now().Add(5*time.Minute).UTC().Format(time.RFC3339))

@@ -630,7 +630,7 @@ func TestQueryValuesRedactedInURLFull(t *testing.T) {
 // An answer that announces its endpoint's deprecation adds a
 // rail0.deprecation event to the call's span and is counted by operation.
 func TestDeprecationEvent(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Deprecation", "@1688169599")
 		w.Header().Set("Sunset", "Wed, 11 Nov 2026 23:59:59 GMT")

@@ -294,7 +294,7 @@ func (s *Server) withAccount(h func(http.ResponseWriter, *http.Request, *session
 	})
 }
 
-func (s *Server) handleNonce(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleNonce(w http.ResponseWriter, _ *http.Request) {
 	now := s.Clock.Now()
 	nonce := s.ent.hex(16)
 	exp := now.Add(s.cfg.nonceTTL)
@@ -360,7 +360,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request, sess *session) {
+func (s *Server) handleLogout(w http.ResponseWriter, _ *http.Request, sess *session) {
 	s.mu.Lock()
 	s.st.revoked[sess.jti] = true
 	s.mu.Unlock()

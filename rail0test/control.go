@@ -30,21 +30,21 @@ const controlPrefix = "/_rail0test/"
 // POST /_rail0test/clock/advance also takes {"by": "2h"} as a JSON body.
 func (s *Server) controlRoutes() *http.ServeMux {
 	m := http.NewServeMux()
-	m.HandleFunc("GET "+controlPrefix+"clock", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("GET "+controlPrefix+"clock", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now().UTC().Format(time.RFC3339Nano)})
 	})
 	m.HandleFunc("POST "+controlPrefix+"clock/advance", s.handleAdvance)
-	m.HandleFunc("POST "+controlPrefix+"reset", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("POST "+controlPrefix+"reset", func(w http.ResponseWriter, _ *http.Request) {
 		s.Reset()
 		writeJSON(w, http.StatusOK, map[string]any{"reset": true})
 	})
 	m.HandleFunc("GET "+controlPrefix+"ledger", s.handleLedger)
-	m.HandleFunc("DELETE "+controlPrefix+"ledger", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("DELETE "+controlPrefix+"ledger", func(w http.ResponseWriter, _ *http.Request) {
 		s.Ledger.Reset()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	m.HandleFunc("POST "+controlPrefix+"faults", s.handleAddFault)
-	m.HandleFunc("DELETE "+controlPrefix+"faults", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("DELETE "+controlPrefix+"faults", func(w http.ResponseWriter, _ *http.Request) {
 		s.Faults.Clear()
 		w.WriteHeader(http.StatusNoContent)
 	})

@@ -54,7 +54,7 @@ func TestControlRefusesCrossSiteRequests(t *testing.T) {
 	}
 	send := func(b browserRequest, method, path, body string) int {
 		t.Helper()
-		req, err := http.NewRequest(method, self+path, strings.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), method, self+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 // response is not validated against it.
 func (h *harness) ctl(method, path string, body string) *result {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -15,7 +15,11 @@ func TestDateFollowsTheClock(t *testing.T) {
 	defer s.Close()
 	hc := s.HTTPClient()
 	for _, path := range []string{"/health", "/no-such-route"} {
-		resp, err := hc.Get(s.URL + path)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

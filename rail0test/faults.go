@@ -351,7 +351,7 @@ func writeRaw(w http.ResponseWriter, status int, h http.Header, body []byte) {
 	if brw != nil {
 		bw = brw.Writer
 	}
-	fmt.Fprintf(bw, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	_, _ = fmt.Fprintf(bw, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
 	h.Set("Connection", "close")
 	_ = h.Write(bw)
 	_, _ = bw.WriteString("\r\n")

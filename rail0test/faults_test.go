@@ -26,7 +26,7 @@ func rawClient(t *testing.T) *http.Client {
 
 func rawDo(t *testing.T, c *http.Client, method, url, token, body string) (*http.Response, []byte, error) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,11 @@ func TestFaultStallHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", h.srv.URL+"/tokens", nil)
-	if _, err := c.Do(req); !errors.Is(err, context.DeadlineExceeded) {
+	resp, err := c.Do(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("long stall: err = %v", err)
 	}
 	// Close must not wait an hour: the stall ends with the server.
@@ -198,7 +202,7 @@ func TestConcurrentRetriesNeverDoubleCreate(t *testing.T) {
 						t.Errorf("%s: no answer after 30 attempts", key)
 						return
 					}
-					req, _ := http.NewRequest("POST", h.srv.URL+"/payments", strings.NewReader(body))
+					req, _ := http.NewRequestWithContext(t.Context(), "POST", h.srv.URL+"/payments", strings.NewReader(body))
 					req.Header.Set("Authorization", "Bearer "+buyer)
 					req.Header.Set("Content-Type", "application/json")
 					req.Header.Set("Idempotency-Key", key)

@@ -161,7 +161,7 @@ func (h *harness) send(method, path, token string, body any, opts ...reqOpt) (*r
 			h.t.Fatal(err)
 		}
 	}
-	req, err := http.NewRequest(method, h.srv.URL+path, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, bytes.NewReader(data))
 	if err != nil {
 		h.t.Fatal(err)
 	}

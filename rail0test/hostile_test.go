@@ -169,7 +169,7 @@ func TestWriteBodiesNeverBreakTheServer(t *testing.T) {
 // sendRaw sends body verbatim as a JSON request.
 func (h *harness) sendRaw(method, path, token, body string) (*result, *http.Request) {
 	h.t.Helper()
-	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(h.t.Context(), method, h.srv.URL+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
 	}

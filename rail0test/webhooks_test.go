@@ -123,7 +123,7 @@ func TestWebhookRetriesCircuitAndRedeliver(t *testing.T) {
 
 func TestCloseStopsDeliveriesInFlight(t *testing.T) {
 	block := make(chan struct{})
-	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rs := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-block:
 		case <-r.Context().Done():

@@ -113,7 +113,7 @@ func TestInteractiveGoesAheadOfHeldSlots(t *testing.T) {
 					assert.Less(t, h.due, last)
 				}
 				rng := rand.New(rand.NewPCG(seed, 27))
-				all := append(hs, ahead...)
+				all := slices.Concat(hs, ahead)
 				runHolders(t, m, clk, all, rng)
 				for _, h := range ahead {
 					assert.Less(t, h.sentAt, ns(1200*time.Millisecond), "the handler's slot moved behind the backlog")

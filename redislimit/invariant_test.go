@@ -113,11 +113,11 @@ func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 }
 
 // serve serves h on the bubble's network and returns a client that reaches
-// it; close stops both.
-func serve(h http.Handler) (hc *http.Client, close func()) {
+// it; stop stops both.
+func serve(h http.Handler) (hc *http.Client, stop func()) {
 	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
+	go func() { _ = srv.Serve(l) }()
 	hc = &http.Client{Transport: &http.Transport{DialContext: l.dial, MaxIdleConnsPerHost: 100}}
 	return hc, func() { hc.CloseIdleConnections(); srv.Close() }
 }

@@ -1293,7 +1293,7 @@ func TestLearnedBudgetIsShared(t *testing.T) {
 // connections, which ends the operations still waiting on them.
 func stalledServer(t *testing.T) (addr string, stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1310,7 +1310,7 @@ func stalledServer(t *testing.T) (addr string, stop func()) {
 			mu.Lock()
 			conns = append(conns, c)
 			mu.Unlock()
-			go io.Copy(io.Discard, c)
+			go func() { _, _ = io.Copy(io.Discard, c) }()
 		}
 	}()
 	var once sync.Once
@@ -1450,7 +1450,7 @@ func TestCheckEndsTheFallback(t *testing.T) {
 // at most that, failing open, instead of hanging on the store.
 func TestClientFailsOpenWithinAllowance(t *testing.T) {
 	l := stalledLimiter(t)
-	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, `{"status":"ok","db":"ok","timestamp":"2026-09-14T10:00:00Z"}`)
 	}))
 	defer gw.Close()

@@ -52,7 +52,7 @@ func ExampleHandler() {
 	body := `{"id":"evt-1","topic":"payments.authorized","payment":{"id":"pay-1","status":"authorized"},"transaction":null}`
 	ts := time.Now().Unix()
 	send := func(signature string) {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/rail0", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/hooks/rail0", strings.NewReader(body))
 		req.Header.Set(webhook.TimestampHeader, fmt.Sprint(ts))
 		req.Header.Set(webhook.SignatureHeader, signature)
 		resp, err := http.DefaultClient.Do(req)

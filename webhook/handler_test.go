@@ -84,7 +84,7 @@ func TestHandler(t *testing.T) {
 			}
 			h.Verifier.Now = clockAt(ts + 5)
 			h.MaxBodyBytes = tt.maxBody
-			h.OnError = func(r *http.Request, err error) { reported = append(reported, err) }
+			h.OnError = func(_ *http.Request, err error) { reported = append(reported, err) }
 
 			method := tt.method
 			if method == "" {
@@ -151,7 +151,7 @@ func TestHandlerOverHTTP(t *testing.T) {
 
 	post := func(body string) int {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestHandlerWithoutCurrentSecretRefusesTheRetiredOne(t *testing.T) {
 
 			body := `{"id":"evt-forged","topic":"payments.captured","payment":{"id":"pay-1","status":"captured"}}`
 			ts := time.Now().Unix()
-			req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(body))
 			if err != nil {
 				t.Fatal(err)
 			}

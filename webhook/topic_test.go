@@ -34,7 +34,7 @@ func TestTopicComesOnlyFromTheSignedBody(t *testing.T) {
 
 	post := func(body, header string) int {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func TestEventWithTwoReadingsIsRefused(t *testing.T) {
 	h := &Handler{Verifier: v, Handle: func(context.Context, Event) error { received++; return nil }}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	req, err := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

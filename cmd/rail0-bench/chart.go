@@ -128,7 +128,7 @@ func writeChart(path, title string, results []result, period time.Duration) erro
 		return err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	return f.Close()

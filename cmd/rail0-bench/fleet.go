@@ -78,8 +78,8 @@ func (f fleet) run(ctx context.Context, jobs []job) ([]childReport, error) {
 		cmd.Stdout, cmd.Stderr = &outs[i], os.Stderr
 		if err := cmd.Start(); err != nil {
 			for _, c := range cmds[:i] {
-				c.Process.Kill()
-				c.Wait()
+				_ = c.Process.Kill()
+				_ = c.Wait() // killed
 			}
 			return nil, err
 		}

@@ -220,7 +220,11 @@ func TestRackAttackGateway(t *testing.T) {
 	defer gw.close()
 	get := func() *http.Response {
 		t.Helper()
-		resp, err := http.Get(gw.url + path)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, gw.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

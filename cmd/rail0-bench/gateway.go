@@ -63,7 +63,7 @@ func openGateway(ctx context.Context, kind string, o options) (gateway, error) {
 		if err != nil {
 			return gateway{}, err
 		}
-		cleanup = func() { os.RemoveAll(dir) }
+		cleanup = func() { _ = os.RemoveAll(dir) }
 		script := filepath.Join(dir, "rackattack.rb")
 		if err := os.WriteFile(script, rackAttack, 0o600); err != nil {
 			cleanup()
@@ -94,8 +94,8 @@ func openGateway(ctx context.Context, kind string, o options) (gateway, error) {
 		return gateway{}, err
 	}
 	stop := func() {
-		stdin.Close() // the child serves until its stdin closes
-		cmd.Wait()
+		_ = stdin.Close() // the child serves until its stdin closes
+		_ = cmd.Wait()
 		cleanup()
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
@@ -140,7 +140,7 @@ func (w raWriter) WriteHeader(code int) {
 func serveGateway(ctx context.Context, o options, stdin io.Reader, stdout io.Writer) error {
 	srv := newGateway(o)
 	defer srv.Close()
-	var h http.Handler = srv.Handler()
+	h := srv.Handler()
 	switch o.serve {
 	case "external":
 	case "short":
@@ -149,7 +149,7 @@ func serveGateway(ctx context.Context, o options, stdin io.Reader, stdout io.Wri
 	default:
 		return fmt.Errorf("-serve %q: want external or short", o.serve)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func serveGateway(ctx context.Context, o options, stdin io.Reader, stdout io.Wri
 	fmt.Fprintf(stdout, "http://%s\n", ln.Addr())
 	closed := make(chan struct{})
 	go func() {
-		io.Copy(io.Discard, stdin)
+		_, _ = io.Copy(io.Discard, stdin)
 		close(closed)
 	}()
 	select {

@@ -115,7 +115,7 @@ func redisDoer(paced bool) doer {
 		defer cancel()
 		warm := ratelimit.Reservation{Partition: fmt.Sprintf("warm-up-%d", o.child), MaxWait: time.Second}
 		if adm, err := lim.Reserve(ctx, warm); err == nil && adm.Ticket != 0 {
-			lim.Release(ctx, warm.Partition, adm.Ticket)
+			_ = lim.Release(ctx, warm.Partition, adm.Ticket)
 		}
 		trips.n.Store(0) // only the calls' round trips
 		c.trips = trips.n.Load
@@ -169,9 +169,9 @@ func clusterTools() string {
 
 // clusterPorts picks n ports whose cluster bus ports (port + 10000) are
 // free too.
-func clusterPorts(n int) ([]int, error) {
+func clusterPorts(ctx context.Context, n int) ([]int, error) {
 	free := func(p int) bool {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
 			return false
 		}
@@ -199,7 +199,7 @@ func startCluster(ctx context.Context) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{dir: dir}
-	ports, err := clusterPorts(3)
+	ports, err := clusterPorts(ctx, 3)
 	if err != nil {
 		c.close()
 		return nil, err
@@ -211,12 +211,12 @@ func startCluster(ctx context.Context) (*cluster, error) {
 			c.close()
 			return nil, err
 		}
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
+		cmd := exec.CommandContext(ctx, "redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+port+".conf",
 			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no")
 		cmd.Stdout, cmd.Stderr = log, log
 		err = cmd.Start()
-		log.Close()
+		_ = log.Close() // the child holds its own descriptor
 		if err != nil {
 			c.close()
 			return nil, err
@@ -306,7 +306,7 @@ func (c *cluster) kill(i int) error {
 	if err := c.procs[i].Process.Kill(); err != nil {
 		return err
 	}
-	c.procs[i].Wait()
+	_ = c.procs[i].Wait() // killed
 	return nil
 }
 
@@ -314,9 +314,9 @@ func (c *cluster) kill(i int) error {
 func (c *cluster) close() {
 	for _, p := range c.procs {
 		if p.ProcessState == nil {
-			p.Process.Kill()
-			p.Wait()
+			_ = p.Process.Kill()
+			_ = p.Wait() // killed
 		}
 	}
-	os.RemoveAll(c.dir)
+	_ = os.RemoveAll(c.dir)
 }

@@ -255,7 +255,11 @@ func TestRecorderKeepsRetryAfter(t *testing.T) {
 	rec := newRecorder(1)
 	hc := &http.Client{Transport: rec}
 	for range answers {
-		resp, err := hc.Get(srv.URL)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +491,7 @@ func TestWriteChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	img, err := png.Decode(f)
 	if err != nil {
 		t.Fatalf("not a PNG: %v", err)

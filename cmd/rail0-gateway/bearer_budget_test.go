@@ -29,7 +29,7 @@ func TestInventedBearersStayOnThePublicBudgetOverTCP(t *testing.T) {
 	client := &http.Client{Transport: tr}
 	do := func(method, url, bearer string) (int, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, url, nil)
+		req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

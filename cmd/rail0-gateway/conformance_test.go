@@ -35,7 +35,7 @@ func buildGateway(t *testing.T) string {
 		t.Skip("the go command is not installed")
 	}
 	bin := filepath.Join(t.TempDir(), "rail0-gateway")
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -73,8 +73,7 @@ func startGateway(t *testing.T, bin string, args ...string) *gateway {
 			}
 		case <-time.After(10 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
-			t.Error("rail0-gateway did not stop on SIGINT")
+			t.Errorf("rail0-gateway did not stop on SIGINT (killed: %v)", <-exited)
 		}
 	})
 	var line string
@@ -113,7 +112,7 @@ func (r reply) code(t *testing.T) string {
 
 func (g *gateway) do(method, path, body string) reply {
 	g.t.Helper()
-	req, err := http.NewRequest(method, g.rec.URL+path, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(g.t.Context(), method, g.rec.URL+path, strings.NewReader(body))
 	if err != nil {
 		g.t.Fatal(err)
 	}

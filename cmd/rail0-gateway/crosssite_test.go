@@ -29,7 +29,7 @@ func TestControlRefusesCrossSiteRequestsOverTCP(t *testing.T) {
 	client := &http.Client{Transport: tr}
 	do := func(method, path, body string, header map[string]string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(method, rec.Control+path, strings.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), method, rec.Control+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

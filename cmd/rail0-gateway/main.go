@@ -46,8 +46,8 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case err != nil:
@@ -210,7 +210,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", s.addr)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", s.addr)
 	if err != nil {
 		return err
 	}
@@ -227,10 +227,12 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if s.readyFile != "" {
 		if err := writeReadyFile(s.readyFile, rec); err != nil {
 			_ = hs.Close()
-			<-served
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+				err = errors.Join(err, serr)
+			}
 			return err
 		}
-		defer os.Remove(s.readyFile)
+		defer func() { _ = os.Remove(s.readyFile) }()
 	}
 	if s.jsonOut {
 		line, _ := json.Marshal(rec) // plain strings and numbers: cannot fail
@@ -349,11 +351,11 @@ func writeReadyFile(path string, r record) error {
 	_, werr := tmp.Write(append(data, '\n'))
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	return nil

@@ -65,7 +65,11 @@ func TestRunServesAndShutsDown(t *testing.T) {
 
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get(url + "/health")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"/health", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,9 @@ func TestQuickstart(t *testing.T) {
 	os.Stdout = w
 	defer func() { os.Stdout = stdout }()
 	main()
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	out, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)

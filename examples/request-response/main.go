@@ -47,7 +47,7 @@ func paymentStatus(client *rail0.Client) http.HandlerFunc {
 			http.Error(w, "payment service unavailable", http.StatusBadGateway)
 		default:
 			w.Header().Set("Content-Type", "application/json")
-			json.NewEncoder(w).Encode(map[string]string{"status": string(p.Status)})
+			_ = json.NewEncoder(w).Encode(map[string]string{"status": string(p.Status)})
 		}
 	}
 }
@@ -83,7 +83,11 @@ func run(ctx context.Context, w io.Writer) error {
 	shop := httptest.NewServer(mux)
 	defer shop.Close()
 	for i := 1; i <= 4; i++ {
-		resp, err := http.Get(shop.URL + "/orders/" + p.ID + "/status")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, shop.URL+"/orders/"+p.ID+"/status", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := shop.Client().Do(req)
 		if err != nil {
 			return err
 		}

@@ -73,12 +73,12 @@ func run(ctx context.Context, w io.Writer) error {
 
 	// The callback server.
 	rc := &receiver{seen: map[string]int{}, events: make(chan webhook.Event, 16)}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: rc, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	callback := "http://" + ln.Addr().String() + "/rail0/events"
 	if u := os.Getenv("RAIL0_CALLBACK_URL"); u != "" {

@@ -44,7 +44,7 @@ func TestConstantsNameTheirRow(t *testing.T) {
 	if len(seen) != int(count) || len(All()) != int(count) {
 		t.Errorf("%d constants, %d rows, %d named", count, len(All()), len(seen))
 	}
-	for id := range ID(count) {
+	for id := range count {
 		if Get(id).ID == "" {
 			t.Errorf("constant %d has no row", id)
 		}
