@@ -18,17 +18,17 @@ import (
 type RetryClass int
 
 const (
-	// RunOnce: a second run has a second effect, or is answered as a
+	// RunOnce means a second run has a second effect, or is answered as a
 	// failure although the first one worked (a submit, a creation without
 	// a key). The SDK never repeats it once it may have run. It then
 	// returns an *OutcomeUnknownError. RunOnce is the zero value, the
 	// safest guess for an operation the SDK does not know.
 	RunOnce RetryClass = iota
-	// Idempotent: running it twice has the effect of running it once (a
+	// Idempotent means running it twice has the effect of running it once (a
 	// read, a PUT or PATCH that sets a state, a DELETE). 5xx answers and
 	// broken connections are retried within WithMaxRetries.
 	Idempotent
-	// IdempotentWithKey: the gateway deduplicates it by its
+	// IdempotentWithKey means the gateway deduplicates it by its
 	// Idempotency-Key, as it does payment creation. The request carries
 	// RawRequest.IdempotencyKey, or a random one when empty, the same on
 	// every attempt. It is retried like an Idempotent one.

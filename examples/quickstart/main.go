@@ -1,3 +1,4 @@
+// Command quickstart runs one escrow payment against rail0test.
 package main
 
 import (

@@ -95,15 +95,15 @@ const (
 type Class int
 
 const (
-	// Once: running it twice has two effects. Or a second run is answered
+	// Once means running it twice has two effects. Or a second run is answered
 	// as a failure although the first one worked. Never repeated after it
 	// may have run; its outcome is then unknown.
 	Once Class = iota
-	// Read: no effect at all.
+	// Read means no effect at all.
 	Read
-	// Repeatable: a repetition has the effect of one.
+	// Repeatable means a repetition has the effect of one.
 	Repeatable
-	// Keyed: deduplicated by the gateway when it carries an
+	// Keyed means deduplicated by the gateway when it carries an
 	// Idempotency-Key, the same on every attempt. Once without one.
 	Keyed
 )
