@@ -90,8 +90,11 @@ type knownLimits struct {
 	// nanoseconds. Before it, a call that does not retry 429s looks its
 	// partition up. After it, the call hashes no token and takes no lock.
 	shutUntil atomic.Int64
-	mu        sync.Mutex
-	ps        map[string]*partitionKnown
+	// stated counts the partitions whose RateLimit fields stated a budget.
+	// While it is zero, an answer without the fields takes no lock.
+	stated atomic.Int64
+	mu     sync.Mutex
+	ps     map[string]*partitionKnown
 }
 
 // partitionKnown is what the client knows about one partition.
@@ -129,6 +132,9 @@ func (k *knownLimits) entry(partition string, now time.Time) *partitionKnown {
 	if len(k.ps) >= knownKeep {
 		for name, e := range k.ps {
 			if now.Sub(e.updated) >= knownIdle && !e.closedUntil.After(now) {
+				if paced(e.advertised) {
+					k.stated.Add(-1)
+				}
 				delete(k.ps, name)
 			}
 		}
@@ -203,7 +209,10 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 	rl := st.rateLimit
 	throttled := o.status == http.StatusTooManyRequests && o.hasRetryAfter && o.retryAfter > 0
 	through := !o.failed && o.status < 500 && o.status != http.StatusTooManyRequests
-	if !throttled && rl == nil && !(through && k.shutUntil.Load() > now.UnixNano()) {
+	// An answer without RateLimit fields ends a budget they stated, as the
+	// limiter forgets it (issue 27 item 5).
+	unstated := through && rl == nil && k.stated.Load() > 0
+	if !throttled && rl == nil && !unstated && !(through && k.shutUntil.Load() > now.UnixNano()) {
 		return
 	}
 	var sent time.Time
@@ -215,7 +224,9 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 	case throttled:
 		until = now.Add(c.boundClosure(o.retryAfter))
 	case rl.Exhausted():
-		until = now.Add(c.boundClosure(rl.Reset))
+		// A quota's reset is no refusal: bounded by the cap, as the
+		// limiter bounds it, so one header cannot shut a handler out.
+		until = now.Add(min(rl.Reset, c.policy.retryAfterCap))
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -233,10 +244,20 @@ func (c *Client) hear(st *callState, o outcome, now time.Time) {
 			}
 		}
 		if adv := c.advertised(rl); paced(adv) {
+			if !paced(e.advertised) {
+				k.stated.Add(1)
+			}
 			e.advertised = adv
 			if !paced(e.budget) || e.source == BudgetAdvertised {
 				e.budget, e.source = adv, BudgetAdvertised
 			}
+		}
+	}
+	if unstated && paced(e.advertised) {
+		k.stated.Add(-1)
+		e.advertised = Budget{}
+		if e.source == BudgetAdvertised {
+			e.budget, e.source = Budget{}, ""
 		}
 	}
 	if until.After(e.closedUntil) {

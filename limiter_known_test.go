@@ -117,6 +117,22 @@ func TestTheDoorIsTheClients(t *testing.T) {
 			assert.Len(t, srv.requests(), 2)
 		})
 	})
+	t.Run("an absurd quota reset", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			// A 200 is no refusal: its reset shuts the door for the cap at
+			// most, as the limiter closes the partition (the review found a
+			// day's reset shut a handler out for ten caps).
+			srv, opt := newPipeScript(t,
+				step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit": `"default";r=0;t=86400`}},
+				step{status: http.StatusOK, body: paymentBody})
+			c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+			require.NoError(t, get(c, "p1"))
+			assert.Equal(t, DefaultRetryAfterCap, notSent(t, get(c, "p2")))
+			time.Sleep(DefaultRetryAfterCap)
+			require.NoError(t, get(c, "p3"))
+			assert.Len(t, srv.requests(), 2)
+		})
+	})
 	t.Run("an absurd Retry-After", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			srv, opt := newPipeScript(t, throttled("31536000"), step{status: http.StatusOK, body: paymentBody})
@@ -251,6 +267,36 @@ func TestRateLimitsBoundsAnAdvertisedBudget(t *testing.T) {
 		for _, s := range c.RateLimits() {
 			assert.Zero(t, s.Budget, "partition %s: a window past the cap was taken as its budget", s.Partition)
 			assert.Empty(t, s.Source, "partition %s", s.Partition)
+		}
+	})
+}
+
+// Issue 27 item 5, as RateLimits tells it: a budget RateLimit fields stated
+// is forgotten when an answer stops carrying them, as the limiter forgets
+// it. The review found it kept by a client that does not pace.
+func TestRateLimitsForgetsAStatedBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, opt := newPipeScript(t,
+			step{status: http.StatusOK, body: paymentBody, header: map[string]string{"RateLimit-Policy": `"session";q=5;w=10`}},
+			step{status: http.StatusOK, body: paymentBody})
+		c := newTestClient(t, srv.URL, opt, WithToken("tok"))
+		stated := func() (n int) {
+			for _, s := range c.RateLimits() {
+				if s.Source == BudgetAdvertised {
+					assert.Equal(t, Budget{Limit: 5, Period: 10 * time.Second}, s.Budget)
+					n++
+				}
+			}
+			return n
+		}
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		require.Equal(t, 1, stated(), "the stated budget is known")
+		_, err = c.Payments.Get(context.Background(), "p2")
+		require.NoError(t, err)
+		assert.Zero(t, stated(), "an answer without the fields forgets it")
+		for _, s := range c.RateLimits() {
+			assert.Zero(t, s.Budget, "partition %s", s.Partition)
 		}
 	})
 }

@@ -205,19 +205,37 @@ func (f *flight) answer(out any) (*Response, error) {
 func copyResponse(resp *Response) *Response {
 	out := *resp
 	out.Header = resp.Header.Clone()
+	out.RateLimit = clonePtr(resp.RateLimit)
+	out.Deprecation = clonePtr(resp.Deprecation)
 	out.Call = copyCall(resp.Call)
 	return &out
 }
 
-// copyCall returns a copy of call with lists of its own.
+// copyCall returns a copy of call with lists of its own, and attempts
+// whose records are their own.
 func copyCall(call *Call) *Call {
 	if call == nil {
 		return nil
 	}
 	out := *call
 	out.Attempts = slices.Clone(call.Attempts)
+	for i := range out.Attempts {
+		a := &out.Attempts[i]
+		a.RateLimit = clonePtr(a.RateLimit)
+		a.Deprecation = clonePtr(a.Deprecation)
+		a.PartitionState = clonePtr(a.PartitionState)
+	}
 	out.Limiter = slices.Clone(call.Limiter)
 	return &out
+}
+
+// clonePtr returns a pointer to a copy of *p, or nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // copyCallError returns a copy of a call's error for one caller. The SDK's

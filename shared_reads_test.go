@@ -237,3 +237,25 @@ func TestSharedReadSignsInOnce(t *testing.T) {
 		})
 	}
 }
+
+// A caller's copy of a shared answer shares no record another caller could
+// change: the rate-limit state, the deprecation and each attempt's records
+// are its own (the review found them shared).
+func TestSharedAnswerCopiesShareNoRecord(t *testing.T) {
+	rl := &RateLimitInfo{Limit: 5, Remaining: 1, HasRemaining: true}
+	dep := &Deprecation{Deprecated: true, Link: "https://example.com/d"}
+	ps := &PartitionState{Partition: "public"}
+	resp := &Response{StatusCode: http.StatusOK, Header: http.Header{}, RateLimit: rl, Deprecation: dep,
+		Call: &Call{Attempts: []Attempt{{RateLimit: rl, Deprecation: dep, PartitionState: ps}}}}
+	c := copyResponse(resp)
+	c.RateLimit.Remaining = 0
+	c.Deprecation.Link = "mine"
+	c.Call.Attempts[0].RateLimit.Remaining = 0
+	c.Call.Attempts[0].Deprecation.Deprecated = false
+	c.Call.Attempts[0].PartitionState.Partition = "mine"
+	assert.Equal(t, int64(1), rl.Remaining)
+	assert.Equal(t, "https://example.com/d", dep.Link)
+	assert.True(t, dep.Deprecated)
+	assert.Equal(t, "public", ps.Partition)
+	assert.Nil(t, copyResponse(&Response{}).RateLimit, "nil stays nil")
+}
