@@ -611,6 +611,19 @@ local function rank(xs, v, incl)
   end
   return lo - 1
 end
+-- confirmAt is the first time from t at which the ascending log xs has
+-- room for one more under the sliding rule: fewer than limit entries in
+-- the stretched period per before it (see confirmAt in package ratelimit).
+local function confirmAt(xs, t, limit, per)
+  if limit <= 0 then return t end
+  while true do
+    local hi = rank(xs, t, true)
+    if hi < limit then return t end
+    local nxt = xs[hi - limit + 1] + per
+    if nxt <= t then return t end
+    t = nxt
+  end
+end
 -- countLog counts the entries of xs in [from, to).
 local function countLog(xs, from, to)
   if to <= from then return 0 end
@@ -920,14 +933,8 @@ if tonumber(ARGV[18]) == 1 then
   if aligned then
     w.size = #cm
     if own > 0 then t = confirmAligned(cm, fu, w, from) else t = alignedAt(cm, fu, w, from) end
-  elseif limit > 0 then
-    while true do
-      local hi = rank(cm, t, true)
-      if hi < limit then break end
-      local nxt = cm[hi - limit + 1] + per
-      if nxt <= t then break end
-      t = nxt
-    end
+  else
+    t = confirmAt(cm, t, limit, per)
   end
   if t - now > maxwait then
     saveAhead()
@@ -1033,16 +1040,7 @@ if ticket > 0 then
       -- ratelimit); it keeps its place in the queue.
       local xs = {}
       for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
-      local t = math.max(ticket, now)
-      if limit > 0 then
-        while true do
-          local hi = rank(xs, t, true)
-          if hi < limit then break end
-          local nxt = xs[hi - limit + 1] + per
-          if nxt <= t then break end
-          t = nxt
-        end
-      end
+      local t = confirmAt(xs, math.max(ticket, now), limit, per)
       if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now, adv} end
       local later = {}
       while true do
