@@ -205,20 +205,30 @@ func (c *txCase) refundSignature() ([]byte, error) {
 	return sig, nil
 }
 
+// refundPart checks the call's argument name against its part of the
+// refund signature the caller just produced. done is false for another
+// operation, whose v, r and s are the payer's signature.
+func (c *txCase) refundPart(name string, got Word, part func(sig []byte) Word) (done bool, err error) {
+	if c.in.Operation != OpRefund {
+		return false, nil
+	}
+	sig, err := c.refundSignature()
+	if err != nil {
+		return true, err
+	}
+	if want := part(sig); got != want {
+		return true, c.refuse("data."+name, want.String(), got.String(), "")
+	}
+	return true, nil
+}
+
 func txV(c *txCase) error {
 	v, ok := c.args["v"]
 	if !ok {
 		return nil
 	}
-	if c.in.Operation == OpRefund {
-		sig, err := c.refundSignature()
-		if err != nil {
-			return err
-		}
-		if want := U64Word(uint64(sig[64])); v != want {
-			return c.refuse("data.v", want.String(), v.String(), "")
-		}
-		return nil
+	if done, err := c.refundPart("v", v, func(sig []byte) Word { return U64Word(uint64(sig[64])) }); done {
+		return err
 	}
 	if v != U64Word(27) && v != U64Word(28) {
 		return c.refuse("data.v", "27 or 28", v.String(), "")
@@ -231,15 +241,8 @@ func txS(c *txCase) error {
 	if !ok {
 		return nil
 	}
-	if c.in.Operation == OpRefund {
-		sig, err := c.refundSignature()
-		if err != nil {
-			return err
-		}
-		if want := Word(sig[32:64]); s != want {
-			return c.refuse("data.s", want.String(), s.String(), "")
-		}
-		return nil
+	if done, err := c.refundPart("s", s, func(sig []byte) Word { return Word(sig[32:64]) }); done {
+		return err
 	}
 	if c.args["r"] == (Word{}) || s == (Word{}) || !evm.IsLowS(s[:]) {
 		return c.refuse("data.s", "a non-zero r and an s in the lower half of the curve order", s.String(), "")
@@ -252,15 +255,8 @@ func txR(c *txCase) error {
 	if !ok {
 		return nil
 	}
-	if c.in.Operation == OpRefund {
-		sig, err := c.refundSignature()
-		if err != nil {
-			return err
-		}
-		if want := Word(sig[:32]); r != want {
-			return c.refuse("data.r", want.String(), r.String(), "")
-		}
-		return nil
+	if done, err := c.refundPart("r", r, func(sig []byte) Word { return Word(sig[:32]) }); done {
+		return err
 	}
 	t := c.t
 	dom, ok := c.tr.TokenDomains[TokenKey{t.ChainID.Int64(), t.Token}]
