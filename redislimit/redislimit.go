@@ -624,6 +624,18 @@ local function confirmAt(xs, t, limit, per)
     t = nxt
   end
 end
+-- logInsert puts t into the ascending log at KEYS[2], after the entries
+-- at or before it; the later ones (slots held ahead) move back behind it.
+local function logInsert(t)
+  local later = {}
+  while true do
+    local x = redis.call('LINDEX', KEYS[2], -1)
+    if not x or tonumber(x) <= t then break end
+    table.insert(later, 1, redis.call('RPOP', KEYS[2]))
+  end
+  redis.call('RPUSH', KEYS[2], str(t))
+  if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
+end
 -- countLog counts the entries of xs in [from, to).
 local function countLog(xs, from, to)
   if to <= from then return 0 end
@@ -940,14 +952,7 @@ if tonumber(ARGV[18]) == 1 then
     saveAhead()
     return {0, t - now, 0, 0, limit, bper, now, adv}
   end
-  local later = {}
-  while true do
-    local x = redis.call('LINDEX', KEYS[2], -1)
-    if not x or tonumber(x) <= t then break end
-    table.insert(later, 1, redis.call('RPOP', KEYS[2]))
-  end
-  redis.call('RPUSH', KEYS[2], str(t))
-  if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
+  logInsert(t)
   if t > now then table.insert(ah, rank(ah, t, true) + 1, t) end
   saveAhead()
   keepalive(t)
@@ -1042,14 +1047,7 @@ if ticket > 0 then
       for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
       local t = confirmAt(xs, math.max(ticket, now), limit, per)
       if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now, adv} end
-      local later = {}
-      while true do
-        local x = redis.call('LINDEX', KEYS[2], -1)
-        if not x or tonumber(x) <= t then break end
-        table.insert(later, 1, redis.call('RPOP', KEYS[2]))
-      end
-      redis.call('RPUSH', KEYS[2], str(t))
-      if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
+      logInsert(t)
       keepalive(t)
       return {1, t - now, 0, t, limit, bper, now, adv}
     end
