@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 )
 
 // This file shares one request among identical reads in flight at once
@@ -41,6 +42,8 @@ type flight struct {
 	done    chan struct{} // closed when the call has returned
 	waiters int           // callers still waiting (flights.mu)
 	cancel  context.CancelFunc
+	wait    rateWait      // the rate-limit wait the call is in, if any (flights.mu)
+	changed chan struct{} // closed and replaced when wait changes (flights.mu)
 
 	// Set before done is closed, read-only after.
 	resp *Response
@@ -60,8 +63,10 @@ type flight struct {
 // The shared request is one call, with one transcript; each caller gets a
 // copy. It is one report to the observers, under the first caller's
 // context values (its trace). It has no deadline of its own, so it may
-// wait out a 429 longer than a caller's deadline. That caller returns at
-// its deadline. Writes and Client.Raw are never shared.
+// wait out a 429 longer than a caller's deadline. A caller whose deadline
+// comes first gets a 429 at once, as its own call would have. It is
+// NotSent, and its RetryAfter is the wait left. Writes and Client.Raw are
+// never shared.
 func WithSharedReads(on bool) Option {
 	return func(c *config) error {
 		c.sharedReads = on
@@ -106,16 +111,36 @@ func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, 
 		f.cancel = cancel
 		own := *r
 		own.query = cloneQuery(r.query)
+		own.onRateWait = func(w rateWait) { v.flights.publish(f, w) }
 		go v.fly(fctx, key, f, &own, out, token)
 	})
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		v.flights.leave(key, f)
-		return nil, &TransportError{Method: r.op.method, Path: "/" + path, Err: ctx.Err()}
+	defer v.flights.leave(key, f)
+	for {
+		w, changed := v.flights.waitOf(f)
+		left := w.until.Sub(v.now())
+		if left > 0 && left >= timeLeft(ctx, v.now()) {
+			// The call's own request would not have waited past its
+			// deadline: the 429 comes back at once.
+			return nil, w.sharedRefusal(left)
+		}
+		select {
+		case <-f.done:
+			return f.answer(out)
+		case <-changed:
+		case <-ctx.Done():
+			if left := w.until.Sub(v.now()); left > 0 {
+				return nil, w.sharedRefusal(left).withCause(ctx.Err())
+			}
+			return nil, &TransportError{Method: r.op.method, Path: "/" + path, Err: ctx.Err()}
+		}
 	}
-	v.flights.leave(key, f)
-	return f.answer(out)
+}
+
+// sharedRefusal is the 429 a caller of a shared read gets that does not
+// wait for it. The shared request waits out a rate limit, with left to go.
+func (w rateWait) sharedRefusal(left time.Duration) *APIError {
+	return notSentError(w.method, w.path, left,
+		"not sent: the shared read this call joined is waiting out a rate limit for longer than the call may wait")
 }
 
 // join returns the flight of key, counting the caller in. start begins one
@@ -130,10 +155,26 @@ func (fs *flights) join(key flightKey, start func(*flight)) *flight {
 	if fs.m == nil {
 		fs.m = make(map[flightKey]*flight)
 	}
-	f := &flight{done: make(chan struct{}), waiters: 1}
+	f := &flight{done: make(chan struct{}), changed: make(chan struct{}), waiters: 1}
 	fs.m[key] = f
 	start(f)
 	return f
+}
+
+// publish tells f's callers of the rate-limit wait its call has started.
+func (fs *flights) publish(f *flight, w rateWait) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f.wait = w
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// waitOf returns f's current wait, and a channel closed when it changes.
+func (fs *flights) waitOf(f *flight) (rateWait, <-chan struct{}) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return f.wait, f.changed
 }
 
 // leave counts a caller out of f. The last one out cancels the request if

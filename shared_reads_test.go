@@ -238,6 +238,78 @@ func TestSharedReadSignsInOnce(t *testing.T) {
 	}
 }
 
+// A caller of a shared read whose deadline comes before the end of the
+// 429 wait the shared request is in gets that 429 at once, as its own call
+// would have: NotSent, RetryAfter the wait left. Before, it waited until
+// its deadline and got a *TransportError "request not sent after 0
+// attempt(s)", without the wait. A caller whose deadline leaves room, and
+// one without, get the answer of the retry.
+func TestSharedReadCallerThatCannotWaitGets429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		requests := 0
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			requests++
+			n := requests
+			mu.Unlock()
+			if n == 1 {
+				// Every caller has joined before the answer.
+				time.Sleep(100 * time.Millisecond)
+				writeThrottled(w, "2")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, paymentBody)
+		})
+		_, tr := pipeTransport(t, h)
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(&http.Client{Transport: tr}), WithToken("tok"),
+			WithSharedReads(true), WithRetryOn429(true))
+
+		type result struct {
+			err error
+			at  time.Duration
+		}
+		start := time.Now()
+		get := func(timeout time.Duration) <-chan result {
+			ch := make(chan result, 1)
+			go func() {
+				ctx := context.Background()
+				if timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, timeout)
+					defer cancel()
+				}
+				_, err := c.Payments.Get(ctx, "p1")
+				ch <- result{err, time.Since(start)}
+			}()
+			return ch
+		}
+		patient := get(0)
+		synctest.Wait()
+		hurried := get(time.Second)
+		roomy := get(5 * time.Second)
+
+		r := <-hurried
+		var apiErr *APIError
+		require.ErrorAs(t, r.err, &apiErr)
+		assert.Equal(t, http.StatusTooManyRequests, apiErr.StatusCode)
+		assert.True(t, apiErr.NotSent, "this caller sent nothing of its own: %v", r.err)
+		assert.Greater(t, apiErr.RetryAfter, time.Second, "the wait left, longer than the deadline")
+		assert.LessOrEqual(t, apiErr.RetryAfter, 2200*time.Millisecond, "the wait left, at most Retry-After and its jitter")
+		assert.Equal(t, 100*time.Millisecond, r.at, "at once when the 429 came, not at the deadline")
+
+		for _, ch := range []<-chan result{patient, roomy} {
+			r := <-ch
+			require.NoError(t, r.err)
+			assert.GreaterOrEqual(t, r.at, 2100*time.Millisecond, "after the 429 and its Retry-After")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, 2, requests, "one request and its retry for three callers")
+	})
+}
+
 // A caller's copy of a shared answer shares no record another caller could
 // change: the rate-limit state, the deprecation and each attempt's records
 // are its own (the review found them shared).
