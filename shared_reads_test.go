@@ -248,7 +248,7 @@ func TestSharedReadCallerThatCannotWaitGets429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		requests := 0
-		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			mu.Lock()
 			requests++
 			n := requests
