@@ -38,7 +38,9 @@ const maxDeprecationLink = 512
 // deprecationOf reads an answer's Deprecation and Sunset headers. It
 // returns nil when the answer has neither, or neither is valid. A value it
 // cannot read is ignored, as RFC 9745 says of an invalid Deprecation.
-func deprecationOf(h http.Header) *Deprecation {
+// The Link's query values are redacted unless shown, as in Call.URL: the
+// Deprecation goes into the transcript and the log.
+func deprecationOf(h http.Header, shown map[string]bool) *Deprecation {
 	dep, sunset := h["Deprecation"], h["Sunset"]
 	if len(dep) == 0 && len(sunset) == 0 {
 		return nil // the common case: two map lookups
@@ -55,7 +57,7 @@ func deprecationOf(h http.Header) *Deprecation {
 	if !d.Deprecated && d.Sunset.IsZero() {
 		return nil
 	}
-	d.Link = deprecationLink(h.Values("Link"))
+	d.Link = deprecationLink(h.Values("Link"), shown)
 	return &d
 }
 
@@ -74,8 +76,10 @@ func parseDeprecation(v string) (date time.Time, ok bool) {
 		if digits == "" || len(digits) > 15 || !isDigits(digits) {
 			return time.Time{}, false
 		}
+		// A date outside the years 0000 to 9999 is no date: RFC 3339 and
+		// slog's JSON handler cannot write it.
 		n, err := strconv.ParseInt(v[1:], 10, 64)
-		if err != nil {
+		if err != nil || n < minDeprecationUnix || n > maxDeprecationUnix {
 			return time.Time{}, false
 		}
 		return time.Unix(n, 0).UTC(), true
@@ -86,10 +90,16 @@ func parseDeprecation(v string) (date time.Time, ok bool) {
 	return time.Time{}, false
 }
 
+// The Unix times of 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+const (
+	minDeprecationUnix = -62167219200
+	maxDeprecationUnix = 253402300799
+)
+
 // deprecationLink returns the first http(s) URL of the Link values whose
-// relation is "deprecation", or else "sunset". It returns "" when there is
-// none.
-func deprecationLink(values []string) string {
+// relation is "deprecation", or else "sunset", its query redacted unless
+// shown. It returns "" when there is none. A URL with user info is none.
+func deprecationLink(values []string, shown map[string]bool) string {
 	var sunset string
 	for _, v := range values {
 		for link := range strings.SplitSeq(v, ",") {
@@ -99,9 +109,10 @@ func deprecationLink(values []string) string {
 				continue
 			}
 			u, err := url.Parse(target[1 : len(target)-1])
-			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || len(u.String()) > maxDeprecationLink {
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || len(u.String()) > maxDeprecationLink {
 				continue
 			}
+			link := redactURL(u.String(), shown)
 			for param := range strings.SplitSeq(params, ";") {
 				name, val, _ := strings.Cut(strings.TrimSpace(param), "=")
 				if !strings.EqualFold(strings.TrimSpace(name), "rel") {
@@ -110,9 +121,9 @@ func deprecationLink(values []string) string {
 				for rel := range strings.FieldsSeq(strings.Trim(strings.TrimSpace(val), `"`)) {
 					switch {
 					case strings.EqualFold(rel, "deprecation"):
-						return u.String()
+						return link
 					case strings.EqualFold(rel, "sunset") && sunset == "":
-						sunset = u.String()
+						sunset = link
 					}
 				}
 			}

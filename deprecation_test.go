@@ -49,10 +49,18 @@ func TestDeprecationOf(t *testing.T) {
 		{"garbage", http.Header{"Deprecation": {"soon"}, "Sunset": {"tomorrow"}}, nil},
 		{"a decimal is not an sf-date", http.Header{"Deprecation": {"@1688169599.5"}}, nil},
 		{"too many digits", http.Header{"Deprecation": {"@1234567890123456"}}, nil},
+		{"a date after 9999", http.Header{"Deprecation": {"@999999999999999"}}, nil},
+		{"a date before year 0", http.Header{"Deprecation": {"@-999999999999999"}}, nil},
+		{"the last second of 9999", http.Header{"Deprecation": {"@253402300799"}},
+			&Deprecation{Deprecated: true, Date: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)}},
+		{"a link's query is redacted", http.Header{"Deprecation": {"true"}, "Link": {`<https://docs.example/dep?access_token=s3cret&page=2>; rel="deprecation"`}},
+			&Deprecation{Deprecated: true, Link: "https://docs.example/dep?access_token=REDACTED&page=2"}},
+		{"a link with user info is dropped", http.Header{"Deprecation": {"true"}, "Link": {`<https://user:s3cret@docs.example/dep>; rel="deprecation"`}},
+			&Deprecation{Deprecated: true}},
 		{"two values are invalid", http.Header{"Deprecation": {"true", "true"}}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, deprecationOf(tt.h))
+			assert.Equal(t, tt.want, deprecationOf(tt.h, defaultSafeQuery))
 		})
 	}
 }

@@ -497,7 +497,7 @@ func (st *callState) classify(ctx context.Context, resp *http.Response, err erro
 		st.status, st.header, st.body, st.rateLimit, st.deprecation = 0, nil, nil, nil, nil
 	} else {
 		st.status, st.header = resp.StatusCode, resp.Header
-		st.deprecation = deprecationOf(resp.Header)
+		st.deprecation = deprecationOf(resp.Header, st.c.shownQuery)
 		o.status = resp.StatusCode
 		if n := len(st.call.Attempts); n > 0 {
 			c.clock.sample(resp.Header, st.call.Attempts[n-1].Sent, now)

@@ -371,13 +371,13 @@ func (o *Observer) EndAttempt(ctx context.Context, call *rail0.Call, a *rail0.At
 		o.partitionState(*a.PartitionState)
 	}
 	if d := a.Deprecation; d != nil {
-		o.deprecation(ctx, span, op, a.N, d)
+		o.deprecation(ctx, span, call, op, a.N, d)
 	}
 }
 
 // deprecation adds the event of an answer that announced its endpoint's
 // retirement, and counts it.
-func (o *Observer) deprecation(ctx context.Context, span trace.Span, op attribute.KeyValue, n int, d *rail0.Deprecation) {
+func (o *Observer) deprecation(ctx context.Context, span trace.Span, call *rail0.Call, op attribute.KeyValue, n int, d *rail0.Deprecation) {
 	attrs := []attribute.KeyValue{AttrAttempt.Int(n)}
 	switch {
 	case !d.Date.IsZero():
@@ -389,7 +389,7 @@ func (o *Observer) deprecation(ctx context.Context, span trace.Span, op attribut
 		attrs = append(attrs, AttrSunset.String(d.Sunset.Format(time.RFC3339)))
 	}
 	span.AddEvent("rail0.deprecation", trace.WithAttributes(attrs...))
-	o.deprecated.Add(ctx, 1, metric.WithAttributes(op))
+	o.deprecated.Add(ctx, 1, labelled(call, op))
 }
 
 // admission adds an admission's event and records its wait. Or it counts

@@ -647,7 +647,9 @@ func TestDeprecationEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Payments.Get(context.Background(), "p1"); err != nil {
+	// Through a labelled view: the counter carries the label, as every
+	// other metric does.
+	if _, err := c.With(rail0.WithLabel("job")).Payments.Get(context.Background(), "p1"); err != nil {
 		t.Fatal(err)
 	}
 	got := spans.GetSpans()
@@ -682,6 +684,9 @@ func TestDeprecationEvent(t *testing.T) {
 	}
 	if n := sum(t, m["rail0.client.deprecated"], rail0otel.AttrOperation.String("getPayment")); n != 1 {
 		t.Errorf("deprecated{getPayment} = %d", n)
+	}
+	if n := sum(t, m["rail0.client.deprecated"], rail0otel.AttrLabel.String("job")); n != 1 {
+		t.Errorf("deprecated{label=job} = %d", n)
 	}
 }
 
