@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"iter"
 	"math"
 	"net/http"
 	"slices"
@@ -74,23 +75,34 @@ func floorDiv(a, b int64) int64 {
 // is at or after the moment the server counted it. So the count errs
 // towards calling a retry early, never towards excusing one.
 func earlyRetries(attempts []attempt, period time.Duration, from int64) (all, after int) {
-	byCall := map[int64][]attempt{}
-	for _, a := range attempts {
-		byCall[a.Call] = append(byCall[a.Call], a)
-	}
-	for _, as := range byCall {
-		slices.SortFunc(as, func(x, y attempt) int { return cmp.Compare(x.Sent, y.Sent) })
-		for i := 1; i < len(as); i++ {
-			prev := as[i-1]
-			if prev.Status == http.StatusTooManyRequests && as[i].Sent < windowEnd(prev.Recv, period) {
-				all++
-				if prev.Recv >= from {
-					after++
-				}
+	for prev, next := range retryPairs(attempts) {
+		if prev.Status == http.StatusTooManyRequests && next.Sent < windowEnd(prev.Recv, period) {
+			all++
+			if prev.Recv >= from {
+				after++
 			}
 		}
 	}
 	return all, after
+}
+
+// retryPairs yields each attempt that its call followed with another, and
+// that other, in the order each call sent them.
+func retryPairs(attempts []attempt) iter.Seq2[attempt, attempt] {
+	return func(yield func(prev, next attempt) bool) {
+		byCall := map[int64][]attempt{}
+		for _, a := range attempts {
+			byCall[a.Call] = append(byCall[a.Call], a)
+		}
+		for _, as := range byCall {
+			slices.SortFunc(as, func(x, y attempt) int { return cmp.Compare(x.Sent, y.Sent) })
+			for i := 1; i < len(as); i++ {
+				if !yield(as[i-1], as[i]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // retryGaps measures the time between each 429 that gave an instruction
@@ -101,26 +113,18 @@ func earlyRetries(attempts []attempt, period time.Duration, from int64) (all, af
 // here may be on time there, never the other way round. retryGaps returns
 // how many such retries there were and the shortest gap. It also returns
 // how many left before min(instruction, cap).
-func retryGaps(attempts []attempt, cap time.Duration) (n int, minGap time.Duration, before int) {
-	byCall := map[int64][]attempt{}
-	for _, a := range attempts {
-		byCall[a.Call] = append(byCall[a.Call], a)
-	}
-	for _, as := range byCall {
-		slices.SortFunc(as, func(x, y attempt) int { return cmp.Compare(x.Sent, y.Sent) })
-		for i := 1; i < len(as); i++ {
-			prev := as[i-1]
-			if prev.Status != http.StatusTooManyRequests || prev.RetryAfter <= 0 {
-				continue
-			}
-			gap := time.Duration(as[i].Sent - prev.Recv)
-			if n == 0 || gap < minGap {
-				minGap = gap
-			}
-			n++
-			if gap < min(time.Duration(prev.RetryAfter), cap) {
-				before++
-			}
+func retryGaps(attempts []attempt, retryAfterCap time.Duration) (n int, minGap time.Duration, before int) {
+	for prev, next := range retryPairs(attempts) {
+		if prev.Status != http.StatusTooManyRequests || prev.RetryAfter <= 0 {
+			continue
+		}
+		gap := time.Duration(next.Sent - prev.Recv)
+		if n == 0 || gap < minGap {
+			minGap = gap
+		}
+		n++
+		if gap < min(time.Duration(prev.RetryAfter), retryAfterCap) {
+			before++
 		}
 	}
 	return n, minGap, before
