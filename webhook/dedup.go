@@ -47,7 +47,8 @@ func (c Claim) String() string {
 }
 
 // Deduplicator records which event ids a [Handler] is handling or has
-// handled. Set Handler.Deduplicator to use one. [MemoryDeduplicator]
+// handled. The id it is given is the event's topic and id, as
+// "payments.captured <id>". Set Handler.Deduplicator to use one. [MemoryDeduplicator]
 // serves a single process. A store shared by several processes (Redis, a
 // database) implements the same three calls, each atomic. It should let
 // an in-flight claim expire too, since a process may die holding one.

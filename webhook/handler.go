@@ -130,10 +130,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serveOnce(w, r, event)
 }
 
-// serveOnce runs Handle for event under a claim on its ID. The claim is
-// taken only after the signature verified, so a forger cannot claim ids.
+// serveOnce runs Handle for event under a claim on its topic and ID. The
+// claim is taken only after the signature verified, so a forger cannot
+// claim ids. It names the topic too: a secret vouches for its topic only,
+// so one subscription's secret cannot claim another topic's event.
 func (h *Handler) serveOnce(w http.ResponseWriter, r *http.Request, event Event) {
-	claim, err := h.Deduplicator.Claim(r.Context(), event.ID)
+	key := claimKey(event)
+	claim, err := h.Deduplicator.Claim(r.Context(), key)
 	switch {
 	case err != nil:
 		h.fail(w, r, http.StatusServiceUnavailable, fmt.Errorf("webhook: claiming event %s: %w", event.ID, err))
@@ -155,29 +158,33 @@ func (h *Handler) serveOnce(w http.ResponseWriter, r *http.Request, event Event)
 	settled := false
 	defer func() {
 		if !settled { // Handle panicked
-			h.release(settle, r, event.ID)
+			h.release(settle, r, key)
 		}
 	}()
 	err = h.Handle(r.Context(), event)
 	settled = true
 	if err != nil {
-		h.release(settle, r, event.ID)
+		h.release(settle, r, key)
 		h.fail(w, r, http.StatusInternalServerError, fmt.Errorf("webhook: handling event %s: %w", event.ID, err))
 		return
 	}
-	if err := h.Deduplicator.Done(settle, event.ID); err != nil && h.OnError != nil {
+	if err := h.Deduplicator.Done(settle, key); err != nil && h.OnError != nil {
 		// Handled all the same: asking for a redelivery would run it again.
 		h.OnError(r, fmt.Errorf("webhook: recording event %s as handled: %w", event.ID, err))
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// release drops the claim on id after Handle failed.
-func (h *Handler) release(ctx context.Context, r *http.Request, id string) {
-	if err := h.Deduplicator.Release(ctx, id); err != nil && h.OnError != nil {
-		h.OnError(r, fmt.Errorf("webhook: releasing event %s: %w", id, err))
+// release drops the claim on key after Handle failed.
+func (h *Handler) release(ctx context.Context, r *http.Request, key string) {
+	if err := h.Deduplicator.Release(ctx, key); err != nil && h.OnError != nil {
+		h.OnError(r, fmt.Errorf("webhook: releasing event %s: %w", key, err))
 	}
 }
+
+// claimKey is what a Handler claims for event: "<topic> <id>". A
+// redelivery carries the same topic and id.
+func claimKey(event Event) string { return string(event.Topic) + " " + event.ID }
 
 func statusFor(err error) int {
 	switch {

@@ -436,3 +436,31 @@ func TestHandlerDeduplicationExpires(t *testing.T) {
 		}
 	})
 }
+
+// With a Deduplicator, a delivery signed with one topic's secret cannot
+// claim another topic's event by reusing its id: the claim names the
+// topic. Before, the forged payments.created delivery claimed "e1", and
+// the genuine payments.refunded event e1 was answered 204 without Handle.
+func TestDeduplicationIsPerTopic(t *testing.T) {
+	const ts = int64(1789381370)
+	var handled []string
+	h := &Handler{
+		Verifier: Verifier{Now: clockAt(ts)}.
+			WithSubscription(Subscription{ID: "wh-created", Topic: rail0.TopicPaymentsCreated}, "created-secret").
+			WithSubscription(Subscription{ID: "wh-refunded", Topic: rail0.TopicPaymentsRefunded}, "refunded-secret"),
+		Handle:       func(_ context.Context, e Event) error { handled = append(handled, string(e.Topic)+" "+e.ID); return nil },
+		Deduplicator: NewMemoryDeduplicator(0, 0),
+	}
+	for _, d := range []struct{ body, secret string }{
+		{`{"id":"e1","topic":"payments.created"}`, "created-secret"},
+		{`{"id":"e1","topic":"payments.refunded"}`, "refunded-secret"},
+		{`{"id":"e1","topic":"payments.refunded"}`, "refunded-secret"}, // a redelivery
+	} {
+		if code := deliverAt(h, d.body, d.secret, ts); code != http.StatusNoContent {
+			t.Fatalf("%s answered %d, want 204", d.body, code)
+		}
+	}
+	if want := []string{"payments.created e1", "payments.refunded e1"}; fmt.Sprint(handled) != fmt.Sprint(want) {
+		t.Errorf("Handle saw %v, want %v", handled, want)
+	}
+}
