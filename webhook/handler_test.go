@@ -448,7 +448,10 @@ func TestDeduplicationIsPerTopic(t *testing.T) {
 		Verifier: Verifier{Now: clockAt(ts)}.
 			WithSubscription(Subscription{ID: "wh-created", Topic: rail0.TopicPaymentsCreated}, "created-secret").
 			WithSubscription(Subscription{ID: "wh-refunded", Topic: rail0.TopicPaymentsRefunded}, "refunded-secret"),
-		Handle:       func(_ context.Context, e Event) error { handled = append(handled, string(e.Topic)+" "+e.ID); return nil },
+		Handle: func(_ context.Context, e Event) error {
+			handled = append(handled, string(e.Topic)+" "+e.ID)
+			return nil
+		},
 		Deduplicator: NewMemoryDeduplicator(0, 0),
 	}
 	for _, d := range []struct{ body, secret string }{
