@@ -30,6 +30,9 @@ type txCase struct {
 	signer Address
 	extra  []string
 	args   map[string]Word
+	// refundSig is the intent's refund signature, r ‖ s ‖ v, for a
+	// refund; nil for another step.
+	refundSig []byte
 }
 
 func (c *txCase) refuse(field, expected, got, reason string) error {
@@ -196,30 +199,13 @@ func txReason(c *txCase) error {
 // When the token's EIP-712 name and version are known, it must recover to
 // the payer over the payment's authorization.
 
-// refundSignature is the refund signature the intent carries.
-func (c *txCase) refundSignature() ([]byte, error) {
-	sig, err := DecodeSignatureHex(c.in.Signature)
-	if err != nil {
-		return nil, &Invalid{Field: "signature", Reason: err.Error()}
+// refundPart checks the call's argument name against want, its part of
+// the refund signature the caller just produced.
+func (c *txCase) refundPart(name string, got, want Word) error {
+	if got != want {
+		return c.refuse("data."+name, want.String(), got.String(), "")
 	}
-	return sig, nil
-}
-
-// refundPart checks the call's argument name against its part of the
-// refund signature the caller just produced. done is false for another
-// operation, whose v, r and s are the payer's signature.
-func (c *txCase) refundPart(name string, got Word, part func(sig []byte) Word) (done bool, err error) {
-	if c.in.Operation != OpRefund {
-		return false, nil
-	}
-	sig, err := c.refundSignature()
-	if err != nil {
-		return true, err
-	}
-	if want := part(sig); got != want {
-		return true, c.refuse("data."+name, want.String(), got.String(), "")
-	}
-	return true, nil
+	return nil
 }
 
 func txV(c *txCase) error {
@@ -227,8 +213,8 @@ func txV(c *txCase) error {
 	if !ok {
 		return nil
 	}
-	if done, err := c.refundPart("v", v, func(sig []byte) Word { return U64Word(uint64(sig[64])) }); done {
-		return err
+	if c.refundSig != nil {
+		return c.refundPart("v", v, U64Word(uint64(c.refundSig[64])))
 	}
 	if v != U64Word(27) && v != U64Word(28) {
 		return c.refuse("data.v", "27 or 28", v.String(), "")
@@ -241,8 +227,8 @@ func txS(c *txCase) error {
 	if !ok {
 		return nil
 	}
-	if done, err := c.refundPart("s", s, func(sig []byte) Word { return Word(sig[32:64]) }); done {
-		return err
+	if c.refundSig != nil {
+		return c.refundPart("s", s, Word(c.refundSig[32:64]))
 	}
 	if c.args["r"] == (Word{}) || s == (Word{}) || !evm.IsLowS(s[:]) {
 		return c.refuse("data.s", "a non-zero r and an s in the lower half of the curve order", s.String(), "")
@@ -255,8 +241,8 @@ func txR(c *txCase) error {
 	if !ok {
 		return nil
 	}
-	if done, err := c.refundPart("r", r, func(sig []byte) Word { return Word(sig[:32]) }); done {
-		return err
+	if c.refundSig != nil {
+		return c.refundPart("r", r, Word(c.refundSig[:32]))
 	}
 	t := c.t
 	dom, ok := c.tr.TokenDomains[TokenKey{t.ChainID.Int64(), t.Token}]

@@ -112,6 +112,11 @@ func CheckTransaction(t *Terms, in Intent, unsigned string, tr *Trust) (*Tx, err
 		return nil, readRefusal(err, t.ID, in.Operation, "unsigned_transaction", "")
 	}
 	c := &txCase{t: t, in: in, tr: tr, tx: tx, signer: signer, extra: callArguments[in.Operation]}
+	if in.Operation == OpRefund {
+		if c.refundSig, err = DecodeSignatureHex(in.Signature); err != nil {
+			return nil, &Invalid{Field: "signature", Reason: err.Error()}
+		}
+	}
 	if err := run(ArtUnsignedTx, c); err != nil {
 		return nil, err
 	}
