@@ -111,23 +111,11 @@ func (e Expectation) ordersTerms() bool {
 	return e.ChainID != 0 && e.Mode != "" && e.Token != "" && e.Payee != "" && e.Amount != ""
 }
 
-// checkExpected compares payment p, named id by the caller, with e. The
-// checks are the rows of verify.ArtOrder. The amount is compared in base
-// units. toBase converts a human amount with the payment's token. It is
-// called only once the token is known to match.
-func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(string) (string, error)) error {
-	return fromVerify(verify.CheckOrder(paymentOf(p), id, "", false, toBase, e.forCheck()))
-}
-
 // forCheck is e as the checks take it.
 func (e Expectation) forCheck() verify.Expectation {
 	return verify.Expectation{Rail0ID: e.Rail0ID, ChainID: e.ChainID, Mode: string(e.Mode), Token: e.Token, Payer: e.Payer,
 		Payee: e.Payee, Amount: e.Amount, LatestAuthorizationExpiry: e.LatestAuthorizationExpiry, EarliestRefund: e.EarliestRefundExpiry}
 }
-
-// sameAddress compares two addresses whatever their case. Text that is not
-// an address only equals itself, ignoring case.
-func sameAddress(a, b string) bool { return verify.SameAddress(a, b) }
 
 // rail0IDOf reports whether id names a payment by its rail0_id (0x + 64
 // hex) rather than its UUID, and returns it.

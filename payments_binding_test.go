@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rail0/rail0-go/internal/evmtest"
+	"github.com/rail0/rail0-go/internal/verify"
 	"github.com/rail0/rail0-go/internal/verifytest"
 	"github.com/stretchr/testify/assert"
 )
@@ -697,6 +698,12 @@ func TestSubmitReconcilesAKnownTransaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkExpected runs the rows of verify.ArtOrder on p with one
+// expectation, as a flow's bind does, with toBase given.
+func checkExpected(p *PaymentDetail, id string, e Expectation, toBase func(string) (string, error)) error {
+	return fromVerify(verify.CheckOrder(paymentOf(p), id, "", false, toBase, e.forCheck()))
 }
 
 func TestCheckExpected(t *testing.T) {

@@ -98,11 +98,11 @@ func TestAnchor(t *testing.T) {
 				if want == "" {
 					want = pinPublished
 				}
-				if !sameAddress(ue.Trusted, want) || !sameAddress(ue.Got, tt.contract) {
+				if !verify.SameAddress(ue.Trusted, want) || !verify.SameAddress(ue.Got, tt.contract) {
 					t.Errorf("Trusted %s, Got %s; want %s and %s", ue.Trusted, ue.Got, want, tt.contract)
 				}
 			case "token":
-				if !sameAddress(ue.Got, tt.token) {
+				if !verify.SameAddress(ue.Got, tt.token) {
 					t.Errorf("Got %s, want the token %s", ue.Got, tt.token)
 				}
 			}
@@ -171,7 +171,7 @@ func TestDefaultsRefuseAnUnpublishedContract(t *testing.T) {
 			}
 			err := fc.run(context.Background(), g.clientWithout(key))
 			var ue *UntrustedError
-			if !errors.As(err, &ue) || ue.Field != "rail0_contract" || !sameAddress(ue.Trusted, pinPublished) || ue.Option != "WithTrustedContracts" {
+			if !errors.As(err, &ue) || ue.Field != "rail0_contract" || !verify.SameAddress(ue.Trusted, pinPublished) || ue.Option != "WithTrustedContracts" {
 				t.Fatalf("err = %v, want an *UntrustedError on rail0_contract naming WithTrustedContracts", err)
 			}
 			var fe *FlowError

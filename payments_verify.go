@@ -386,11 +386,9 @@ func (s *PaymentsService) checkIntent(payment *PaymentDetail, t *verify.Terms, i
 			return nil, intent, nil, err
 		}
 	}
+	// checkRequest checked a signer given, or that the role has one.
 	if who, _ := verify.Signers(t, string(intent.Operation)); intent.Signer == "" && len(who) == 1 {
 		intent.Signer = who[0].String() // the role determines the signer
-	}
-	if _, err := checkSigner(t, intent.Operation, intent.Signer); err != nil {
-		return nil, intent, nil, err
 	}
 	return t, intent, tr, nil
 }
