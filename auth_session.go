@@ -320,29 +320,41 @@ func (ts *tokenSource) await(ctx context.Context, call *loginCall) error {
 }
 
 // waitOutLeader waits, before a caller signs in again after the sign-in
-// it waited for failed, until that sign-in's 429 may be retried:
-// min(Retry-After, RetryAfterCap) after it arrived, plus additive jitter.
-// Signing in again is that request's retry. A caller whose context ends
-// first gets the 429, not sent, matching ctx's error too.
+// it waited for failed, until that sign-in's 429 may be retried. Signing in
+// again is that request's retry. It waits:
+//   - min(Retry-After, RetryAfterCap) after the 429 arrived, plus additive
+//     jitter; without a usable Retry-After, a guessed wait (guessWait);
+//   - and no less than the rate-limit wait the sign-in was in when it
+//     ended (loginCall.wait), which the retry would have waited out.
+//
+// A caller whose context ends first gets the 429, not sent, matching ctx's
+// error too.
 func (ts *tokenSource) waitOutLeader(ctx context.Context, call *loginCall) error {
-	var apiErr *APIError
-	if !errors.As(call.err, &apiErr) || apiErr.StatusCode != http.StatusTooManyRequests || apiErr.RetryAfter <= 0 {
-		return nil
-	}
 	c := ts.auth.client.forCaller(ctx)
-	from := call.ended
-	if a := lastAttempt(apiErr.Call); a != nil && a.StatusCode == http.StatusTooManyRequests && !apiErr.NotSent {
-		from = a.Sent.Add(a.Duration)
+	ts.mu.Lock()
+	w := call.wait // the leader's last rate-limit wait; it publishes no more
+	ts.mu.Unlock()
+	var apiErr *APIError
+	if errors.As(call.err, &apiErr) && apiErr.StatusCode == http.StatusTooManyRequests {
+		from := call.ended
+		if a := lastAttempt(apiErr.Call); a != nil && a.StatusCode == http.StatusTooManyRequests && !apiErr.NotSent {
+			from = a.Sent.Add(a.Duration)
+		}
+		var d time.Duration
+		if apiErr.RetryAfter > 0 {
+			d, _ = serverWait(apiErr.RetryAfter, c.policy.retryAfterCap, maxDuration, c.rand())
+		} else if !apiErr.NotSent {
+			d, _ = guessWait(c.policy.base, c.policy.retryAfterCap, 0, maxDuration, c.rand())
+		}
+		if until := from.Add(d); until.After(w.until) {
+			w = rateWait{method: apiErr.Method, path: apiErr.Path, until: until}
+		}
 	}
-	w, _ := serverWait(apiErr.RetryAfter, c.policy.retryAfterCap, maxDuration, c.rand())
-	until := from.Add(w)
-	left := until.Sub(c.now())
+	left := w.until.Sub(c.now())
 	if left <= 0 {
 		return nil
 	}
-	refusal := func() *APIError {
-		return rateWait{method: apiErr.Method, path: apiErr.Path}.refusal(max(until.Sub(c.now()), 0))
-	}
+	refusal := func() *APIError { return w.refusal(max(w.until.Sub(c.now()), 0)) }
 	if !ts.ownBudgetWaits(ctx, left) {
 		return signInError(refusal()) // a caller that would not wait that long: at once
 	}
@@ -404,9 +416,7 @@ func copySession(s *Session) *Session {
 		c.Name = &v
 	}
 	if s.Response != nil {
-		r := *s.Response
-		r.Header = s.Response.Header.Clone()
-		c.Response = &r
+		c.Response = copyResponse(s.Response)
 	}
 	return &c
 }

@@ -796,3 +796,71 @@ func TestSignInFollowerWaitsOutTheLeaders429(t *testing.T) {
 		})
 	}
 }
+
+// A leader's 429 without a usable Retry-After is retried by the follower
+// that signs in next no sooner than a guessed wait after it arrived, and
+// no sooner than the wait the leader was in when it ended.
+func TestSignInFollowerWaitsOutTheLeadersGuessed429(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		leader func(c *Client) (*Client, context.Context, context.CancelFunc)
+	}{
+		{"a handler's 429", func(c *Client) (*Client, context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return c.With(WithRetryOn429(false)), ctx, cancel
+		}},
+		{"a job cut short while waiting", func(c *Client) (*Client, context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return c.With(WithRetryOn429(true)), ctx, cancel
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				gw := newSIWEGateway(t, 0)
+				release := make(chan struct{})
+				var mu sync.Mutex
+				var nonces []time.Time
+				var answered time.Time
+				gw.beforeNonce = func(w http.ResponseWriter) bool {
+					mu.Lock()
+					nonces = append(nonces, time.Now())
+					first := len(nonces) == 1
+					mu.Unlock()
+					if !first {
+						return false
+					}
+					<-release
+					authWriteJSON(w, http.StatusTooManyRequests, rateLimitedBody) // no Retry-After
+					mu.Lock()
+					answered = time.Now()
+					mu.Unlock()
+					return true
+				}
+				c := newTestClient(t, gw.url, gw.opt, WithSigner(newSIWESigner()), withRand(func() float64 { return 0.99 }), WithCooldown(false))
+				leader, leaderCtx, cancel := tt.leader(c)
+				defer cancel()
+				leaderDone := make(chan error, 1)
+				go func() {
+					_, err := leader.Payments.Get(leaderCtx, "p")
+					leaderDone <- err
+				}()
+				synctest.Wait()
+				followerDone := make(chan error, 1)
+				go func() {
+					_, err := c.With(WithRetryOn429(true)).Payments.Get(context.Background(), "p")
+					followerDone <- err
+				}()
+				synctest.Wait()
+				close(release)
+				time.Sleep(100 * time.Millisecond)
+				cancel() // a job leader is 100 ms into its guessed wait of 495 ms
+				require.ErrorIs(t, <-leaderDone, ErrRateLimited)
+				require.NoError(t, <-followerDone)
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, nonces, 2)
+				assert.GreaterOrEqual(t, nonces[1].Sub(answered), 495*time.Millisecond, "the 429 was retried before its guessed wait")
+			})
+		})
+	}
+}
