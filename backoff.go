@@ -53,18 +53,19 @@ func parseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	return d, true
 }
 
-// retryAfterOf reads the Retry-After of an answer. An HTTP-date is read
-// against the answer's own Date header when it has a valid one. So a server
-// whose clock is ahead of or behind the local one still gets the wait it
-// asked for. local is the fallback "now", and the only one delta-seconds
-// need.
-func retryAfterOf(h http.Header, local time.Time) (time.Duration, bool) {
+// retryAfterOf reads the Retry-After of an answer. gatewayNow is the
+// client's estimate of the gateway's clock (gatewayClock), and the only
+// "now" delta-seconds need. An HTTP-date is read against the earlier of
+// gatewayNow and the answer's own Date header. So a server whose clock is
+// ahead of or behind the local one still gets the wait it asked for. And a
+// Date rewritten later than the gateway's clock cannot shorten the wait.
+func retryAfterOf(h http.Header, gatewayNow time.Time) (time.Duration, bool) {
 	v := h.Get("Retry-After")
 	if v == "" || isDigits(strings.TrimSpace(v)) {
-		return parseRetryAfter(v, local) // no date to read against: skip parsing Date
+		return parseRetryAfter(v, gatewayNow) // no date to read against: skip parsing Date
 	}
-	now := local
-	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+	now := gatewayNow
+	if t, err := http.ParseTime(h.Get("Date")); err == nil && t.Before(now) {
 		now = t
 	}
 	return parseRetryAfter(v, now)

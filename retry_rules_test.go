@@ -375,24 +375,30 @@ func TestLimiterRefusalAfterA503ReturnsThe503(t *testing.T) {
 	})
 }
 
-// Item 15: an HTTP-date Retry-After is read against the answer's Date.
+// Item 15: an HTTP-date Retry-After is read against the answer's Date, or
+// the client's estimate of the gateway's clock when that is earlier: a
+// Date rewritten into the future cannot shorten the wait.
 func TestRetryAfterOf(t *testing.T) {
 	local := time.Date(2026, 9, 14, 10, 0, 0, 0, time.UTC)
 	date := func(d time.Duration) string { return local.Add(d).Format(http.TimeFormat) }
 	tests := []struct {
 		name       string
+		ahead      time.Duration // the gateway's clock as the client estimates it, less local
 		date       string
 		retryAfter string
 		want       time.Duration
 		ok         bool
 	}{
-		{"server clock 30 s ahead", date(30 * time.Second), date(32 * time.Second), 2 * time.Second, true},
-		{"server clock 30 s behind", date(-30 * time.Second), date(-28 * time.Second), 2 * time.Second, true},
-		{"no Date: the local clock", "", date(2 * time.Second), 2 * time.Second, true},
-		{"malformed Date: the local clock", "yesterday", date(2 * time.Second), 2 * time.Second, true},
-		{"delta-seconds ignore Date", date(time.Hour), "5", 5 * time.Second, true},
-		{"a date before the server's now", date(30 * time.Second), date(10 * time.Second), 0, false},
-		{"no Retry-After", date(0), "", 0, false},
+		{"server clock 30 s ahead", 30 * time.Second, date(30 * time.Second), date(32 * time.Second), 2 * time.Second, true},
+		{"server clock 30 s behind", -30 * time.Second, date(-30 * time.Second), date(-28 * time.Second), 2 * time.Second, true},
+		{"server clock behind, not learned yet", 0, date(-30 * time.Second), date(-28 * time.Second), 2 * time.Second, true},
+		{"a Date ahead of the gateway's clock shortens nothing", 0, date(30 * time.Second), date(32 * time.Second), 32 * time.Second, true},
+		{"a Date an hour ahead does not erase the instruction", 0, date(time.Hour), date(10 * time.Second), 10 * time.Second, true},
+		{"no Date: the local clock", 0, "", date(2 * time.Second), 2 * time.Second, true},
+		{"malformed Date: the local clock", 0, "yesterday", date(2 * time.Second), 2 * time.Second, true},
+		{"delta-seconds ignore Date", 0, date(time.Hour), "5", 5 * time.Second, true},
+		{"a date before the server's now", 30 * time.Second, date(30 * time.Second), date(10 * time.Second), 0, false},
+		{"no Retry-After", 0, date(0), "", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,7 +409,7 @@ func TestRetryAfterOf(t *testing.T) {
 			if tt.retryAfter != "" {
 				h.Set("Retry-After", tt.retryAfter)
 			}
-			got, ok := retryAfterOf(h, local)
+			got, ok := retryAfterOf(h, local.Add(tt.ahead))
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -439,6 +445,32 @@ func TestHTTPDateRetryAfterUsesTheServersClock(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A proxy rewrites the Date of a 429 an hour ahead; its HTTP-date
+// Retry-After, 2 s after the gateway's clock, stands. The client, which
+// learned the gateway's clock from an honest answer, waits the 2 s (plus
+// its jitter). Read against the rewritten Date, the instruction was in
+// the past: the retry went at a guess, a quarter of a second later.
+func TestRewrittenDateCannotShortenARetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := time.Now().UTC()
+		honest := step{status: 200, body: paymentBody, header: map[string]string{"Date": now.Format(http.TimeFormat)}}
+		step429 := throttled("")
+		step429.header["Date"] = now.Add(time.Hour).Format(http.TimeFormat)
+		step429.header["Retry-After"] = now.Add(2 * time.Second).Format(http.TimeFormat)
+		srv := newMemScript(honest, step429, step{status: 200, body: paymentBody})
+		c := newTestClient(t, memURL, memClient(srv), WithRetryOn429(true), withRand(half))
+
+		_, err := c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+		_, err = c.Payments.Get(context.Background(), "p1")
+		require.NoError(t, err)
+
+		reqs := srv.requests()
+		require.Len(t, reqs, 3)
+		assert.GreaterOrEqual(t, reqs[2].at.Sub(reqs[1].at), 2*time.Second, "the retry left before the Retry-After")
+	})
 }
 
 // Item 16: refusals are counted apart. The attempt limit here; the
