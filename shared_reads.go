@@ -28,6 +28,7 @@ type flightKey struct {
 	url    string // the request's URL, query included
 	cred   [sha256.Size]byte
 	policy policy // the view's settings, so a handler's call waits no longer than its own
+	poll   bool   // a poll skips the closed-partition refusal and yields its turn (request.poll)
 }
 
 // flights are the shared reads in flight on a client.
@@ -89,7 +90,7 @@ func (c *Client) doShared(ctx context.Context, r *request, out any) (*Response, 
 		return nil, err
 	}
 	v := c.forCaller(ctx)
-	key := flightKey{method: r.op.method, url: v.resolve(path, r.query), policy: v.policy}
+	key := flightKey{method: r.op.method, url: v.resolve(path, r.query), policy: v.policy, poll: r.poll}
 	token := ""
 	if !r.anonymous && v.tokenSource != nil {
 		if token, err = v.bearer(ctx, "", true); err != nil || token == "" {
