@@ -57,10 +57,7 @@ func (c *Client) observe(ctx context.Context, st *callState, o outcome) {
 			if ob.Capped {
 				// Calls that cannot wait the rest of it are refused at
 				// once. It is remembered for closureMemory caps at most.
-				ob.Closed = o.retryAfter
-				if cp := c.policy.retryAfterCap; cp <= maxDuration/closureMemory {
-					ob.Closed = min(ob.Closed, closureMemory*cp)
-				}
+				ob.Closed = c.boundClosure(o.retryAfter)
 			}
 		}
 	}

@@ -418,17 +418,10 @@ func limiterVerdict(e *evidence, d decision) (decision, bool) {
 	return distrust(d, e.fb, e.p, e.b, e.u), true
 }
 
-// distrust applies the limiter's verdict on the answer, fb, to a 429's
-// retry decision d (distrustedRetryAfter).
-func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
-	d, _ = distrustedRetryAfter(d, fb, p, b, u)
-	return d
-}
-
-// distrustedRetryAfter applies the limiter's verdict on a short
-// Retry-After to a 429 retry decision. The wait becomes at least the
-// lengthened cooldown plus additive jitter, reported as
-// ReasonRetryAfterDistrusted. A guessed wait is left alone.
+// distrust applies the limiter's verdict on a short Retry-After, fb, to a
+// 429 retry decision d. The wait becomes at least the lengthened cooldown
+// plus additive jitter, reported as ReasonRetryAfterDistrusted. A guessed
+// wait is left alone.
 //
 // That wait may not fit what is left of the allowance or the deadline.
 // Then it is clamped to what is left. A round trip for the retry's answer
@@ -439,22 +432,22 @@ func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) 
 // instruction fits makes its last try rather than give up with time left.
 // Its retry is admitted before the lengthened cooldown ends
 // (ratelimit.Reservation.Clamped).
-func distrustedRetryAfter(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) (decision, bool) {
+func distrust(d decision, fb ratelimit.Feedback, p policy, b budget, u float64) decision {
 	if !fb.Distrusted || !d.retry || !d.rateWait || d.guess {
-		return d, false
+		return d
 	}
 	room, limit := roomFor(p, b)
 	if w, ok := serverWait(fb.Cooldown, maxDuration, room, u); ok {
 		d.wait = max(d.wait, w)
 		d.reason = ReasonRetryAfterDistrusted
-		return d, true
+		return d
 	}
 	if limit == ReasonDeadline {
 		room -= max(b.rtt, 0)
 	}
 	d.wait = max(d.wait, room)
 	d.reason = ReasonRetryAfterDistrustedClamped
-	return d, true
+	return d
 }
 
 // mayHaveRun reports whether an attempt of a write that must not run twice

@@ -156,7 +156,12 @@ type callState struct {
 	renewed string
 	authErr error
 
-	// What the current send has seen; startSend clears it.
+	sendState // what the current send has seen; startSend clears it
+}
+
+// sendState is what one send of a call has seen. The send after a refused
+// session starts from a fresh one (resetSend).
+type sendState struct {
 	token     string        // the bearer token; never logged or stored elsewhere
 	anonymous bool          // no token: the public partition
 	partition string        // derived from the token when first needed
@@ -354,14 +359,7 @@ func (st *callState) startSend(ctx context.Context, token string) error {
 }
 
 // resetSend clears what the current send has seen.
-func (st *callState) resetSend() {
-	st.token, st.anonymous, st.partition = "", false, ""
-	st.gated, st.jitter, st.clamped, st.guessed = false, 0, false, false
-	st.turn, st.held, st.next = turn{}, 0, 0
-	st.last429, st.unknown = nil, false
-	st.status, st.rateLimit, st.header, st.body, st.bodyErr = 0, nil, nil, nil, nil
-	st.deprecation = nil
-}
+func (st *callState) resetSend() { st.sendState = sendState{} }
 
 // encode encodes the request's body, once for the whole call.
 func (st *callState) encode() error {
