@@ -310,6 +310,30 @@ func TestSharedReadCallerThatCannotWaitGets429(t *testing.T) {
 	})
 }
 
+// A poll (a wait's read, which skips the door and yields its turn) and a
+// plain read of the same payment do not share a request: a handler's Get
+// joining a poll's flight skipped its own door. Two polls still share.
+func TestPollAndReadDoNotShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newHeldGateway()
+		_, tr := pipeTransport(t, g)
+		c := newTestClient(t, "https://gateway.test", WithHTTPClient(&http.Client{Transport: tr}), WithToken("tok"),
+			WithSharedReads(true))
+		var wg sync.WaitGroup
+		for _, poll := range []bool{true, true, false, false} {
+			wg.Go(func() {
+				_, err := c.Payments.get(context.Background(), "p1", poll)
+				assert.NoError(t, err)
+			})
+		}
+		synctest.Wait()
+		close(g.release)
+		wg.Wait()
+		requests, _ := g.count()
+		assert.Equal(t, 2, requests, "one request for the polls, one for the reads")
+	})
+}
+
 // A caller's copy of a shared answer shares no record another caller could
 // change: the rate-limit state, the deprecation and each attempt's records
 // are its own (the review found them shared).
