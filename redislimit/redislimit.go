@@ -625,16 +625,16 @@ local function confirmAt(xs, t, limit, per)
   end
 end
 -- logInsert puts t into the ascending log at KEYS[2], after the entries
--- at or before it; the later ones (slots held ahead) move back behind it.
-local function logInsert(t)
-  local later = {}
-  while true do
-    local x = redis.call('LINDEX', KEYS[2], -1)
-    if not x or tonumber(x) <= t then break end
-    table.insert(later, 1, redis.call('RPOP', KEYS[2]))
+-- at or before it, in one call. xs is the log as read, ascending, or its
+-- tail from an entry at or before t on. Every entry is stored as str
+-- writes it, so the first one after t is found by its value.
+local function logInsert(xs, t)
+  local j = rank(xs, t, true)
+  if j == #xs then
+    redis.call('RPUSH', KEYS[2], str(t))
+  else
+    redis.call('LINSERT', KEYS[2], 'BEFORE', str(xs[j + 1]), str(t))
   end
-  redis.call('RPUSH', KEYS[2], str(t))
-  if #later > 0 then redis.call('RPUSH', KEYS[2], unpack(later)) end
 end
 -- countLog counts the entries of xs in [from, to).
 local function countLog(xs, from, to)
@@ -816,11 +816,10 @@ while true do
 end
 local len = redis.call('LLEN', KEYS[2])
 -- In fixed windows, xs holds the admissions that the windows from now on
--- count, ascending. rs holds their stored strings. They are the list's
--- tail, read from the end, since the log can hold thousands of older
--- ones. The bound on the log keeps them all (see reserveAligned in
--- package ratelimit).
-local w, xs, rs = nil, {}, {}
+-- count, ascending. They are the list's tail, read from the end, since
+-- the log can hold thousands of older ones. The bound on the log keeps
+-- them all (see reserveAligned in package ratelimit).
+local w, xs = nil, {}
 if aligned then
   w = probeWindows(windowsOf(limit, bper, tonumber(ARGV[3])), st, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[16]))
   local band = first(w, now) * bper - w.late
@@ -833,10 +832,7 @@ if aligned then
   local vs = {}
   for i, x in ipairs(raw) do vs[i] = tonumber(x) end
   local skip = rank(vs, band, false)
-  for i = skip + 1, #raw do
-    xs[i - skip] = vs[i]
-    rs[i - skip] = raw[i]
-  end
+  for i = skip + 1, #raw do xs[i - skip] = vs[i] end
 end
 local keep = math.max(tonumber(ARGV[10]), limit, #xs)
 if len > keep then
@@ -861,9 +857,8 @@ if guessed then
   if ticket > 0 and redis.call('LREM', KEYS[2], -1, ARGV[7]) > 0 then from = math.max(from, ticket) end
   local cooled = 0
   if reopen > from then from, cooled = reopen, 1 end
-  local raw = redis.call('LRANGE', KEYS[2], 0, -1)
   local vs = {}
-  for i, x in ipairs(raw) do vs[i] = tonumber(x) end
+  for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do vs[i] = tonumber(x) end
   local t = from
   if cl > 0 and cp > 0 then
     if tonumber(ARGV[13]) == 1 and sl == 0 then
@@ -876,12 +871,7 @@ if guessed then
   end
   local wait = t - now
   if wait > maxwait then return {0, wait, cooled, 0, cl, cp, now, adv} end
-  local j = rank(vs, t, true)
-  if j == #vs then
-    redis.call('RPUSH', KEYS[2], str(t))
-  else
-    redis.call('LINSERT', KEYS[2], 'BEFORE', raw[j + 1], str(t))
-  end
+  logInsert(vs, t)
   keepalive(t)
   return {1, math.max(wait, 0), cooled, t, cl, cp, now, adv}
 end
@@ -952,7 +942,7 @@ if tonumber(ARGV[18]) == 1 then
     saveAhead()
     return {0, t - now, 0, 0, limit, bper, now, adv}
   end
-  logInsert(t)
+  logInsert(list, t)
   if t > now then table.insert(ah, rank(ah, t, true) + 1, t) end
   saveAhead()
   keepalive(t)
@@ -974,12 +964,7 @@ if aligned then
   end
   if st.bh > 0 and w.behind == 0 then redis.call('HSET', KEYS[1], 'bh', '0') end
   local function put(t)
-    local j = rank(xs, t, true)
-    if j == #xs then
-      redis.call('RPUSH', KEYS[2], str(t))
-    else
-      redis.call('LINSERT', KEYS[2], 'BEFORE', rs[j + 1], str(t))
-    end
+    logInsert(xs, t)
     keepalive(t)
   end
   if ticket > 0 then
@@ -989,7 +974,6 @@ if aligned then
       w.size = w.size - 1
       if i >= off then
         table.remove(xs, i - off + 1)
-        table.remove(rs, i - off + 1)
       end
       local behind = ticket == st.bh and w.behind ~= 0
       if ticket == st.bh and st.bh > 0 then redis.call('HSET', KEYS[1], 'bh', '0') end
@@ -1047,7 +1031,7 @@ if ticket > 0 then
       for i, x in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do xs[i] = tonumber(x) end
       local t = confirmAt(xs, math.max(ticket, now), limit, per)
       if t - now > maxwait then return {0, t - now, 0, 0, limit, bper, now, adv} end
-      logInsert(t)
+      logInsert(xs, t)
       keepalive(t)
       return {1, t - now, 0, t, limit, bper, now, adv}
     end

@@ -2138,3 +2138,45 @@ func TestDifferentialInteractive(t *testing.T) {
 	}
 	t.Logf("interactive: %d ahead of held slots, %d confirmed, %d waited", aheadOfHeld, confirmed, waited)
 }
+
+// An interactive reservation goes ahead of a long backlog of held slots.
+// The script put it into the log by popping every later slot and pushing
+// them back with one unpack, which Lua refuses past about 8,000 values: the
+// call went unpaced and the Limiter fell back to its local state. It now
+// inserts the slot in one LINSERT.
+func TestInteractiveAheadOfALongBacklog(t *testing.T) {
+	rdb := newRedis(t)
+	clk := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	l := New(rdb, WithKeyPrefix(testPrefix(t, rdb)))
+	l.now = clk.now
+	ctx := context.Background()
+	_, sends := l.keys("public")
+	now := clk.now().UnixMicro()
+	backlog := make([]any, 9500)
+	for i := range backlog {
+		backlog[i] = strconv.FormatInt(now+int64(i+1)*2000, 10) // held slots, 2 ms apart
+	}
+	if err := rdb.RPush(ctx, sends, backlog...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.Reserve(ctx, ratelimit.Reservation{Partition: "public", MaxWait: time.Hour, Interactive: true,
+		FixedWindows: true, Budget: ratelimit.Budget{Limit: 500, Period: time.Second}})
+	if err != nil || !a.OK {
+		t.Fatalf("Reserve = %+v, %v", a, err)
+	}
+	got, err := rdb.LRange(ctx, sends, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(backlog)+1 {
+		t.Fatalf("the log holds %d slots, want %d: the reservation did not reach the store", len(got), len(backlog)+1)
+	}
+	prev := int64(-1 << 62)
+	for i, s := range got {
+		var x int64
+		if _, err := fmt.Sscan(s, &x); err != nil || x < prev {
+			t.Fatalf("slot %d = %q after %d: the log is out of order", i, s, prev)
+		}
+		prev = x
+	}
+}
