@@ -311,7 +311,8 @@ func (s *partitionState) reserve(r Reservation, now int64) Admission {
 // things do:
 //   - a cooldown whose instruction still runs (reopensFor);
 //   - the configured budget, counted in its windows. On a partition that
-//     fell back to the sliding rule, it counts first in, first out.
+//     fell back to the sliding rule, it counts the slots either side of
+//     its own (roomAround), not those held before it.
 //
 // A held slot being confirmed is placed again from its own time, never
 // earlier.
@@ -333,12 +334,7 @@ func (s *partitionState) reserveGuessed(r Reservation, now int64) Admission {
 	case r.FixedWindows && !s.sliding:
 		t = alignedAt(s.log, 0, windowsOf(b, r.Margin), from)
 	default:
-		if n := len(s.log); n > 0 {
-			t = max(t, s.log[n-1])
-		}
-		if len(s.log) >= b.Limit {
-			t = max(t, s.log[len(s.log)-b.Limit]+int64(b.Period+max(r.Margin, 0)))
-		}
+		t = roomAround(s.log, from, b.Limit, int64(b.Period+max(r.Margin, 0)))
 	}
 	wait := time.Duration(t - now)
 	if wait > r.MaxWait {
@@ -346,6 +342,22 @@ func (s *partitionState) reserveGuessed(r Reservation, now int64) Admission {
 	}
 	s.insert(t)
 	return Admission{Wait: max(wait, 0), OK: true, Cooldown: cooled, Ticket: t, Budget: b}
+}
+
+// roomAround is the first time from t at which the ascending log holds
+// fewer than limit entries less than per away, before or after. A slot
+// there breaks the budget in no period, whatever the slots held after it.
+// So a guessed retry needs no place behind them, which a learned budget
+// may have spread far out.
+func roomAround(xs []int64, t int64, limit int, per int64) int64 {
+	for {
+		lo, _ := slices.BinarySearch(xs, t-per+1) // the entries at or before t-per
+		hi, _ := slices.BinarySearch(xs, t+per)   // the entries before t+per
+		if hi-lo < limit {
+			return t
+		}
+		t = xs[lo] + per
+	}
 }
 
 // confirm re-checks the slot r.Ticket held since an earlier admission, now

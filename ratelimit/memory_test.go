@@ -457,6 +457,31 @@ func TestGuessedRetryGoesAtItsGuess(t *testing.T) {
 		adm := reserve(t, m, g)
 		assert.Equal(t, 4*s+4*ms-2110*ms, adm.Wait, "the configured budget's next window")
 	})
+	t.Run("the sliding rule: not behind slots a learned budget spread out", func(t *testing.T) {
+		clk := &fakeClock{t: epoch}
+		m := newMemory(clk.Now)
+		b := Budget{10, s}
+		reserve(t, m, Reservation{Partition: "q", Budget: b, MaxWait: time.Minute})
+		now := clk.Now().UnixNano()
+		// Fresh calls that a learned budget of 1 in 10 s spread out.
+		m.ps["q"].log = []int64{now, now + int64(10*s), now + int64(20*s), now + int64(30*s)}
+		g := Reservation{Partition: "q", Budget: b, Retry: true, Guessed: true, After: 300 * ms, MaxWait: time.Minute}
+		assert.Equal(t, 300*ms, reserve(t, m, g).Wait, "its guess: the configured budget has room (it queued behind the held slots, 30 s)")
+	})
+	t.Run("the sliding rule: the configured budget holds it, either side", func(t *testing.T) {
+		clk := &fakeClock{t: epoch}
+		m := newMemory(clk.Now)
+		b := Budget{10, s}
+		reserve(t, m, Reservation{Partition: "q", Budget: b, MaxWait: time.Minute})
+		now := clk.Now().UnixNano()
+		log := make([]int64, 10) // the budget, 100 ms apart from now on
+		for i := range log {
+			log[i] = now + int64(i)*int64(100*ms)
+		}
+		m.ps["q"].log = log
+		g := Reservation{Partition: "q", Budget: b, Retry: true, Guessed: true, After: 300 * ms, MaxWait: time.Minute}
+		assert.Equal(t, s, reserve(t, m, g).Wait, "a second after the first of the ten")
+	})
 	t.Run("an unguessed retry is held by what was learned", func(t *testing.T) {
 		clk, m := setup(t)
 		clk.Advance(600 * ms)

@@ -636,6 +636,16 @@ local function logInsert(xs, t)
     redis.call('LINSERT', KEYS[2], 'BEFORE', str(xs[j + 1]), str(t))
   end
 end
+-- roomAround is the first time from t at which the ascending xs holds
+-- fewer than limit entries less than per away, before or after (see
+-- roomAround in package ratelimit).
+local function roomAround(xs, t, limit, per)
+  while true do
+    local lo = rank(xs, t - per, true)
+    if rank(xs, t + per, false) - lo < limit then return t end
+    t = xs[lo + 1] + per
+  end
+end
 -- countLog counts the entries of xs in [from, to).
 local function countLog(xs, from, to)
   if to <= from then return 0 end
@@ -864,9 +874,7 @@ if guessed then
     if tonumber(ARGV[13]) == 1 and sl == 0 then
       t = alignedAt(vs, 0, windowsOf(cl, cp, margin), from)
     else
-      -- First in, first out, at most the budget in a stretched period.
-      if #vs > 0 then t = math.max(t, vs[#vs]) end
-      if #vs >= cl then t = math.max(t, vs[#vs - cl + 1] + cp + margin) end
+      t = roomAround(vs, from, cl, cp + margin)
     end
   end
   local wait = t - now
